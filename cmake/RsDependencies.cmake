@@ -1,0 +1,43 @@
+# Every dependency comes from Debian's packages (scripts/install-deps.sh installs them).
+find_package(Threads REQUIRED)
+
+# Asio ships no CMake config and no .pc file: standalone headers only.
+find_path(ASIO_INCLUDE_DIR asio.hpp REQUIRED)
+add_library(rs_asio INTERFACE)
+target_include_directories(rs_asio SYSTEM INTERFACE ${ASIO_INCLUDE_DIR})
+target_compile_definitions(rs_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+target_link_libraries(rs_asio INTERFACE Threads::Threads)
+
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(hwy CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+if(RS_BUILD_TESTS)
+  find_package(Catch2 CONFIG REQUIRED)
+endif()
+
+find_package(PkgConfig REQUIRED)
+if(RS_WITH_RDMA)
+  pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)
+  if(NOT IBVERBS_FOUND)
+    message(STATUS "libibverbs not found: building without the RDMA transport")
+    set(RS_WITH_RDMA OFF)
+  endif()
+endif()
+
+# CUDA is optional: the reducer never needs it; GPU checks run only where a device exists.
+set(RS_HAVE_CUDA OFF)
+if(RS_WITH_CUDA)
+  if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    set(RS_HAVE_CUDA ON)
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  endif()
+endif()
+message(STATUS "Reduction Server: RDMA=${RS_WITH_RDMA} CUDA=${RS_HAVE_CUDA} sanitize='${RS_SANITIZE}'")

@@ -1,0 +1,105 @@
+// The data-plane frame: a fixed 72-byte little-endian header, then `payloadLength` bytes.
+// Pure encode/decode, no I/O. proto/WIRE.md documents every byte; keep the two in step.
+//
+// decodeHeader() validates everything a header can say on its own (magic, version, type,
+// flags, enum ranges, lengths against limits, reserved bytes, checksum) so that the caller
+// may allocate or route only after it returns OK. Checks against a group's state (rank below
+// world size, known chunk) belong to the receiver.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/common/status.h"
+#include "core/reduce/dtype.h"
+#include "core/wire/group_id.h"
+
+namespace rs::wire {
+
+inline constexpr uint32_t kMagic = 0x31465352;  // "RSF1" in byte order on the wire
+inline constexpr uint8_t kProtocolVersion = 1;
+inline constexpr size_t kHeaderSize = 72;
+
+enum class FrameType : uint8_t {
+  kHello = 1,     // worker -> reducer, first frame on a stream: join a group (HelloPayload)
+  kHelloAck = 2,  // reducer -> worker: accepted (HelloAckPayload)
+  kReduce = 3,    // worker -> reducer: one chunk's contribution
+  kResult = 4,    // reducer -> worker: one chunk's reduced result
+  kError = 5,     // either way: this request failed (ErrorPayload); the stream stays usable
+  kAbort = 6,     // either way: the group is dead (ErrorPayload); the sender closes the stream
+};
+inline constexpr uint8_t kMinFrameType = 1;
+inline constexpr uint8_t kMaxFrameType = 6;
+
+// No flag bits are defined in version 1; decoders reject unknown bits so that a future flag
+// never changes meaning silently.
+inline constexpr uint16_t kKnownFlags = 0;
+
+struct FrameHeader {
+  FrameType type = FrameType::kReduce;
+  uint16_t flags = 0;
+  GroupId group;
+  uint32_t rank = 0;         // sender's rank for worker frames; destination rank for results
+  uint32_t status = 0;       // StatusCode for kError/kAbort, 0 otherwise
+  uint64_t seq = 0;          // collective sequence number within the group
+  uint64_t chunk = 0;        // running chunk number within the group (names the slot)
+  uint64_t elemOffset = 0;   // first element of this chunk within the collective
+  uint32_t elemCount = 0;    // elements in this chunk (kReduce/kResult), 0 otherwise
+  DataType dtype = DataType::kInt8;
+  ReduceOp op = ReduceOp::kSum;
+  uint32_t payloadLength = 0;
+};
+
+struct DecodeLimits {
+  uint32_t maxPayloadBytes = 64u << 20;  // the largest chunk a receiver accepts
+};
+
+using HeaderBytes = std::array<uint8_t, kHeaderSize>;
+
+// Fills the checksum. The header must be valid (encoding does not check).
+void encodeHeader(const FrameHeader& header, uint8_t* out);
+HeaderBytes encodeHeader(const FrameHeader& header);
+
+// Decodes and validates `size` bytes; anything but exactly kHeaderSize is an error.
+Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits,
+                    FrameHeader* out);
+
+std::string_view frameTypeName(FrameType t);
+
+// --- Payloads of the control frames ------------------------------------------------------
+
+// kHello: which group, which member, which stream. Sent once per stream.
+struct HelloPayload {
+  uint32_t worldSize = 0;
+  uint16_t streamIndex = 0;   // 0..streamCount-1
+  uint16_t streamCount = 0;   // streams this worker opens to this reducer
+  uint16_t reducerIndex = 0;  // this reducer's place in the worker's list
+  uint16_t reducerCount = 0;
+  uint32_t timeoutMs = 0;     // the group's collective timeout; 0 = the reducer's default
+  std::array<uint8_t, 32> authProof{};  // HMAC proof of the job secret; zero when auth is off
+};
+inline constexpr size_t kHelloPayloadSize = 48;
+
+// kHelloAck: what the reducer will enforce on this stream.
+struct HelloAckPayload {
+  uint32_t maxPayloadBytes = 0;
+  uint32_t ioThreads = 0;
+  uint32_t serverVersion = 0;  // major << 16 | minor << 8 | patch
+};
+inline constexpr size_t kHelloAckPayloadSize = 16;
+
+// kError / kAbort carry a UTF-8 reason of at most this many bytes.
+inline constexpr size_t kMaxErrorMessageBytes = 1024;
+
+std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello);
+Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out);
+std::array<uint8_t, kHelloAckPayloadSize> encodeHelloAck(const HelloAckPayload& ack);
+Status decodeHelloAck(const uint8_t* data, size_t size, HelloAckPayload* out);
+// The reason is cut to kMaxErrorMessageBytes at a character boundary.
+std::string encodeErrorMessage(std::string_view reason);
+Status decodeErrorMessage(const uint8_t* data, size_t size, std::string* out);
+
+}  // namespace rs::wire

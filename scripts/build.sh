@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Configures and builds one build tree with Ninja.
+#   scripts/build.sh [release|asan|tsan|fuzz] [extra cmake args...]
+# Trees live in build/<kind>/ (BUILD_ROOT overrides build/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+kind=${1:-release}
+shift || true
+root=${BUILD_ROOT:-build}
+dir="$root/$kind"
+jobs=${RS_JOBS:-$(nproc)}
+
+args=(-G Ninja -S . -B "$dir" -DRS_WERROR=ON)
+case "$kind" in
+  release) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  asan) args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF) ;;
+  tsan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=thread -DRS_BUILD_BENCH=OFF) ;;
+  fuzz)
+    args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_FUZZ=ON -DRS_BUILD_BENCH=OFF
+           -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++) ;;
+  *) echo "build.sh: unknown build kind '$kind' (release, asan, tsan, fuzz)" >&2; exit 2 ;;
+esac
+
+mkdir -p "$root"
+cmake "${args[@]}" "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+cmake --build "$dir" -j "$jobs"

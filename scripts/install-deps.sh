@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build, tests and benchmarks need. Idempotent: it runs apt only
+# when something is missing. The Dockerfiles call this same script.
+#   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --runtime  only what the reducer binary needs at run time
+set -euo pipefail
+
+build_pkgs=(
+  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config git
+  libasio-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libibverbs-dev librdmacm-dev libspdlog-dev libfmt-dev catch2 libhwy-dev
+  nlohmann-json3-dev libcli11-dev
+  iproute2 procps
+)
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
+
+pkgs=("${build_pkgs[@]}")
+[[ "${1:-}" == "--runtime" ]] && pkgs=("${runtime_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO=sudo
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what is needed, builds, and runs every test: the release build's unit and
+# multi-process tests, the sanitizer builds of the data-plane tests, and the fuzzers for a
+# bounded time. This is the README's test command and what .ci/run calls.
+#   scripts/test.sh          everything
+#   scripts/test.sh --quick  the release build's tests only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+[[ "${1:-}" == "--quick" ]] && quick=1
+root=${BUILD_ROOT:-build}
+mkdir -p "$root"
+
+scripts/install-deps.sh
+
+run_ctest() {  # <kind> [ctest args...]
+  local kind=$1; shift
+  echo "=== ctest: $kind ==="
+  ctest --test-dir "$root/$kind" --output-on-failure --timeout 600 -j "${RS_TEST_JOBS:-2}" "$@"
+}
+
+scripts/build.sh release
+run_ctest release
+
+if ((quick == 0)); then
+  # Sanitizers: halt on the first report so a finding fails the test that caused it.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  scripts/build.sh asan
+  run_ctest asan -L 'unit|dataplane'
+  scripts/build.sh tsan
+  run_ctest tsan -L 'dataplane'
+  scripts/build.sh fuzz
+  run_ctest fuzz -L fuzz
+fi
+echo "test.sh: all suites passed"
