@@ -1,1 +1,433 @@
-// placeholder: filled in by the Step 1 work
+#include "core/wire/frame.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+
+#include "core/wire/crc32c.h"
+
+namespace rs::wire {
+namespace {
+
+// Header field offsets. proto/WIRE.md has the same table; keep the two in step.
+constexpr size_t kOffMagic = 0;
+constexpr size_t kOffVersion = 4;
+constexpr size_t kOffType = 5;
+constexpr size_t kOffFlags = 6;
+constexpr size_t kOffGroupHi = 8;
+constexpr size_t kOffGroupLo = 16;
+constexpr size_t kOffRank = 24;
+constexpr size_t kOffStatus = 28;
+constexpr size_t kOffSeq = 32;
+constexpr size_t kOffChunk = 40;
+constexpr size_t kOffElemOffset = 48;
+constexpr size_t kOffElemCount = 56;
+constexpr size_t kOffDtype = 60;
+constexpr size_t kOffOp = 61;
+constexpr size_t kOffReserved = 62;
+constexpr size_t kOffPayloadLength = 64;
+constexpr size_t kOffChecksum = 68;
+static_assert(kOffChecksum + 4 == kHeaderSize, "the checksum closes the header");
+
+// HelloPayload and HelloAckPayload offsets.
+constexpr size_t kOffHelloWorldSize = 0;
+constexpr size_t kOffHelloStreamIndex = 4;
+constexpr size_t kOffHelloStreamCount = 6;
+constexpr size_t kOffHelloReducerIndex = 8;
+constexpr size_t kOffHelloReducerCount = 10;
+constexpr size_t kOffHelloTimeoutMs = 12;
+constexpr size_t kOffHelloAuthProof = 16;
+static_assert(kOffHelloAuthProof + sizeof(HelloPayload::authProof) == kHelloPayloadSize);
+
+constexpr size_t kOffAckMaxPayloadBytes = 0;
+constexpr size_t kOffAckIoThreads = 4;
+constexpr size_t kOffAckServerVersion = 8;
+constexpr size_t kOffAckReserved = 12;
+static_assert(kOffAckReserved + 4 == kHelloAckPayloadSize);
+
+constexpr uint32_t kMaxStatusCode = static_cast<uint32_t>(StatusCode::kInternal);
+
+// Explicit little-endian byte order, independent of the host and of struct layout.
+void put16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+void put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
+uint32_t get32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+uint64_t get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+std::string hex(uint64_t v, int digits) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%0*" PRIx64, digits, v);
+  return buf;
+}
+std::string dec(uint64_t v) { return std::to_string(v); }
+
+// The four magic bytes as text when they are printable: a peer speaking HTTP or TLS by
+// mistake is then obvious from the log ("GET ").
+std::string magicAsText(uint32_t magic) {
+  std::string s = " '";
+  for (int i = 0; i < 4; ++i) {
+    auto c = static_cast<char>(magic >> (8 * i));
+    if (c < 0x20 || c > 0x7E) return "";
+    s.push_back(c);
+  }
+  return s + "'";
+}
+
+Status headerError(const std::string& message) {
+  return protocolError("frame header: " + message);
+}
+Status typedError(FrameType type, const std::string& message) {
+  return headerError(std::string(frameTypeName(type)) + " frame: " + message);
+}
+
+// A control frame names no data: these fields must be zero so they stay free for later use.
+Status requireZero(FrameType type, const char* field, uint64_t value) {
+  if (value == 0) return Status::ok();
+  return typedError(type, std::string(field) + " " + dec(value) + " (expected 0)");
+}
+
+Status checkDataFrame(const FrameHeader& h, uint8_t dtype, uint8_t op,
+                      const DecodeLimits& limits) {
+  if (!isValidDataType(dtype)) {
+    return typedError(h.type, "dtype " + dec(dtype) + " (expected 0.." +
+                                  dec(kNumDataTypes - 1) + ")");
+  }
+  if (!isValidReduceOp(op)) {
+    return typedError(h.type, "op " + dec(op) + " (expected 0.." + dec(kNumReduceOps - 1) + ")");
+  }
+  if (h.elemCount == 0) return typedError(h.type, "elemCount 0 (expected at least 1)");
+  const auto type = static_cast<DataType>(dtype);
+  // u32 count times at most 8 bytes cannot overflow 64 bits.
+  const uint64_t expected = uint64_t{h.elemCount} * dataTypeSize(type);
+  if (h.payloadLength != expected) {
+    return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected elemCount " +
+                                  dec(h.elemCount) + " x " + dec(dataTypeSize(type)) + " bytes of " +
+                                  std::string(dataTypeName(type)) + " = " + dec(expected) + ")");
+  }
+  if (h.payloadLength > limits.maxPayloadBytes) {
+    return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected at most " +
+                                  dec(limits.maxPayloadBytes) + ", the receiver's limit)");
+  }
+  if (h.elemOffset > std::numeric_limits<uint64_t>::max() - h.elemCount) {
+    return typedError(h.type, "elemOffset " + dec(h.elemOffset) + " + elemCount " +
+                                  dec(h.elemCount) + " overflows 64 bits");
+  }
+  return requireZero(h.type, "status", h.status);
+}
+
+Status checkHelloFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t payloadSize) {
+  if (h.payloadLength != payloadSize) {
+    return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected " +
+                                  dec(payloadSize) + ")");
+  }
+  RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "chunk", h.chunk));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
+  return requireZero(h.type, "op", op);
+}
+
+Status checkErrorFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
+  if (h.status == 0 || h.status > kMaxStatusCode) {
+    return typedError(h.type, "status " + dec(h.status) + " (expected a failure code 1.." +
+                                  dec(kMaxStatusCode) + ")");
+  }
+  if (h.payloadLength > kMaxErrorMessageBytes) {
+    return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected at most " +
+                                  dec(kMaxErrorMessageBytes) + ")");
+  }
+  // seq and chunk may name the failed collective; the data fields stay zero.
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
+  return requireZero(h.type, "op", op);
+}
+
+// Length of the well-formed UTF-8 sequence at p (1..4), or 0 when it is not one. Rejects
+// overlong forms, surrogates and code points above U+10FFFF (RFC 3629).
+size_t utf8SequenceLength(const uint8_t* p, size_t n) {
+  const uint8_t b0 = p[0];
+  if (b0 < 0x80) return 1;
+  size_t len = 0;
+  uint8_t lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    if (b0 == 0xE0) lo = 0xA0;  // overlong
+    if (b0 == 0xED) hi = 0x9F;  // surrogates
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    if (b0 == 0xF0) lo = 0x90;  // overlong
+    if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (n < len || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < len; ++i)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return len;
+}
+
+}  // namespace
+
+std::string_view frameTypeName(FrameType t) {
+  switch (t) {
+    case FrameType::kHello: return "HELLO";
+    case FrameType::kHelloAck: return "HELLO_ACK";
+    case FrameType::kReduce: return "REDUCE";
+    case FrameType::kResult: return "RESULT";
+    case FrameType::kError: return "ERROR";
+    case FrameType::kAbort: return "ABORT";
+  }
+  return "UNKNOWN";
+}
+
+void encodeHeader(const FrameHeader& h, uint8_t* out) {
+  put32(out + kOffMagic, kMagic);
+  out[kOffVersion] = kProtocolVersion;
+  out[kOffType] = static_cast<uint8_t>(h.type);
+  put16(out + kOffFlags, h.flags);
+  put64(out + kOffGroupHi, h.group.hi);
+  put64(out + kOffGroupLo, h.group.lo);
+  put32(out + kOffRank, h.rank);
+  put32(out + kOffStatus, h.status);
+  put64(out + kOffSeq, h.seq);
+  put64(out + kOffChunk, h.chunk);
+  put64(out + kOffElemOffset, h.elemOffset);
+  put32(out + kOffElemCount, h.elemCount);
+  out[kOffDtype] = static_cast<uint8_t>(h.dtype);
+  out[kOffOp] = static_cast<uint8_t>(h.op);
+  put16(out + kOffReserved, 0);
+  put32(out + kOffPayloadLength, h.payloadLength);
+  put32(out + kOffChecksum, crc32c(out, kOffChecksum));
+}
+
+HeaderBytes encodeHeader(const FrameHeader& header) {
+  HeaderBytes bytes{};
+  encodeHeader(header, bytes.data());
+  return bytes;
+}
+
+Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits,
+                    FrameHeader* out) {
+  if (size != kHeaderSize) {
+    return headerError(dec(size) + " bytes (expected exactly " + dec(kHeaderSize) + ")");
+  }
+  const uint32_t magic = get32(data + kOffMagic);
+  if (magic != kMagic) {
+    return headerError("bad magic " + hex(magic, 8) + magicAsText(magic) + " (expected " +
+                       hex(kMagic, 8) + magicAsText(kMagic) + ")");
+  }
+  const uint8_t version = data[kOffVersion];
+  if (version != kProtocolVersion) {
+    return headerError("unsupported version " + dec(version) + " (expected " +
+                       dec(kProtocolVersion) + ")");
+  }
+  const uint8_t type = data[kOffType];
+  if (type < kMinFrameType || type > kMaxFrameType) {
+    return headerError("unknown type " + dec(type) + " (expected " + dec(kMinFrameType) + ".." +
+                       dec(kMaxFrameType) + ")");
+  }
+  const uint16_t flags = get16(data + kOffFlags);
+  if ((flags & ~kKnownFlags) != 0) {
+    return headerError("unknown flag bits " + hex(flags & ~kKnownFlags, 4) + " in flags " +
+                       hex(flags, 4) + " (known bits " + hex(kKnownFlags, 4) + ")");
+  }
+  const uint16_t reserved = get16(data + kOffReserved);
+  if (reserved != 0) {
+    return headerError("reserved " + hex(reserved, 4) + " at bytes 62..63 (expected 0)");
+  }
+  const uint32_t checksum = get32(data + kOffChecksum);
+  const uint32_t computed = crc32c(data, kOffChecksum);
+  if (checksum != computed) {
+    return headerError("checksum " + hex(checksum, 8) + " (expected " + hex(computed, 8) +
+                       ", the CRC-32C of bytes 0..67)");
+  }
+
+  FrameHeader h;
+  h.type = static_cast<FrameType>(type);
+  h.flags = flags;
+  h.group.hi = get64(data + kOffGroupHi);
+  h.group.lo = get64(data + kOffGroupLo);
+  h.rank = get32(data + kOffRank);
+  h.status = get32(data + kOffStatus);
+  h.seq = get64(data + kOffSeq);
+  h.chunk = get64(data + kOffChunk);
+  h.elemOffset = get64(data + kOffElemOffset);
+  h.elemCount = get32(data + kOffElemCount);
+  h.payloadLength = get32(data + kOffPayloadLength);
+  // Range-checked below before either is used as an enum.
+  const uint8_t dtype = data[kOffDtype];
+  const uint8_t op = data[kOffOp];
+
+  switch (h.type) {
+    case FrameType::kReduce:
+    case FrameType::kResult:
+      RS_RETURN_IF_ERROR(checkDataFrame(h, dtype, op, limits));
+      break;
+    case FrameType::kHello:
+      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kHelloPayloadSize));
+      break;
+    case FrameType::kHelloAck:
+      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kHelloAckPayloadSize));
+      break;
+    case FrameType::kError:
+    case FrameType::kAbort:
+      RS_RETURN_IF_ERROR(checkErrorFrame(h, dtype, op));
+      break;
+  }
+  h.dtype = static_cast<DataType>(dtype);
+  h.op = static_cast<ReduceOp>(op);
+  *out = h;
+  return Status::ok();
+}
+
+std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello) {
+  std::array<uint8_t, kHelloPayloadSize> b{};
+  put32(&b[kOffHelloWorldSize], hello.worldSize);
+  put16(&b[kOffHelloStreamIndex], hello.streamIndex);
+  put16(&b[kOffHelloStreamCount], hello.streamCount);
+  put16(&b[kOffHelloReducerIndex], hello.reducerIndex);
+  put16(&b[kOffHelloReducerCount], hello.reducerCount);
+  put32(&b[kOffHelloTimeoutMs], hello.timeoutMs);
+  for (size_t i = 0; i < hello.authProof.size(); ++i) b[kOffHelloAuthProof + i] = hello.authProof[i];
+  return b;
+}
+
+Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
+  if (size != kHelloPayloadSize) {
+    return protocolError("hello payload: " + dec(size) + " bytes (expected " +
+                         dec(kHelloPayloadSize) + ")");
+  }
+  HelloPayload p;
+  p.worldSize = get32(data + kOffHelloWorldSize);
+  p.streamIndex = get16(data + kOffHelloStreamIndex);
+  p.streamCount = get16(data + kOffHelloStreamCount);
+  p.reducerIndex = get16(data + kOffHelloReducerIndex);
+  p.reducerCount = get16(data + kOffHelloReducerCount);
+  p.timeoutMs = get32(data + kOffHelloTimeoutMs);
+  for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = data[kOffHelloAuthProof + i];
+
+  if (p.worldSize < 1 || p.worldSize > kMaxWorldSize) {
+    return protocolError("hello payload: worldSize " + dec(p.worldSize) + " (expected 1.." +
+                         dec(kMaxWorldSize) + ")");
+  }
+  if (p.streamCount < 1 || p.streamCount > kMaxStreamCount) {
+    return protocolError("hello payload: streamCount " + dec(p.streamCount) + " (expected 1.." +
+                         dec(kMaxStreamCount) + ")");
+  }
+  if (p.streamIndex >= p.streamCount) {
+    return protocolError("hello payload: streamIndex " + dec(p.streamIndex) +
+                         " (expected below streamCount " + dec(p.streamCount) + ")");
+  }
+  if (p.reducerCount < 1) {
+    return protocolError("hello payload: reducerCount 0 (expected at least 1)");
+  }
+  if (p.reducerIndex >= p.reducerCount) {
+    return protocolError("hello payload: reducerIndex " + dec(p.reducerIndex) +
+                         " (expected below reducerCount " + dec(p.reducerCount) + ")");
+  }
+  *out = p;
+  return Status::ok();
+}
+
+std::array<uint8_t, kHelloAckPayloadSize> encodeHelloAck(const HelloAckPayload& ack) {
+  std::array<uint8_t, kHelloAckPayloadSize> b{};
+  put32(&b[kOffAckMaxPayloadBytes], ack.maxPayloadBytes);
+  put32(&b[kOffAckIoThreads], ack.ioThreads);
+  put32(&b[kOffAckServerVersion], ack.serverVersion);
+  put32(&b[kOffAckReserved], 0);
+  return b;
+}
+
+Status decodeHelloAck(const uint8_t* data, size_t size, HelloAckPayload* out) {
+  if (size != kHelloAckPayloadSize) {
+    return protocolError("hello-ack payload: " + dec(size) + " bytes (expected " +
+                         dec(kHelloAckPayloadSize) + ")");
+  }
+  HelloAckPayload p;
+  p.maxPayloadBytes = get32(data + kOffAckMaxPayloadBytes);
+  p.ioThreads = get32(data + kOffAckIoThreads);
+  p.serverVersion = get32(data + kOffAckServerVersion);
+  const uint32_t reserved = get32(data + kOffAckReserved);
+  if (p.maxPayloadBytes < 1) {
+    return protocolError("hello-ack payload: maxPayloadBytes 0 (expected at least 1)");
+  }
+  if (p.ioThreads < 1) {
+    return protocolError("hello-ack payload: ioThreads 0 (expected at least 1)");
+  }
+  if (reserved != 0) {
+    return protocolError("hello-ack payload: reserved " + hex(reserved, 8) +
+                         " at bytes 12..15 (expected 0)");
+  }
+  *out = p;
+  return Status::ok();
+}
+
+std::string encodeErrorMessage(std::string_view reason) {
+  // Whatever the caller passes, the result must pass decodeErrorMessage: malformed bytes and
+  // NULs become U+FFFD, and the cut never splits a character.
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  const auto* p = reinterpret_cast<const uint8_t*>(reason.data());
+  std::string out;
+  out.reserve(std::min(reason.size(), kMaxErrorMessageBytes));
+  for (size_t i = 0; i < reason.size();) {
+    size_t len = utf8SequenceLength(p + i, reason.size() - i);
+    std::string_view piece = reason.substr(i, len);
+    if (len == 0 || p[i] == 0) {
+      piece = kReplacement;
+      len = 1;
+    }
+    if (out.size() + piece.size() > kMaxErrorMessageBytes) break;
+    out.append(piece);
+    i += len;
+  }
+  return out;
+}
+
+Status decodeErrorMessage(const uint8_t* data, size_t size, std::string* out) {
+  if (size > kMaxErrorMessageBytes) {
+    return protocolError("error message: " + dec(size) + " bytes (expected at most " +
+                         dec(kMaxErrorMessageBytes) + ")");
+  }
+  for (size_t i = 0; i < size;) {
+    if (data[i] == 0) {
+      return protocolError("error message: NUL byte at offset " + dec(i) +
+                           " (expected UTF-8 text without NULs)");
+    }
+    const size_t len = utf8SequenceLength(data + i, size - i);
+    if (len == 0) {
+      return protocolError("error message: invalid UTF-8 at offset " + dec(i) + " (byte " +
+                           hex(data[i], 2) + ")");
+    }
+    i += len;
+  }
+  if (size == 0) {
+    out->clear();  // data may be null for an empty payload
+  } else {
+    out->assign(reinterpret_cast<const char*>(data), size);
+  }
+  return Status::ok();
+}
+
+}  // namespace rs::wire

@@ -82,6 +82,9 @@ struct HelloPayload {
   std::array<uint8_t, 32> authProof{};  // HMAC proof of the job secret; zero when auth is off
 };
 inline constexpr size_t kHelloPayloadSize = 48;
+// The ranges decodeHello() accepts, so that a sender can check its configuration first.
+inline constexpr uint32_t kMaxWorldSize = 65536;
+inline constexpr uint16_t kMaxStreamCount = 256;
 
 // kHelloAck: what the reducer will enforce on this stream.
 struct HelloAckPayload {
