@@ -1,0 +1,241 @@
+// libFuzzer target for the data-plane decoders: decodeHeader, decodeHello, decodeHelloAck and
+// decodeErrorMessage get arbitrary bytes. Beyond "no crash, no sanitizer report" it checks
+// properties the server relies on:
+//   - a header that decodes re-encodes to the identical 72 bytes (nothing is dropped or
+//     normalised), and satisfies the invariants callers allocate by (lengths, ranges);
+//   - a rejected header is a ProtocolError with a message;
+//   - the same for the payloads (hello and hello-ack re-encode identically; a decoded error
+//     message passes through encodeErrorMessage unchanged);
+//   - encodeErrorMessage of any bytes is something decodeErrorMessage accepts.
+// Random bytes almost never carry a valid CRC-32C, so each input is also decoded with its
+// checksum repaired: that lets the fuzzer reach the per-type rules behind the checksum.
+//
+// Seeds (tests/fuzz/corpus/frame_decoder_fuzz/) are one valid frame of each type, header and
+// payload, with fixed field values. They are written by this binary:
+//   RS_FUZZ_WRITE_SEEDS=tests/fuzz/corpus/frame_decoder_fuzz build/fuzz/tests/fuzz/frame_decoder_fuzz
+// which writes the files and exits; rerun it after a format change and commit the result.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/wire/crc32c.h"
+#include "core/wire/frame.h"
+
+using namespace rs::wire;
+
+namespace {
+
+void require(bool condition, const char* property) {
+  if (!condition) {
+    std::fprintf(stderr, "frame_decoder_fuzz: property violated: %s\n", property);
+    std::abort();
+  }
+}
+
+void checkRejected(const rs::Status& s, const char* prefix) {
+  require(s.code() == rs::StatusCode::kProtocolError, "a rejection is a ProtocolError");
+  require(s.message().rfind(prefix, 0) == 0, "a rejection message names what was decoded");
+}
+
+// What a receiver may rely on once decodeHeader() returned OK.
+void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
+  require(h.flags == 0, "no unknown flags");
+  switch (h.type) {
+    case FrameType::kReduce:
+    case FrameType::kResult:
+      require(rs::isValidDataType(static_cast<uint8_t>(h.dtype)), "dtype in range");
+      require(rs::isValidReduceOp(static_cast<uint8_t>(h.op)), "op in range");
+      require(h.elemCount >= 1, "data frames carry elements");
+      require(uint64_t{h.elemCount} * rs::dataTypeSize(h.dtype) == h.payloadLength,
+              "payloadLength = elemCount x dtype size");
+      require(h.payloadLength <= limits.maxPayloadBytes, "payload within the limit");
+      require(h.elemOffset + h.elemCount >= h.elemOffset, "element range does not wrap");
+      require(h.status == 0, "data frames carry no status");
+      break;
+    case FrameType::kHello:
+      require(h.payloadLength == kHelloPayloadSize, "hello payload size");
+      break;
+    case FrameType::kHelloAck:
+      require(h.payloadLength == kHelloAckPayloadSize, "hello-ack payload size");
+      break;
+    case FrameType::kError:
+    case FrameType::kAbort:
+      require(h.status >= 1 && h.status <= static_cast<uint32_t>(rs::StatusCode::kInternal),
+              "error frames carry a failure code");
+      require(h.payloadLength <= kMaxErrorMessageBytes, "error message within the limit");
+      break;
+    default:
+      require(false, "decoded type in range");
+  }
+}
+
+// Decodes one header; on success the bytes must come back unchanged from encodeHeader().
+bool decodeAndCheck(const uint8_t* bytes, size_t size, const DecodeLimits& limits,
+                    FrameHeader* out) {
+  rs::Status s = decodeHeader(bytes, size, limits, out);
+  if (!s.isOk()) {
+    checkRejected(s, "frame header: ");
+    return false;
+  }
+  require(size == kHeaderSize, "only 72 bytes decode");
+  checkInvariants(*out, limits);
+  HeaderBytes again = encodeHeader(*out);
+  require(std::memcmp(again.data(), bytes, kHeaderSize) == 0, "decode then encode is identity");
+  return true;
+}
+
+void fuzzPayloads(const uint8_t* data, size_t size) {
+  HelloPayload hello;
+  rs::Status s = decodeHello(data, size, &hello);
+  if (s.isOk()) {
+    auto again = encodeHello(hello);
+    require(size == again.size() && std::memcmp(again.data(), data, size) == 0,
+            "hello decode then encode is identity");
+    require(hello.streamIndex < hello.streamCount && hello.reducerIndex < hello.reducerCount,
+            "hello indices below their counts");
+  } else {
+    checkRejected(s, "hello payload: ");
+  }
+
+  HelloAckPayload ack;
+  s = decodeHelloAck(data, size, &ack);
+  if (s.isOk()) {
+    auto again = encodeHelloAck(ack);
+    require(size == again.size() && std::memcmp(again.data(), data, size) == 0,
+            "hello-ack decode then encode is identity");
+  } else {
+    checkRejected(s, "hello-ack payload: ");
+  }
+
+  std::string message;
+  s = decodeErrorMessage(data, size, &message);
+  if (s.isOk()) {
+    require(message.size() == size, "error message keeps every byte");
+    require(encodeErrorMessage(message) == message, "a valid message encodes unchanged");
+  } else {
+    checkRejected(s, "error message: ");
+  }
+
+  std::string encoded = encodeErrorMessage(
+      std::string_view(reinterpret_cast<const char*>(data), size));
+  require(encoded.size() <= kMaxErrorMessageBytes, "encoded message within the limit");
+  s = decodeErrorMessage(reinterpret_cast<const uint8_t*>(encoded.data()), encoded.size(),
+                         &message);
+  require(s.isOk(), "encodeErrorMessage output always decodes");
+}
+
+// Seeds: one frame of each type with the payload the type expects.
+void writeSeed(const std::string& dir, const char* name, const FrameHeader& h,
+               const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> frame(kHeaderSize);
+  encodeHeader(h, frame.data());
+  frame.insert(frame.end(), payload.begin(), payload.end());
+  std::ofstream f(dir + "/" + name, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(frame.data()), static_cast<std::streamsize>(frame.size()));
+  if (!f) {
+    std::fprintf(stderr, "frame_decoder_fuzz: cannot write %s/%s\n", dir.c_str(), name);
+    std::exit(1);
+  }
+}
+
+void writeSeeds(const std::string& dir) {
+  const rs::GroupId group{0x0123456789ABCDEFull, 0x0FEDCBA987654321ull};
+
+  HelloPayload hello;
+  hello.worldSize = 4;
+  hello.streamIndex = 1;
+  hello.streamCount = 4;
+  hello.reducerIndex = 0;
+  hello.reducerCount = 2;
+  hello.timeoutMs = 60000;
+  FrameHeader h;
+  h.type = FrameType::kHello;
+  h.group = group;
+  h.rank = 2;
+  h.payloadLength = kHelloPayloadSize;
+  auto helloBytes = encodeHello(hello);
+  writeSeed(dir, "hello", h, {helloBytes.begin(), helloBytes.end()});
+
+  h.type = FrameType::kHelloAck;
+  h.payloadLength = kHelloAckPayloadSize;
+  auto ackBytes = encodeHelloAck({64u << 20, 4, 0x000100});
+  writeSeed(dir, "hello_ack", h, {ackBytes.begin(), ackBytes.end()});
+
+  h.type = FrameType::kReduce;
+  h.seq = 7;
+  h.chunk = 29;
+  h.elemOffset = 512;
+  h.elemCount = 8;
+  h.dtype = rs::DataType::kFloat32;
+  h.op = rs::ReduceOp::kSum;
+  h.payloadLength = 32;
+  std::vector<uint8_t> floats(32);
+  for (size_t i = 0; i < floats.size(); i += 4) floats[i + 3] = 0x3F;  // small positive floats
+  writeSeed(dir, "reduce_fp32", h, floats);
+
+  h.type = FrameType::kResult;
+  h.dtype = rs::DataType::kBfloat16;
+  h.op = rs::ReduceOp::kAvg;
+  h.elemCount = 16;
+  writeSeed(dir, "result_bf16", h, floats);
+
+  const std::string reason = encodeErrorMessage("chunk 29: payload length mismatch");
+  const std::vector<uint8_t> reasonBytes(reason.begin(), reason.end());
+  h.type = FrameType::kError;
+  h.status = static_cast<uint32_t>(rs::StatusCode::kProtocolError);
+  h.elemOffset = 0;
+  h.elemCount = 0;
+  h.dtype = rs::DataType::kInt8;
+  h.op = rs::ReduceOp::kSum;
+  h.payloadLength = static_cast<uint32_t>(reasonBytes.size());
+  writeSeed(dir, "error", h, reasonBytes);
+
+  const std::string abortReason = encodeErrorMessage("rank 3 disconnected: group aborted \xE2\x9C\x97");
+  h.type = FrameType::kAbort;
+  h.status = static_cast<uint32_t>(rs::StatusCode::kAborted);
+  h.payloadLength = static_cast<uint32_t>(abortReason.size());
+  writeSeed(dir, "abort", h, {abortReason.begin(), abortReason.end()});
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  if (const char* dir = std::getenv("RS_FUZZ_WRITE_SEEDS")) {
+    writeSeeds(dir);
+    std::fprintf(stderr, "frame_decoder_fuzz: wrote seeds to %s\n", dir);
+    std::exit(0);
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const DecodeLimits defaults;
+  // A limit taken from the input, so both sides of the payload-limit check are reached.
+  DecodeLimits small{size > kHeaderSize ? uint32_t{data[kHeaderSize]} << 4 : 4096u};
+
+  FrameHeader header;
+  decodeAndCheck(data, size, defaults, &header);  // the whole input: only 72 bytes may pass
+
+  if (size >= kHeaderSize) {
+    HeaderBytes sealed;
+    std::memcpy(sealed.data(), data, kHeaderSize);
+    const uint32_t crc = crc32c(sealed.data(), kHeaderSize - 4);
+    for (int i = 0; i < 4; ++i) sealed[kHeaderSize - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
+    const bool same = std::memcmp(sealed.data(), data, kHeaderSize) == 0;
+    if (!same) {
+      FrameHeader unsealed;
+      require(!decodeHeader(data, kHeaderSize, defaults, &unsealed).isOk(),
+              "a wrong checksum is never accepted");
+    }
+    decodeAndCheck(sealed.data(), kHeaderSize, defaults, &header);
+    FrameHeader limited;
+    decodeAndCheck(sealed.data(), kHeaderSize, small, &limited);
+    fuzzPayloads(data + kHeaderSize, size - kHeaderSize);  // the payload after a header
+  }
+  fuzzPayloads(data, size);
+  return 0;
+}
