@@ -1,1 +1,413 @@
-// placeholder: filled in by the Step 1 work
+#include "core/cluster/cluster_spec.h"
+
+#include <arpa/inet.h>
+
+#include <climits>
+#include <cstdlib>
+#include <exception>
+#include <nlohmann/json.hpp>
+
+namespace rs::cluster {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kSpaces = " \t\r\n";
+
+std::string_view trim(std::string_view s) {
+  const size_t first = s.find_first_not_of(kSpaces);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kSpaces) - first + 1);
+}
+
+// Untrusted text in an error message: quoted, escaped, and cut if long.
+std::string quoteText(std::string_view s) {
+  constexpr size_t kMaxShown = 80;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c >= 0x20 && c < 0x7F) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  if (s.size() > kMaxShown) out += "...";
+  return out + "\"";
+}
+
+// A JSON value as it appeared, for "got ..." in error messages.
+std::string describe(const Json& v) {
+  constexpr size_t kMaxShown = 80;
+  std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
+  if (v.is_object()) return "an object " + text;
+  if (v.is_array()) return "an array " + text;
+  return text;
+}
+
+std::string str(std::string_view s) { return std::string(s); }
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isAlnum(char c) {
+  return isDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+// Dotted-quad IPv4; leading zeros are refused because some resolvers read them as octal.
+bool isIpv4(std::string_view s) {
+  int parts = 0;
+  size_t i = 0;
+  while (true) {
+    size_t start = i;
+    unsigned value = 0;
+    while (i < s.size() && isDigit(s[i]) && i - start < 4) value = value * 10 + (s[i++] - '0');
+    const size_t len = i - start;
+    if (len == 0 || len > 3 || value > 255 || (len > 1 && s[start] == '0')) return false;
+    ++parts;
+    if (i == s.size()) break;
+    if (s[i] != '.' || parts == 4) return false;
+    ++i;
+  }
+  return parts == 4;
+}
+
+bool isIpv6(std::string_view s) {
+  // An optional zone ("fe80::1%eth0") names the interface of a link-local address.
+  const size_t percent = s.find('%');
+  std::string_view addr = s.substr(0, percent);
+  if (percent != std::string_view::npos) {
+    std::string_view zone = s.substr(percent + 1);
+    if (zone.empty()) return false;
+    for (char c : zone)
+      if (!isAlnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  if (addr.empty() || addr.size() > 45) return false;
+  in6_addr parsed{};
+  return inet_pton(AF_INET6, std::string(addr).c_str(), &parsed) == 1;
+}
+
+// Why `host` is not a usable host name, or empty when it is one. Names follow RFC 1123;
+// '_' is allowed too because container platforms produce such names.
+std::string hostProblem(std::string_view host) {
+  if (host.size() > 253) return "has a host name longer than 253 characters";
+  bool numeric = true;
+  for (size_t i = 0; i < host.size(); ++i) {
+    const char c = host[i];
+    if (!isAlnum(c) && c != '-' && c != '.' && c != '_') {
+      return "has character " + quoteText(host.substr(i, 1)) + " in its host (expected a host " +
+             "name, an IPv4 address or a bracketed IPv6 address)";
+    }
+    if (!isDigit(c) && c != '.') numeric = false;
+  }
+  if (numeric) return isIpv4(host) ? "" : "has host " + quoteText(host) + ", not a valid IPv4 address";
+  std::string_view rest = host;
+  if (rest.ends_with('.')) rest.remove_suffix(1);  // a fully qualified "name."
+  while (true) {
+    const size_t dot = rest.find('.');
+    std::string_view label = rest.substr(0, dot);
+    if (label.empty()) return "has an empty label in host " + quoteText(host);
+    if (label.size() > 63) return "has a host label longer than 63 characters";
+    if (label.front() == '-' || label.back() == '-') {
+      return "has host " + quoteText(host) + " with a label that starts or ends with '-'";
+    }
+    if (dot == std::string_view::npos) break;
+    rest.remove_prefix(dot + 1);
+  }
+  return "";
+}
+
+// "" and the endpoint's port, or the problem with the port text.
+std::string portProblem(std::string_view text, uint16_t* port) {
+  if (text.empty()) return "has an empty port (expected host:port, port 1..65535)";
+  uint32_t value = 0;
+  for (char c : text) {
+    if (!isDigit(c)) {
+      return "has port " + quoteText(text) + ", not a decimal number (expected 1..65535)";
+    }
+    value = value * 10 + static_cast<uint32_t>(c - '0');
+    if (value > 65535) break;
+  }
+  if (value == 0 || value > 65535) return "has port " + str(text) + " (expected 1..65535)";
+  *port = static_cast<uint16_t>(value);
+  return "";
+}
+
+// TF_CONFIG's task names and the Vertex AI pools they correspond to.
+std::string tfPoolName(const std::string& tfName) {
+  if (tfName == "chief" || tfName == "master") return "workerpool0";
+  if (tfName == "worker") return "workerpool1";
+  if (tfName == "ps") return "workerpool2";
+  if (tfName == "evaluator") return "workerpool3";
+  return tfName;  // kept as it is, like an unknown Vertex pool
+}
+
+// The error text nlohmann puts after its "[json.exception...] parse error at ...: " preamble.
+std::string parseErrorReason(const char* what) {
+  std::string_view w = what;
+  size_t column = w.find("column ");
+  size_t colon = w.find(": ", column == std::string_view::npos ? 0 : column);
+  return colon == std::string_view::npos ? str(w) : str(w.substr(colon + 2));
+}
+
+Status parseJson(std::string_view text, std::string_view var, Json* out) {
+  if (trim(text).empty()) return invalidArgument(str(var) + " is empty (expected a JSON object)");
+  try {
+    *out = Json::parse(text.begin(), text.end());
+  } catch (const Json::parse_error& e) {
+    const size_t offset = e.byte > 0 ? e.byte - 1 : 0;  // nlohmann counts bytes read, from 1
+    return invalidArgument(str(var) + ": not valid JSON at byte " + std::to_string(offset) +
+                           ": " + parseErrorReason(e.what()));
+  } catch (const std::exception& e) {
+    return invalidArgument(str(var) + ": not valid JSON: " + e.what());
+  }
+  return Status::ok();
+}
+
+// `prefix` is "VAR: ", `path` the pool's place, "cluster.workerpool2".
+Status parsePool(const Json& value, const std::string& prefix, const std::string& path,
+                 std::vector<Endpoint>* out) {
+  const std::string where = prefix + path;
+  // Vertex AI keeps the positions of unused pools with {}; treat that, [] and null as empty.
+  if (value.is_null() || (value.is_object() && value.empty())) return Status::ok();
+  if (!value.is_array()) {
+    return invalidArgument(where + " must be a list of \"host:port\" strings, got " +
+                           describe(value));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string entryWhere = where + "[" + std::to_string(i) + "]";
+    const Json& entry = value[i];
+    if (!entry.is_string()) {
+      return invalidArgument(entryWhere + " must be a \"host:port\" string, got " +
+                             describe(entry));
+    }
+    auto endpoint = parseEndpoint(entry.get_ref<const std::string&>(), entryWhere);
+    if (!endpoint) return endpoint.status();
+    for (size_t j = 0; j < out->size(); ++j) {
+      if ((*out)[j] == *endpoint) {
+        return invalidArgument(entryWhere + ": " + quoteText(endpoint->toString()) + " repeats " +
+                               path + "[" + std::to_string(j) + "]");
+      }
+    }
+    out->push_back(std::move(*endpoint));
+  }
+  return Status::ok();
+}
+
+Status parseTask(const Json& task, std::string_view var, bool tfNames, ClusterSpec* spec) {
+  const std::string where = str(var) + ": task";
+  if (task.is_null()) return Status::ok();
+  if (!task.is_object()) return invalidArgument(where + " must be an object, got " + describe(task));
+
+  if (auto it = task.find("type"); it != task.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return invalidArgument(where + ".type must be a string, got " + describe(*it));
+    }
+    const auto& type = it->get_ref<const std::string&>();
+    spec->taskType = tfNames ? tfPoolName(type) : type;
+  }
+  if (auto it = task.find("index"); it != task.end() && !it->is_null()) {
+    const bool ok = (it->is_number_unsigned() && it->get<uint64_t>() <= INT_MAX) ||
+                    (it->is_number_integer() && it->get<int64_t>() >= 0 &&
+                     it->get<int64_t>() <= INT_MAX);
+    if (!ok) {
+      return invalidArgument(where + ".index must be a non-negative integer, got " +
+                             describe(*it));
+    }
+    spec->taskIndex = static_cast<int>(it->get<int64_t>());
+  }
+  if (auto it = task.find("trial"); it != task.end() && !it->is_null()) {
+    if (it->is_string()) {
+      spec->trial = it->get<std::string>();
+    } else if (it->is_number_integer()) {
+      spec->trial = it->dump();
+    } else {
+      return invalidArgument(where + ".trial must be a string, got " + describe(*it));
+    }
+  }
+  return Status::ok();
+}
+
+// CLUSTER_SPEC and TF_CONFIG share their shape; TF_CONFIG's pool and task names are mapped.
+Result<ClusterSpec> parseSpec(std::string_view text, std::string_view var, bool tfNames) {
+  Json root;
+  RS_RETURN_IF_ERROR(parseJson(text, var, &root));
+  const std::string prefix = str(var) + ": ";
+  if (!root.is_object()) return invalidArgument(prefix + "expected a JSON object, got " + describe(root));
+
+  ClusterSpec spec;
+  auto cluster = root.find("cluster");
+  if (cluster == root.end() || cluster->is_null()) {
+    return invalidArgument(prefix + "has no \"cluster\" (expected {\"cluster\": {\"<pool>\": "
+                                    "[\"host:port\", ...]}, ...})");
+  }
+  if (!cluster->is_object()) {
+    return invalidArgument(prefix + "cluster must be an object of pools, got " +
+                           describe(*cluster));
+  }
+  // Pools this spec names by another key, for the TF_CONFIG chief/master clash.
+  std::map<std::string, std::string> sourceKey;
+  for (const auto& [key, value] : cluster->items()) {
+    const std::string pool = tfNames ? tfPoolName(key) : key;
+    if (auto seen = sourceKey.find(pool); seen != sourceKey.end()) {
+      return invalidArgument(prefix + "cluster." + seen->second + " and cluster." + key +
+                             " both name " + pool);
+    }
+    sourceKey[pool] = key;
+    std::vector<Endpoint> endpoints;
+    RS_RETURN_IF_ERROR(parsePool(value, prefix, "cluster." + key, &endpoints));
+    spec.pools[pool] = std::move(endpoints);
+  }
+
+  if (auto task = root.find("task"); task != root.end()) {
+    RS_RETURN_IF_ERROR(parseTask(*task, var, tfNames, &spec));
+  }
+  if (auto env = root.find("environment"); env != root.end() && !env->is_null()) {
+    if (!env->is_string()) {
+      return invalidArgument(prefix + "environment must be a string, got " + describe(*env));
+    }
+    spec.environment = env->get<std::string>();
+  }
+  // "job" (a JSON string on Vertex AI, sometimes an object) is not ours to read: ignored.
+
+  // A task that names a listed pool must be one of its members.
+  if (auto pool = spec.pools.find(spec.taskType);
+      pool != spec.pools.end() && spec.taskIndex >= 0 &&
+      static_cast<size_t>(spec.taskIndex) >= pool->second.size()) {
+    return invalidArgument(prefix + "task.index " + std::to_string(spec.taskIndex) +
+                           " is out of range: cluster." + sourceKey[pool->first] + " has " +
+                           std::to_string(pool->second.size()) + " entries");
+  }
+  return spec;
+}
+
+Result<std::vector<Endpoint>> reducerPool(Result<ClusterSpec> spec, std::string_view var,
+                                          std::string_view poolKey) {
+  if (!spec) return spec.status();
+  auto it = spec->pools.find(str(kReducerPool));
+  if (it == spec->pools.end()) {
+    return invalidArgument(str(var) + " has no " + str(poolKey) + " (the reducer pool)");
+  }
+  if (it->second.empty()) {
+    return invalidArgument(str(var) + ": cluster." + str(poolKey) +
+                           " (the reducer pool) is empty");
+  }
+  return std::move(it->second);
+}
+
+}  // namespace
+
+std::string Endpoint::toString() const {
+  const std::string port_text = std::to_string(port);
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + port_text;
+  return host + ":" + port_text;
+}
+
+Result<Endpoint> parseEndpoint(std::string_view text, std::string_view what) {
+  const auto fail = [&](const std::string& why) {
+    return invalidArgument(str(what) + ": " + quoteText(text) + " " + why);
+  };
+  if (text.empty()) return invalidArgument(str(what) + ": is empty (expected host:port)");
+
+  Endpoint ep;
+  std::string_view portText;
+  if (text.front() == '[') {
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos) return fail("has no closing ']' (expected [IPv6]:port)");
+    const std::string_view host = text.substr(1, close - 1);
+    const std::string_view rest = text.substr(close + 1);
+    if (rest.empty()) return fail("has no port (expected [IPv6]:port)");
+    if (rest.front() != ':') return fail("has text after ']' (expected [IPv6]:port)");
+    if (!isIpv6(host)) return fail("has " + quoteText(host) + ", not a valid IPv6 address");
+    ep.host = str(host);
+    portText = rest.substr(1);
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return fail("has no port (expected host:port)");
+    if (text.find(':') != colon) {
+      return fail("has more than one ':' (expected host:port; an IPv6 address needs brackets, "
+                  "e.g. [::1]:8000)");
+    }
+    const std::string_view host = text.substr(0, colon);
+    if (host.empty()) return fail("has no host (expected host:port)");
+    if (std::string why = hostProblem(host); !why.empty()) return fail(why);
+    ep.host = str(host);
+    portText = text.substr(colon + 1);
+  }
+  if (std::string why = portProblem(portText, &ep.port); !why.empty()) return fail(why);
+  return ep;
+}
+
+const std::vector<Endpoint>& ClusterSpec::reducers() const {
+  static const std::vector<Endpoint> kNone;
+  auto it = pools.find(std::string(kReducerPool));
+  return it == pools.end() ? kNone : it->second;
+}
+
+Result<ClusterSpec> parseClusterSpec(std::string_view json) {
+  return parseSpec(json, "CLUSTER_SPEC", /*tfNames=*/false);
+}
+
+Result<ClusterSpec> parseTfConfig(std::string_view json) {
+  return parseSpec(json, "TF_CONFIG", /*tfNames=*/true);
+}
+
+Result<std::vector<Endpoint>> parseReducerList(std::string_view text) {
+  if (trim(text).empty()) {
+    return invalidArgument("RS_REDUCERS is empty (expected host:port,host:port,...)");
+  }
+  std::vector<std::string_view> entries;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    entries.push_back(trim(text.substr(start, comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  std::vector<Endpoint> out;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string what = "RS_REDUCERS: entry " + std::to_string(i + 1);
+    if (entries[i].empty()) {
+      return invalidArgument(what + " is empty in " + quoteText(text) +
+                             " (expected host:port,host:port,...; entries count from 1)");
+    }
+    auto ep = parseEndpoint(entries[i], what);
+    if (!ep) return ep.status();
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (out[j] == *ep) {
+        return invalidArgument(what + " " + quoteText(ep->toString()) + " repeats entry " +
+                               std::to_string(j + 1));
+      }
+    }
+    out.push_back(std::move(*ep));
+  }
+  return out;
+}
+
+Result<std::vector<Endpoint>> reducersFromEnvironment() {
+  // First set wins. A set but broken variable is an error rather than a reason to look at the
+  // next one: silently using another list would connect workers to the wrong reducers.
+  if (const char* list = std::getenv("RS_REDUCERS")) {
+    if (trim(list).empty()) {
+      return invalidArgument(
+          "RS_REDUCERS is set but empty (expected host:port,host:port,...; unset it to use "
+          "CLUSTER_SPEC or TF_CONFIG)");
+    }
+    return parseReducerList(list);
+  }
+  if (const char* spec = std::getenv("CLUSTER_SPEC")) {
+    return reducerPool(parseClusterSpec(spec), "CLUSTER_SPEC", kReducerPool);
+  }
+  if (const char* tf = std::getenv("TF_CONFIG")) {
+    return reducerPool(parseTfConfig(tf), "TF_CONFIG", "ps");
+  }
+  return invalidArgument(
+      "no reducers configured: RS_REDUCERS, CLUSTER_SPEC and TF_CONFIG are all unset (set "
+      "RS_REDUCERS=host:port,host:port,... or run as a Vertex AI job with a reducer pool)");
+}
+
+}  // namespace rs::cluster
