@@ -1,0 +1,182 @@
+// Per-target SIMD pieces of the reduction kernels: how an operand is loaded into accumulator
+// lanes and stored back (codecs), and how two lanes combine (ops). reduce.cc includes this once
+// per target through foreach_target.h, so there is no ordinary include guard.
+//
+// fp16/bf16 conversions: Highway 1.0.3's bf16 DemoteTo truncates, and its fp16 conversions on
+// targets without F16C (SSSE3, SSE4, EMU128) mishandle Inf/NaN and truncate, so those are done
+// here with integer ops. They match float16.h (and F16C) bit for bit.
+
+#if defined(RS_CORE_REDUCE_REDUCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RS_CORE_REDUCE_REDUCE_INL_H_
+#undef RS_CORE_REDUCE_REDUCE_INL_H_
+#else
+#define RS_CORE_REDUCE_REDUCE_INL_H_
+#endif
+
+#include <cstdint>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rs::reduce::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// x86 AVX2 and AVX3 imply F16C, whose conversions round to nearest even and keep NaNs.
+constexpr bool kNativeHalf = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2;
+
+template <class DF>
+using HalfBits = hn::Vec<hn::Rebind<uint16_t, DF>>;
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> widenHalf(DF df, HalfBits<DF> h) {
+  if constexpr (kNativeHalf) {
+    return hn::PromoteTo(df, hn::BitCast(hn::Rebind<hwy::float16_t, DF>(), h));
+  } else {
+    const hn::RebindToUnsigned<DF> du;
+    const auto bits = hn::PromoteTo(du, h);
+    const auto sign = hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000)));
+    const auto shifted = hn::ShiftLeft<13>(hn::And(bits, hn::Set(du, 0x7FFF)));
+    const auto exp = hn::And(shifted, hn::Set(du, 0x0F800000));
+    const auto rebias = hn::Set(du, (127 - 15) << 23);
+    auto r = hn::Add(shifted, rebias);
+    // Inf/NaN: exponent 31 becomes 255.
+    r = hn::IfThenElse(hn::Eq(exp, hn::Set(du, 0x0F800000)), hn::Add(r, rebias), r);
+    // Zero/subnormal: 2^-14 * (1 + m/1024) - 2^-14 is m * 2^-24, exactly.
+    const auto subnormal = hn::BitCast(
+        du, hn::Sub(hn::BitCast(df, hn::Add(r, hn::Set(du, 1u << 23))), hn::Set(df, 0x1p-14f)));
+    r = hn::IfThenElse(hn::Eq(exp, hn::Zero(du)), subnormal, r);
+    return hn::BitCast(df, hn::Or(r, sign));
+  }
+}
+
+template <class DF>
+HWY_INLINE HalfBits<DF> narrowHalf(DF df, hn::Vec<DF> v) {
+  const hn::Rebind<uint16_t, DF> d16;
+  if constexpr (kNativeHalf) {
+    return hn::BitCast(d16, hn::DemoteTo(hn::Rebind<hwy::float16_t, DF>(), v));
+  } else {
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;  // magnitudes are < 2^31: signed compares are exact
+    const auto bits = hn::BitCast(du, v);
+    const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+    const auto sign = hn::ShiftRight<16>(hn::AndNot(abs, bits));
+    const auto abs_i = hn::BitCast(di, abs);
+    // Normal: rebias 127 -> 15 and round the 13 dropped bits to nearest even.
+    const auto odd = hn::And(hn::ShiftRight<13>(abs), hn::Set(du, 1));
+    const auto normal =
+        hn::ShiftRight<13>(hn::Add(hn::Sub(abs, hn::Set(du, ((127 - 15) << 23) - 0xFFF)), odd));
+    // Below 2^-14: adding 0.5 lines the fp16 subnormal step up with the fp32 ulp at 0.5, so the
+    // FPU's own rounding is the fp16 rounding.
+    const auto subnormal = hn::Sub(
+        hn::BitCast(du, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))), hn::Set(du, 0x3F000000));
+    auto r = hn::IfThenElse(hn::RebindMask(du, hn::Lt(abs_i, hn::Set(di, 0x38800000))), subnormal,
+                            normal);
+    // From 65520 up (and Inf) the result is Inf; a NaN is quieted and keeps its top payload.
+    const auto quiet_nan =
+        hn::Or(hn::Set(du, 0x7E00), hn::And(hn::ShiftRight<13>(abs), hn::Set(du, 0x3FF)));
+    r = hn::IfThenElse(hn::RebindMask(du, hn::Gt(abs_i, hn::Set(di, 0x477FEFFF))),
+                       hn::Set(du, 0x7C00), r);
+    r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet_nan, r);
+    return hn::DemoteTo(d16, hn::BitCast(di, hn::Or(r, sign)));
+  }
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> widenBfloat16(DF df, HalfBits<DF> b) {
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(hn::RebindToUnsigned<DF>(), b)));
+}
+
+template <class DF>
+HWY_INLINE HalfBits<DF> narrowBfloat16(DF /* df */, hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto bits = hn::BitCast(du, v);
+  const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1));
+  auto r = hn::ShiftRight<16>(hn::Add(hn::Add(bits, hn::Set(du, 0x7FFF)), odd));
+  r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)),
+                     hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40)), r);
+  return hn::DemoteTo(hn::Rebind<uint16_t, DF>(), hn::BitCast(hn::RebindToSigned<DF>(), r));
+}
+
+// Codecs: Stored is the element type in memory, Lane the accumulator lane type.
+template <typename T>
+struct PlainCodec {
+  using Stored = T;
+  using Lane = T;
+  template <class D>
+  static HWY_INLINE hn::Vec<D> load(D d, const T* p) {
+    return hn::LoadU(d, p);
+  }
+  template <class D>
+  static HWY_INLINE void store(D d, hn::Vec<D> v, T* p) {
+    hn::StoreU(v, d, p);
+  }
+};
+
+struct HalfCodec {
+  using Stored = uint16_t;
+  using Lane = float;
+  template <class D>
+  static HWY_INLINE hn::Vec<D> load(D d, const uint16_t* p) {
+    return widenHalf(d, hn::LoadU(hn::Rebind<uint16_t, D>(), p));
+  }
+  template <class D>
+  static HWY_INLINE void store(D d, hn::Vec<D> v, uint16_t* p) {
+    hn::StoreU(narrowHalf(d, v), hn::Rebind<uint16_t, D>(), p);
+  }
+};
+
+struct Bfloat16Codec {
+  using Stored = uint16_t;
+  using Lane = float;
+  template <class D>
+  static HWY_INLINE hn::Vec<D> load(D d, const uint16_t* p) {
+    return widenBfloat16(d, hn::LoadU(hn::Rebind<uint16_t, D>(), p));
+  }
+  template <class D>
+  static HWY_INLINE void store(D d, hn::Vec<D> v, uint16_t* p) {
+    hn::StoreU(narrowBfloat16(d, v), hn::Rebind<uint16_t, D>(), p);
+  }
+};
+
+// Ops. Integer add/mul wrap (lanes are unsigned for those); max/min of floats return NaN when
+// either operand is NaN, which hn::Max does not promise (x86 maxps returns its second operand).
+struct SumOp {
+  template <class V>
+  static HWY_INLINE V apply(V a, V b) {
+    return hn::Add(a, b);
+  }
+};
+
+struct ProdOp {
+  template <class V>
+  static HWY_INLINE V apply(V a, V b) {
+    return hn::Mul(a, b);
+  }
+};
+
+struct MaxOp {
+  template <class V>
+  static HWY_INLINE V apply(V a, V b) {
+    if constexpr (hwy::IsFloat<hn::TFromV<V>>()) {
+      return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::IsNaN(b)), hn::Add(a, b), hn::Max(a, b));
+    } else {
+      return hn::Max(a, b);
+    }
+  }
+};
+
+struct MinOp {
+  template <class V>
+  static HWY_INLINE V apply(V a, V b) {
+    if constexpr (hwy::IsFloat<hn::TFromV<V>>()) {
+      return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::IsNaN(b)), hn::Add(a, b), hn::Min(a, b));
+    } else {
+      return hn::Min(a, b);
+    }
+  }
+};
+
+}  // namespace rs::reduce::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle

@@ -1,0 +1,635 @@
+// Reduction kernels against a scalar reference that folds in the same order, so results must be
+// bit-exact (NaN == NaN, and -0 == +0 for max/min), on every SIMD target this CPU can run.
+#include "core/reduce/reduce.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/reduce/float16.h"
+
+namespace rs::reduce {
+namespace {
+
+constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
+                                  DataType::kUint32,  DataType::kInt64,   DataType::kUint64,
+                                  DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
+                                  DataType::kBfloat16};
+constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin,
+                                ReduceOp::kAvg};
+// Around every vector width (1..64 lanes) and the 4-vector unrolled step, plus odd sizes.
+constexpr size_t kLengths[] = {0,  1,  2,  3,  4,  5,   7,   8,   9,   15,  16,  17,  31,
+                               32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1031};
+
+// ---- Element kinds: wire type, accumulator type and the conversions between them.
+template <typename T>
+struct Plain {
+  using Wire = T;
+  using Acc = T;
+  static T widen(T v) { return v; }
+  static T narrow(T v) { return v; }
+};
+struct Half {
+  using Wire = uint16_t;
+  using Acc = float;
+  static float widen(uint16_t h) { return halfToFloat(h); }
+  static uint16_t narrow(float f) { return floatToHalf(f); }
+};
+struct Bfloat16 {
+  using Wire = uint16_t;
+  using Acc = float;
+  static float widen(uint16_t b) { return bfloat16ToFloat(b); }
+  static uint16_t narrow(float f) { return floatToBfloat16(f); }
+};
+
+template <class F>
+void visitType(DataType t, F&& f) {
+  switch (t) {
+    case DataType::kInt8: return f(Plain<int8_t>{});
+    case DataType::kUint8: return f(Plain<uint8_t>{});
+    case DataType::kInt32: return f(Plain<int32_t>{});
+    case DataType::kUint32: return f(Plain<uint32_t>{});
+    case DataType::kInt64: return f(Plain<int64_t>{});
+    case DataType::kUint64: return f(Plain<uint64_t>{});
+    case DataType::kFloat16: return f(Half{});
+    case DataType::kFloat32: return f(Plain<float>{});
+    case DataType::kFloat64: return f(Plain<double>{});
+    case DataType::kBfloat16: return f(Bfloat16{});
+  }
+}
+
+// ---- The reference: the semantics of reduce.h, one element at a time.
+template <typename A>
+A refApply(ReduceOp op, A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;  // wraps, with no signed overflow
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg: return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+      case ReduceOp::kProd: return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+      case ReduceOp::kMax: return a < b ? b : a;
+      case ReduceOp::kMin: return b < a ? b : a;
+    }
+  } else {
+    const bool nan = std::isnan(a) || std::isnan(b);
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg: return a + b;
+      case ReduceOp::kProd: return a * b;
+      case ReduceOp::kMax: return nan ? std::numeric_limits<A>::quiet_NaN() : (a < b ? b : a);
+      case ReduceOp::kMin: return nan ? std::numeric_limits<A>::quiet_NaN() : (b < a ? b : a);
+    }
+  }
+  return a;
+}
+
+template <typename A>
+A refDivide(A sum, uint64_t n) {
+  if constexpr (std::is_integral_v<A>) {
+    using Wide = std::conditional_t<std::is_signed_v<A>, int64_t, uint64_t>;
+    return static_cast<A>(static_cast<Wide>(sum) / static_cast<Wide>(n));
+  } else {
+    return sum / static_cast<A>(n);
+  }
+}
+
+template <typename T>
+T loadAt(const uint8_t* p, size_t i) {
+  T v;
+  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+  return v;
+}
+template <typename T>
+void storeAt(uint8_t* p, size_t i, T v) {
+  std::memcpy(p + i * sizeof(T), &v, sizeof(T));
+}
+
+// out = narrow(op over inputs, in order; / n for avg), wire bytes.
+std::vector<uint8_t> reference(DataType type, ReduceOp op, const std::vector<const uint8_t*>& in,
+                               size_t count) {
+  std::vector<uint8_t> out(count * dataTypeSize(type));
+  visitType(type, [&](auto kind) {
+    using K = decltype(kind);
+    using W = typename K::Wire;
+    for (size_t i = 0; i < count; ++i) {
+      auto acc = K::widen(loadAt<W>(in[0], i));
+      for (size_t k = 1; k < in.size(); ++k) acc = refApply(op, acc, K::widen(loadAt<W>(in[k], i)));
+      if (op == ReduceOp::kAvg) acc = refDivide(acc, in.size());
+      storeAt(out.data(), i, K::narrow(acc));
+    }
+  });
+  return out;
+}
+
+// "" when equal; else where and what differs.
+std::string mismatch(DataType type, ReduceOp op, const uint8_t* got, const uint8_t* want,
+                     size_t count) {
+  std::string result;
+  visitType(type, [&](auto kind) {
+    using K = decltype(kind);
+    using W = typename K::Wire;
+    for (size_t i = 0; i < count && result.empty(); ++i) {
+      const W g = loadAt<W>(got, i);
+      const W w = loadAt<W>(want, i);
+      bool same = std::memcmp(&g, &w, sizeof(W)) == 0;
+      if constexpr (std::is_floating_point_v<typename K::Acc>) {
+        const auto gv = K::widen(g);
+        const auto wv = K::widen(w);
+        if (std::isnan(gv) && std::isnan(wv)) same = true;
+        if ((op == ReduceOp::kMax || op == ReduceOp::kMin) && gv == wv) same = true;  // +-0
+      }
+      if (!same) {
+        std::ostringstream s;
+        s << dataTypeName(type) << " " << reduceOpName(op) << ": element " << i << " of " << count
+          << " is " << +K::widen(g) << ", expected " << +K::widen(w);
+        result = s.str();
+      }
+    }
+  });
+  return result;
+}
+
+// A byte buffer whose data starts `offset` bytes into its allocation, sized exactly (so ASan
+// sees any overrun), optionally followed by canary bytes that must survive.
+class Buffer {
+ public:
+  Buffer(size_t bytes, size_t offset, size_t canary = 0)
+      : bytes_(offset + bytes + canary, 0xA5), offset_(offset), size_(bytes), canary_(canary) {}
+  uint8_t* data() { return bytes_.data() + offset_; }
+  const uint8_t* data() const { return bytes_.data() + offset_; }
+  size_t size() const { return size_; }
+  bool canaryIntact() const {
+    for (size_t i = 0; i < canary_; ++i)
+      if (bytes_[offset_ + size_ + i] != 0xA5) return false;
+    return true;
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  size_t offset_, size_, canary_;
+};
+
+// Random wire values: integers over their whole range (sums wrap), floats of mixed magnitude so
+// that additions round.
+void fillRandom(DataType type, uint8_t* p, size_t count, std::mt19937_64& rng) {
+  visitType(type, [&](auto kind) {
+    using K = decltype(kind);
+    using W = typename K::Wire;
+    using A = typename K::Acc;
+    for (size_t i = 0; i < count; ++i) {
+      if constexpr (std::is_integral_v<A>) {
+        storeAt(p, i, static_cast<W>(rng()));
+      } else {
+        const uint64_t r = rng();
+        const A frac = static_cast<A>(r >> 11) * static_cast<A>(0x1p-53);
+        const A v = std::ldexp(1 + frac, static_cast<int>((r >> 1) % 9) - 4);
+        storeAt(p, i, K::narrow((r & 1) ? -v : v));
+      }
+    }
+  });
+}
+
+// Runs f once per runnable target, forced, restoring the default afterwards even on failure.
+class TargetGuard {
+ public:
+  explicit TargetGuard(int64_t target) { forceTargetForTesting(target); }
+  ~TargetGuard() { forceTargetForTesting(0); }
+  TargetGuard(const TargetGuard&) = delete;
+  TargetGuard& operator=(const TargetGuard&) = delete;
+};
+
+template <class F>
+void forEachTarget(F&& f) {
+  const auto targets = runnableTargets();
+  REQUIRE(!targets.empty());
+  for (int64_t target : targets) {
+    TargetGuard guard(target);
+    INFO("target " << targetName(target));
+    REQUIRE(activeTargetName() == targetName(target));
+    f();
+  }
+}
+
+// Both ways the reducer can compute a result: reduceInputs (fused) and accumulateFirst +
+// accumulate + finalize. The finalize either writes to a separate buffer or in place.
+enum class Path { kFused, kFusedInPlace, kAccumulate, kAccumulateInPlace };
+constexpr Path kAllPaths[] = {Path::kFused, Path::kFusedInPlace, Path::kAccumulate,
+                              Path::kAccumulateInPlace};
+const char* pathName(Path p) {
+  switch (p) {
+    case Path::kFused: return "reduceInputs";
+    case Path::kFusedInPlace: return "reduceInputs into inputs[0]";
+    case Path::kAccumulate: return "accumulate+finalize";
+    case Path::kAccumulateInPlace: return "accumulate+finalize into acc";
+  }
+  return "?";
+}
+
+std::vector<uint8_t> reference(DataType type, ReduceOp op, const std::vector<Buffer>& inputs,
+                               size_t count) {
+  std::vector<const uint8_t*> in;
+  for (const auto& b : inputs) in.push_back(b.data());
+  return reference(type, op, in, count);
+}
+
+// Runs one path over wire inputs of `count` elements; returns "" when the result equals `want`.
+std::string runPath(Path path, DataType type, ReduceOp op, const std::vector<Buffer>& inputs,
+                    size_t count, size_t offset, const std::vector<uint8_t>& want) {
+  const size_t wire = count * dataTypeSize(type);
+  constexpr size_t kCanary = 16;
+  std::vector<const uint8_t*> in;
+  for (const auto& b : inputs) in.push_back(b.data());
+  std::vector<const void*> ptrs(in.begin(), in.end());
+  Buffer out(wire, offset, kCanary);
+  const uint8_t* result = out.data();
+  bool intact = true;
+  switch (path) {
+    case Path::kFused: reduceInputs(type, op, ptrs.data(), ptrs.size(), out.data(), count); break;
+    case Path::kFusedInPlace: {
+      Buffer first(wire, offset, kCanary);
+      if (wire != 0) std::memcpy(first.data(), in[0], wire);
+      ptrs[0] = first.data();
+      reduceInputs(type, op, ptrs.data(), ptrs.size(), first.data(), count);
+      std::memcpy(out.data(), first.data(), wire);
+      intact = first.canaryIntact();
+      break;
+    }
+    case Path::kAccumulate:
+    case Path::kAccumulateInPlace: {
+      Buffer acc(count * accumulatorSize(type), offset, kCanary);
+      accumulateFirst(type, in[0], acc.data(), count);
+      for (size_t k = 1; k < in.size(); ++k) accumulate(type, op, in[k], acc.data(), count);
+      const auto n = static_cast<uint32_t>(in.size());
+      if (path == Path::kAccumulate) {
+        finalize(type, op, acc.data(), out.data(), count, n);
+      } else {
+        finalize(type, op, acc.data(), acc.data(), count, n);
+        std::memcpy(out.data(), acc.data(), wire);
+      }
+      intact = acc.canaryIntact();
+      break;
+    }
+  }
+  if (!intact || !out.canaryIntact()) return "wrote past the end";
+  return mismatch(type, op, result, want.data(), count);
+}
+
+// Runs reduceInputs and returns the wire result.
+template <typename T>
+std::vector<T> fused(DataType type, ReduceOp op, const std::vector<std::vector<T>>& values) {
+  std::vector<const void*> in;
+  for (const auto& v : values) in.push_back(v.data());
+  std::vector<T> out(values[0].size());
+  reduceInputs(type, op, in.data(), in.size(), out.data(), out.size());
+  return out;
+}
+
+// Runs accumulateFirst + accumulate + finalize and returns the wire result.
+template <typename T>
+std::vector<T> accumulated(DataType type, ReduceOp op, const std::vector<std::vector<T>>& values) {
+  const size_t count = values[0].size();
+  std::vector<uint8_t> acc(count * accumulatorSize(type));
+  accumulateFirst(type, values[0].data(), acc.data(), count);
+  for (size_t k = 1; k < values.size(); ++k)
+    accumulate(type, op, values[k].data(), acc.data(), count);
+  std::vector<T> out(count);
+  finalize(type, op, acc.data(), out.data(), count, static_cast<uint32_t>(values.size()));
+  return out;
+}
+
+// ---- Scalar conversions (the reference's own reference).
+
+TEST_CASE("reduce: float16 every half widens exactly and narrows back to itself") {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = halfToFloat(static_cast<uint16_t>(h));
+    const bool nan = (h & 0x7C00) == 0x7C00 && (h & 0x3FF) != 0;
+    if (nan) {
+      REQUIRE(std::isnan(f));
+      REQUIRE(floatToHalf(f) == (h | 0x200));  // quieted, payload kept
+      continue;
+    }
+    // Independent value: sign * mant * 2^(exp - 25), with the implicit bit for normals.
+    const int exp = static_cast<int>((h >> 10) & 0x1F);
+    const double mant = (h & 0x3FF) + (exp != 0 ? 1024 : 0);
+    double want = exp == 31 ? INFINITY : std::ldexp(mant, (exp != 0 ? exp : 1) - 25);
+    if (h & 0x8000) want = -want;
+    REQUIRE(static_cast<double>(f) == want);
+    REQUIRE(std::signbit(f) == ((h & 0x8000) != 0));
+    REQUIRE(floatToHalf(f) == h);
+  }
+}
+
+TEST_CASE("reduce: float16 narrowing rounds to nearest, ties to even, overflow to Inf") {
+  // Between each pair of neighbouring finite halves: the midpoint goes to the even one, and
+  // anything off the midpoint goes to the nearer one.
+  for (uint32_t h = 0; h < 0x7BFF; ++h) {
+    const double lo = halfToFloat(static_cast<uint16_t>(h));
+    const double hi = halfToFloat(static_cast<uint16_t>(h + 1));
+    const auto mid = static_cast<float>((lo + hi) / 2);  // exact in fp32
+    const uint16_t even = (h & 1) ? static_cast<uint16_t>(h + 1) : static_cast<uint16_t>(h);
+    REQUIRE(floatToHalf(mid) == even);
+    REQUIRE(floatToHalf(-mid) == (even | 0x8000));
+    REQUIRE(floatToHalf(std::nextafter(mid, 0.0f)) == h);
+    REQUIRE(floatToHalf(std::nextafter(mid, INFINITY)) == h + 1);
+  }
+  REQUIRE(floatToHalf(65504.0f) == 0x7BFF);
+  REQUIRE(floatToHalf(65519.99f) == 0x7BFF);
+  REQUIRE(floatToHalf(65520.0f) == 0x7C00);
+  REQUIRE(floatToHalf(-1e30f) == 0xFC00);
+  REQUIRE(floatToHalf(0x1p-25f) == 0);                        // tie with 0: even
+  REQUIRE(floatToHalf(std::nextafter(0x1p-25f, 1.0f)) == 1);  // just above: smallest subnormal
+  REQUIRE(floatToHalf(-0x1p-26f) == 0x8000);
+  REQUIRE(floatToHalf(std::numeric_limits<float>::denorm_min()) == 0);
+}
+
+TEST_CASE("reduce: float16 bfloat16 rounds to nearest even and keeps NaN") {
+  for (uint32_t b = 0; b < 0x7F7F; ++b) {
+    const float lo = bfloat16ToFloat(static_cast<uint16_t>(b));
+    const float hi = bfloat16ToFloat(static_cast<uint16_t>(b + 1));
+    REQUIRE(floatToBfloat16(lo) == b);
+    const float mid = floatFromBits((floatBits(lo) + floatBits(hi)) / 2);  // same exponent/binade
+    const uint16_t even = (b & 1) ? static_cast<uint16_t>(b + 1) : static_cast<uint16_t>(b);
+    REQUIRE(floatToBfloat16(mid) == even);
+    REQUIRE(floatToBfloat16(std::nextafter(mid, 0.0f)) == b);
+    REQUIRE(floatToBfloat16(std::nextafter(mid, INFINITY)) == b + 1);
+  }
+  REQUIRE(floatToBfloat16(std::numeric_limits<float>::max()) == 0x7F80);  // rounds up to Inf
+  REQUIRE(floatToBfloat16(-INFINITY) == 0xFF80);
+  // A NaN whose payload sits only in the low 16 bits must not truncate to Inf.
+  REQUIRE(floatToBfloat16(floatFromBits(0x7F800001u)) == 0x7FC0);
+  REQUIRE(std::isnan(bfloat16ToFloat(floatToBfloat16(floatFromBits(0xFF800001u)))));
+}
+
+// ---- Kernels against the reference.
+
+TEST_CASE("reduce: targets are listed, named and can be forced") {
+  const auto targets = runnableTargets();
+  REQUIRE(!targets.empty());
+  const std::string best = activeTargetName();
+  REQUIRE(best == targetName(targets.front()));
+  for (int64_t t : targets) {
+    forceTargetForTesting(t);
+    CHECK(activeTargetName() == targetName(t));
+  }
+  forceTargetForTesting(0);
+  REQUIRE(activeTargetName() == best);
+  REQUIRE(runnableTargets() == targets);
+}
+
+TEST_CASE("reduce: every type and op matches the reference, on every target and path") {
+  std::mt19937_64 rng(42);
+  forEachTarget([&] {
+    for (DataType type : kAllTypes) {
+      for (size_t ninputs : {1, 2, 5}) {
+        for (size_t count : kLengths) {
+          for (size_t offset : {0, 1}) {  // 1: every multi-byte element is misaligned
+            std::vector<Buffer> inputs;
+            for (size_t k = 0; k < ninputs; ++k) {
+              inputs.emplace_back(count * dataTypeSize(type), offset);
+              fillRandom(type, inputs.back().data(), count, rng);
+            }
+            for (ReduceOp op : kAllOps) {
+              const auto want = reference(type, op, inputs, count);
+              for (Path path : kAllPaths) {
+                INFO(pathName(path) << ", " << ninputs << " inputs, offset " << offset);
+                const std::string bad = runPath(path, type, op, inputs, count, offset, want);
+                if (!bad.empty()) FAIL(bad);
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("reduce: large odd sizes") {
+  std::mt19937_64 rng(7);
+  constexpr size_t kCount = 10'007;
+  forEachTarget([&] {
+    for (DataType type : {DataType::kFloat32, DataType::kBfloat16, DataType::kFloat16,
+                          DataType::kInt32, DataType::kUint8, DataType::kFloat64}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kAvg}) {
+        std::vector<Buffer> inputs;
+        for (size_t k = 0; k < 4; ++k) {
+          inputs.emplace_back(kCount * dataTypeSize(type), 1);
+          fillRandom(type, inputs.back().data(), kCount, rng);
+        }
+        const auto want = reference(type, op, inputs, kCount);
+        for (Path path : {Path::kFused, Path::kAccumulateInPlace}) {
+          INFO(pathName(path));
+          CHECK(runPath(path, type, op, inputs, kCount, 1, want) == "");
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("reduce: zero elements touches nothing, even with null pointers") {
+  forEachTarget([] {
+    for (DataType type : kAllTypes) {
+      for (ReduceOp op : kAllOps) {
+        const void* in[2] = {nullptr, nullptr};
+        reduceInputs(type, op, in, 2, nullptr, 0);
+        accumulateFirst(type, nullptr, nullptr, 0);
+        accumulate(type, op, nullptr, nullptr, 0);
+        finalize(type, op, nullptr, nullptr, 0, 3);
+      }
+    }
+  });
+}
+
+TEST_CASE("reduce: Inf and NaN follow IEEE 754") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Special values at positions that land in the unrolled body, the single-vector loop and the
+  // tail for every width; ordinary numbers elsewhere.
+  forEachTarget([&] {
+    for (DataType type :
+         {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBfloat16}) {
+      const std::vector<std::pair<float, float>> cases = {
+          {inf, -inf}, {inf, 2.0f}, {-inf, 0.0f},  {nan, 1.0f},   {1.0f, nan},
+          {nan, -inf}, {inf, inf},  {-inf, -2.0f}, {0.0f, -0.0f}, {-0.0f, 0.0f}};
+      constexpr size_t kCount = 301;
+      for (ReduceOp op : kAllOps) {
+        std::vector<Buffer> inputs;
+        for (size_t k = 0; k < 2; ++k) inputs.emplace_back(kCount * dataTypeSize(type), 1);
+        visitType(type, [&](auto kind) {
+          using K = decltype(kind);
+          using A = typename K::Acc;
+          for (size_t i = 0; i < kCount; ++i) {
+            const auto& c = cases[i % cases.size()];
+            storeAt(inputs[0].data(), i, K::narrow(static_cast<A>(c.first)));
+            storeAt(inputs[1].data(), i, K::narrow(static_cast<A>(c.second)));
+          }
+        });
+        const auto want = reference(type, op, inputs, kCount);
+        for (Path path : kAllPaths) {
+          INFO(pathName(path));
+          CHECK(runPath(path, type, op, inputs, kCount, 1, want) == "");
+        }
+      }
+    }
+    // The reference itself, on fp32 and bf16, both paths.
+    const std::vector<std::vector<float>> in = {{inf, nan, 1.0f, inf, 0.0f, inf},
+                                                {-inf, 1.0f, nan, 2.0f, inf, inf}};
+    for (auto run : {fused<float>, accumulated<float>}) {
+      const auto sum = run(DataType::kFloat32, ReduceOp::kSum, in);
+      CHECK(std::isnan(sum[0]));  // Inf + -Inf
+      CHECK(std::isnan(sum[1]));
+      CHECK(std::isnan(sum[2]));
+      CHECK(sum[3] == inf);
+      const auto max = run(DataType::kFloat32, ReduceOp::kMax, in);
+      CHECK(std::isnan(max[1]));  // NaN first
+      CHECK(std::isnan(max[2]));  // NaN second: x86 maxps alone would return 1
+      CHECK(max[0] == inf);
+      const auto min = run(DataType::kFloat32, ReduceOp::kMin, in);
+      CHECK(std::isnan(min[1]));
+      CHECK(std::isnan(min[2]));
+      CHECK(min[0] == -inf);
+      const auto prod = run(DataType::kFloat32, ReduceOp::kProd, in);
+      CHECK(prod[3] == inf);       // Inf * 2
+      CHECK(std::isnan(prod[4]));  // 0 * Inf
+      CHECK(prod[5] == inf);
+    }
+    const uint16_t bf_inf = 0x7F80, bf_one = 0x3F80, bf_nan = 0x7FC1;
+    const std::vector<std::vector<uint16_t>> bf = {{bf_inf, bf_nan, bf_one},
+                                                   {uint16_t(bf_inf | 0x8000), bf_one, bf_nan}};
+    for (auto run : {fused<uint16_t>, accumulated<uint16_t>}) {
+      const auto sum = run(DataType::kBfloat16, ReduceOp::kSum, bf);
+      for (uint16_t v : sum) CHECK(std::isnan(bfloat16ToFloat(v)));
+      const auto max = run(DataType::kBfloat16, ReduceOp::kMax, bf);
+      CHECK(max[0] == bf_inf);
+      CHECK(std::isnan(bfloat16ToFloat(max[1])));
+      CHECK(std::isnan(bfloat16ToFloat(max[2])));
+    }
+  });
+}
+
+TEST_CASE("reduce: fp16 and bf16 accumulate in fp32 and round once, to nearest even") {
+  forEachTarget([] {
+    // bf16 keeps 8 significant bits: the ulp at 1 is 2^-7.
+    const uint16_t one = floatToBfloat16(1.0f);
+    const uint16_t small = floatToBfloat16(0x1p-9f);  // a quarter ulp
+    // Rounding per step would leave 1 each time; the fp32 sum 1 + 3 * 2^-9 rounds up.
+    const std::vector<std::vector<uint16_t>> bf = {{one}, {small}, {small}, {small}};
+    const std::vector<std::vector<uint16_t>> bf_tie = {
+        {one, floatToBfloat16(1.0f + 0x1p-7f)},
+        {floatToBfloat16(0x1p-8f), floatToBfloat16(0x1p-8f)}};
+    for (auto run : {fused<uint16_t>, accumulated<uint16_t>}) {
+      CHECK(run(DataType::kBfloat16, ReduceOp::kSum, bf)[0] == floatToBfloat16(1.0f + 0x1p-7f));
+      const auto tie = run(DataType::kBfloat16, ReduceOp::kSum, bf_tie);
+      CHECK(tie[0] == one);                              // 1 + half ulp: tie to even (down)
+      CHECK(tie[1] == floatToBfloat16(1.0f + 0x1p-6f));  // odd + half ulp: tie to even (up)
+      CHECK(bfloat16ToFloat(tie[1]) == 1.0f + 0x1p-6f);
+    }
+    // fp16 keeps 11 significant bits: the ulp at 1 is 2^-10.
+    const uint16_t h_one = floatToHalf(1.0f);
+    const uint16_t h_small = floatToHalf(0x1p-12f);
+    const std::vector<std::vector<uint16_t>> h = {{h_one}, {h_small}, {h_small}, {h_small}};
+    const std::vector<std::vector<uint16_t>> h_tie = {
+        {h_one, floatToHalf(1.0f + 0x1p-10f)}, {floatToHalf(0x1p-11f), floatToHalf(0x1p-11f)}};
+    for (auto run : {fused<uint16_t>, accumulated<uint16_t>}) {
+      CHECK(halfToFloat(run(DataType::kFloat16, ReduceOp::kSum, h)[0]) == 1.0f + 0x1p-10f);
+      const auto tie = run(DataType::kFloat16, ReduceOp::kSum, h_tie);
+      CHECK(halfToFloat(tie[0]) == 1.0f);
+      CHECK(halfToFloat(tie[1]) == 1.0f + 0x1p-9f);
+      // fp32 sums past 65504 become Inf; halves' subnormals survive the round trip.
+      const std::vector<std::vector<uint16_t>> big = {{floatToHalf(60000.0f), 0x0001},
+                                                      {floatToHalf(60000.0f), 0x0001}};
+      const auto r = run(DataType::kFloat16, ReduceOp::kSum, big);
+      CHECK(r[0] == 0x7C00);
+      CHECK(r[1] == 0x0002);
+    }
+    // avg divides the fp32 sum, then rounds once: (1 + 1 + 2^-9) / 3 in bf16.
+    const std::vector<std::vector<uint16_t>> avg = {{one}, {one}, {small}};
+    for (auto run : {fused<uint16_t>, accumulated<uint16_t>})
+      CHECK(run(DataType::kBfloat16, ReduceOp::kAvg, avg)[0] ==
+            floatToBfloat16((1.0f + 1.0f + 0x1p-9f) / 3.0f));
+  });
+}
+
+TEST_CASE("reduce: integers wrap and avg truncates toward zero") {
+  forEachTarget([] {
+    for (auto run : {fused<int8_t>, accumulated<int8_t>}) {
+      CHECK(run(DataType::kInt8, ReduceOp::kSum, {{100, -100, -128}, {100, -100, -1}}) ==
+            std::vector<int8_t>{-56, 56, 127});
+      CHECK(run(DataType::kInt8, ReduceOp::kProd, {{16, -3, 127}, {16, 5, 2}}) ==
+            std::vector<int8_t>{0, -15, -2});
+      CHECK(run(DataType::kInt8, ReduceOp::kAvg, {{-7, 7, 100}, {2, 2, 100}}) ==
+            std::vector<int8_t>{-2, 4, -28});  // (-5)/2, 9/2, wrapped 200 = -56, /2
+      CHECK(run(DataType::kInt8, ReduceOp::kMax, {{-1, 5}, {-2, -128}}) ==
+            std::vector<int8_t>{-1, 5});
+    }
+    for (auto run : {fused<uint8_t>, accumulated<uint8_t>}) {
+      CHECK(run(DataType::kUint8, ReduceOp::kSum, {{200, 255}, {100, 1}}) ==
+            std::vector<uint8_t>{44, 0});
+      CHECK(run(DataType::kUint8, ReduceOp::kMin, {{200, 0}, {100, 255}}) ==
+            std::vector<uint8_t>{100, 0});
+    }
+    const int32_t imax = std::numeric_limits<int32_t>::max();
+    const int32_t imin = std::numeric_limits<int32_t>::min();
+    for (auto run : {fused<int32_t>, accumulated<int32_t>}) {
+      CHECK(run(DataType::kInt32, ReduceOp::kSum, {{imax, imin}, {1, -1}}) ==
+            std::vector<int32_t>{imin, imax});
+      CHECK(run(DataType::kInt32, ReduceOp::kProd, {{65536, imin}, {65536, -1}}) ==
+            std::vector<int32_t>{0, imin});
+      CHECK(run(DataType::kInt32, ReduceOp::kAvg, {{-9, imax}, {0, 0}, {0, 0}}) ==
+            std::vector<int32_t>{-3, imax / 3});
+    }
+    const uint64_t umax = std::numeric_limits<uint64_t>::max();
+    for (auto run : {fused<uint64_t>, accumulated<uint64_t>}) {
+      CHECK(run(DataType::kUint64, ReduceOp::kSum, {{umax, 5}, {1, 6}}) ==
+            std::vector<uint64_t>{0, 11});
+      CHECK(run(DataType::kUint64, ReduceOp::kProd,
+                {{uint64_t{1} << 32, 3}, {uint64_t{1} << 32, 7}}) == std::vector<uint64_t>{0, 21});
+      CHECK(run(DataType::kUint64, ReduceOp::kMax, {{umax, 0}, {1, uint64_t{1} << 63}}) ==
+            std::vector<uint64_t>{umax, uint64_t{1} << 63});
+      CHECK(run(DataType::kUint64, ReduceOp::kAvg, {{umax, 7}, {umax, 0}}) ==
+            std::vector<uint64_t>{umax / 2, 3});  // wrapped sum umax - 1, / 2
+    }
+    const int64_t lmin = std::numeric_limits<int64_t>::min();
+    for (auto run : {fused<int64_t>, accumulated<int64_t>}) {
+      CHECK(run(DataType::kInt64, ReduceOp::kMin, {{lmin, -1}, {0, 1}}) ==
+            std::vector<int64_t>{lmin, -1});
+      CHECK(run(DataType::kInt64, ReduceOp::kAvg, {{-3, lmin}, {0, 0}}) ==
+            std::vector<int64_t>{-1, lmin / 2});
+    }
+  });
+}
+
+TEST_CASE("reduce: avg of floats is the sum divided by the count") {
+  forEachTarget([] {
+    for (auto run : {fused<float>, accumulated<float>}) {
+      CHECK(run(DataType::kFloat32, ReduceOp::kAvg, {{1.0f, -3.0f}, {2.0f, 0.5f}, {4.0f, 1.0f}}) ==
+            std::vector<float>{7.0f / 3.0f, -1.5f / 3.0f});
+    }
+    for (auto run : {fused<double>, accumulated<double>}) {
+      CHECK(run(DataType::kFloat64, ReduceOp::kAvg, {{1.0, 1e308}, {2.0, 1e308}}) ==
+            std::vector<double>{1.5, INFINITY});  // the sum overflows before the division
+    }
+  });
+}
+
+TEST_CASE("reduce: finalizeIsIdentity") {
+  for (DataType type : kAllTypes) {
+    for (ReduceOp op : kAllOps) {
+      const bool identity = !accumulatesInFloat32(type) && op != ReduceOp::kAvg;
+      CHECK(finalizeIsIdentity(type, op) == identity);
+    }
+  }
+  // And it holds: finalize in place changes nothing then.
+  std::vector<int32_t> acc = {1, -2, 3};
+  finalize(DataType::kInt32, ReduceOp::kSum, acc.data(), acc.data(), acc.size(), 3);
+  CHECK(acc == std::vector<int32_t>{1, -2, 3});
+}
+
+}  // namespace
+}  // namespace rs::reduce
