@@ -155,8 +155,41 @@ std::string parseErrorReason(const char* what) {
   return colon == std::string_view::npos ? str(w) : str(w.substr(colon + 2));
 }
 
+// nlohmann parses iteratively but dumps (for "got ..." in messages) recursively, so a value
+// nested thousands deep could exhaust the stack. Real specs nest a few levels.
+constexpr int kMaxJsonDepth = 128;
+
+Status checkNesting(std::string_view text, std::string_view var) {
+  int depth = 0;
+  bool inString = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        inString = false;
+      }
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        return invalidArgument(str(var) + ": JSON nested deeper than " +
+                               std::to_string(kMaxJsonDepth) + " levels at byte " +
+                               std::to_string(i));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return Status::ok();
+}
+
 Status parseJson(std::string_view text, std::string_view var, Json* out) {
   if (trim(text).empty()) return invalidArgument(str(var) + " is empty (expected a JSON object)");
+  RS_RETURN_IF_ERROR(checkNesting(text, var));
   try {
     *out = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {

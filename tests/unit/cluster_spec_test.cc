@@ -244,6 +244,21 @@ TEST_CASE("cluster spec: not JSON names the byte") {
   requireInvalid(parseClusterSpec("  \n"), "CLUSTER_SPEC is empty");
 }
 
+TEST_CASE("cluster spec: deeply nested JSON is refused, not recursed into") {
+  const std::string deep(100000, '[');
+  requireInvalid(parseClusterSpec("{\"cluster\": " + deep + std::string(100000, ']') + "}"),
+                 "CLUSTER_SPEC: JSON nested deeper than 128 levels at byte 139");
+  requireInvalid(parseTfConfig("{\"job\": " + deep), "TF_CONFIG: JSON nested deeper than 128");
+  // Brackets inside strings do not count.
+  std::string inString = R"({"cluster": {"workerpool0": ["a:1"]}, "job": ")" + deep + R"("})";
+  REQUIRE(parseClusterSpec(inString).isOk());
+  std::string escaped = R"({"cluster": {}, "job": "\")" + deep + R"("})";
+  REQUIRE(parseClusterSpec(escaped).isOk());
+  // 128 levels are fine.
+  std::string ok = R"({"cluster": {}, "job": )" + std::string(127, '[') + std::string(127, ']') + "}";
+  REQUIRE(parseClusterSpec(ok).isOk());
+}
+
 TEST_CASE("cluster spec: wrong shapes say where") {
   struct Case {
     const char* json;
