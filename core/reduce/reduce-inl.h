@@ -81,34 +81,33 @@ HWY_INLINE HalfBits<DF> narrowHalf(DF df, hn::Vec<DF> v) {
   }
 }
 
+// fp32 bits rounded to nearest even at bit 16, so the top half is the bf16; a NaN is quieted.
 template <class DF>
-HWY_INLINE hn::Vec<DF> widenBfloat16(DF df, HalfBits<DF> b) {
-  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(hn::RebindToUnsigned<DF>(), b)));
-}
-
-template <class DF>
-HWY_INLINE HalfBits<DF> narrowBfloat16(DF /* df */, hn::Vec<DF> v) {
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> roundToBfloat16(DF /* df */, hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du;
   const auto bits = hn::BitCast(du, v);
   const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1));
-  auto r = hn::ShiftRight<16>(hn::Add(hn::Add(bits, hn::Set(du, 0x7FFF)), odd));
-  r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)),
-                     hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40)), r);
-  return hn::DemoteTo(hn::Rebind<uint16_t, DF>(), hn::BitCast(hn::RebindToSigned<DF>(), r));
+  const auto rounded = hn::Add(hn::Add(bits, hn::Set(du, 0x7FFF)), odd);
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x400000)),
+                        rounded);
 }
 
-// Codecs: Stored is the element type in memory, Lane the accumulator lane type.
+// Codecs: how 2 * Lanes(d) consecutive elements (a pair of vectors) are loaded into
+// accumulator lanes and stored back. Stored is the element type in memory, Lane the
+// accumulator lane type.
 template <typename T>
 struct PlainCodec {
   using Stored = T;
   using Lane = T;
   template <class D>
-  static HWY_INLINE hn::Vec<D> load(D d, const T* p) {
-    return hn::LoadU(d, p);
+  static HWY_INLINE void load(D d, const T* p, hn::Vec<D>& lo, hn::Vec<D>& hi) {
+    lo = hn::LoadU(d, p);
+    hi = hn::LoadU(d, p + hn::Lanes(d));
   }
   template <class D>
-  static HWY_INLINE void store(D d, hn::Vec<D> v, T* p) {
-    hn::StoreU(v, d, p);
+  static HWY_INLINE void store(D d, hn::Vec<D> lo, hn::Vec<D> hi, T* p) {
+    hn::StoreU(lo, d, p);
+    hn::StoreU(hi, d, p + hn::Lanes(d));
   }
 };
 
@@ -116,12 +115,16 @@ struct HalfCodec {
   using Stored = uint16_t;
   using Lane = float;
   template <class D>
-  static HWY_INLINE hn::Vec<D> load(D d, const uint16_t* p) {
-    return widenHalf(d, hn::LoadU(hn::Rebind<uint16_t, D>(), p));
+  static HWY_INLINE void load(D d, const uint16_t* p, hn::Vec<D>& lo, hn::Vec<D>& hi) {
+    const hn::Rebind<uint16_t, D> d16;
+    lo = widenHalf(d, hn::LoadU(d16, p));
+    hi = widenHalf(d, hn::LoadU(d16, p + hn::Lanes(d)));
   }
   template <class D>
-  static HWY_INLINE void store(D d, hn::Vec<D> v, uint16_t* p) {
-    hn::StoreU(narrowHalf(d, v), hn::Rebind<uint16_t, D>(), p);
+  static HWY_INLINE void store(D d, hn::Vec<D> lo, hn::Vec<D> hi, uint16_t* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    hn::StoreU(narrowHalf(d, lo), d16, p);
+    hn::StoreU(narrowHalf(d, hi), d16, p + hn::Lanes(d));
   }
 };
 
@@ -129,12 +132,50 @@ struct Bfloat16Codec {
   using Stored = uint16_t;
   using Lane = float;
   template <class D>
-  static HWY_INLINE hn::Vec<D> load(D d, const uint16_t* p) {
-    return widenBfloat16(d, hn::LoadU(hn::Rebind<uint16_t, D>(), p));
+  static HWY_INLINE void load(D d, const uint16_t* p, hn::Vec<D>& lo, hn::Vec<D>& hi) {
+    const hn::RebindToUnsigned<D> du;
+    const hn::Rebind<uint16_t, D> d16;
+    lo = hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
+    hi = hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p + hn::Lanes(d)))));
   }
   template <class D>
-  static HWY_INLINE void store(D d, hn::Vec<D> v, uint16_t* p) {
-    hn::StoreU(narrowBfloat16(d, v), hn::Rebind<uint16_t, D>(), p);
+  static HWY_INLINE void store(D d, hn::Vec<D> lo, hn::Vec<D> hi, uint16_t* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    const hn::RebindToSigned<D> di;
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(roundToBfloat16(d, lo)))), d16,
+               p);
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(roundToBfloat16(d, hi)))), d16,
+               p + hn::Lanes(d));
+  }
+};
+
+// A faster bf16 codec for folds whose operands are all bf16 (reduceInputs). bf16 is the top
+// half of an fp32: read as u32 lanes, 2 * Lanes bf16 hold the even elements in the low halves
+// and the odd ones in the high halves (little-endian), so widening is one shift or mask and
+// narrowing merges the halves back, with no lane shuffles. The pair is (even, odd) elements,
+// not (first, second half), which elementwise folds do not mind as long as every operand uses
+// the same layout; the fp32 accumulator of accumulate() keeps the natural order instead.
+// SCALAR has one lane of any width, so it cannot pair.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "bf16 pairs assume little-endian lanes");
+constexpr bool kPairedBfloat16 = HWY_TARGET != HWY_SCALAR;
+
+struct Bfloat16PairCodec {
+  using Stored = uint16_t;
+  using Lane = float;
+  template <class D>
+  static HWY_INLINE void load(D d, const uint16_t* p, hn::Vec<D>& even, hn::Vec<D>& odd) {
+    const hn::RebindToUnsigned<D> du;
+    const auto pairs = hn::BitCast(du, hn::LoadU(hn::Repartition<uint16_t, D>(), p));
+    even = hn::BitCast(d, hn::ShiftLeft<16>(pairs));
+    odd = hn::BitCast(d, hn::And(pairs, hn::Set(du, 0xFFFF0000u)));
+  }
+  template <class D>
+  static HWY_INLINE void store(D d, hn::Vec<D> even, hn::Vec<D> odd, uint16_t* p) {
+    const hn::Repartition<uint16_t, D> d16;
+    const auto low = hn::ShiftRight<16>(roundToBfloat16(d, even));
+    const auto high =
+        hn::And(roundToBfloat16(d, odd), hn::Set(hn::RebindToUnsigned<D>(), 0xFFFF0000u));
+    hn::StoreU(hn::BitCast(d16, hn::Or(low, high)), d16, p);
   }
 };
 

@@ -18,6 +18,7 @@
 #define HWY_TARGET_INCLUDE "core/reduce/reduce.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "core/reduce/reduce-inl.h"
 
@@ -66,69 +67,111 @@ HWY_INLINE hn::Vec<D> finish(D d, hn::Vec<D> v, uint32_t divisor) {
   return v;
 }
 
-// One vector of the fold at element i.
-template <class Op, class First, class Rest, class Out, class D>
-HWY_INLINE void foldVector(D d, const KernelArgs& a, size_t i) {
-  auto v = First::load(d, operand<First>(a, 0) + i);
-  for (size_t k = 1; k < a.ninputs; ++k) v = Op::apply(v, Rest::load(d, operand<Rest>(a, k) + i));
-  Out::store(d, finish(d, v, a.divisor), static_cast<typename Out::Stored*>(a.out) + i);
+// Where foldPair reads the operands of one pair at element i: straight from the caller's
+// buffers, or for the last partial pair through zero-padded aligned stack copies, so the same
+// vector code runs there too. (Highway 1.0.3's one-lane float loads dereference a float
+// pointer, undefined when misaligned, and its AVX2 MaskedLoad of 8/16-bit lanes reads the
+// whole vector; neither may touch the caller's buffers past the end.)
+template <class First, class Rest>
+struct DirectOperands {
+  const KernelArgs& a;
+  size_t i;
+  const typename First::Stored* first() const { return operand<First>(a, 0) + i; }
+  const typename Rest::Stored* input(size_t k) const { return operand<Rest>(a, k) + i; }
+};
+
+template <class First, class Rest, size_t kMax>
+class StagedOperands {
+ public:
+  StagedOperands(const KernelArgs& a, size_t i) : a_(a), i_(i), rest_(a.count - i) {}
+  const typename First::Stored* first() {
+    std::memcpy(first_, operand<First>(a_, 0) + i_, rest_ * sizeof(first_[0]));
+    return first_;
+  }
+  const typename Rest::Stored* input(size_t k) {
+    std::memcpy(input_, operand<Rest>(a_, k) + i_, rest_ * sizeof(input_[0]));
+    return input_;
+  }
+
+ private:
+  const KernelArgs& a_;
+  size_t i_, rest_;
+  HWY_ALIGN typename First::Stored first_[kMax] = {};
+  HWY_ALIGN typename Rest::Stored input_[kMax] = {};
+};
+
+// One pair of vectors (2 * Lanes(d) elements) of the fold, stored to out.
+template <class Op, class First, class Rest, class Out, class D, class Operands>
+HWY_INLINE void foldPair(D d, const KernelArgs& a, Operands& src, typename Out::Stored* out) {
+  hn::Vec<D> lo, hi, x, y;
+  First::load(d, src.first(), lo, hi);
+  for (size_t k = 1; k < a.ninputs; ++k) {
+    Rest::load(d, src.input(k), x, y);
+    lo = Op::apply(lo, x);
+    hi = Op::apply(hi, y);
+  }
+  Out::store(d, finish(d, lo, a.divisor), finish(d, hi, a.divisor), out);
 }
 
-// The last count - i < Lanes(d) elements: staged through zero-padded aligned stack buffers so
-// the same vector code runs once more. (Highway 1.0.3's one-lane float loads dereference a
-// float pointer, undefined when misaligned, and its AVX2 MaskedLoad of 8/16-bit lanes reads
-// the whole vector; neither may touch the caller's unaligned buffers.)
-template <class Op, class First, class Rest, class Out, class D>
-HWY_NOINLINE void foldTail(D d, const KernelArgs& a, size_t i) {
-  constexpr size_t kMax = hn::MaxLanes(D());
-  const size_t rest = a.count - i;
-  HWY_ALIGN typename First::Stored first[kMax] = {};
-  HWY_ALIGN typename Rest::Stored other[kMax] = {};
-  HWY_ALIGN typename Out::Stored out[kMax];
-  std::memcpy(first, operand<First>(a, 0) + i, rest * sizeof(first[0]));
-  auto v = First::load(d, first);
-  for (size_t k = 1; k < a.ninputs; ++k) {
-    std::memcpy(other, operand<Rest>(a, k) + i, rest * sizeof(other[0]));
-    v = Op::apply(v, Rest::load(d, other));
+// Streams of 16-bit elements cost more vector work per byte, which keeps fewer loads in
+// flight; software prefetch restores the memory parallelism (kernel_bench, 256 MiB, 4 inputs:
+// bf16 and fp16 from ~0.75 to ~0.93 of the triad). fp32 does as well or better on the hardware
+// prefetcher alone. The distance shrinks as inputs grow so the lines in flight fit the L1.
+template <class Codec>
+HWY_INLINE void prefetchAhead(const typename Codec::Stored* p, size_t bytes, size_t distance) {
+  if constexpr (sizeof(typename Codec::Stored) == 2) {
+    const char* q = reinterpret_cast<const char*>(p) + distance;
+    for (size_t j = 0; j < bytes; j += 64) hwy::Prefetch(q + j);
   }
-  Out::store(d, finish(d, v, a.divisor), out);
-  std::memcpy(static_cast<typename Out::Stored*>(a.out) + i, out, rest * sizeof(out[0]));
 }
 
 template <class Op, class First, class Rest, class Out>
 HWY_NOINLINE void fold(const KernelArgs& a) {
   using T = typename Out::Lane;
   static_assert(std::is_same_v<T, typename First::Lane> && std::is_same_v<T, typename Rest::Lane>);
-  const hn::ScalableTag<T> d;
-  const size_t n = hn::Lanes(d);
+  using D = hn::ScalableTag<T>;
+  const D d;
+  const size_t n = 2 * hn::Lanes(d);  // elements per pair
   const size_t count = a.count;
   auto* out = static_cast<typename Out::Stored*>(a.out);
   const auto* in0 = operand<First>(a, 0);
+  const size_t distance = std::clamp<size_t>(6144 / a.ninputs, 512, 1536) & ~size_t{63};
   size_t i = 0;
-  // Four independent vectors per step keep several loads per input in flight. Every load of a
+  // Two pairs (four vectors) per step keep several loads per input in flight. Every load of a
   // step happens before its stores, so out may alias inputs[0] (in place, or narrowing fp32 to
   // 16 bits in place, where the stores trail the loads).
-  if (count >= 4 * n) {
-    for (; i <= count - 4 * n; i += 4 * n) {
-      auto v0 = First::load(d, in0 + i);
-      auto v1 = First::load(d, in0 + i + n);
-      auto v2 = First::load(d, in0 + i + 2 * n);
-      auto v3 = First::load(d, in0 + i + 3 * n);
+  if (count >= 2 * n) {
+    for (; i <= count - 2 * n; i += 2 * n) {
+      hn::Vec<D> v0, v1, v2, v3, x0, x1, x2, x3;
+      prefetchAhead<First>(in0 + i, 2 * n * sizeof(*in0), distance);
+      First::load(d, in0 + i, v0, v1);
+      First::load(d, in0 + i + n, v2, v3);
       for (size_t k = 1; k < a.ninputs; ++k) {
         const auto* in = operand<Rest>(a, k) + i;
-        v0 = Op::apply(v0, Rest::load(d, in));
-        v1 = Op::apply(v1, Rest::load(d, in + n));
-        v2 = Op::apply(v2, Rest::load(d, in + 2 * n));
-        v3 = Op::apply(v3, Rest::load(d, in + 3 * n));
+        prefetchAhead<Rest>(in, 2 * n * sizeof(*in), distance);
+        Rest::load(d, in, x0, x1);
+        Rest::load(d, in + n, x2, x3);
+        v0 = Op::apply(v0, x0);
+        v1 = Op::apply(v1, x1);
+        v2 = Op::apply(v2, x2);
+        v3 = Op::apply(v3, x3);
       }
-      Out::store(d, finish(d, v0, a.divisor), out + i);
-      Out::store(d, finish(d, v1, a.divisor), out + i + n);
-      Out::store(d, finish(d, v2, a.divisor), out + i + 2 * n);
-      Out::store(d, finish(d, v3, a.divisor), out + i + 3 * n);
+      Out::store(d, finish(d, v0, a.divisor), finish(d, v1, a.divisor), out + i);
+      Out::store(d, finish(d, v2, a.divisor), finish(d, v3, a.divisor), out + i + n);
     }
   }
-  for (; i + n <= count; i += n) foldVector<Op, First, Rest, Out>(d, a, i);
-  if (i < count) foldTail<Op, First, Rest, Out>(d, a, i);
+  if (i + n <= count) {
+    DirectOperands<First, Rest> src{a, i};
+    foldPair<Op, First, Rest, Out>(d, a, src, out + i);
+    i += n;
+  }
+  if (i < count) {
+    constexpr size_t kMax = 2 * hn::MaxLanes(D());
+    StagedOperands<First, Rest, kMax> src(a, i);
+    HWY_ALIGN typename Out::Stored result[kMax];
+    foldPair<Op, First, Rest, Out>(d, a, src, result);
+    std::memcpy(out + i, result, (count - i) * sizeof(result[0]));
+  }
 }
 
 // Highway 1.0.3 has no 8-bit multiply on any target and 64-bit multiply only on AVX3, so
@@ -179,11 +222,13 @@ void floatKernel(const KernelArgs& a) {
   }
 }
 
-template <class Wire>
+// fp16/bf16: Wire keeps the natural element order (it meets the fp32 accumulator); Fused may
+// reorder inside a vector pair, as only wire operands meet in reduceInputs.
+template <class Wire, class Fused>
 void float32AccumulatedKernel(const KernelArgs& a) {
   using Acc = PlainCodec<float>;
   switch (a.pass) {
-    case Pass::kReduce: return floatKernel<Wire, Wire, Wire>(a);
+    case Pass::kReduce: return floatKernel<Fused, Fused, Fused>(a);
     case Pass::kAccumulate: return floatKernel<Acc, Wire, Acc>(a);
     case Pass::kFirst: return fold<SumOp, Wire, Wire, Acc>(a);
     case Pass::kFinalize: return fold<SumOp, Acc, Acc, Wire>(a);
@@ -200,8 +245,13 @@ void runKernel(const KernelArgs& a) {
     case DataType::kUint32: return integerKernel<uint32_t>(a);
     case DataType::kInt64: return integerKernel<int64_t>(a);
     case DataType::kUint64: return integerKernel<uint64_t>(a);
-    case DataType::kFloat16: return float32AccumulatedKernel<HalfCodec>(a);
-    case DataType::kBfloat16: return float32AccumulatedKernel<Bfloat16Codec>(a);
+    case DataType::kFloat16: return float32AccumulatedKernel<HalfCodec, HalfCodec>(a);
+    case DataType::kBfloat16:
+      if constexpr (kPairedBfloat16) {
+        return float32AccumulatedKernel<Bfloat16Codec, Bfloat16PairCodec>(a);
+      } else {
+        return float32AccumulatedKernel<Bfloat16Codec, Bfloat16Codec>(a);
+      }
     case DataType::kFloat32:
       return floatKernel<PlainCodec<float>, PlainCodec<float>, PlainCodec<float>>(a);
     case DataType::kFloat64:
