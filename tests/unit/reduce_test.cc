@@ -432,6 +432,39 @@ TEST_CASE("reduce: large odd sizes") {
   });
 }
 
+TEST_CASE("reduce: many inputs (folded in groups over blocks) match the reference") {
+  std::mt19937_64 rng(9);
+  // 9: two groups; 17: first, middle and last group. 3001 elements span two blocks of fp32.
+  forEachTarget([&] {
+    for (DataType type : kAllTypes) {
+      for (size_t ninputs : {9, 17}) {
+        for (size_t count : {5, 3001}) {
+          std::vector<Buffer> inputs;
+          for (size_t k = 0; k < ninputs; ++k) {
+            inputs.emplace_back(count * dataTypeSize(type), 1);
+            fillRandom(type, inputs.back().data(), count, rng);
+          }
+          for (ReduceOp op : kAllOps) {
+            const auto want = reference(type, op, inputs, count);
+            for (Path path : {Path::kFused, Path::kFusedInPlace}) {
+              INFO(pathName(path) << ", " << ninputs << " inputs");
+              CHECK(runPath(path, type, op, inputs, count, 1, want) == "");
+            }
+          }
+        }
+      }
+    }
+    // int8 blocks hold 8192 elements: cross one.
+    std::vector<Buffer> inputs;
+    for (size_t k = 0; k < 10; ++k) {
+      inputs.emplace_back(10'007, 1);
+      fillRandom(DataType::kInt8, inputs.back().data(), 10'007, rng);
+    }
+    const auto want = reference(DataType::kInt8, ReduceOp::kAvg, inputs, 10'007);
+    CHECK(runPath(Path::kFused, DataType::kInt8, ReduceOp::kAvg, inputs, 10'007, 1, want) == "");
+  });
+}
+
 TEST_CASE("reduce: zero elements touches nothing, even with null pointers") {
   forEachTarget([] {
     for (DataType type : kAllTypes) {
