@@ -111,43 +111,54 @@ struct PlainCodec {
   }
 };
 
-struct HalfCodec {
-  using Stored = uint16_t;
-  using Lane = float;
-  template <class D>
-  static HWY_INLINE void load(D d, const uint16_t* p, hn::Vec<D>& lo, hn::Vec<D>& hi) {
-    const hn::Rebind<uint16_t, D> d16;
-    lo = widenHalf(d, hn::LoadU(d16, p));
-    hi = widenHalf(d, hn::LoadU(d16, p + hn::Lanes(d)));
-  }
-  template <class D>
-  static HWY_INLINE void store(D d, hn::Vec<D> lo, hn::Vec<D> hi, uint16_t* p) {
-    const hn::Rebind<uint16_t, D> d16;
-    hn::StoreU(narrowHalf(d, lo), d16, p);
-    hn::StoreU(narrowHalf(d, hi), d16, p + hn::Lanes(d));
-  }
-};
+template <class DF>
+HWY_INLINE hn::Vec<DF> widenBfloat16(DF df, HalfBits<DF> b) {
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(hn::RebindToUnsigned<DF>(), b)));
+}
 
-struct Bfloat16Codec {
+template <class DF>
+HWY_INLINE HalfBits<DF> narrowBfloat16(DF df, hn::Vec<DF> v) {
+  const hn::RebindToSigned<DF> di;
+  return hn::DemoteTo(hn::Rebind<uint16_t, DF>(),
+                      hn::BitCast(di, hn::ShiftRight<16>(roundToBfloat16(df, v))));
+}
+
+// fp16 or bf16 elements in their natural order, widened and narrowed a vector at a time.
+template <bool kBfloat16>
+struct Float16Codec {
   using Stored = uint16_t;
   using Lane = float;
   template <class D>
+  static HWY_INLINE hn::Vec<D> widen(D d, HalfBits<D> bits) {
+    if constexpr (kBfloat16) {
+      return widenBfloat16(d, bits);
+    } else {
+      return widenHalf(d, bits);
+    }
+  }
+  template <class D>
+  static HWY_INLINE HalfBits<D> narrow(D d, hn::Vec<D> v) {
+    if constexpr (kBfloat16) {
+      return narrowBfloat16(d, v);
+    } else {
+      return narrowHalf(d, v);
+    }
+  }
+  template <class D>
   static HWY_INLINE void load(D d, const uint16_t* p, hn::Vec<D>& lo, hn::Vec<D>& hi) {
-    const hn::RebindToUnsigned<D> du;
     const hn::Rebind<uint16_t, D> d16;
-    lo = hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
-    hi = hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p + hn::Lanes(d)))));
+    lo = widen(d, hn::LoadU(d16, p));
+    hi = widen(d, hn::LoadU(d16, p + hn::Lanes(d)));
   }
   template <class D>
   static HWY_INLINE void store(D d, hn::Vec<D> lo, hn::Vec<D> hi, uint16_t* p) {
     const hn::Rebind<uint16_t, D> d16;
-    const hn::RebindToSigned<D> di;
-    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(roundToBfloat16(d, lo)))), d16,
-               p);
-    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(roundToBfloat16(d, hi)))), d16,
-               p + hn::Lanes(d));
+    hn::StoreU(narrow(d, lo), d16, p);
+    hn::StoreU(narrow(d, hi), d16, p + hn::Lanes(d));
   }
 };
+using HalfCodec = Float16Codec<false>;
+using Bfloat16Codec = Float16Codec<true>;
 
 // A faster bf16 codec for folds whose operands are all bf16 (reduceInputs). bf16 is the top
 // half of an fp32: read as u32 lanes, 2 * Lanes bf16 hold the even elements in the low halves

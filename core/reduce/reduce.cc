@@ -30,7 +30,7 @@ namespace {
 // Which operands are in accumulator form; only matters for fp16/bf16, whose accumulator is fp32.
 enum class Pass : uint8_t {
   kReduce,      // wire inputs -> wire output
-  kAccumulate,  // inputs[0] is the accumulator (also the output), inputs[1] is wire
+  kAccumulate,  // inputs[0] is the accumulator (also the output), the others are wire
   kFirst,       // one wire input -> accumulator
   kFinalize,    // one accumulator input -> wire output
 };
