@@ -12,16 +12,27 @@ dir="$root/$kind"
 jobs=${RS_JOBS:-$(nproc)}
 
 args=(-G Ninja -S . -B "$dir" -DRS_WERROR=ON)
+targets=()  # empty: everything
+# Sanitizer and fuzz trees build only what their test runs use (see scripts/test.sh).
 case "$kind" in
   release) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  asan) args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF) ;;
-  tsan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=thread -DRS_BUILD_BENCH=OFF) ;;
+  asan)
+    args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF)
+    targets=(rs_unit_tests rs_dataplane_tests) ;;
+  tsan)
+    args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=thread -DRS_BUILD_BENCH=OFF)
+    targets=(rs_dataplane_tests) ;;
   fuzz)
     args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_FUZZ=ON -DRS_BUILD_BENCH=OFF
-           -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++) ;;
+           -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+    targets=(rs_fuzzers) ;;
   *) echo "build.sh: unknown build kind '$kind' (release, asan, tsan, fuzz)" >&2; exit 2 ;;
 esac
 
 mkdir -p "$root"
 cmake "${args[@]}" "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
-cmake --build "$dir" -j "$jobs"
+if ((${#targets[@]})); then
+  cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
+else
+  cmake --build "$dir" -j "$jobs"
+fi

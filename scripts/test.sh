@@ -27,7 +27,7 @@ if ((quick == 0)); then
   # Sanitizers: halt on the first report so a finding fails the test that caused it.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
   scripts/build.sh asan
   run_ctest asan -L 'unit|dataplane'
   scripts/build.sh tsan

@@ -1,0 +1,20 @@
+// Inputs whose all-reduce is exact in every type, to check results end to end (tests, the
+// all-reduce benchmark, the NCCL plugin harness): small integers, representable even in bf16,
+// whose sums, products, maxima and minima over up to 12 members stay exact and in range.
+#pragma once
+
+#include <cstdint>
+
+#include "core/reduce/dtype.h"
+
+namespace rs::reduce {
+
+// Member `rank`'s input at element i.
+double exactInput(int rank, uint64_t i, ReduceOp op);
+// The result every member must receive at element i, as the reducer rounds it.
+double expectedResult(DataType type, ReduceOp op, int world, uint64_t i);
+// Element i of a typed buffer, to and from double.
+void storeAs(DataType type, void* buffer, uint64_t i, double value);
+double loadAs(DataType type, const void* buffer, uint64_t i);
+
+}  // namespace rs::reduce
