@@ -1,0 +1,283 @@
+// allreduce_perf: an nccl-tests-style all-reduce benchmark through the reducers.
+//
+// Worker mode (one process per member; how multi-host runs use it):
+//   allreduce_perf --reducers h:p,h:p --world 4 --rank 0 --group <32 hex> [-b 8K -e 256M ...]
+// Local pool mode (the README's main job): starts R reduction-server processes and W worker
+// processes of this binary on loopback, measures raw loopback TCP in the same run, and prints
+// rank 0's table:
+//   allreduce_perf --local-pool 4 --workers 4 [-b 8K -e 256M ...]
+// Every size is checked: each member fills its buffer with inputs whose reduction is exact in
+// the chosen type, and #wrong counts mismatching elements over all members.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench/process_pool.h"
+#include "bench/tcp_probe.h"
+#include "core/common/aligned_buffer.h"
+#include "core/common/byte_size.h"
+#include "core/common/log.h"
+#include "core/reduce/verify_pattern.h"
+#include "rs/client.h"
+
+namespace rs::bench {
+namespace {
+
+struct Options {
+  // worker mode
+  std::string reducers;
+  int world = 1;
+  int rank = 0;
+  std::string group;
+  // local pool mode
+  int localPool = 0;
+  int workers = 0;
+  int serverIoThreads = 1;
+  std::string serverBin;
+  // both
+  std::string minBytes = "8K", maxBytes = "64M";
+  int factor = 4;
+  int iters = 20, warmup = 5, depth = 1;
+  std::string type = "fp32", op = "sum";
+  bool check = true;
+  uint32_t streams = 4;
+  uint32_t clientIoThreads = 1;
+  std::string minChunk = "64K", maxChunk = "1M";
+  double tcpProbeGbps = 0;  // set by the launcher for the ratio column
+  std::string logLevel = "warn";
+};
+
+double nowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One member's run over all sizes. Returns the process exit code.
+int runWorker(const Options& o) {
+  auto reducers = o.reducers.empty() ? cluster::reducersFromEnvironment()
+                                     : cluster::parseReducerList(o.reducers);
+  if (!reducers) {
+    fmt::print(stderr, "allreduce_perf: {}\n", reducers.status().message());
+    return 2;
+  }
+  auto type = parseDataType(o.type);
+  auto op = parseReduceOp(o.op);
+  auto gid = GroupId::parse(o.group);
+  auto minBytes = parseByteSize(o.minBytes), maxBytes = parseByteSize(o.maxBytes);
+  auto minChunk = parseByteSize(o.minChunk), maxChunk = parseByteSize(o.maxChunk);
+  if (!type || !op || !gid || !minBytes || !maxBytes || !minChunk || !maxChunk) {
+    fmt::print(stderr, "allreduce_perf: bad --type/--op/--group/size option\n");
+    return 2;
+  }
+  client::ClientOptions co;
+  co.reducers = *reducers;
+  co.streamsPerReducer = o.streams;
+  co.ioThreads = o.clientIoThreads;
+  co.minChunkBytes = *minChunk;
+  co.maxChunkBytes = *maxChunk;
+  auto comm = client::Communicator::connect(
+      co, {*gid, static_cast<uint32_t>(o.world), static_cast<uint32_t>(o.rank)});
+  if (!comm) {
+    fmt::print(stderr, "rank {}: {}\n", o.rank, comm.status().toString());
+    return 1;
+  }
+  const size_t elemSize = dataTypeSize(*type);
+  const uint64_t maxCount = std::max<uint64_t>(1, *maxBytes / elemSize);
+  AlignedBuffer send(maxCount * elemSize);
+  std::vector<AlignedBuffer> recv;
+  for (int d = 0; d < std::max(1, o.depth); ++d) recv.emplace_back(maxCount * elemSize);
+
+  const bool printer = o.rank == 0;
+  const double bound = o.tcpProbeGbps > 0 ? o.tcpProbeGbps / 8 / (2.0 * o.world) : 0;  // GB/s
+  if (printer) {
+    fmt::print("# allreduce_perf: {} workers, {} reducers x {} streams, {} {}, iters {} warmup {} "
+               "depth {}, chunks {}..{}\n",
+               o.world, reducers->size(), o.streams, o.type, o.op, o.iters, o.warmup, o.depth,
+               o.minChunk, o.maxChunk);
+    if (bound > 0)
+      fmt::print("# raw loopback TCP in this run: {:.2f} Gbit/s over {} streams, so no all-reduce "
+                 "can exceed algbw {:.3f} GB/s here (each member moves S in and S out)\n",
+                 o.tcpProbeGbps, 2 * o.world, bound);
+    fmt::print("#\n# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}{}\n", "size",
+               "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
+               bound > 0 ? "  vs TCP" : "");
+    fmt::print("# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}{}\n", "(B)",
+               "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", bound > 0 ? "   ratio" : "");
+  }
+  double busSum = 0;
+  int rows = 0;
+  uint64_t totalWrong = 0;
+  for (uint64_t bytes = *minBytes; bytes <= *maxBytes; bytes *= static_cast<uint64_t>(o.factor)) {
+    const uint64_t count = std::max<uint64_t>(1, bytes / elemSize);
+    for (uint64_t i = 0; i < count; ++i)
+      reduce::storeAs(*type, send.data(), i, reduce::exactInput(o.rank, i, *op));
+    auto runIters = [&](int n) -> Status {
+      std::vector<std::shared_ptr<client::AllReduceRequest>> window;
+      for (int it = 0; it < n; ++it) {
+        if (static_cast<int>(window.size()) >= std::max(1, o.depth)) {
+          RS_RETURN_IF_ERROR(window.front()->wait());
+          window.erase(window.begin());
+        }
+        auto r = (*comm)->allReduceAsync(send.data(), recv[static_cast<size_t>(it) % recv.size()].data(),
+                                         count, *type, *op);
+        if (!r) return r.status();
+        window.push_back(*r);
+      }
+      for (auto& r : window) RS_RETURN_IF_ERROR(r->wait());
+      return Status::ok();
+    };
+    Status s = runIters(o.warmup);
+    const double t0 = nowSeconds();
+    if (s.isOk()) s = runIters(o.iters);
+    double seconds = (nowSeconds() - t0) / std::max(1, o.iters);
+    uint64_t wrong = 0;
+    if (s.isOk() && o.check) {
+      s = (*comm)->allReduce(send.data(), recv[0].data(), count, *type, *op);
+      for (uint64_t i = 0; s.isOk() && i < count; ++i)
+        if (reduce::loadAs(*type, recv[0].data(), i) != reduce::expectedResult(*type, *op, o.world, i))
+          ++wrong;
+    }
+    // The slowest member's time and everyone's errors, through the service itself.
+    if (s.isOk()) s = (*comm)->allReduce(&seconds, &seconds, 1, DataType::kFloat64, ReduceOp::kMax);
+    if (s.isOk()) s = (*comm)->allReduce(&wrong, &wrong, 1, DataType::kUint64, ReduceOp::kSum);
+    if (!s.isOk()) {
+      fmt::print(stderr, "rank {}: {} bytes: {}\n", o.rank, bytes, s.toString());
+      return 1;
+    }
+    totalWrong += wrong;
+    const double algbw = static_cast<double>(count * elemSize) / seconds / 1e9;
+    const double busbw = algbw * 2.0 * (o.world - 1) / o.world;
+    busSum += busbw;
+    ++rows;
+    if (printer) {
+      std::string ratio = bound > 0 ? fmt::format("  {:>6.2f}", algbw / bound) : "";
+      fmt::print("  {:>10}  {:>12}  {:>6}  {:>5}  {:>10.1f}  {:>7.3f}  {:>7.3f}  {:>6}{}\n",
+                 count * elemSize, count, o.type, o.op, seconds * 1e6, algbw, busbw, wrong, ratio);
+      std::fflush(stdout);
+    }
+    if (bytes > *maxBytes / static_cast<uint64_t>(o.factor)) break;
+  }
+  if (printer) {
+    fmt::print("# Out of bounds values : {} {}\n", totalWrong, totalWrong ? "FAILED" : "OK");
+    fmt::print("# Avg bus bandwidth    : {:.3f}\n#\n", rows ? busSum / rows : 0.0);
+  }
+  return totalWrong == 0 ? 0 : 3;
+}
+
+// Starts the pool and the workers, returns rank 0's exit code (or the first failure).
+int runLocalPool(Options o, const std::vector<std::string>& passThrough) {
+  ProcessPool procs;
+  const std::string serverBin =
+      o.serverBin.empty() ? executableDir() + "/../server/reduction-server" : o.serverBin;
+  if (::access(serverBin.c_str(), X_OK) != 0) {
+    fmt::print(stderr, "allreduce_perf: no reducer binary at {} (use --server-bin)\n", serverBin);
+    return 2;
+  }
+  const int workers = o.workers > 0 ? o.workers : 4;
+  // Raw TCP first, on an idle machine: one stream per direction per worker.
+  const TcpProbeResult tcp = probeLoopbackTcp(2 * workers, std::chrono::milliseconds(1500));
+  const double tcpGbps = tcp.bytesPerSecond * 8 / 1e9;
+
+  char dirTemplate[] = "/tmp/rs-local-pool-XXXXXX";
+  const std::string dir = ::mkdtemp(dirTemplate) ? dirTemplate : "/tmp";
+  std::vector<std::string> endpoints;
+  for (int i = 0; i < o.localPool; ++i) {
+    const std::string portFile = fmt::format("{}/reducer-{}.port", dir, i);
+    procs.spawn({serverBin, "--data-listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
+                 "--io-threads", std::to_string(o.serverIoThreads), "--port-file", portFile,
+                 "--log-level", o.logLevel, "--stats-interval", "0"});
+  }
+  for (int i = 0; i < o.localPool; ++i) {
+    const std::string portFile = fmt::format("{}/reducer-{}.port", dir, i);
+    const std::string ports = waitForFile(portFile, std::chrono::seconds(20));
+    endpoints.push_back("127.0.0.1:" + ports.substr(0, ports.find(' ')));
+    std::remove(portFile.c_str());
+  }
+  ::rmdir(dir.c_str());
+  std::string reducerList;
+  for (const auto& e : endpoints) reducerList += (reducerList.empty() ? "" : ",") + e;
+  fmt::print("# local pool: {} reducer processes ({}), {} worker processes\n", o.localPool,
+             reducerList, workers);
+  std::fflush(stdout);  // before the workers write to the same terminal
+
+  const std::string self = executableDir() + "/allreduce_perf";
+  const std::string group = GroupId::random().toString();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < workers; ++r) {
+    std::vector<std::string> argv = {self, "--reducers", reducerList, "--world",
+                                     std::to_string(workers), "--rank", std::to_string(r),
+                                     "--group", group, "--tcp-probe-gbps", fmt::format("{}", tcpGbps)};
+    argv.insert(argv.end(), passThrough.begin(), passThrough.end());
+    pids.push_back(procs.spawn(argv, /*quietStdout=*/r != 0));
+  }
+  int result = 0;
+  for (size_t r = 0; r < pids.size(); ++r) {
+    const int code = procs.wait(pids[r], std::chrono::hours(1));
+    if (code != 0 && result == 0) {
+      fmt::print(stderr, "allreduce_perf: worker {} exited with {}\n", r, code);
+      result = code < 0 ? 1 : code;
+    }
+  }
+  procs.terminateAll();
+  return result;
+}
+
+}  // namespace
+}  // namespace rs::bench
+
+int main(int argc, char** argv) {
+  using rs::bench::Options;
+  Options o;
+  CLI::App app{"allreduce_perf: nccl-tests-style all-reduce benchmark through the reducers"};
+  app.add_option("--reducers", o.reducers, "host:port,... (default: RS_REDUCERS / CLUSTER_SPEC)");
+  app.add_option("--world", o.world, "Members in the group");
+  app.add_option("--rank", o.rank, "This member's rank");
+  app.add_option("--group", o.group, "Group id, 32 hex digits, the same on every member");
+  app.add_option("--local-pool", o.localPool, "Start this many reducer processes on loopback");
+  app.add_option("--workers", o.workers, "Worker processes to start with --local-pool");
+  app.add_option("--server-io-threads", o.serverIoThreads, "io threads of each local reducer");
+  app.add_option("--server-bin", o.serverBin, "reduction-server binary for --local-pool");
+  std::vector<std::pair<std::string, std::string*>> passStrings = {
+      {"-b,--min-bytes", &o.minBytes}, {"-e,--max-bytes", &o.maxBytes}, {"-d,--type", &o.type},
+      {"-o,--op", &o.op}, {"--min-chunk", &o.minChunk}, {"--max-chunk", &o.maxChunk},
+      {"--log-level", &o.logLevel}};
+  for (auto& [name, ptr] : passStrings) app.add_option(name, *ptr)->capture_default_str();
+  app.add_option("-f,--factor", o.factor, "Size multiplier between rows")->capture_default_str();
+  app.add_option("-n,--iters", o.iters, "Timed iterations per size")->capture_default_str();
+  app.add_option("-w,--warmup", o.warmup, "Warm-up iterations per size")->capture_default_str();
+  app.add_option("--depth", o.depth, "All-reduces kept in flight")->capture_default_str();
+  app.add_option("-c,--check", o.check, "Check every result (0/1)")->capture_default_str();
+  app.add_option("--streams", o.streams, "TCP streams per reducer")->capture_default_str();
+  app.add_option("--client-io-threads", o.clientIoThreads, "Client io threads")->capture_default_str();
+  app.add_option("--tcp-probe-gbps", o.tcpProbeGbps, "(set by --local-pool)");
+  CLI11_PARSE(app, argc, argv);
+  if (rs::Status s = rs::configureLogging(o.logLevel, "text"); !s.isOk()) {
+    fmt::print(stderr, "allreduce_perf: {}\n", s.message());
+    return 2;
+  }
+  if (o.factor < 2 || o.iters < 1 || o.warmup < 0 || o.depth < 1) {
+    fmt::print(stderr, "allreduce_perf: need --factor >= 2, --iters >= 1, --depth >= 1\n");
+    return 2;
+  }
+  if (o.localPool > 0) {
+    // Everything but the launcher's own options goes to the workers.
+    std::vector<std::string> pass = {"-b", o.minBytes, "-e", o.maxBytes, "-d", o.type,
+                                     "-o", o.op, "-f", std::to_string(o.factor),
+                                     "-n", std::to_string(o.iters), "-w", std::to_string(o.warmup),
+                                     "--depth", std::to_string(o.depth),
+                                     "-c", o.check ? "1" : "0",
+                                     "--streams", std::to_string(o.streams),
+                                     "--client-io-threads", std::to_string(o.clientIoThreads),
+                                     "--min-chunk", o.minChunk, "--max-chunk", o.maxChunk,
+                                     "--log-level", o.logLevel};
+    return rs::bench::runLocalPool(o, pass);
+  }
+  return rs::bench::runWorker(o);
+}

@@ -1,0 +1,74 @@
+#include <cstdlib>
+#include <string>
+
+#include "core/common/byte_size.h"
+#include "rs/client.h"
+
+namespace rs::client {
+namespace {
+
+// Reads an unsigned integer knob; unset leaves *out alone.
+Status readNumber(const char* name, uint64_t min, uint64_t max, uint64_t* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return Status::ok();
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < min || n > max)
+    return invalidArgument(std::string(name) + "='" + v + "' is not an integer in " +
+                           std::to_string(min) + ".." + std::to_string(max));
+  *out = n;
+  return Status::ok();
+}
+
+Status readBytes(const char* name, uint64_t* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return Status::ok();
+  auto parsed = parseByteSize(v);
+  if (!parsed) return invalidArgument(std::string(name) + ": " + parsed.status().message());
+  *out = *parsed;
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<ClientOptions> ClientOptions::fromEnvironment() {
+  ClientOptions o;
+  auto reducers = cluster::reducersFromEnvironment();
+  if (!reducers) return reducers.status();
+  o.reducers = std::move(*reducers);
+  uint64_t streams = o.streamsPerReducer, threads = o.ioThreads;
+  uint64_t timeoutMs = static_cast<uint64_t>(o.collectiveTimeout.count());
+  uint64_t connectMs = static_cast<uint64_t>(o.connectTimeout.count());
+  RS_RETURN_IF_ERROR(readNumber("RS_STREAMS", 1, 256, &streams));
+  RS_RETURN_IF_ERROR(readNumber("RS_CLIENT_IO_THREADS", 1, 256, &threads));
+  RS_RETURN_IF_ERROR(readNumber("RS_TIMEOUT_MS", 1, UINT32_MAX, &timeoutMs));
+  RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
+  RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &o.minChunkBytes));
+  RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &o.maxChunkBytes));
+  o.streamsPerReducer = static_cast<uint32_t>(streams);
+  o.ioThreads = static_cast<uint32_t>(threads);
+  o.collectiveTimeout = std::chrono::milliseconds(timeoutMs);
+  o.connectTimeout = std::chrono::milliseconds(connectMs);
+  RS_RETURN_IF_ERROR(o.validate());
+  return o;
+}
+
+Status ClientOptions::validate() const {
+  if (reducers.empty()) return invalidArgument("no reducers given");
+  if (reducers.size() > 65535) return invalidArgument("more than 65535 reducers");
+  if (streamsPerReducer < 1 || streamsPerReducer > 256)
+    return invalidArgument("streams per reducer must be 1..256");
+  if (ioThreads < 1 || ioThreads > 256) return invalidArgument("client io threads must be 1..256");
+  if (minChunkBytes < 1 || maxChunkBytes < minChunkBytes)
+    return invalidArgument("chunk sizes: need 1 <= min (" + formatByteSize(minChunkBytes) +
+                           ") <= max (" + formatByteSize(maxChunkBytes) + ")");
+  if (maxChunkBytes > (1ull << 31))
+    return invalidArgument("maximum chunk above 2 GiB");
+  if (collectiveTimeout.count() < 1 || collectiveTimeout.count() > UINT32_MAX)
+    return invalidArgument("collective timeout must be 1 ms .. 49 days");
+  if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
+  return Status::ok();
+}
+
+}  // namespace rs::client

@@ -1,0 +1,197 @@
+#include "client/communicator_core.h"
+
+#include <asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace rs::client {
+
+CommunicatorCore::CommunicatorCore(ClientOptions options, GroupSpec group)
+    : options_(std::move(options)),
+      group_(group),
+      reducers_(static_cast<uint32_t>(options_.reducers.size())),
+      streams_(options_.streamsPerReducer),
+      chunking_{options_.minChunkBytes, options_.maxChunkBytes} {}
+
+CommunicatorCore::~CommunicatorCore() { shutdown(); }
+
+Status CommunicatorCore::start() {
+  for (uint32_t i = 0; i < options_.ioThreads; ++i) {
+    ios_.push_back(std::make_unique<asio::io_context>(1));
+    guards_.push_back(asio::make_work_guard(*ios_.back()));
+  }
+  for (uint32_t r = 0; r < reducers_; ++r)
+    for (uint32_t s = 0; s < streams_; ++s) {
+      // Streams of one reducer go to different threads first, so K streams use K threads.
+      asio::io_context& io = *ios_[(r * streams_ + s) % ios_.size()];
+      connections_.push_back(
+          std::make_shared<Connection>(*this, io, r, s, options_.reducers[r]));
+    }
+  for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });
+
+  const auto deadline = std::chrono::steady_clock::now() + options_.connectTimeout;
+  for (auto& c : connections_)
+    asio::post(c->executorContext(), [c, deadline] { c->start(deadline); });
+
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return failed_ || connected_ == connections_.size(); });
+  if (failed_) return failure_;
+  spdlog::info("group {} rank {}/{}: connected to {} reducers x {} streams",
+               group_.id.toString().substr(0, 8), group_.rank, group_.worldSize, reducers_,
+               streams_);
+  return Status::ok();
+}
+
+void CommunicatorCore::onConnected(Connection&, const Status& status) {
+  if (!status.isOk()) return fail(status);
+  std::lock_guard lock(mu_);
+  ++connected_;
+  cv_.notify_all();
+}
+
+Connection& CommunicatorCore::connectionFor(uint64_t chunk) {
+  const uint32_t r = cluster::reducerForChunk(chunk, reducers_);
+  const uint32_t s = cluster::streamForChunk(chunk, reducers_, streams_);
+  return *connections_[static_cast<size_t>(r) * streams_ + s];
+}
+
+Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send, void* recv,
+                                                               size_t count, DataType type,
+                                                               ReduceOp op) {
+  if (!isValidDataType(static_cast<uint32_t>(type)) || !isValidReduceOp(static_cast<uint32_t>(op)))
+    return invalidArgument("unsupported data type or reduction op");
+  if (count > 0 && (send == nullptr || recv == nullptr))
+    return invalidArgument("all-reduce of " + std::to_string(count) + " elements with a null buffer");
+  if (failedFlag_.load(std::memory_order_acquire)) return health();
+
+  const size_t elemSize = dataTypeSize(type);
+  const cluster::ChunkPlan plan = cluster::planChunks(count, elemSize, reducers_, chunking_);
+  std::lock_guard submitLock(submitMu_);
+  const uint64_t seq = nextSeq_++;
+  const uint64_t first = nextChunk_;
+  nextChunk_ += plan.numChunks;
+
+  std::vector<uint32_t> perReducer(reducers_, 0);
+  for (uint64_t i = 0; i < plan.numChunks; ++i) ++perReducer[cluster::reducerForChunk(first + i, reducers_)];
+  auto request = std::make_shared<RequestState>(
+      seq, plan.numChunks, std::move(perReducer),
+      std::chrono::steady_clock::now() + options_.collectiveTimeout, weak_from_this());
+  if (plan.numChunks == 0) return request;
+
+  // Group the chunks by connection, then post one batch to each: per-connection order is the
+  // chunk order because this runs under submitMu_ and io_context posts are FIFO.
+  std::vector<std::vector<ChunkTransfer>> batches(connections_.size());
+  const auto* src = static_cast<const std::byte*>(send);
+  auto* dst = static_cast<std::byte*>(recv);
+  for (uint64_t i = 0; i < plan.numChunks; ++i) {
+    const uint64_t chunk = first + i;
+    const uint64_t offset = i * plan.chunkElems;
+    ChunkTransfer t;
+    t.request = request;
+    t.header.type = wire::FrameType::kReduce;
+    t.header.group = group_.id;
+    t.header.rank = group_.rank;
+    t.header.seq = seq;
+    t.header.chunk = chunk;
+    t.header.elemOffset = offset;
+    t.header.elemCount = static_cast<uint32_t>(plan.elemsInChunk(i, count));
+    t.header.dtype = type;
+    t.header.op = op;
+    t.header.payloadLength = static_cast<uint32_t>(t.header.elemCount * elemSize);
+    t.src = src + offset * elemSize;
+    t.dst = dst + offset * elemSize;
+    const uint32_t r = cluster::reducerForChunk(chunk, reducers_);
+    const uint32_t s = cluster::streamForChunk(chunk, reducers_, streams_);
+    batches[static_cast<size_t>(r) * streams_ + s].push_back(std::move(t));
+  }
+  for (size_t c = 0; c < batches.size(); ++c) {
+    if (batches[c].empty()) continue;
+    asio::post(connections_[c]->executorContext(),
+               [conn = connections_[c], batch = std::move(batches[c])]() mutable {
+                 conn->submit(std::move(batch));
+               });
+  }
+  return request;
+}
+
+void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
+  bool closing = false;
+  {
+    std::lock_guard lock(mu_);
+    if (failed_) return;
+    failed_ = true;
+    failure_ = reason;
+    failedFlag_.store(true, std::memory_order_release);
+    closing = shutDown_;
+    cv_.notify_all();
+  }
+  if (!closing)
+    spdlog::error("group {} rank {}: {}", group_.id.toString().substr(0, 8), group_.rank,
+                  reason.toString());
+  for (auto& c : connections_)
+    asio::post(c->executorContext(), [c, reason, tellReducers] {
+      if (tellReducers) c->abortAndClose(reason);
+      else c->close();
+    });
+}
+
+void CommunicatorCore::failOnTimeout(const RequestState& request) {
+  std::string owing;
+  for (auto [r, n] : request.reducersOwing()) {
+    if (!owing.empty()) owing += ", ";
+    owing += fmt::format("reducer {} ({}): {} chunks", r, options_.reducers[r].toString(), n);
+  }
+  fail(timeoutError(fmt::format(
+      "all-reduce seq {} timed out after {} ms with {} of {} chunks outstanding; waiting on {}",
+      request.seq(), options_.collectiveTimeout.count(), request.chunksLeft(), request.chunks(),
+      owing.empty() ? "nothing (finishing)" : owing)));
+}
+
+void CommunicatorCore::onDrained(Connection&, std::vector<std::shared_ptr<RequestState>> touched) {
+  std::lock_guard lock(mu_);
+  ++drained_;
+  for (auto& r : touched)
+    if (r) toFail_.push_back(std::move(r));
+  if (drained_ == connections_.size()) {
+    finishFailedRequests();
+    cv_.notify_all();
+  }
+}
+
+void CommunicatorCore::onLateRequests(std::vector<std::shared_ptr<RequestState>> requests) {
+  std::lock_guard lock(mu_);
+  for (auto& r : requests) toFail_.push_back(std::move(r));
+  if (drained_ == connections_.size()) finishFailedRequests();
+}
+
+void CommunicatorCore::finishFailedRequests() {
+  // Every connection is closed and idle: no I/O can touch these requests' buffers any more.
+  for (auto& r : toFail_) r->finish(failure_);
+  toFail_.clear();
+}
+
+void CommunicatorCore::waitDrained() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return drained_ == connections_.size(); });
+}
+
+Status CommunicatorCore::health() const {
+  std::lock_guard lock(mu_);
+  return failed_ ? failure_ : Status::ok();
+}
+
+void CommunicatorCore::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (shutDown_) return;
+    shutDown_ = true;
+  }
+  fail(abortedError("the communicator was closed"), /*tellReducers=*/false);
+  if (!threads_.empty()) waitDrained();
+  guards_.clear();
+  for (auto& io : ios_) io->stop();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+}  // namespace rs::client

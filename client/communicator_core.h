@@ -1,0 +1,85 @@
+// The shared core behind rs::client::Communicator: io threads, one Connection per (reducer,
+// stream), chunk planning and routing, and failure handling.
+//
+// Failure is all-or-nothing, as in NCCL: the first error closes every connection, and the
+// requests in flight are failed only after every connection has drained, because until then a
+// pending read may still be writing into a caller's buffer.
+#pragma once
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "client/connection.h"
+#include "client/request_state.h"
+#include "core/cluster/sharding.h"
+#include "rs/client.h"
+
+namespace rs::client {
+
+class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore> {
+ public:
+  CommunicatorCore(ClientOptions options, GroupSpec group);
+  ~CommunicatorCore();
+
+  // Starts the io threads and the connections and waits until all are handshaken.
+  Status start();
+  Result<std::shared_ptr<RequestState>> submit(const void* send, void* recv, size_t count,
+                                               DataType type, ReduceOp op);
+  // First caller wins: closes every connection; in-flight requests fail once all drained.
+  // `tellReducers` sends ABORT first so that the other members fail at once too; a normal
+  // close does not (the others may still be reading their last results).
+  void fail(const Status& reason, bool tellReducers = true);
+  // fail() if needed, wait for the drain, stop the threads. Idempotent.
+  void shutdown();
+  // A request passed its deadline: fail the communicator with a message naming who owes what.
+  void failOnTimeout(const RequestState& request);
+  // Blocks until every connection drained (after fail()).
+  void waitDrained();
+
+  Status health() const;
+  const ClientOptions& options() const { return options_; }
+  const GroupSpec& group() const { return group_; }
+
+  // --- From connections, on their io threads ---
+  void onConnected(Connection& connection, const Status& status);
+  void onDrained(Connection& connection, std::vector<std::shared_ptr<RequestState>> touched);
+  // Requests that reached a connection after it drained: fail them with the others.
+  void onLateRequests(std::vector<std::shared_ptr<RequestState>> requests);
+
+ private:
+  Connection& connectionFor(uint64_t chunk);
+  void finishFailedRequests();
+
+  const ClientOptions options_;
+  const GroupSpec group_;
+  const uint32_t reducers_;
+  const uint32_t streams_;
+  const cluster::ChunkingOptions chunking_;
+
+  std::vector<std::unique_ptr<asio::io_context>> ios_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::vector<std::thread> threads_;
+  std::vector<std::shared_ptr<Connection>> connections_;  // [reducer * streams + stream]
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  size_t connected_ = 0;
+  size_t drained_ = 0;
+  bool failed_ = false;
+  std::atomic<bool> failedFlag_{false};
+  Status failure_;
+  std::vector<std::shared_ptr<RequestState>> toFail_;
+  bool shutDown_ = false;
+
+  std::mutex submitMu_;  // keeps chunk numbering and posting order together
+  uint64_t nextSeq_ = 0;
+  uint64_t nextChunk_ = 0;
+};
+
+}  // namespace rs::client

@@ -1,0 +1,328 @@
+#include "client/connection.h"
+
+#include <asio/connect.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include "client/communicator_core.h"
+#include "client/request_state.h"
+
+namespace rs::client {
+namespace {
+constexpr size_t kMaxFramesPerWrite = 16;
+constexpr auto kMaxRetry = std::chrono::milliseconds(1000);
+}  // namespace
+
+Connection::Connection(CommunicatorCore& comm, asio::io_context& io, uint32_t reducerIndex,
+                       uint32_t streamIndex, cluster::Endpoint endpoint)
+    : comm_(comm),
+      io_(io),
+      reducerIndex_(reducerIndex),
+      streamIndex_(streamIndex),
+      endpoint_(std::move(endpoint)),
+      name_(fmt::format("reducer {} ({}) stream {}", reducerIndex, endpoint_.toString(),
+                        streamIndex)),
+      resolver_(io),
+      socket_(io),
+      retryTimer_(io) {}
+
+template <typename F>
+auto Connection::counted(F&& handler) {
+  ++pendingOps_;
+  return [self = shared_from_this(), h = std::forward<F>(handler)](auto&&... args) mutable {
+    h(std::forward<decltype(args)>(args)...);
+    self->opDone();
+  };
+}
+
+void Connection::opDone() {
+  if (--pendingOps_ > 0 || !closed_ || drained_) return;
+  drained_ = true;
+  std::vector<std::shared_ptr<RequestState>> touched;
+  for (auto& c : sendQueue_) touched.push_back(std::move(c.request));
+  for (auto& c : expected_) touched.push_back(std::move(c.request));
+  sendQueue_.clear();
+  expected_.clear();
+  comm_.onDrained(*this, std::move(touched));
+}
+
+// --- Connecting ------------------------------------------------------------------------------
+
+void Connection::start(std::chrono::steady_clock::time_point deadline) {
+  connectDeadline_ = deadline;
+  ++pendingOps_;  // held until the first resolve is issued, so an early close drains exactly
+  resolve();
+  opDone();
+}
+
+void Connection::resolve() {
+  if (closed_) return;
+  resolver_.async_resolve(endpoint_.host, std::to_string(endpoint_.port),
+                          counted([this](const std::error_code& ec,
+                                         asio::ip::tcp::resolver::results_type results) {
+                            onResolved(ec, std::move(results));
+                          }));
+}
+
+void Connection::onResolved(const std::error_code& ec,
+                            asio::ip::tcp::resolver::results_type results) {
+  if (closed_) return;
+  if (ec) return retryLater("cannot resolve: " + ec.message());
+  asio::async_connect(socket_, results,
+                      counted([this](const std::error_code& e, const asio::ip::tcp::endpoint&) {
+                        onConnect(e);
+                      }));
+}
+
+void Connection::onConnect(const std::error_code& ec) {
+  if (closed_) return;
+  if (ec) {
+    std::error_code ignored;
+    socket_.close(ignored);
+    return retryLater(ec.message());
+  }
+  if (Status s = transport::configureTcpSocket(socket_, comm_.options().tcp); !s.isOk())
+    return fail(s);
+  stream_ = std::make_unique<transport::TcpStream>(std::move(socket_));
+  sendHello();
+}
+
+void Connection::retryLater(const std::string& why) {
+  lastConnectError_ = why;
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= connectDeadline_) {
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(
+        comm_.options().connectTimeout).count();
+    return fail(unavailableError(fmt::format("cannot connect to {} within {} s: {}", name_,
+                                             waited, why)));
+  }
+  retryBackoff_ = std::min(kMaxRetry, retryBackoff_ * 2);
+  spdlog::debug("{}: {}; retrying", name_, why);
+  retryTimer_.expires_after(std::min<std::chrono::steady_clock::duration>(
+      retryBackoff_, connectDeadline_ - now));
+  retryTimer_.async_wait(counted([this](const std::error_code& ec) {
+    if (!ec) resolve();
+  }));
+}
+
+void Connection::sendHello() {
+  const GroupSpec& g = comm_.group();
+  const ClientOptions& o = comm_.options();
+  wire::HelloPayload hello;
+  hello.worldSize = g.worldSize;
+  hello.streamIndex = static_cast<uint16_t>(streamIndex_);
+  hello.streamCount = static_cast<uint16_t>(o.streamsPerReducer);
+  hello.reducerIndex = static_cast<uint16_t>(reducerIndex_);
+  hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
+  hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
+  helloBytes_ = wire::encodeHello(hello);
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kHello;
+  h.group = g.id;
+  h.rank = g.rank;
+  h.payloadLength = wire::kHelloPayloadSize;
+  outHeaders_.assign(1, wire::encodeHeader(h));
+  gather_ = {{outHeaders_[0].data(), outHeaders_[0].size()},
+             {helloBytes_.data(), helloBytes_.size()}};
+  writing_ = true;
+  stream_->asyncWriteAll(gather_.data(), gather_.size(),
+                         counted([this](const std::error_code& ec, size_t) {
+                           writing_ = false;
+                           if (closed_) return;
+                           if (ec) return fail(ioError("sending HELLO: " + ec.message()));
+                           flush();
+                         }));
+  readHeader();
+}
+
+// --- Reading ---------------------------------------------------------------------------------
+
+void Connection::readHeader() {
+  if (closed_) return;
+  stream_->asyncReadExactly(inHeaderBytes_.data(), inHeaderBytes_.size(),
+                            counted([this](const std::error_code& ec, size_t) { onHeader(ec); }));
+}
+
+void Connection::onHeader(const std::error_code& ec) {
+  if (closed_) return;
+  if (ec) {
+    return fail(ec == asio::error::eof
+                    ? unavailableError(name_ + " closed the connection")
+                    : ioError(name_ + ": read failed: " + ec.message()));
+  }
+  wire::DecodeLimits limits;
+  limits.maxPayloadBytes = static_cast<uint32_t>(comm_.options().maxChunkBytes);
+  if (Status s = wire::decodeHeader(inHeaderBytes_.data(), inHeaderBytes_.size(), limits, &in_);
+      !s.isOk())
+    return fail(protocolError(name_ + ": " + s.message()));
+
+  if (in_.type == wire::FrameType::kError || in_.type == wire::FrameType::kAbort) {
+    errorText_.resize(in_.payloadLength);
+    stream_->asyncReadExactly(errorText_.data(), errorText_.size(),
+                              counted([this](const std::error_code& e, size_t) {
+                                onErrorText(e);
+                              }));
+    return;
+  }
+  if (!handshaken_) {
+    if (in_.type != wire::FrameType::kHelloAck)
+      return fail(protocolError(fmt::format("{}: expected HELLO_ACK, got {}", name_,
+                                            wire::frameTypeName(in_.type))));
+    stream_->asyncReadExactly(ackBytes_.data(), ackBytes_.size(),
+                              counted([this](const std::error_code& e, size_t) {
+                                onHelloAck(e);
+                              }));
+    return;
+  }
+  if (in_.type != wire::FrameType::kResult)
+    return fail(protocolError(fmt::format("{}: unexpected {} frame", name_,
+                                          wire::frameTypeName(in_.type))));
+  if (expected_.empty())
+    return fail(protocolError(fmt::format("{}: RESULT for chunk {} that was never sent", name_,
+                                          in_.chunk)));
+  const wire::FrameHeader& want = expected_.front().header;
+  if (in_.chunk != want.chunk || in_.seq != want.seq || in_.elemOffset != want.elemOffset ||
+      in_.elemCount != want.elemCount || in_.dtype != want.dtype || in_.op != want.op ||
+      in_.group != want.group || in_.rank != want.rank)
+    return fail(protocolError(fmt::format(
+        "{}: RESULT for chunk {} (seq {}, offset {}, count {}) but chunk {} (seq {}, offset {}, "
+        "count {}) is next",
+        name_, in_.chunk, in_.seq, in_.elemOffset, in_.elemCount, want.chunk, want.seq,
+        want.elemOffset, want.elemCount)));
+  // Straight into the caller's buffer.
+  stream_->asyncReadExactly(expected_.front().dst, in_.payloadLength,
+                            counted([this](const std::error_code& e, size_t) { onResult(e); }));
+}
+
+void Connection::onHelloAck(const std::error_code& ec) {
+  if (closed_) return;
+  if (ec) return fail(ioError(name_ + ": reading HELLO_ACK: " + ec.message()));
+  wire::HelloAckPayload ack;
+  if (Status s = wire::decodeHelloAck(ackBytes_.data(), ackBytes_.size(), &ack); !s.isOk())
+    return fail(protocolError(name_ + ": " + s.message()));
+  if (ack.maxPayloadBytes < comm_.options().maxChunkBytes)
+    return fail(invalidArgument(fmt::format(
+        "{} accepts chunks of at most {} bytes, but this client's maximum chunk is {} bytes "
+        "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
+        name_, ack.maxPayloadBytes, comm_.options().maxChunkBytes)));
+  handshaken_ = true;
+  comm_.onConnected(*this, Status::ok());
+  readHeader();
+}
+
+void Connection::onResult(const std::error_code& ec) {
+  if (closed_) return;
+  if (ec) return fail(ioError(fmt::format("{}: reading the result of chunk {}: {}", name_,
+                                          in_.chunk, ec.message())));
+  std::shared_ptr<RequestState> request = std::move(expected_.front().request);
+  expected_.pop_front();
+  request->chunkDone(reducerIndex_);
+  readHeader();
+}
+
+void Connection::onErrorText(const std::error_code& ec) {
+  if (closed_) return;
+  std::string text;
+  if (ec || !wire::decodeErrorMessage(reinterpret_cast<const uint8_t*>(errorText_.data()),
+                                      errorText_.size(), &text)
+                 .isOk())
+    text = "(no readable reason)";
+  auto code = in_.status >= 1 && in_.status <= static_cast<uint32_t>(StatusCode::kInternal)
+                  ? static_cast<StatusCode>(in_.status)
+                  : StatusCode::kAborted;
+  fail(Status(code, fmt::format("{} {}: {}", name_,
+                                in_.type == wire::FrameType::kAbort ? "aborted the group"
+                                                                    : "refused",
+                                text)));
+}
+
+// --- Writing ---------------------------------------------------------------------------------
+
+void Connection::submit(std::vector<ChunkTransfer> chunks) {
+  if (closed_) {
+    std::vector<std::shared_ptr<RequestState>> late;
+    for (auto& c : chunks) late.push_back(c.request);
+    if (drained_) {
+      comm_.onLateRequests(std::move(late));
+    } else {
+      for (auto& c : chunks) sendQueue_.push_back(std::move(c));
+    }
+    return;
+  }
+  for (auto& c : chunks) {
+    expected_.push_back({c.request, c.header, nullptr, c.dst});
+    sendQueue_.push_back(std::move(c));
+  }
+  flush();
+}
+
+void Connection::flush() {
+  if (writing_ || closed_ || !handshaken_ || sendQueue_.empty()) return;
+  framesInFlight_ = std::min(sendQueue_.size(), kMaxFramesPerWrite);
+  outHeaders_.resize(framesInFlight_);
+  gather_.clear();
+  for (size_t i = 0; i < framesInFlight_; ++i) {
+    const ChunkTransfer& c = sendQueue_[i];
+    outHeaders_[i] = wire::encodeHeader(c.header);
+    gather_.push_back({outHeaders_[i].data(), outHeaders_[i].size()});
+    gather_.push_back({c.src, c.header.payloadLength});
+  }
+  writing_ = true;
+  stream_->asyncWriteAll(gather_.data(), gather_.size(),
+                         counted([this](const std::error_code& ec, size_t) { onWritten(ec); }));
+}
+
+void Connection::onWritten(const std::error_code& ec) {
+  writing_ = false;
+  if (closed_) return;
+  if (ec) return fail(ioError(name_ + ": write failed: " + ec.message()));
+  sendQueue_.erase(sendQueue_.begin(),
+                   sendQueue_.begin() + static_cast<std::ptrdiff_t>(framesInFlight_));
+  framesInFlight_ = 0;
+  flush();
+}
+
+// --- Failure ---------------------------------------------------------------------------------
+
+void Connection::fail(const Status& status) {
+  if (closed_) return;
+  comm_.fail(status);  // posts close() to every connection, this one included
+  close();
+}
+
+void Connection::abortAndClose(const Status& reason) {
+  if (closed_) return;
+  if (handshaken_ && !writing_ && stream_) {
+    wire::FrameHeader h;
+    h.type = wire::FrameType::kAbort;
+    h.group = comm_.group().id;
+    h.rank = comm_.group().rank;
+    h.status = static_cast<uint32_t>(reason.code());
+    const std::string text = wire::encodeErrorMessage(reason.message());
+    h.payloadLength = static_cast<uint32_t>(text.size());
+    const wire::HeaderBytes header = wire::encodeHeader(h);
+    std::string frame(reinterpret_cast<const char*>(header.data()), header.size());
+    frame += text;
+    // Non-blocking and all-or-nothing in practice: an idle socket's send buffer takes a frame
+    // of at most ~1 KiB. A short write just leaves the reducer to notice the close instead.
+    std::error_code ignored;
+    stream_->socket().non_blocking(true, ignored);
+    (void)::send(stream_->socket().native_handle(), frame.data(), frame.size(),
+                 MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  close();
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  ++pendingOps_;  // so that the cancellations below cannot drain before we are done here
+  resolver_.cancel();
+  retryTimer_.cancel();
+  std::error_code ignored;
+  socket_.close(ignored);
+  if (stream_) stream_->close();
+  opDone();
+}
+
+}  // namespace rs::client

@@ -1,0 +1,113 @@
+// One stream from this member to one reducer: connect (retrying until the reducer is up),
+// HELLO, then a send queue of REDUCE frames written straight from the caller's buffer and a
+// FIFO of expected RESULT frames read straight into the caller's buffer.
+//
+// A stream carries its chunks in increasing order and the reducer completes them in that
+// order (each member's contributions to chunk i precede those to any later chunk on the
+// stream), so results must arrive in FIFO order; anything else is a protocol error.
+// Everything here runs on the connection's io thread. After close(), every pending operation's
+// handler still runs; once the last one has, the connection reports itself drained, and only
+// then may the requests it touched be failed (their buffers are no longer in use).
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cluster/cluster_spec.h"
+#include "core/transport/tcp_stream.h"
+#include "core/wire/frame.h"
+
+namespace rs::client {
+
+class CommunicatorCore;
+class RequestState;
+
+// One chunk of one collective on this stream.
+struct ChunkTransfer {
+  std::shared_ptr<RequestState> request;
+  wire::FrameHeader header;  // the REDUCE header (RESULT must match it)
+  const void* src = nullptr;
+  void* dst = nullptr;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(CommunicatorCore& comm, asio::io_context& io, uint32_t reducerIndex,
+             uint32_t streamIndex, cluster::Endpoint endpoint);
+
+  // Connects and handshakes until `deadline`; reports through CommunicatorCore::onConnected.
+  void start(std::chrono::steady_clock::time_point deadline);
+  // Queues chunks (on the io thread).
+  void submit(std::vector<ChunkTransfer> chunks);
+  // Closes and cancels (on the io thread); CommunicatorCore::onDrained follows.
+  void close();
+  // Tells the reducer that this member gives up (an ABORT frame, sent only if it can go out
+  // at once and whole, between frames), then closes. The reducer fails the group everywhere
+  // instead of waiting for its timeout.
+  void abortAndClose(const Status& reason);
+
+  asio::io_context& executorContext() { return io_; }
+  uint32_t reducerIndex() const { return reducerIndex_; }
+  uint32_t streamIndex() const { return streamIndex_; }
+  // "reducer 2 (10.0.0.7:2222) stream 1"
+  const std::string& name() const { return name_; }
+
+ private:
+  void resolve();
+  void onResolved(const std::error_code& ec, asio::ip::tcp::resolver::results_type results);
+  void onConnect(const std::error_code& ec);
+  void retryLater(const std::string& why);
+  void sendHello();
+  void readHeader();
+  void onHeader(const std::error_code& ec);
+  void onHelloAck(const std::error_code& ec);
+  void onResult(const std::error_code& ec);
+  void onErrorText(const std::error_code& ec);
+  void flush();
+  void onWritten(const std::error_code& ec);
+  void fail(const Status& status);
+  // Every async operation is counted so that drain is exact.
+  template <typename F>
+  auto counted(F&& handler);
+  void opDone();
+
+  CommunicatorCore& comm_;
+  asio::io_context& io_;
+  const uint32_t reducerIndex_;
+  const uint32_t streamIndex_;
+  const cluster::Endpoint endpoint_;
+  const std::string name_;
+
+  std::chrono::steady_clock::time_point connectDeadline_;
+  std::string lastConnectError_;
+  std::chrono::milliseconds retryBackoff_{25};
+  asio::ip::tcp::resolver resolver_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer retryTimer_;
+  std::unique_ptr<transport::TcpStream> stream_;
+  bool handshaken_ = false;
+
+  wire::HeaderBytes inHeaderBytes_{};
+  wire::FrameHeader in_;
+  std::array<uint8_t, wire::kHelloAckPayloadSize> ackBytes_{};
+  std::string errorText_;
+
+  std::deque<ChunkTransfer> sendQueue_;
+  std::deque<ChunkTransfer> expected_;
+  std::vector<wire::HeaderBytes> outHeaders_;
+  std::vector<transport::ConstBuffer> gather_;
+  std::array<uint8_t, wire::kHelloPayloadSize> helloBytes_{};
+  size_t framesInFlight_ = 0;
+  bool writing_ = false;
+
+  bool closed_ = false;
+  int pendingOps_ = 0;
+  bool drained_ = false;
+};
+
+}  // namespace rs::client

@@ -1,0 +1,104 @@
+// The Reduction Server client library: connect to the reducers, join a group, and run
+// asynchronous all-reduces whose results land straight in the caller's buffer.
+//
+//   auto options = rs::client::ClientOptions::fromEnvironment();   // RS_REDUCERS, CLUSTER_SPEC
+//   auto comm = rs::client::Communicator::connect(*options, {groupId, worldSize, rank});
+//   auto req = (*comm)->allReduceAsync(send, recv, count, rs::DataType::kFloat32,
+//                                      rs::ReduceOp::kSum);
+//   rs::Status s = (*req)->wait();
+//
+// Every member of a group must issue the same collectives (count, type, op) in the same order;
+// calls on one Communicator are serialised internally, so several threads may submit, but the
+// order they win is the order the group sees. A failure (a reducer or member lost, a timeout,
+// a mismatch) fails every collective in flight on the communicator with a message that says
+// what happened, and the communicator stays failed: make a new one, as with NCCL.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/cluster/cluster_spec.h"
+#include "core/common/status.h"
+#include "core/reduce/dtype.h"
+#include "core/transport/tcp_stream.h"
+#include "core/wire/group_id.h"
+
+namespace rs::client {
+
+struct ClientOptions {
+  std::vector<cluster::Endpoint> reducers;  // in the same order on every member
+  uint32_t streamsPerReducer = 4;           // TCP streams to each reducer
+  uint32_t ioThreads = 2;                   // threads driving the streams
+  uint64_t minChunkBytes = 64 << 10;        // a collective is split no finer than this
+  uint64_t maxChunkBytes = 1 << 20;         // and no chunk is larger than this
+  std::chrono::milliseconds collectiveTimeout{300000};
+  std::chrono::milliseconds connectTimeout{120000};  // reducers may start after the workers
+  transport::TcpOptions tcp;
+
+  // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
+  // RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK, RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS.
+  static Result<ClientOptions> fromEnvironment();
+  Status validate() const;
+};
+
+struct GroupSpec {
+  GroupId id;              // the same on every member; unique per communicator
+  uint32_t worldSize = 1;  // members
+  uint32_t rank = 0;       // this member, 0..worldSize-1
+};
+
+class CommunicatorCore;
+class RequestState;
+
+// One all-reduce in flight. Cheap to copy around as a shared_ptr; thread-safe.
+class AllReduceRequest {
+ public:
+  explicit AllReduceRequest(std::shared_ptr<RequestState> state);
+  ~AllReduceRequest();
+
+  // Never blocks. True once finished, with the outcome in *status (if given). A collective
+  // past its timeout fails the communicator from here too.
+  bool test(Status* status = nullptr);
+  // Blocks until finished; a collective past its timeout fails the communicator.
+  Status wait();
+  uint64_t seq() const;
+
+ private:
+  std::shared_ptr<RequestState> state_;
+};
+
+class Communicator {
+ public:
+  // Connects every stream to every reducer and joins the group; waits at most
+  // options.connectTimeout for the reducers to appear.
+  static Result<std::unique_ptr<Communicator>> connect(const ClientOptions& options,
+                                                       const GroupSpec& group);
+  ~Communicator();  // closes the streams; waits for the I/O touching user buffers to stop
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  // Starts recv[i] = op over members of send[i]. `send` may equal `recv`. Both buffers must
+  // stay valid until the request finished, whatever its outcome.
+  Result<std::shared_ptr<AllReduceRequest>> allReduceAsync(const void* send, void* recv,
+                                                           size_t count, DataType type,
+                                                           ReduceOp op);
+  // Blocking form.
+  Status allReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+
+  // Fails everything in flight with `reason` and closes the streams.
+  void abort(const Status& reason);
+  // OK while healthy; otherwise the error that failed the communicator.
+  Status health() const;
+
+  const GroupSpec& group() const;
+  const ClientOptions& options() const;
+
+ private:
+  explicit Communicator(std::shared_ptr<CommunicatorCore> core);
+  std::shared_ptr<CommunicatorCore> core_;
+};
+
+}  // namespace rs::client

@@ -1,0 +1,55 @@
+// The shared state of one all-reduce: counts chunks home and lets callers wait or poll.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/common/status.h"
+
+namespace rs::client {
+
+class CommunicatorCore;
+
+class RequestState {
+ public:
+  // chunksPerReducer[r]: how many of the chunks reducer r reduces (they sum to `chunks`).
+  RequestState(uint64_t seq, uint64_t chunks, std::vector<uint32_t> chunksPerReducer,
+               std::chrono::steady_clock::time_point deadline, std::weak_ptr<CommunicatorCore> comm);
+
+  uint64_t seq() const { return seq_; }
+  uint64_t chunks() const { return chunks_; }
+  uint64_t chunksLeft() const { return remaining_.load(std::memory_order_acquire); }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  const std::weak_ptr<CommunicatorCore>& comm() const { return comm_; }
+
+  // One chunk's result from `reducer` is in the caller's buffer; the last one finishes.
+  void chunkDone(uint32_t reducer);
+  // Reducers that still owe chunks, with how many: for timeout messages.
+  std::vector<std::pair<uint32_t, uint32_t>> reducersOwing() const;
+  // The first call decides the outcome; later calls are ignored.
+  void finish(const Status& status);
+  bool done(Status* status) const;
+  // Waits until finished or `until`; true when finished.
+  bool waitUntil(std::chrono::steady_clock::time_point until, Status* status) const;
+
+ private:
+  const uint64_t seq_;
+  const uint64_t chunks_;
+  const std::chrono::steady_clock::time_point deadline_;
+  const std::weak_ptr<CommunicatorCore> comm_;
+  std::atomic<uint64_t> remaining_;
+  std::unique_ptr<std::atomic<uint32_t>[]> perReducer_;
+  const size_t reducers_;
+  std::atomic<bool> done_{false};
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  Status status_;
+};
+
+}  // namespace rs::client

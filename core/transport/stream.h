@@ -1,0 +1,46 @@
+// The transport contract: one ordered, reliable, full-duplex byte stream to a peer.
+//
+// The server's sessions and the client's connections are written against this interface, so a
+// second transport (RDMA) slots in beside TCP without touching them. A stream belongs to one
+// io_context: every call is made from, and every handler runs on, that context's thread, so an
+// implementation needs no locks. At most one read and one write may be pending at a time (the
+// callers keep their own queues). Handlers always run, also after close() (with
+// asio::error::operation_aborted), which is what lets an owner know when its buffers are free.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <system_error>
+
+namespace rs::transport {
+
+struct ConstBuffer {
+  const void* data;
+  size_t size;
+};
+
+using IoHandler = std::function<void(const std::error_code& error, size_t bytes)>;
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+
+  // Reads exactly `size` bytes into `data` (an error or EOF before that fails the read).
+  virtual void asyncReadExactly(void* data, size_t size, IoHandler handler) = 0;
+
+  // Writes every buffer, in order, as one gather write. The buffers (the array and the bytes)
+  // must stay valid until the handler runs.
+  virtual void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) = 0;
+
+  // Cancels pending operations and closes. Idempotent.
+  virtual void close() = 0;
+  virtual bool isOpen() const = 0;
+
+  // "tcp://1.2.3.4:5678" or similar; for logs and error messages.
+  virtual const std::string& peerName() const = 0;
+  virtual asio::any_io_executor executor() = 0;
+};
+
+}  // namespace rs::transport

@@ -1,0 +1,182 @@
+#include "server/config.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <cstdlib>
+#include <thread>
+
+#include "core/cluster/cluster_spec.h"
+#include "core/common/byte_size.h"
+
+namespace rs::server {
+
+std::string ServerConfig::describe() const {
+  return fmt::format(
+      "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
+      "max_groups={} max_slots_per_group={} collective_timeout_ms={} handshake_timeout_ms={} "
+      "piece={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={}",
+      dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
+      formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
+      handshakeTimeoutMs, formatByteSize(pieceBytes), statsIntervalSeconds, logLevel, logFormat,
+      tcp.sendBufferBytes, tcp.recvBufferBytes);
+}
+
+Status ServerConfig::validate() const {
+  if (ioThreads < 1 || ioThreads > 1024)
+    return invalidArgument("--io-threads must be 1..1024, got " + std::to_string(ioThreads));
+  if (maxStreamsPerWorker < 1 || maxStreamsPerWorker > 256)
+    return invalidArgument("--max-streams-per-worker must be 1..256");
+  if (maxChunkBytes < 4096) return invalidArgument("--max-chunk must be at least 4 KiB");
+  if (pieceBytes < 4096 || pieceBytes % 64 != 0)
+    return invalidArgument("--piece must be at least 4 KiB and a multiple of 64 bytes");
+  // One chunk's accumulator (fp32 for 16-bit types: twice the payload) must fit in one io
+  // thread's share, or that chunk could never be reduced.
+  const uint64_t perThread = memoryLimitBytes / static_cast<uint64_t>(ioThreads);
+  if (perThread < 2ull * maxChunkBytes)
+    return invalidArgument(fmt::format(
+        "--memory-limit {} leaves {} per io thread, less than one fp16 chunk's accumulator "
+        "(2 x --max-chunk = {}); raise the limit or lower --max-chunk/--io-threads",
+        formatByteSize(memoryLimitBytes), formatByteSize(perThread),
+        formatByteSize(2ull * maxChunkBytes)));
+  if (maxGroups < 1) return invalidArgument("--max-groups must be at least 1");
+  if (maxSlotsPerGroup < 1) return invalidArgument("--max-slots-per-group must be at least 1");
+  if (collectiveTimeoutMs < 1) return invalidArgument("--collective-timeout-ms must be >= 1");
+  if (handshakeTimeoutMs < 1) return invalidArgument("--handshake-timeout-ms must be >= 1");
+  if (statsIntervalSeconds < 0) return invalidArgument("--stats-interval must be >= 0");
+  return Status::ok();
+}
+
+namespace {
+
+// CLI11 transform for sizes such as 64KiB: the option then holds the number of bytes.
+std::function<std::string(std::string)> byteSizeTransform() {
+  return [](std::string value) -> std::string {
+    auto parsed = parseByteSize(value);
+    if (!parsed) throw CLI::ValidationError(parsed.status().message());
+    return std::to_string(*parsed);
+  };
+}
+
+// The port CLUSTER_SPEC gives this task, when it is a reducer; 0 otherwise.
+Result<uint16_t> reducerPortFromClusterSpec() {
+  const char* spec = std::getenv("CLUSTER_SPEC");
+  if (spec == nullptr || *spec == '\0') return uint16_t{0};
+  auto parsed = cluster::parseClusterSpec(spec);
+  if (!parsed) return parsed.status();
+  if (!parsed->isReducerTask()) return uint16_t{0};
+  const auto& reducers = parsed->reducers();
+  if (parsed->taskIndex < 0 || static_cast<size_t>(parsed->taskIndex) >= reducers.size())
+    return invalidArgument(fmt::format(
+        "CLUSTER_SPEC: task.index {} is not a valid index into cluster.workerpool2 ({} entries)",
+        parsed->taskIndex, reducers.size()));
+  return reducers[static_cast<size_t>(parsed->taskIndex)].port;
+}
+
+}  // namespace
+
+ParsedConfig parseServerConfig(int argc, char** argv) {
+  ParsedConfig out;
+  ServerConfig& c = out.config;
+  CLI::App app{"reduction-server: the reducer daemon of the Reduction Server all-reduce service"};
+  app.set_version_flag("--version", "reduction-server 0.1.0");
+
+  std::string memoryLimit = std::to_string(c.memoryLimitBytes);
+  std::string maxChunk = std::to_string(c.maxChunkBytes);
+  std::string piece = std::to_string(c.pieceBytes);
+  std::string sndbuf = "0", rcvbuf = "0";
+
+  auto* dataOpt = app.add_option("--data-listen", c.dataListen,
+                                 "Data-plane listen address host:port (port 0: any free port)")
+                      ->envname("RS_DATA_LISTEN")
+                      ->capture_default_str();
+  app.add_option("--grpc-listen", c.grpcListen,
+                 "gRPC control-plane listen address host:port (default: data port + 1)")
+      ->envname("RS_GRPC_LISTEN");
+  app.add_option("--io-threads", c.ioThreads, "Data-plane io threads (0: one per core)")
+      ->envname("RS_IO_THREADS")
+      ->capture_default_str();
+  app.add_option("--max-streams-per-worker", c.maxStreamsPerWorker,
+                 "Most data streams one worker may open to this reducer")
+      ->envname("RS_MAX_STREAMS_PER_WORKER")
+      ->capture_default_str();
+  app.add_option("--max-chunk", maxChunk, "Largest chunk payload accepted (e.g. 8MiB)")
+      ->envname("RS_MAX_CHUNK")
+      ->transform(byteSizeTransform())
+      ->capture_default_str();
+  app.add_option("--memory-limit", memoryLimit,
+                 "Accumulator memory for all groups (e.g. 2GiB); when full, the reducer stops "
+                 "reading and TCP pushes back on the workers")
+      ->envname("RS_MEMORY_LIMIT")
+      ->transform(byteSizeTransform())
+      ->capture_default_str();
+  app.add_option("--max-groups", c.maxGroups, "Most groups served at once")
+      ->envname("RS_MAX_GROUPS")
+      ->capture_default_str();
+  app.add_option("--max-slots-per-group", c.maxSlotsPerGroup,
+                 "Most chunks one group may hold open per io thread")
+      ->envname("RS_MAX_SLOTS_PER_GROUP")
+      ->capture_default_str();
+  app.add_option("--collective-timeout-ms", c.collectiveTimeoutMs,
+                 "Abort a group whose chunk waits longer than this for its members (unless the "
+                 "group sets its own)")
+      ->envname("RS_COLLECTIVE_TIMEOUT_MS")
+      ->capture_default_str();
+  app.add_option("--handshake-timeout-ms", c.handshakeTimeoutMs,
+                 "Close a connection that sends no HELLO within this time")
+      ->envname("RS_HANDSHAKE_TIMEOUT_MS")
+      ->capture_default_str();
+  app.add_option("--piece", piece, "Receive-and-sum piece size (cache-sized, e.g. 256KiB)")
+      ->envname("RS_PIECE")
+      ->transform(byteSizeTransform())
+      ->capture_default_str();
+  app.add_option("--socket-send-buffer", sndbuf, "SO_SNDBUF for data sockets (0: autotune)")
+      ->envname("RS_SOCKET_SEND_BUFFER")
+      ->transform(byteSizeTransform());
+  app.add_option("--socket-recv-buffer", rcvbuf, "SO_RCVBUF for data sockets (0: autotune)")
+      ->envname("RS_SOCKET_RECV_BUFFER")
+      ->transform(byteSizeTransform());
+  app.add_option("--stats-interval", c.statsIntervalSeconds,
+                 "Seconds between throughput log lines (0: off)")
+      ->envname("RS_STATS_INTERVAL")
+      ->capture_default_str();
+  app.add_option("--log-level", c.logLevel, "trace, debug, info, warn, error, critical, off")
+      ->envname("RS_LOG_LEVEL")
+      ->capture_default_str();
+  app.add_option("--log-format", c.logFormat, "text, or json (one object per line)")
+      ->envname("RS_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--port-file", c.portFile,
+                 "Write '<data port> <grpc port>' here once listening (for launchers)")
+      ->envname("RS_PORT_FILE");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    out.exitCode = app.exit(e);
+    return out;
+  }
+  c.memoryLimitBytes = std::stoull(memoryLimit);
+  c.maxChunkBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(maxChunk), UINT32_MAX));
+  c.pieceBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(piece), UINT32_MAX));
+  c.tcp.sendBufferBytes = static_cast<int>(std::min<uint64_t>(std::stoull(sndbuf), INT32_MAX));
+  c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(std::stoull(rcvbuf), INT32_MAX));
+  if (c.ioThreads == 0) c.ioThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  if (dataOpt->count() == 0 && std::getenv("RS_DATA_LISTEN") == nullptr) {
+    auto port = reducerPortFromClusterSpec();
+    if (!port) {
+      fmt::print(stderr, "reduction-server: {}\n", port.status().message());
+      out.exitCode = 2;
+      return out;
+    }
+    if (*port != 0) c.dataListen = "0.0.0.0:" + std::to_string(*port);
+  }
+  if (Status s = c.validate(); !s.isOk()) {
+    fmt::print(stderr, "reduction-server: {}\n", s.message());
+    out.exitCode = 2;
+  }
+  return out;
+}
+
+}  // namespace rs::server

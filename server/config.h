@@ -1,0 +1,45 @@
+// The reducer's configuration: flags, each with an RS_* environment twin, and CLUSTER_SPEC.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/common/status.h"
+#include "core/transport/tcp_stream.h"
+
+namespace rs::server {
+
+struct ServerConfig {
+  std::string dataListen = "0.0.0.0:2222";  // host:port of the data plane; port 0 picks one
+  std::string grpcListen;                   // host:port of gRPC; empty: data port + 1
+  int ioThreads = 0;                        // 0: one per core
+  uint32_t maxStreamsPerWorker = 16;        // streams one worker may open to this reducer
+  uint32_t maxChunkBytes = 8u << 20;        // largest chunk payload accepted
+  uint64_t memoryLimitBytes = 2ull << 30;   // accumulator memory, split evenly across io threads
+  uint32_t maxGroups = 1024;
+  uint32_t maxSlotsPerGroup = 256;          // chunks one group may hold open per io thread
+  uint32_t collectiveTimeoutMs = 300000;    // used when a group does not set its own
+  uint32_t handshakeTimeoutMs = 10000;      // from accept until the HELLO is in
+  uint32_t pieceBytes = 256u << 10;         // summed while receiving, in pieces this size
+  double statsIntervalSeconds = 30;         // the periodic throughput line; 0 turns it off
+  std::string logLevel = "info";
+  std::string logFormat = "text";
+  std::string portFile;  // if set, "<data port> <grpc port>\n" is written once listening
+  transport::TcpOptions tcp;
+
+  // "data=0.0.0.0:2222 grpc=... io_threads=2 ..." for the start-up log line.
+  std::string describe() const;
+  // Checks ranges and relations between knobs; the message names the flag.
+  Status validate() const;
+};
+
+// Parses argv and the RS_* variables (flags win). When CLUSTER_SPEC names this task as a
+// reducer (workerpool2), the data port defaults to this task's port in the spec.
+// Returns the config, or an error; `--help` is reported through `exitCode` >= 0.
+struct ParsedConfig {
+  ServerConfig config;
+  int exitCode = -1;  // >= 0: stop now with this code (help printed, or a flag error)
+};
+ParsedConfig parseServerConfig(int argc, char** argv);
+
+}  // namespace rs::server

@@ -1,0 +1,153 @@
+#include "server/control_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "core/reduce/dtype.h"
+#include "core/wire/frame.h"
+
+namespace rs::server {
+
+grpc::Status toGrpc(const Status& s) {
+  using grpc::StatusCode;
+  StatusCode code = StatusCode::INTERNAL;
+  switch (s.code()) {
+    case rs::StatusCode::kOk: return grpc::Status::OK;
+    case rs::StatusCode::kInvalidArgument: code = StatusCode::INVALID_ARGUMENT; break;
+    case rs::StatusCode::kProtocolError: code = StatusCode::INVALID_ARGUMENT; break;
+    case rs::StatusCode::kIoError: code = StatusCode::UNAVAILABLE; break;
+    case rs::StatusCode::kTimeout: code = StatusCode::DEADLINE_EXCEEDED; break;
+    case rs::StatusCode::kAborted: code = StatusCode::ABORTED; break;
+    case rs::StatusCode::kResourceExhausted: code = StatusCode::RESOURCE_EXHAUSTED; break;
+    case rs::StatusCode::kFailedPrecondition: code = StatusCode::FAILED_PRECONDITION; break;
+    case rs::StatusCode::kUnavailable: code = StatusCode::UNAVAILABLE; break;
+    case rs::StatusCode::kInternal: code = StatusCode::INTERNAL; break;
+  }
+  return {code, s.message()};
+}
+
+namespace {
+
+Result<GroupId> groupIdFromBytes(const std::string& bytes) {
+  if (bytes.size() != 16)
+    return invalidArgument("group_id must be 16 bytes, got " + std::to_string(bytes.size()));
+  GroupId id;
+  for (int i = 0; i < 8; ++i) {
+    id.hi = id.hi << 8 | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
+    id.lo = id.lo << 8 | static_cast<uint8_t>(bytes[static_cast<size_t>(i + 8)]);
+  }
+  return id;
+}
+
+std::string groupIdToBytes(const GroupId& id) {
+  std::string out(16, '\0');
+  for (int i = 0; i < 8; ++i) {
+    out[static_cast<size_t>(i)] = static_cast<char>(id.hi >> (56 - 8 * i));
+    out[static_cast<size_t>(i + 8)] = static_cast<char>(id.lo >> (56 - 8 * i));
+  }
+  return out;
+}
+
+}  // namespace
+
+ControlService::ControlService(const ServerConfig& config, GroupRegistry& registry,
+                               DataPlane& plane, std::function<void()> onDrain)
+    : config_(config),
+      registry_(registry),
+      plane_(plane),
+      onDrain_(std::move(onDrain)),
+      started_(std::chrono::steady_clock::now()) {}
+
+std::vector<std::string> ControlService::dataEndpoints() const {
+  // The listen host as configured; a wildcard address is the caller's business to replace
+  // with the address it used to reach us.
+  std::string host = config_.dataListen.substr(0, config_.dataListen.rfind(':'));
+  return {host + ":" + std::to_string(plane_.port())};
+}
+
+grpc::Status ControlService::GetInfo(grpc::ServerContext*, const rs::v1::GetInfoRequest*,
+                                     rs::v1::GetInfoResponse* out) {
+  out->set_version("0.1.0");
+  out->set_protocol_version(wire::kProtocolVersion);
+  for (int t = 0; t < kNumDataTypes; ++t)
+    out->add_dtypes(std::string(dataTypeName(static_cast<DataType>(t))));
+  for (int o = 0; o < kNumReduceOps; ++o)
+    out->add_ops(std::string(reduceOpName(static_cast<ReduceOp>(o))));
+  out->add_transports(rs::v1::TRANSPORT_TCP);
+  out->set_max_chunk_bytes(config_.maxChunkBytes);
+  for (auto& e : dataEndpoints()) out->add_data_endpoints(e);
+  out->set_io_threads(static_cast<uint32_t>(config_.ioThreads));
+  out->set_auth_required(false);
+  out->set_draining(registry_.draining());
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::JoinGroup(grpc::ServerContext*, const rs::v1::JoinGroupRequest* in,
+                                       rs::v1::JoinGroupResponse* out) {
+  auto id = groupIdFromBytes(in->group_id());
+  if (!id) return toGrpc(id.status());
+  if (in->stream_count() < 1 || in->stream_count() > config_.maxStreamsPerWorker)
+    return toGrpc(invalidArgument("stream_count must be 1.." +
+                                  std::to_string(config_.maxStreamsPerWorker)));
+  if (in->reducer_count() < 1 || in->reducer_index() >= in->reducer_count() ||
+      in->reducer_count() > UINT16_MAX)
+    return toGrpc(invalidArgument("reducer_index must be below reducer_count (1..65535)"));
+  GroupParams params{in->world_size(), static_cast<uint16_t>(in->stream_count()),
+                     static_cast<uint16_t>(in->reducer_index()),
+                     static_cast<uint16_t>(in->reducer_count()), in->timeout_ms()};
+  auto known = registry_.declareMember(*id, in->rank(), params);
+  if (!known) return toGrpc(known.status());
+  spdlog::info("group {} rank {} joined over gRPC ({} members known)",
+               id->toString().substr(0, 8), in->rank(), *known);
+  for (auto& e : dataEndpoints()) out->add_data_endpoints(e);
+  out->set_max_chunk_bytes(config_.maxChunkBytes);
+  out->set_io_threads(static_cast<uint32_t>(config_.ioThreads));
+  out->set_members_joined(*known);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::LeaveGroup(grpc::ServerContext*, const rs::v1::LeaveGroupRequest* in,
+                                        rs::v1::LeaveGroupResponse*) {
+  auto id = groupIdFromBytes(in->group_id());
+  if (!id) return toGrpc(id.status());
+  registry_.leaveMember(*id, in->rank());
+  spdlog::info("group {} rank {} left over gRPC", id->toString().substr(0, 8), in->rank());
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::GetStats(grpc::ServerContext*, const rs::v1::GetStatsRequest*,
+                                      rs::v1::GetStatsResponse* out) {
+  DataPlaneStats s = plane_.stats();
+  out->set_bytes_in(s.bytesIn);
+  out->set_bytes_out(s.bytesOut);
+  out->set_reductions(s.reductions);
+  out->set_connections(static_cast<uint64_t>(std::max<int64_t>(0, s.connectionsOpen)));
+  out->set_protocol_errors(s.protocolErrors);
+  out->set_slot_bytes_in_use(s.slotBytesInUse);
+  out->set_slot_bytes_limit(s.slotBytesLimit);
+  out->set_uptime_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  for (const GroupSnapshot& g : registry_.snapshot()) {
+    auto* gs = out->add_groups();
+    GroupCounters& c = g.group->counters();
+    gs->set_group_id(groupIdToBytes(g.group->id()));
+    gs->set_world_size(g.group->params().worldSize);
+    gs->set_members_connected(g.membersKnown);
+    gs->set_reductions(c.reductions.load());
+    gs->set_bytes_in(c.bytesIn.load());
+    gs->set_bytes_out(c.bytesOut.load());
+    gs->set_errors(c.errors.load());
+    gs->set_slots_in_use(static_cast<uint32_t>(std::max<int64_t>(0, c.openSlots.load())));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::Drain(grpc::ServerContext*, const rs::v1::DrainRequest*,
+                                   rs::v1::DrainResponse* out) {
+  registry_.setDraining(true);
+  out->set_groups_active(static_cast<uint32_t>(registry_.size()));
+  spdlog::info("drain requested over gRPC: {} groups active", registry_.size());
+  if (onDrain_) onDrain_();
+  return grpc::Status::OK;
+}
+
+}  // namespace rs::server

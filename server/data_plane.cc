@@ -1,0 +1,99 @@
+#include "server/data_plane.h"
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "server/acceptor.h"
+
+namespace rs::server {
+
+DataPlane::DataPlane(const ServerConfig& config, GroupRegistry& registry)
+    : config_(config), registry_(registry) {}
+
+DataPlane::~DataPlane() { stop(); }
+
+Status DataPlane::start(asio::io_context& control) {
+  acceptor_ = std::make_unique<Acceptor>(control, config_, *this);
+  RS_RETURN_IF_ERROR(acceptor_->listen(config_.dataListen));
+  for (int i = 0; i < config_.ioThreads; ++i) {
+    auto t = std::make_unique<IoThread>();
+    t->shard = std::make_unique<Shard>(t->io, config_, static_cast<uint32_t>(i), *this);
+    threads_.push_back(std::move(t));
+  }
+  for (auto& t : threads_) {
+    t->thread = std::thread([io = &t->io] {
+      // Runs until stop() closed every stream and no handler is left.
+      auto guard = asio::make_work_guard(*io);
+      io->run();
+    });
+  }
+  running_ = true;
+  acceptor_->start();
+  return Status::ok();
+}
+
+void DataPlane::stop() {
+  if (!running_) return;
+  running_ = false;
+  if (acceptor_) acceptor_->stop();
+  for (auto& t : threads_) {
+    asio::post(t->io, [shard = t->shard.get(), io = &t->io] {
+      shard->closeAll(unavailableError("the reducer is shutting down"));
+      // Let the handlers of the closed streams drain, then return from run().
+      asio::post(*io, [io] { io->stop(); });
+    });
+  }
+  for (auto& t : threads_)
+    if (t->thread.joinable()) t->thread.join();
+  // The shards stay: their counters still answer stats().
+}
+
+uint16_t DataPlane::port() const { return acceptor_ ? acceptor_->port() : 0; }
+
+void DataPlane::handOff(std::unique_ptr<transport::TcpStream> stream,
+                        std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex) {
+  IoThread& t = *threads_[group->threadFor(streamIndex, static_cast<uint32_t>(threads_.size()))];
+  auto moved = transport::TcpStream::moveTo(std::move(stream), t.io);
+  if (!moved) {
+    spdlog::error("{} rank {} stream {}: {}", group->name(), rank, streamIndex,
+                  moved.status().message());
+    registry_.streamClosed(*group, rank, streamIndex);
+    abortGroup(group, moved.status());
+    return;
+  }
+  asio::post(t.io, [shard = t.shard.get(), s = std::move(*moved), group = std::move(group), rank,
+                    streamIndex]() mutable {
+    shard->attach(std::move(s), std::move(group), rank, streamIndex);
+  });
+}
+
+void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& reason) {
+  if (!group->markAborted(reason)) return;
+  spdlog::error("{} aborted: {}", group->name(), reason.toString());
+  for (auto& t : threads_)
+    asio::post(t->io, [shard = t->shard.get(), id = group->id(), reason] {
+      shard->abortGroup(id, reason);
+    });
+}
+
+DataPlaneStats DataPlane::stats() const {
+  DataPlaneStats s;
+  for (const auto& t : threads_) {
+    const ShardStats& st = t->shard->stats();
+    s.bytesIn += st.bytesIn.load(std::memory_order_relaxed);
+    s.bytesOut += st.bytesOut.load(std::memory_order_relaxed);
+    s.reductions += st.reductions.load(std::memory_order_relaxed);
+    s.protocolErrors += st.protocolErrors.load(std::memory_order_relaxed);
+    s.connectionsAccepted += st.connectionsAccepted.load(std::memory_order_relaxed);
+    s.connectionsOpen += st.connectionsOpen.load(std::memory_order_relaxed);
+    s.slotBytesInUse += st.slotBytesInUse.load(std::memory_order_relaxed);
+    s.parkedSessions += st.parkedSessions.load(std::memory_order_relaxed);
+    s.parks += st.parks.load(std::memory_order_relaxed);
+    s.slotBytesLimit += t->shard->poolBudget();
+  }
+  if (acceptor_) s.handshakeFailures = acceptor_->handshakeFailures();
+  return s;
+}
+
+}  // namespace rs::server

@@ -1,0 +1,65 @@
+// The data plane: T io threads (one io_context and one Shard each), the acceptor that runs
+// each new connection's handshake, and the broadcast that aborts a group on every thread.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/common/status.h"
+#include "core/transport/tcp_stream.h"
+#include "server/config.h"
+#include "server/group_registry.h"
+#include "server/shard.h"
+
+namespace rs::server {
+
+class Acceptor;
+
+struct DataPlaneStats {
+  uint64_t bytesIn = 0, bytesOut = 0, reductions = 0, protocolErrors = 0;
+  uint64_t connectionsAccepted = 0;
+  int64_t connectionsOpen = 0;
+  uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
+  uint64_t handshakeFailures = 0;
+};
+
+class DataPlane {
+ public:
+  DataPlane(const ServerConfig& config, GroupRegistry& registry);
+  ~DataPlane();
+
+  // Binds the data listener on `control` (the io_context that runs handshakes) and starts
+  // the io threads.
+  Status start(asio::io_context& control);
+  // Closes every stream and joins the io threads.
+  void stop();
+
+  uint16_t port() const;
+  const ServerConfig& config() const { return config_; }
+  GroupRegistry& registry() { return registry_; }
+  DataPlaneStats stats() const;
+
+  // Hands a handshaken stream to the io thread that owns its stream index. Any thread.
+  void handOff(std::unique_ptr<transport::TcpStream> stream, std::shared_ptr<Group> group,
+               uint32_t rank, uint16_t streamIndex);
+  // Aborts the group on every io thread (first reason wins). Any thread.
+  void abortGroup(const std::shared_ptr<Group>& group, const Status& reason);
+
+ private:
+  struct IoThread {
+    asio::io_context io{1};  // one thread runs it: no locking inside Asio
+    std::unique_ptr<Shard> shard;  // destroyed before the io_context its timers use
+    std::thread thread;
+  };
+
+  const ServerConfig& config_;
+  GroupRegistry& registry_;
+  std::vector<std::unique_ptr<IoThread>> threads_;
+  std::unique_ptr<Acceptor> acceptor_;
+  bool running_ = false;
+};
+
+}  // namespace rs::server

@@ -1,0 +1,210 @@
+#include "server/group_registry.h"
+
+#include <spdlog/spdlog.h>
+
+namespace rs::server {
+namespace {
+// Aborted groups are remembered this long, so a member that connects late learns why instead
+// of starting a new group that can never complete.
+constexpr auto kTombstoneLifetime = std::chrono::minutes(10);
+constexpr size_t kMaxTombstones = 4096;
+}  // namespace
+
+Group::Group(GroupId id, GroupParams params, uint32_t threadOffset, uint32_t effectiveTimeoutMs)
+    : id_(id),
+      params_(params),
+      threadOffset_(threadOffset),
+      timeoutMs_(effectiveTimeoutMs),
+      name_("group " + id.toString().substr(0, 8)),
+      streamConnected_(static_cast<size_t>(params.worldSize) * params.streamCount, false),
+      declared_(params.worldSize, false) {}
+
+bool Group::markAborted(const Status& reason) {
+  std::lock_guard lock(mu_);
+  if (aborted_.load(std::memory_order_relaxed)) return false;
+  abortReason_ = reason;
+  aborted_.store(true, std::memory_order_release);
+  return true;
+}
+
+Status Group::abortReason() const {
+  std::lock_guard lock(mu_);
+  return abortReason_;
+}
+
+GroupRegistry::GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t defaultTimeoutMs)
+    : maxGroups_(maxGroups), ioThreads_(ioThreads), defaultTimeoutMs_(defaultTimeoutMs) {}
+
+Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& id,
+                                                                  uint32_t rank,
+                                                                  const GroupParams& params) {
+  if (params.worldSize == 0) return invalidArgument("world size 0");
+  if (rank >= params.worldSize)
+    return invalidArgument("rank " + std::to_string(rank) + " is not below world size " +
+                           std::to_string(params.worldSize));
+  auto it = groups_.find(id);
+  if (it != groups_.end()) {
+    const Group& g = *it->second;
+    const GroupParams& have = g.params();
+    if (g.aborted()) return abortedError(g.name() + " was aborted: " + g.abortReason().message());
+    if (!have.sameShape(params))
+      return invalidArgument(fmt::format(
+          "{}: rank {} brings world_size={} streams={} reducer={}/{}, but the group has "
+          "world_size={} streams={} reducer={}/{}",
+          g.name(), rank, params.worldSize, params.streamCount, params.reducerIndex,
+          params.reducerCount, have.worldSize, have.streamCount, have.reducerIndex,
+          have.reducerCount));
+    return it->second;
+  }
+  if (auto t = tombstones_.find(id); t != tombstones_.end()) {
+    if (std::chrono::steady_clock::now() < t->second.expires)
+      return abortedError("group " + id.toString().substr(0, 8) + " was aborted: " +
+                          t->second.reason);
+    tombstones_.erase(t);
+  }
+  if (draining_) return unavailableError("this reducer is draining and accepts no new groups");
+  if (groups_.size() >= maxGroups_)
+    return resourceExhausted("this reducer already serves " + std::to_string(groups_.size()) +
+                             " groups (--max-groups)");
+  const uint32_t offset = static_cast<uint32_t>(GroupIdHash()(id) % ioThreads_);
+  auto group = std::make_shared<Group>(id, params, offset,
+                                       params.timeoutMs ? params.timeoutMs : defaultTimeoutMs_);
+  groups_.emplace(id, group);
+  spdlog::info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}", group->name(),
+               params.worldSize, params.streamCount, params.reducerIndex, params.reducerCount,
+               group->timeoutMs());
+  return group;
+}
+
+Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint32_t rank,
+                                                         uint16_t streamIndex,
+                                                         const GroupParams& params) {
+  std::lock_guard lock(mu_);
+  auto found = findOrCreateLocked(id, rank, params);
+  if (!found) return found.status();
+  Group& g = **found;
+  if (streamIndex >= params.streamCount)
+    return invalidArgument("stream " + std::to_string(streamIndex) + " is not below the " +
+                           std::to_string(params.streamCount) + " streams announced");
+  const size_t slot = static_cast<size_t>(rank) * params.streamCount + streamIndex;
+  if (g.streamConnected_[slot])
+    return invalidArgument(fmt::format("{}: rank {} stream {} is already connected", g.name(),
+                                       rank, streamIndex));
+  g.streamConnected_[slot] = true;
+  ++g.openStreams_;
+  g.everConnected_ = true;
+  if (streamsOfRankLocked(g, rank) == 1)
+    spdlog::info("{}: rank {} joined ({} of {} members connected)", g.name(), rank,
+                 membersKnownLocked(g), params.worldSize);
+  return *found;
+}
+
+void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t streamIndex) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group.id());
+  if (it == groups_.end() || it->second.get() != &group) return;
+  Group& g = *it->second;
+  const size_t slot = static_cast<size_t>(rank) * g.params().streamCount + streamIndex;
+  if (slot >= g.streamConnected_.size() || !g.streamConnected_[slot]) return;
+  g.streamConnected_[slot] = false;
+  --g.openStreams_;
+  if (streamsOfRankLocked(g, rank) == 0) spdlog::info("{}: rank {} left", g.name(), rank);
+  if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) eraseLocked(g);
+}
+
+uint32_t GroupRegistry::streamsOfRankLocked(const Group& g, uint32_t rank) {
+  uint32_t n = 0;
+  for (uint16_t s = 0; s < g.params().streamCount; ++s)
+    n += g.streamConnected_[static_cast<size_t>(rank) * g.params().streamCount + s] ? 1 : 0;
+  return n;
+}
+
+bool GroupRegistry::anyDeclaredLocked(const Group& g) {
+  for (bool d : g.declared_)
+    if (d) return true;
+  return false;
+}
+
+void GroupRegistry::eraseLocked(const Group& g) {
+  if (g.aborted()) {
+    if (tombstones_.size() >= kMaxTombstones) {
+      // Drop expired ones first; if none expired, the oldest-inserted is as good as any.
+      auto now = std::chrono::steady_clock::now();
+      std::erase_if(tombstones_, [&](const auto& kv) { return kv.second.expires <= now; });
+      if (tombstones_.size() >= kMaxTombstones) tombstones_.erase(tombstones_.begin());
+    }
+    tombstones_[g.id()] = {g.abortReason().message(),
+                           std::chrono::steady_clock::now() + kTombstoneLifetime};
+  }
+  spdlog::info("{} closed: {} reductions, {} in, {} out{}", g.name(),
+               g.counters_.reductions.load(), g.counters_.bytesIn.load(),
+               g.counters_.bytesOut.load(), g.aborted() ? " (aborted)" : "");
+  const GroupId id = g.id();  // erasing may destroy g
+  groups_.erase(id);
+}
+
+uint32_t GroupRegistry::membersKnownLocked(const Group& g) {
+  const GroupParams& p = g.params();
+  uint32_t known = 0;
+  for (uint32_t r = 0; r < p.worldSize; ++r) {
+    bool any = g.declared_[r];
+    for (uint16_t s = 0; s < p.streamCount && !any; ++s)
+      any = g.streamConnected_[static_cast<size_t>(r) * p.streamCount + s];
+    known += any ? 1 : 0;
+  }
+  return known;
+}
+
+Result<uint32_t> GroupRegistry::declareMember(const GroupId& id, uint32_t rank,
+                                              const GroupParams& params) {
+  std::lock_guard lock(mu_);
+  auto found = findOrCreateLocked(id, rank, params);
+  if (!found) return found.status();
+  Group& g = **found;
+  g.declared_[rank] = true;
+  return membersKnownLocked(g);
+}
+
+std::shared_ptr<Group> GroupRegistry::leaveMember(const GroupId& id, uint32_t rank) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(id);
+  if (it == groups_.end()) return nullptr;
+  Group& g = *it->second;
+  if (rank < g.declared_.size()) g.declared_[rank] = false;
+  if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) {
+    eraseLocked(g);
+    return nullptr;
+  }
+  return it->second;
+}
+
+std::shared_ptr<Group> GroupRegistry::find(const GroupId& id) const {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(id);
+  return it == groups_.end() ? nullptr : it->second;
+}
+
+std::vector<GroupSnapshot> GroupRegistry::snapshot() const {
+  std::lock_guard lock(mu_);
+  std::vector<GroupSnapshot> out;
+  out.reserve(groups_.size());
+  for (const auto& [id, g] : groups_) out.push_back({g, g->openStreams_, membersKnownLocked(*g)});
+  return out;
+}
+
+size_t GroupRegistry::size() const {
+  std::lock_guard lock(mu_);
+  return groups_.size();
+}
+
+void GroupRegistry::setDraining(bool draining) {
+  std::lock_guard lock(mu_);
+  draining_ = draining;
+}
+
+bool GroupRegistry::draining() const {
+  std::lock_guard lock(mu_);
+  return draining_;
+}
+
+}  // namespace rs::server

@@ -1,0 +1,139 @@
+// The groups this reducer serves, shared by the acceptor, the io threads and gRPC.
+//
+// A Group object holds what every thread may read (its id, its parameters, the abort flag and
+// counters); the per-thread reduction state lives in each Shard's GroupShard. The registry is
+// the only place that takes a lock, and only on join, close and snapshots: never per chunk.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/status.h"
+#include "core/wire/group_id.h"
+
+namespace rs::server {
+
+// What every member must agree on; the first member to arrive sets it.
+struct GroupParams {
+  uint32_t worldSize = 0;
+  uint16_t streamCount = 0;   // streams each member opens to this reducer
+  uint16_t reducerIndex = 0;  // this reducer's place in the members' reducer list
+  uint16_t reducerCount = 0;
+  uint32_t timeoutMs = 0;     // 0: the reducer's default; the first member's value holds
+
+  // The shape every member must agree on (the timeout is not part of it).
+  bool sameShape(const GroupParams& o) const {
+    return worldSize == o.worldSize && streamCount == o.streamCount &&
+           reducerIndex == o.reducerIndex && reducerCount == o.reducerCount;
+  }
+};
+
+struct GroupCounters {
+  std::atomic<uint64_t> reductions{0};
+  std::atomic<uint64_t> bytesIn{0};
+  std::atomic<uint64_t> bytesOut{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<int64_t> openSlots{0};
+};
+
+class Group {
+ public:
+  Group(GroupId id, GroupParams params, uint32_t threadOffset, uint32_t effectiveTimeoutMs);
+
+  const GroupId& id() const { return id_; }
+  const GroupParams& params() const { return params_; }
+  uint32_t timeoutMs() const { return timeoutMs_; }
+  // Stream j of every member is served by io thread (j + threadOffset) mod T, so one thread
+  // owns every chunk of that stream; the offset spreads groups over the threads.
+  uint32_t threadFor(uint16_t streamIndex, uint32_t threads) const {
+    return (streamIndex + threadOffset_) % threads;
+  }
+  // "group 0123abcd" (the first 8 hex digits), for logs.
+  const std::string& name() const { return name_; }
+
+  // The first caller wins and returns true; the reason is kept for late arrivals.
+  bool markAborted(const Status& reason);
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  Status abortReason() const;
+
+  GroupCounters& counters() { return counters_; }
+
+ private:
+  friend class GroupRegistry;
+  const GroupId id_;
+  const GroupParams params_;
+  const uint32_t threadOffset_;
+  const uint32_t timeoutMs_;
+  const std::string name_;
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex mu_;
+  Status abortReason_;
+  GroupCounters counters_;
+  // Guarded by the registry's mutex.
+  std::vector<bool> streamConnected_;  // [rank * streamCount + stream]
+  std::vector<bool> declared_;         // ranks that called JoinGroup over gRPC
+  uint32_t openStreams_ = 0;
+  bool everConnected_ = false;
+};
+
+struct GroupSnapshot {
+  std::shared_ptr<Group> group;
+  uint32_t openStreams = 0;
+  uint32_t membersKnown = 0;
+};
+
+class GroupRegistry {
+ public:
+  GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t defaultTimeoutMs);
+
+  // Registers stream `streamIndex` of `rank`. Creates the group on first contact; later
+  // members must bring the same parameters. Errors name what disagreed.
+  Result<std::shared_ptr<Group>> joinStream(const GroupId& id, uint32_t rank,
+                                            uint16_t streamIndex, const GroupParams& params);
+  // A stream registered by joinStream closed. The group is forgotten once its last stream
+  // closed and no member declared over gRPC remains (an aborted group is remembered as a
+  // tombstone for a while).
+  void streamClosed(const Group& group, uint32_t rank, uint16_t streamIndex);
+
+  // gRPC JoinGroup: declares a member before its streams connect. Returns members known.
+  Result<uint32_t> declareMember(const GroupId& id, uint32_t rank, const GroupParams& params);
+  // gRPC LeaveGroup: forgets a declared member; returns the group if it is still active.
+  std::shared_ptr<Group> leaveMember(const GroupId& id, uint32_t rank);
+
+  std::shared_ptr<Group> find(const GroupId& id) const;
+  std::vector<GroupSnapshot> snapshot() const;
+  size_t size() const;
+  // Draining refuses new groups; members of existing ones may still connect.
+  void setDraining(bool draining);
+  bool draining() const;
+
+ private:
+  Result<std::shared_ptr<Group>> findOrCreateLocked(const GroupId& id, uint32_t rank,
+                                                    const GroupParams& params);
+  void eraseLocked(const Group& group);
+  static uint32_t streamsOfRankLocked(const Group& group, uint32_t rank);
+  // Whether a member declared over gRPC has not left yet.
+  static bool anyDeclaredLocked(const Group& group);
+  // Ranks that declared themselves or have a stream connected.
+  static uint32_t membersKnownLocked(const Group& group);
+
+  const uint32_t maxGroups_;
+  const uint32_t ioThreads_;
+  const uint32_t defaultTimeoutMs_;
+  mutable std::mutex mu_;
+  bool draining_ = false;
+  std::unordered_map<GroupId, std::shared_ptr<Group>, GroupIdHash> groups_;
+  struct Tombstone {
+    std::string reason;
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::unordered_map<GroupId, Tombstone, GroupIdHash> tombstones_;
+};
+
+}  // namespace rs::server

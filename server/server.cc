@@ -1,0 +1,185 @@
+#include "server/server.h"
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
+#include <future>
+
+#include "core/common/byte_size.h"
+
+namespace rs::server {
+namespace {
+constexpr auto kDrainTimeout = std::chrono::seconds(60);
+constexpr auto kDrainPoll = std::chrono::milliseconds(200);
+
+std::string defaultGrpcAddress(const std::string& dataListen, uint16_t dataPort) {
+  const std::string host = dataListen.substr(0, dataListen.rfind(':'));
+  // An ephemeral data port asks for an ephemeral gRPC port too.
+  const unsigned port = dataPort == 0 || dataListen.ends_with(":0") ? 0 : dataPort + 1u;
+  return host + ":" + std::to_string(port);
+}
+}  // namespace
+
+Server::Server(ServerConfig config)
+    : config_(std::move(config)),
+      registry_(config_.maxGroups, static_cast<uint32_t>(config_.ioThreads),
+                config_.collectiveTimeoutMs),
+      dataPlane_(config_, registry_),
+      statsTimer_(control_),
+      drainTimer_(control_) {}
+
+Server::~Server() { stop(); }
+
+Status Server::start() {
+  spdlog::info("reduction-server 0.1.0 starting: {}", config_.describe());
+  RS_RETURN_IF_ERROR(dataPlane_.start(control_));
+
+  controlService_ =
+      std::make_unique<ControlService>(config_, registry_, dataPlane_, [this] { drain(); });
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  const std::string grpcAddress = config_.grpcListen.empty()
+                                      ? defaultGrpcAddress(config_.dataListen, dataPlane_.port())
+                                      : config_.grpcListen;
+  int selected = 0;
+  builder.AddListeningPort(grpcAddress, grpc::InsecureServerCredentials(), &selected);
+  builder.RegisterService(controlService_.get());
+  grpcServer_ = builder.BuildAndStart();
+  if (!grpcServer_ || selected == 0) {
+    dataPlane_.stop();
+    return ioError("gRPC cannot listen on " + grpcAddress);
+  }
+  grpcPort_ = static_cast<uint16_t>(selected);
+  grpcServer_->GetHealthCheckService()->SetServingStatus(true);
+
+  lastStats_ = dataPlane_.stats();
+  lastStatsTime_ = std::chrono::steady_clock::now();
+  if (config_.statsIntervalSeconds > 0) scheduleStatsLine();
+  controlThread_ = std::thread([this] {
+    auto guard = asio::make_work_guard(control_);
+    control_.run();
+  });
+  RS_RETURN_IF_ERROR(writePortFile());
+  spdlog::info("listening: data port {}, gRPC port {}, {} io threads, {} of slot memory",
+               dataPlane_.port(), grpcPort_, config_.ioThreads,
+               formatByteSize(config_.memoryLimitBytes));
+  return Status::ok();
+}
+
+Status Server::writePortFile() const {
+  if (config_.portFile.empty()) return Status::ok();
+  const std::string tmp = config_.portFile + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << dataPlane_.port() << " " << grpcPort_ << "\n";
+    if (!f) return ioError("cannot write --port-file " + tmp);
+  }
+  if (std::rename(tmp.c_str(), config_.portFile.c_str()) != 0)
+    return ioError("cannot rename " + tmp + " to " + config_.portFile);
+  return Status::ok();
+}
+
+void Server::run() {
+  asio::signal_set signals(control_, SIGINT, SIGTERM);
+  std::promise<void> done;
+  std::function<void(const std::error_code&, int)> onSignal = [&](const std::error_code& ec,
+                                                                  int sig) {
+    if (ec) return;
+    if (!draining_) {
+      spdlog::info("signal {}: draining (a second signal stops at once)", sig);
+      drain();
+      signals.async_wait(onSignal);
+    } else {
+      spdlog::info("signal {}: stopping now", sig);
+      asio::post(control_, [this] { stopped_ = true; });
+    }
+  };
+  signals.async_wait(onSignal);
+  while (!stopped_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::promise<void> cancelled;
+  asio::post(control_, [&] {
+    std::error_code ignored;
+    signals.cancel(ignored);
+    cancelled.set_value();
+  });
+  cancelled.get_future().wait();
+  stop();
+}
+
+void Server::drain() {
+  if (draining_.exchange(true) || stopped_) return;
+  // Refusing new groups and failing health checks take effect before this returns (a Drain
+  // RPC's caller may look at once); the wait for active groups runs on the control thread.
+  registry_.setDraining(true);
+  if (grpcServer_) grpcServer_->GetHealthCheckService()->SetServingStatus(false);
+  spdlog::info("draining: {} groups active; stopping when they finish (at most {} s)",
+               registry_.size(), kDrainTimeout.count());
+  asio::post(control_, [this] {
+    drainDeadline_ = std::chrono::steady_clock::now() + kDrainTimeout;
+    checkDrained();
+  });
+}
+
+void Server::checkDrained() {
+  if (registry_.size() == 0 || std::chrono::steady_clock::now() >= drainDeadline_) {
+    if (registry_.size() != 0)
+      spdlog::warn("drain timeout: stopping with {} groups still active", registry_.size());
+    stopped_ = true;
+    return;
+  }
+  drainTimer_.expires_after(kDrainPoll);
+  drainTimer_.async_wait([this](const std::error_code& ec) {
+    if (!ec) checkDrained();
+  });
+}
+
+void Server::stop() {
+  stopped_ = true;
+  if (grpcServer_) {
+    grpcServer_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    grpcServer_.reset();
+  }
+  dataPlane_.stop();
+  if (controlThread_.joinable()) {
+    asio::post(control_, [this] {
+      statsTimer_.cancel();
+      drainTimer_.cancel();
+      control_.stop();
+    });
+    controlThread_.join();
+    logStats();
+    spdlog::info("reduction-server stopped");
+  }
+}
+
+void Server::scheduleStatsLine() {
+  statsTimer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(config_.statsIntervalSeconds)));
+  statsTimer_.async_wait([this](const std::error_code& ec) {
+    if (ec) return;
+    logStats();
+    scheduleStatsLine();
+  });
+}
+
+void Server::logStats() {
+  const DataPlaneStats now = dataPlane_.stats();
+  const auto t = std::chrono::steady_clock::now();
+  const double secs = std::max(1e-9, std::chrono::duration<double>(t - lastStatsTime_).count());
+  const double inGbps = static_cast<double>(now.bytesIn - lastStats_.bytesIn) * 8 / secs / 1e9;
+  const double outGbps = static_cast<double>(now.bytesOut - lastStats_.bytesOut) * 8 / secs / 1e9;
+  const double reductionsPerSec = static_cast<double>(now.reductions - lastStats_.reductions) / secs;
+  spdlog::info("throughput: in {:.3f} Gbit/s, out {:.3f} Gbit/s, {:.1f} reductions/s; "
+               "{} groups, {} connections, slots {} of {}, {} parked, {} protocol errors",
+               inGbps, outGbps, reductionsPerSec, registry_.size(), now.connectionsOpen,
+               formatByteSize(now.slotBytesInUse), formatByteSize(now.slotBytesLimit),
+               now.parkedSessions, now.protocolErrors);
+  lastStats_ = now;
+  lastStatsTime_ = t;
+}
+
+}  // namespace rs::server

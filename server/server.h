@@ -1,0 +1,65 @@
+// The reducer: the data plane, the gRPC control plane, the periodic throughput line, and
+// graceful drain on SIGTERM. main() only parses flags and calls run().
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "core/common/status.h"
+#include "server/config.h"
+#include "server/control_service.h"
+#include "server/data_plane.h"
+#include "server/group_registry.h"
+
+namespace rs::server {
+
+class Server {
+ public:
+  explicit Server(ServerConfig config);
+  ~Server();
+
+  // Binds both listeners and starts every thread. Errors name the address that failed.
+  Status start();
+  // Blocks until SIGINT/SIGTERM (first: drain, second: stop at once) or stop().
+  void run();
+  // Stops everything (any thread but the data plane's own).
+  void stop();
+  // Refuses new groups and stops once the active ones are gone (or after the drain timeout).
+  // Any thread.
+  void drain();
+
+  uint16_t dataPort() const { return dataPlane_.port(); }
+  uint16_t grpcPort() const { return grpcPort_; }
+  DataPlane& dataPlane() { return dataPlane_; }
+  GroupRegistry& registry() { return registry_; }
+
+ private:
+  void scheduleStatsLine();
+  void logStats();
+  void checkDrained();
+  Status writePortFile() const;
+
+  ServerConfig config_;
+  GroupRegistry registry_;
+  DataPlane dataPlane_;
+  asio::io_context control_;  // handshakes, signals, timers
+  std::thread controlThread_;
+  asio::steady_timer statsTimer_;
+  asio::steady_timer drainTimer_;
+  std::unique_ptr<ControlService> controlService_;
+  std::unique_ptr<grpc::Server> grpcServer_;
+  uint16_t grpcPort_ = 0;
+  std::atomic<bool> stopped_{false};
+  std::atomic<bool> draining_{false};
+  std::chrono::steady_clock::time_point drainDeadline_;
+  DataPlaneStats lastStats_;
+  std::chrono::steady_clock::time_point lastStatsTime_;
+};
+
+}  // namespace rs::server

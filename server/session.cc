@@ -1,0 +1,310 @@
+#include "server/session.h"
+
+#include <asio/error.hpp>
+#include <asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/cluster/sharding.h"
+#include "core/reduce/reduce.h"
+#include "server/shard.h"
+
+namespace rs::server {
+namespace {
+constexpr size_t kMaxFramesPerWrite = 16;  // gather limit: 2 buffers per frame
+constexpr auto kAbortGrace = std::chrono::seconds(2);
+}  // namespace
+
+Session::Session(Shard& shard, std::unique_ptr<transport::Stream> stream,
+                 std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex)
+    : shard_(shard),
+      stream_(std::move(stream)),
+      group_(std::move(group)),
+      rank_(rank),
+      streamIndex_(streamIndex),
+      name_(fmt::format("{} rank {} stream {} ({})", group_->name(), rank, streamIndex,
+                        stream_->peerName())),
+      staging_(shard.config().pieceBytes) {}
+
+void Session::start(const wire::HelloAckPayload& ack) {
+  OutFrame frame;
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kHelloAck;
+  h.group = group_->id();
+  h.rank = rank_;
+  h.payloadLength = wire::kHelloAckPayloadSize;
+  frame.header = wire::encodeHeader(h);
+  auto payload = wire::encodeHelloAck(ack);
+  frame.text.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
+  enqueue(std::move(frame));
+  readHeader();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read side: header, then the payload in pieces, each summed into the slot as it lands.
+
+void Session::readHeader() {
+  if (closed_ || aborting_) return;
+  stream_->asyncReadExactly(inHeaderBytes_.data(), inHeaderBytes_.size(),
+                            [self = shared_from_this()](const std::error_code& ec, size_t) {
+                              self->onHeader(ec);
+                            });
+}
+
+void Session::onHeader(const std::error_code& ec) {
+  if (closed_ || aborting_) return;
+  if (ec) {
+    // End of stream between frames is how a member leaves; anything else is a failure.
+    if (ec == asio::error::eof) {
+      shard_.memberLeft(*this);
+      close(unavailableError("the member closed the stream"));
+    } else {
+      fail(ioError("read failed: " + ec.message()));
+    }
+    return;
+  }
+  wire::DecodeLimits limits;
+  limits.maxPayloadBytes = shard_.config().maxChunkBytes;
+  if (Status s = wire::decodeHeader(inHeaderBytes_.data(), inHeaderBytes_.size(), limits, &in_);
+      !s.isOk()) {
+    fail(s);
+    return;
+  }
+  switch (in_.type) {
+    case wire::FrameType::kReduce:
+      handleReduce();
+      return;
+    case wire::FrameType::kAbort:
+    case wire::FrameType::kError:
+      // A member gave up (for instance after a failure on another reducer): fail the group
+      // everywhere so that no other member waits for a timeout.
+      peerReason_.resize(in_.payloadLength);
+      stream_->asyncReadExactly(peerReason_.data(), peerReason_.size(),
+                                [self = shared_from_this()](const std::error_code& ec, size_t) {
+                                  self->onPeerAbort(ec);
+                                });
+      return;
+    default:
+      fail(protocolError(fmt::format("unexpected {} frame after the handshake",
+                                     wire::frameTypeName(in_.type))));
+      return;
+  }
+}
+
+void Session::onPeerAbort(const std::error_code& ec) {
+  if (closed_ || aborting_) return;
+  std::string reason;
+  if (ec || !wire::decodeErrorMessage(reinterpret_cast<const uint8_t*>(peerReason_.data()),
+                                      peerReason_.size(), &reason)
+                 .isOk())
+    reason = "no readable reason";
+  fail(abortedError(fmt::format("rank {} gave up: {}", rank_, reason)));
+}
+
+void Session::handleReduce() {
+  const GroupParams& p = group_->params();
+  if (in_.group != group_->id() || in_.rank != rank_) {
+    fail(protocolError(fmt::format("REDUCE names group {} rank {}, but this stream joined as {}",
+                                   in_.group.toString(), in_.rank, name_)));
+    return;
+  }
+  // Chunk i belongs to reducer i mod R and travels on stream (i / R) mod K: a frame that
+  // breaks this rule was routed by a member that disagrees with the others.
+  const uint32_t owner = cluster::reducerForChunk(in_.chunk, p.reducerCount);
+  const uint32_t stream = cluster::streamForChunk(in_.chunk, p.reducerCount, p.streamCount);
+  if (owner != p.reducerIndex || stream != streamIndex_) {
+    fail(protocolError(fmt::format("chunk {} belongs to reducer {} stream {}, not reducer {} "
+                                   "stream {}",
+                                   in_.chunk, owner, stream, p.reducerIndex, streamIndex_)));
+    return;
+  }
+  if (haveLastChunk_ && in_.chunk <= lastChunk_) {
+    fail(protocolError(fmt::format("chunk {} arrived after chunk {}: chunks must increase",
+                                   in_.chunk, lastChunk_)));
+    return;
+  }
+  haveLastChunk_ = true;
+  lastChunk_ = in_.chunk;
+
+  std::shared_ptr<Slot> slot;
+  Status error;
+  switch (shard_.acquireSlot(shared_from_this(), in_, &slot, &error)) {
+    case Shard::Acquire::kReady:
+      beginContribution(std::move(slot));
+      return;
+    case Shard::Acquire::kParked:
+      parked_ = true;
+      return;
+    case Shard::Acquire::kFailed:
+      // The shard has aborted the group (this session included) with the reason.
+      return;
+  }
+}
+
+void Session::onSlotReady(std::shared_ptr<Slot> slot) {
+  parked_ = false;
+  if (closed_ || aborting_) return;
+  beginContribution(std::move(slot));
+}
+
+void Session::beginContribution(std::shared_ptr<Slot> slot) {
+  slot->members[rank_] = Slot::MemberState::kReceiving;
+  slot_ = std::move(slot);
+  doneElems_ = 0;
+  readPiece();
+}
+
+void Session::readPiece() {
+  const size_t elemSize = dataTypeSize(in_.dtype);
+  const uint64_t left = in_.elemCount - doneElems_;
+  pieceElems_ = std::min<uint64_t>(left, shard_.config().pieceBytes / elemSize);
+  stream_->asyncReadExactly(staging_.data(), pieceElems_ * elemSize,
+                            [self = shared_from_this()](const std::error_code& ec, size_t n) {
+                              self->onPiece(ec, n);
+                            });
+}
+
+void Session::onPiece(const std::error_code& ec, size_t bytes) {
+  if (closed_ || aborting_) return;
+  if (ec) {
+    const Status why = ec == asio::error::eof
+                           ? ioError(fmt::format("stream ended inside chunk {}", in_.chunk))
+                           : ioError("read failed inside chunk " + std::to_string(in_.chunk) +
+                                     ": " + ec.message());
+    fail(why);
+    return;
+  }
+  Slot& slot = *slot_;
+  if (slot.dead) return;  // the group was aborted while this piece was in flight
+  const size_t elemSize = dataTypeSize(in_.dtype);
+  const size_t accSize = accumulatorSize(in_.dtype);
+  const auto* src = reinterpret_cast<const std::byte*>(staging_.data());
+  std::byte* acc = slot.accumulator.data();
+  const uint64_t begin = doneElems_;
+  const uint64_t end = begin + pieceElems_;
+  if (begin < slot.frontier) {
+    const uint64_t n = std::min(end, slot.frontier) - begin;
+    reduce::accumulate(in_.dtype, in_.op, src, acc + begin * accSize, n);
+  }
+  if (end > slot.frontier) {
+    const uint64_t from = std::max(begin, slot.frontier);
+    reduce::accumulateFirst(in_.dtype, src + (from - begin) * elemSize, acc + from * accSize,
+                            end - from);
+    slot.frontier = end;
+  }
+  doneElems_ = end;
+  shard_.stats().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+  group_->counters().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+
+  if (doneElems_ < in_.elemCount) {
+    readPiece();
+    return;
+  }
+  std::shared_ptr<Slot> finished = std::move(slot_);
+  shard_.contributionDone(*finished, rank_);
+  readHeader();
+}
+
+void Session::fail(const Status& reason) {
+  if (closed_) return;
+  if (reason.code() == StatusCode::kProtocolError)
+    shard_.stats().protocolErrors.fetch_add(1, std::memory_order_relaxed);
+  spdlog::error("{}: {}", name_, reason.message());
+  close(reason);
+  shard_.failGroup(group_, Status(reason.code(), fmt::format("rank {} stream {}: {}", rank_,
+                                                              streamIndex_, reason.message())));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Write side: a FIFO of frames, written as gather writes of up to kMaxFramesPerWrite frames.
+
+void Session::sendResult(const std::shared_ptr<Slot>& slot) {
+  if (closed_ || aborting_) return;
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kResult;
+  h.group = slot->group;
+  h.rank = rank_;
+  h.seq = slot->seq;
+  h.chunk = slot->chunk;
+  h.elemOffset = slot->elemOffset;
+  h.elemCount = slot->elemCount;
+  h.dtype = slot->dtype;
+  h.op = slot->op;
+  h.payloadLength = static_cast<uint32_t>(slot->resultBytes());
+  enqueue({wire::encodeHeader(h), slot, {}});
+}
+
+void Session::abort(const Status& reason) {
+  if (closed_ || aborting_) return;
+  aborting_ = true;
+  queue_.clear();  // results of an aborted group are void
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kAbort;
+  h.group = group_->id();
+  h.rank = rank_;
+  h.status = static_cast<uint32_t>(reason.code());
+  std::string text = wire::encodeErrorMessage(reason.message());
+  h.payloadLength = static_cast<uint32_t>(text.size());
+  OutFrame frame{wire::encodeHeader(h), nullptr, std::move(text)};
+  queue_.push_back(std::move(frame));
+  graceTimer_ = std::make_unique<asio::steady_timer>(shard_.io(), kAbortGrace);
+  graceTimer_->async_wait([self = shared_from_this(), reason](const std::error_code& ec) {
+    if (!ec) self->close(reason);
+  });
+  flush();
+}
+
+void Session::close(const Status& reason) {
+  if (closed_) return;
+  auto self = shared_from_this();  // detach() drops the shard's reference
+  closed_ = true;
+  spdlog::debug("{}: closing: {}", name_, reason.message());
+  if (graceTimer_) graceTimer_->cancel();
+  stream_->close();
+  queue_.clear();
+  slot_.reset();
+  shard_.detach(*this);
+}
+
+void Session::enqueue(OutFrame frame) {
+  queue_.push_back(std::move(frame));
+  flush();
+}
+
+void Session::flush() {
+  if (writing_ || closed_ || queue_.empty()) return;
+  inFlight_.clear();
+  gather_.clear();
+  while (!queue_.empty() && inFlight_.size() < kMaxFramesPerWrite) {
+    inFlight_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  for (const OutFrame& f : inFlight_) {
+    gather_.push_back({f.header.data(), f.header.size()});
+    if (f.slot) gather_.push_back({f.slot->accumulator.data(), f.slot->resultBytes()});
+    else if (!f.text.empty()) gather_.push_back({f.text.data(), f.text.size()});
+  }
+  writing_ = true;
+  stream_->asyncWriteAll(gather_.data(), gather_.size(),
+                         [self = shared_from_this()](const std::error_code& ec, size_t n) {
+                           self->onWritten(ec, n);
+                         });
+}
+
+void Session::onWritten(const std::error_code& ec, size_t bytes) {
+  writing_ = false;
+  inFlight_.clear();  // releases the slots whose results went out
+  if (closed_) return;
+  if (ec) {
+    fail(ioError("write failed: " + ec.message()));
+    return;
+  }
+  shard_.stats().bytesOut.fetch_add(bytes, std::memory_order_relaxed);
+  group_->counters().bytesOut.fetch_add(bytes, std::memory_order_relaxed);
+  if (aborting_ && queue_.empty()) {
+    close(abortedError("abort sent"));
+    return;
+  }
+  flush();
+}
+
+}  // namespace rs::server

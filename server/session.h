@@ -1,0 +1,101 @@
+// One worker stream on one io thread: reads REDUCE frames and sums each payload into its slot
+// piece by piece as it arrives; writes RESULT frames from the slot's single result buffer.
+//
+// Lifetime: the Shard holds a session while it is a group member, and every pending operation
+// holds it through shared_from_this(), so a closed session lives until its last handler ran
+// (the asio http/server2 pattern). Nothing here blocks, and nothing throws.
+#pragma once
+
+#include <asio/steady_timer.hpp>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/aligned_buffer.h"
+#include "core/common/status.h"
+#include "core/transport/stream.h"
+#include "core/wire/frame.h"
+#include "server/group_registry.h"
+#include "server/slot.h"
+
+namespace rs::server {
+
+class Shard;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(Shard& shard, std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
+          uint32_t rank, uint16_t streamIndex);
+
+  // Sends HELLO_ACK and starts reading.
+  void start(const wire::HelloAckPayload& ack);
+  // Queues the slot's result to this member.
+  void sendResult(const std::shared_ptr<Slot>& slot);
+  // Queues ABORT with the reason, drops queued results, and closes once it is written (or
+  // after a short grace period).
+  void abort(const Status& reason);
+  // Closes at once; pending handlers finish with operation_aborted.
+  void close(const Status& reason);
+  // The slot this session was parked for is ready.
+  void onSlotReady(std::shared_ptr<Slot> slot);
+
+  bool closed() const { return closed_; }
+  bool idle() const { return slot_ == nullptr && !parked_; }  // between frames
+  uint32_t rank() const { return rank_; }
+  uint16_t streamIndex() const { return streamIndex_; }
+  const std::shared_ptr<Group>& group() const { return group_; }
+  // "group 0123abcd rank 2 stream 1 (tcp://10.0.0.5:40312)"
+  const std::string& name() const { return name_; }
+
+ private:
+  struct OutFrame {
+    wire::HeaderBytes header;
+    std::shared_ptr<Slot> slot;  // RESULT payload, kept alive until written
+    std::string text;            // ERROR/ABORT payload
+  };
+
+  void readHeader();
+  void onHeader(const std::error_code& ec);
+  void handleReduce();
+  void onPeerAbort(const std::error_code& ec);
+  void beginContribution(std::shared_ptr<Slot> slot);
+  void readPiece();
+  void onPiece(const std::error_code& ec, size_t bytes);
+  // A protocol or I/O error on this stream: close it and fail the group's collectives.
+  void fail(const Status& reason);
+  void enqueue(OutFrame frame);
+  void flush();
+  void onWritten(const std::error_code& ec, size_t bytes);
+
+  Shard& shard_;
+  std::unique_ptr<transport::Stream> stream_;
+  std::shared_ptr<Group> group_;
+  const uint32_t rank_;
+  const uint16_t streamIndex_;
+  const std::string name_;
+
+  // Read side.
+  wire::HeaderBytes inHeaderBytes_{};
+  wire::FrameHeader in_;
+  std::shared_ptr<Slot> slot_;  // the slot being filled
+  uint64_t doneElems_ = 0;      // elements of the current chunk folded in
+  uint64_t pieceElems_ = 0;     // elements in the read now pending
+  AlignedBuffer staging_;       // one piece, cache-sized
+  bool parked_ = false;
+  std::string peerReason_;  // an ABORT's payload from the member
+  bool haveLastChunk_ = false;
+  uint64_t lastChunk_ = 0;
+
+  // Write side.
+  std::deque<OutFrame> queue_;
+  std::vector<OutFrame> inFlight_;
+  std::vector<transport::ConstBuffer> gather_;
+  bool writing_ = false;
+
+  bool aborting_ = false;
+  bool closed_ = false;
+  std::unique_ptr<asio::steady_timer> graceTimer_;
+};
+
+}  // namespace rs::server

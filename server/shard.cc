@@ -1,0 +1,341 @@
+#include "server/shard.h"
+
+#include <asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/cluster/sharding.h"
+#include "core/reduce/reduce.h"
+#include "server/data_plane.h"
+#include "server/session.h"
+
+namespace rs::server {
+namespace {
+constexpr auto kTimeoutScanPeriod = std::chrono::milliseconds(200);
+
+std::string rankList(const Slot& slot, Slot::MemberState state) {
+  std::string out;
+  for (size_t r = 0; r < slot.members.size(); ++r) {
+    if (slot.members[r] != state) continue;
+    if (!out.empty()) out += ",";
+    out += std::to_string(r);
+  }
+  return out.empty() ? "none" : out;
+}
+}  // namespace
+
+Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, DataPlane& plane)
+    : io_(io),
+      config_(config),
+      index_(index),
+      plane_(plane),
+      pool_(std::make_shared<SlotPool>(config.memoryLimitBytes /
+                                       static_cast<uint64_t>(config.ioThreads))),
+      timeoutTimer_(io) {
+  pool_->setOnFreed([this] {
+    stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
+    scheduleWaiterService();
+  });
+  scheduleTimeoutCheck();
+}
+
+Shard::~Shard() { pool_->setOnFreed(nullptr); }
+
+Shard::GroupShard* Shard::findGroup(const GroupId& id) {
+  auto it = groups_.find(id);
+  return it == groups_.end() ? nullptr : &it->second;
+}
+
+void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
+                   uint32_t rank, uint16_t streamIndex) {
+  stats_.connectionsAccepted.fetch_add(1, std::memory_order_relaxed);
+  stats_.connectionsOpen.fetch_add(1, std::memory_order_relaxed);
+  auto session = std::make_shared<Session>(*this, std::move(stream), group, rank, streamIndex);
+  GroupShard& gs = groups_[group->id()];
+  gs.group = group;
+  auto& slots = gs.members[streamIndex];
+  slots.resize(group->params().worldSize);
+  slots[rank] = session;
+  gs.departed[streamIndex].resize(group->params().worldSize, false);
+  if (shuttingDown_) {
+    session->abort(unavailableError("the reducer is shutting down"));
+    return;
+  }
+  if (group->aborted()) {
+    // The abort was broadcast before this stream arrived here.
+    session->abort(group->abortReason());
+    return;
+  }
+  wire::HelloAckPayload ack;
+  ack.maxPayloadBytes = config_.maxChunkBytes;
+  ack.ioThreads = static_cast<uint32_t>(config_.ioThreads);
+  ack.serverVersion = (0u << 16) | (1u << 8) | 0u;
+  spdlog::debug("{}: joined", session->name());
+  session->start(ack);
+}
+
+Status Shard::checkMatches(const Slot& slot, const wire::FrameHeader& h, uint32_t rank) const {
+  if (slot.seq != h.seq || slot.elemOffset != h.elemOffset || slot.elemCount != h.elemCount ||
+      slot.dtype != h.dtype || slot.op != h.op)
+    return invalidArgument(fmt::format(
+        "members disagree on chunk {}: rank {} sent seq {} offset {} count {} {} {}, but the "
+        "chunk was opened with seq {} offset {} count {} {} {} (every member must issue the "
+        "same collectives in the same order)",
+        h.chunk, rank, h.seq, h.elemOffset, h.elemCount, dataTypeName(h.dtype),
+        reduceOpName(h.op), slot.seq, slot.elemOffset, slot.elemCount, dataTypeName(slot.dtype),
+        reduceOpName(slot.op)));
+  if (slot.members[rank] != Slot::MemberState::kWaiting)
+    return protocolError(fmt::format("rank {} sent chunk {} twice", rank, h.chunk));
+  return Status::ok();
+}
+
+std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h,
+                                      AlignedBuffer buffer) {
+  auto slot = std::make_shared<Slot>(pool_, std::move(buffer), gs.group->params().worldSize);
+  slot->group = h.group;
+  slot->stream = static_cast<uint16_t>(cluster::streamForChunk(
+      h.chunk, gs.group->params().reducerCount, gs.group->params().streamCount));
+  slot->chunk = h.chunk;
+  slot->seq = h.seq;
+  slot->elemOffset = h.elemOffset;
+  slot->elemCount = h.elemCount;
+  slot->dtype = h.dtype;
+  slot->op = h.op;
+  slot->created = std::chrono::steady_clock::now();
+  slot->deadline = slot->created + std::chrono::milliseconds(gs.group->timeoutMs());
+  gs.open.emplace(h.chunk, slot);
+  gs.group->counters().openSlots.fetch_add(1, std::memory_order_relaxed);
+  stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
+  return slot;
+}
+
+Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
+                                  const wire::FrameHeader& h, std::shared_ptr<Slot>* out,
+                                  Status* error) {
+  GroupShard* gs = findGroup(h.group);
+  if (gs == nullptr) {  // aborted and forgotten while the header was in flight
+    *error = abortedError("the group is gone");
+    return Acquire::kFailed;
+  }
+  if (auto it = gs->open.find(h.chunk); it != gs->open.end()) {
+    Status s = checkMatches(*it->second, h, session->rank());
+    if (!s.isOk()) {
+      *error = s;
+      failGroup(gs->group, s);
+      return Acquire::kFailed;
+    }
+    *out = it->second;
+    return Acquire::kReady;
+  }
+  // A new chunk: every member of its stream must still be here to contribute.
+  const auto& departed = gs->departed[session->streamIndex()];
+  for (size_t r = 0; r < departed.size(); ++r) {
+    if (departed[r]) {
+      *error = abortedError(fmt::format("rank {} sent chunk {} (seq {}), but rank {} has already "
+                                        "closed stream {}",
+                                        session->rank(), h.chunk, h.seq, r,
+                                        session->streamIndex()));
+      failGroup(gs->group, *error);
+      return Acquire::kFailed;
+    }
+  }
+  const size_t bytes = static_cast<size_t>(h.elemCount) * accumulatorSize(h.dtype);
+  if (!pool_->fitsEver(bytes)) {  // validate() makes this unreachable; kept as a guard
+    *error = resourceExhausted(fmt::format("chunk {} needs {} bytes, more than this thread's "
+                                           "whole pool", h.chunk, bytes));
+    failGroup(gs->group, *error);
+    return Acquire::kFailed;
+  }
+  const bool underQuota = gs->open.size() < config_.maxSlotsPerGroup;
+  if (underQuota && waiters_.empty()) {
+    if (auto buffer = pool_->tryAcquire(bytes)) {
+      *out = openSlot(*gs, h, std::move(*buffer));
+      return Acquire::kReady;
+    }
+  }
+  waiters_.push_back({session, h});
+  stats_.parks.fetch_add(1, std::memory_order_relaxed);
+  stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
+  spdlog::debug("{}: parked for chunk {} ({} waiting, {} of {} bytes in use)", session->name(),
+                h.chunk, waiters_.size(), pool_->inUse(), pool_->budget());
+  return Acquire::kParked;
+}
+
+void Shard::scheduleWaiterService() {
+  if (waiterServicePosted_ || waiters_.empty()) return;
+  waiterServicePosted_ = true;
+  // Posted, not called: a slot may be freed deep inside a session's handler.
+  asio::post(io_, [this] {
+    waiterServicePosted_ = false;
+    serviceWaiters();
+  });
+}
+
+void Shard::serviceWaiters() {
+  bool allocationBlocked = false;  // allocations stay FIFO
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    auto session = it->session.lock();
+    GroupShard* gs = session && !session->closed() ? findGroup(it->header.group) : nullptr;
+    if (gs == nullptr) {
+      it = waiters_.erase(it);
+      continue;
+    }
+    std::shared_ptr<Slot> slot;
+    if (auto open = gs->open.find(it->header.chunk); open != gs->open.end()) {
+      // Another member opened it meanwhile: no memory needed.
+      Status s = checkMatches(*open->second, it->header, session->rank());
+      if (!s.isOk()) {
+        it = waiters_.erase(it);
+        failGroup(gs->group, s);
+        continue;
+      }
+      slot = open->second;
+    } else if (!allocationBlocked && gs->open.size() < config_.maxSlotsPerGroup) {
+      const size_t bytes =
+          static_cast<size_t>(it->header.elemCount) * accumulatorSize(it->header.dtype);
+      if (auto buffer = pool_->tryAcquire(bytes)) slot = openSlot(*gs, it->header, std::move(*buffer));
+      else allocationBlocked = true;
+    }
+    if (!slot) {
+      ++it;
+      continue;
+    }
+    it = waiters_.erase(it);
+    asio::post(io_, [session, slot] { session->onSlotReady(slot); });
+  }
+  stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
+}
+
+void Shard::contributionDone(Slot& slot, uint32_t rank) {
+  slot.members[rank] = Slot::MemberState::kDone;
+  if (++slot.membersDone < slot.members.size() || slot.dead) return;
+  GroupShard* gs = findGroup(slot.group);
+  if (gs == nullptr) return;
+  auto it = gs->open.find(slot.chunk);
+  if (it == gs->open.end() || it->second.get() != &slot) return;
+  std::shared_ptr<Slot> done = std::move(it->second);
+  gs->open.erase(it);
+  completeSlot(*gs, std::move(done));
+}
+
+void Shard::completeSlot(GroupShard& gs, std::shared_ptr<Slot> slot) {
+  if (!reduce::finalizeIsIdentity(slot->dtype, slot->op))
+    reduce::finalize(slot->dtype, slot->op, slot->accumulator.data(), slot->accumulator.data(),
+                     slot->elemCount, static_cast<uint32_t>(slot->members.size()));
+  slot->complete = true;
+  gs.group->counters().openSlots.fetch_sub(1, std::memory_order_relaxed);
+  gs.group->counters().reductions.fetch_add(1, std::memory_order_relaxed);
+  stats_.reductions.fetch_add(1, std::memory_order_relaxed);
+  // One buffer, written to every member: each queued frame holds a reference, and the
+  // memory returns to the pool when the last write completed.
+  for (const auto& member : gs.members[slot->stream])
+    if (member && !member->closed()) member->sendResult(slot);
+  // A quota slot was freed even if the memory is still being written out.
+  scheduleWaiterService();
+}
+
+void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason) {
+  group->counters().errors.fetch_add(1, std::memory_order_relaxed);
+  plane_.abortGroup(group, reason);
+}
+
+void Shard::abortGroup(const GroupId& id, const Status& reason) {
+  auto it = groups_.find(id);
+  if (it == groups_.end()) return;
+  GroupShard gs = std::move(it->second);
+  groups_.erase(it);
+  for (auto& [chunk, slot] : gs.open) slot->dead = true;
+  gs.group->counters().openSlots.fetch_sub(static_cast<int64_t>(gs.open.size()),
+                                           std::memory_order_relaxed);
+  gs.open.clear();
+  for (auto& [stream, members] : gs.members)
+    for (auto& session : members)
+      if (session) session->abort(reason);
+  std::erase_if(waiters_, [&](const Waiter& w) { return w.header.group == id; });
+  stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
+}
+
+void Shard::memberLeft(Session& session) {
+  GroupShard* gs = findGroup(session.group()->id());
+  if (gs == nullptr) return;
+  for (const auto& [chunk, slot] : gs->open) {
+    if (slot->stream == session.streamIndex() &&
+        slot->members[session.rank()] != Slot::MemberState::kDone) {
+      failGroup(gs->group,
+                abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) still "
+                                         "needed its contribution",
+                                         session.rank(), session.streamIndex(), chunk, slot->seq)));
+      return;
+    }
+  }
+  gs->departed[session.streamIndex()][session.rank()] = true;
+  spdlog::debug("{}: left", session.name());
+}
+
+void Shard::detach(Session& session) {
+  stats_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
+  plane_.registry().streamClosed(*session.group(), session.rank(), session.streamIndex());
+  const GroupId id = session.group()->id();
+  GroupShard* gs = findGroup(id);
+  if (gs == nullptr) return;
+  auto members = gs->members.find(session.streamIndex());
+  if (members != gs->members.end() && members->second[session.rank()].get() == &session)
+    members->second[session.rank()].reset();
+  maybeForget(id);
+}
+
+void Shard::maybeForget(const GroupId& id) {
+  GroupShard* gs = findGroup(id);
+  if (gs == nullptr || !gs->open.empty()) return;
+  for (const auto& [stream, members] : gs->members)
+    for (const auto& session : members)
+      if (session) return;
+  groups_.erase(id);
+}
+
+void Shard::closeAll(const Status& reason) {
+  shuttingDown_ = true;
+  timeoutTimer_.cancel();
+  std::vector<std::shared_ptr<Session>> sessions;
+  for (auto& [id, gs] : groups_) {
+    for (auto& [chunk, slot] : gs.open) slot->dead = true;
+    for (auto& [stream, members] : gs.members)
+      for (auto& s : members)
+        if (s) sessions.push_back(s);
+  }
+  for (auto& s : sessions) s->close(reason);
+  groups_.clear();
+  waiters_.clear();
+}
+
+void Shard::scheduleTimeoutCheck() {
+  timeoutTimer_.expires_after(kTimeoutScanPeriod);
+  timeoutTimer_.async_wait([this](const std::error_code& ec) {
+    if (ec || shuttingDown_) return;
+    checkTimeouts();
+    scheduleTimeoutCheck();
+  });
+}
+
+void Shard::checkTimeouts() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::shared_ptr<Group>, Status>> expired;
+  for (auto& [id, gs] : groups_) {
+    for (auto& [chunk, slot] : gs.open) {
+      if (now < slot->deadline) continue;
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - slot->created).count();
+      expired.emplace_back(
+          gs.group,
+          timeoutError(fmt::format(
+              "chunk {} of collective seq {} waited {} ms (timeout {} ms) on stream {}: "
+              "ranks {} never sent it, ranks {} are mid-transfer",
+              chunk, slot->seq, waited, gs.group->timeoutMs(), slot->stream,
+              rankList(*slot, Slot::MemberState::kWaiting),
+              rankList(*slot, Slot::MemberState::kReceiving))));
+      break;  // one reason per group is enough
+    }
+  }
+  for (auto& [group, reason] : expired) failGroup(group, reason);
+}
+
+}  // namespace rs::server

@@ -1,0 +1,136 @@
+// One io thread's share of the data plane: the streams it serves, their groups' open slots,
+// its memory pool, and the sessions parked waiting for memory.
+//
+// Ownership of slots. Stream j of every member of a group lands on the same thread (see
+// Group::threadFor), and chunk i always travels on the same stream index from every member,
+// so exactly one thread sees every contribution to a slot and sums it without locks.
+//
+// Bounded memory and why it cannot deadlock. A session that needs a new slot while the pool
+// (or its group's slot quota) is exhausted is parked: it stops reading, and TCP flow control
+// stops its worker. Could every slot be held, partly filled, each waiting for a contribution
+// from a parked stream? Consider one stream index j of one group, and its lowest incomplete
+// chunk c. Every member sends its chunks on stream j in the same increasing order, and a slot
+// exists only once some member sent that chunk. If any slot of (group, j) is held, some member
+// has sent c (it precedes every later chunk on the stream), so c's slot exists too. Every
+// member that has not yet sent c has c as its next frame, which needs no new memory, so it is
+// never parked and c completes. Hence the set of held slots always contains a slot that will
+// complete, completion frees memory, and parked sessions resume in FIFO order. The remaining
+// risks are outside the reducer: a member that stops sending (handled by the collective
+// timeout, which aborts the group and frees its slots), or a worker that stops reading its
+// results (the client always reads, straight into the caller's buffer). One more case: the
+// parked queue is FIFO for allocations, but a parked session whose chunk's slot was meanwhile
+// opened by another member resumes at once, since it needs no memory. tests/integration
+// exercises this with a pool of one slot.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <atomic>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/status.h"
+#include "core/transport/stream.h"
+#include "core/wire/frame.h"
+#include "server/config.h"
+#include "server/group_registry.h"
+#include "server/slot.h"
+#include "server/slot_pool.h"
+
+namespace rs::server {
+
+class DataPlane;
+class Session;
+
+// Per-thread counters, summed by GetStats and the throughput log line.
+struct ShardStats {
+  std::atomic<uint64_t> bytesIn{0};
+  std::atomic<uint64_t> bytesOut{0};
+  std::atomic<uint64_t> reductions{0};
+  std::atomic<uint64_t> protocolErrors{0};
+  std::atomic<uint64_t> connectionsAccepted{0};
+  std::atomic<int64_t> connectionsOpen{0};
+  std::atomic<uint64_t> slotBytesInUse{0};
+  std::atomic<uint64_t> parkedSessions{0};  // parked now
+  std::atomic<uint64_t> parks{0};           // parked ever (backpressure events)
+};
+
+class Shard {
+ public:
+  Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, DataPlane& plane);
+  ~Shard();
+
+  asio::io_context& io() { return io_; }
+  uint32_t index() const { return index_; }
+  const ServerConfig& config() const { return config_; }
+  ShardStats& stats() { return stats_; }
+  uint64_t poolBudget() const { return pool_->budget(); }
+
+  // Everything below runs on this shard's thread.
+
+  // Adopts a handshaken stream of `rank` (its HELLO was accepted by the registry).
+  void attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
+              uint32_t rank, uint16_t streamIndex);
+  // Fails every open slot of the group on this thread and sends ABORT to its sessions here.
+  void abortGroup(const GroupId& id, const Status& reason);
+  // Closes every session (shutdown).
+  void closeAll(const Status& reason);
+
+  // --- Called by sessions ---
+  enum class Acquire { kReady, kParked, kFailed };
+  // Finds or opens the slot for a REDUCE header. kParked: the session is resumed later through
+  // Session::onSlotReady. kFailed: *error says why (the group has been aborted).
+  Acquire acquireSlot(const std::shared_ptr<Session>& session, const wire::FrameHeader& header,
+                      std::shared_ptr<Slot>* slot, Status* error);
+  // A member's whole chunk is in; completes the slot when it was the last.
+  void contributionDone(Slot& slot, uint32_t rank);
+  // The member closed its stream at a frame boundary. If a chunk still open on that stream
+  // lacks its contribution, the group fails; otherwise later chunks on the stream will.
+  void memberLeft(Session& session);
+  // The session closed (for any reason): forget it.
+  void detach(Session& session);
+  // A session hit an error that dooms its group.
+  void failGroup(const std::shared_ptr<Group>& group, const Status& reason);
+
+ private:
+  struct Waiter {
+    std::weak_ptr<Session> session;
+    wire::FrameHeader header;
+  };
+  // A group's state on this thread.
+  struct GroupShard {
+    std::shared_ptr<Group> group;
+    // members[stream][rank], for the stream indices this thread owns.
+    std::unordered_map<uint16_t, std::vector<std::shared_ptr<Session>>> members;
+    // Members that closed their stream cleanly: a later chunk on that stream cannot complete.
+    std::unordered_map<uint16_t, std::vector<bool>> departed;
+    std::unordered_map<uint64_t, std::shared_ptr<Slot>> open;  // chunk -> slot
+  };
+
+  GroupShard* findGroup(const GroupId& id);
+  Status checkMatches(const Slot& slot, const wire::FrameHeader& header, uint32_t rank) const;
+  std::shared_ptr<Slot> openSlot(GroupShard& gs, const wire::FrameHeader& header,
+                                 AlignedBuffer buffer);
+  void completeSlot(GroupShard& gs, std::shared_ptr<Slot> slot);
+  void serviceWaiters();
+  void scheduleWaiterService();
+  void scheduleTimeoutCheck();
+  void checkTimeouts();
+  void maybeForget(const GroupId& id);
+
+  asio::io_context& io_;
+  const ServerConfig& config_;
+  const uint32_t index_;
+  DataPlane& plane_;
+  std::shared_ptr<SlotPool> pool_;
+  ShardStats stats_;
+  std::unordered_map<GroupId, GroupShard, GroupIdHash> groups_;
+  std::list<Waiter> waiters_;
+  bool waiterServicePosted_ = false;
+  asio::steady_timer timeoutTimer_;
+  bool shuttingDown_ = false;
+};
+
+}  // namespace rs::server

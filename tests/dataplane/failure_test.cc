@@ -1,0 +1,345 @@
+// Failures: each one must fail the affected group's collectives on every member with a clear
+// error, never hang, never crash the reducer, and leave other groups untouched.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <asio/connect.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <atomic>
+#include <thread>
+
+#include "core/wire/frame.h"
+#include "tests/support/local_pool.h"
+
+namespace rs::test {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+Result<std::unique_ptr<client::Communicator>> join(const LocalPool& pool, const GroupId& id,
+                                                   int world, int rank, uint32_t streams = 2,
+                                                   int timeoutMs = 60000) {
+  auto options = testClientOptions(pool.endpoints(), streams);
+  options.collectiveTimeout = std::chrono::milliseconds(timeoutMs);
+  options.minChunkBytes = 4 << 10;
+  options.maxChunkBytes = 16 << 10;
+  return client::Communicator::connect(
+      options, {id, static_cast<uint32_t>(world), static_cast<uint32_t>(rank)});
+}
+
+// A healthy group doing checked all-reduces until `stop`, to show failures stay contained.
+Status healthyGroup(const LocalPool& pool, std::atomic<bool>& stop, std::atomic<int>& rounds) {
+  const GroupId id = GroupId::random();
+  return runRanks(2, [&](int rank) -> Status {
+    auto comm = join(pool, id, 2, rank);
+    if (!comm) return comm.status();
+    std::vector<float> buf(30000);
+    // Both members run the same number of rounds: rank 0 decides and tells rank 1 through an
+    // extra all-reduce of a flag.
+    for (;;) {
+      float flag = (rank == 0 && stop.load()) ? 1.0f : 0.0f;
+      RS_RETURN_IF_ERROR((*comm)->allReduce(&flag, &flag, 1, DataType::kFloat32, ReduceOp::kMax));
+      if (flag > 0) return Status::ok();
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(rank + i % 5);
+      RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
+                                            DataType::kFloat32, ReduceOp::kSum));
+      for (size_t i = 0; i < buf.size(); ++i)
+        if (buf[i] != static_cast<float>(1 + 2 * (i % 5)))
+          return internalError("healthy group got a wrong result");
+      if (rank == 0) ++rounds;
+    }
+  });
+}
+
+// Waits (bounded) until the healthy group has completed `target` rounds.
+bool waitForRounds(const std::atomic<int>& rounds, int target) {
+  for (int i = 0; i < 1000 && rounds.load() < target; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return rounds.load() >= target;
+}
+
+}  // namespace
+
+TEST_CASE("a member that disconnects mid-collective aborts its group on every other member",
+          "[failure]") {
+  LocalPool pool(2);
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  Status otherStatus;  // Catch2 assertions belong on the test's own thread
+  std::thread other([&] { otherStatus = healthyGroup(pool, stop, rounds); });
+  REQUIRE(waitForRounds(rounds, 1));
+
+  const GroupId id = GroupId::random();
+  std::vector<Status> results(3);
+  Status st = runRanks(3, [&](int rank) -> Status {
+    auto comm = join(pool, id, 3, rank);
+    if (!comm) return comm.status();
+    std::vector<float> buf(100000, 1.0f);
+    if (rank == 2) {
+      // Send one collective, then vanish before the others can finish theirs.
+      RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
+                                            DataType::kFloat32, ReduceOp::kSum));
+      comm->reset();
+      return Status::ok();
+    }
+    RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                                          ReduceOp::kSum));
+    results[rank] = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                                       ReduceOp::kSum);
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+  for (int r : {0, 1}) {
+    INFO(results[r].toString());
+    CHECK(results[r].code() == StatusCode::kAborted);
+    CHECK(contains(results[r].message(), "rank 2"));
+  }
+  const int seen = rounds.load();
+  CHECK(waitForRounds(rounds, seen + 2));  // the other group keeps going
+  stop = true;
+  other.join();
+  CHECK(otherStatus.toString() == "OK");
+}
+
+TEST_CASE("a member that never joins a collective times out with the missing rank named",
+          "[failure]") {
+  LocalPool pool(1);
+  const GroupId id = GroupId::random();
+  std::atomic<bool> rank0Done{false};
+  Status result;
+  Status st = runRanks(2, [&](int rank) -> Status {
+    auto comm = join(pool, id, 2, rank, 1, /*timeoutMs=*/400);
+    if (!comm) return comm.status();
+    std::vector<int32_t> buf(1000, 1);
+    if (rank == 0) {
+      result = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kInt32,
+                                  ReduceOp::kSum);
+      rank0Done = true;
+    } else {
+      while (!rank0Done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+  INFO(result.toString());
+  CHECK((result.code() == StatusCode::kTimeout || result.code() == StatusCode::kAborted));
+  // Either the reducer's verdict (names the rank that never sent) or the client's own.
+  CHECK((contains(result.message(), "ranks 1 never sent") || contains(result.message(), "timed out")));
+}
+
+TEST_CASE("members that disagree on a collective's size both fail with the reason", "[failure]") {
+  LocalPool pool(1);
+  const GroupId id = GroupId::random();
+  std::vector<Status> results(2);
+  Status st = runRanks(2, [&](int rank) -> Status {
+    auto comm = join(pool, id, 2, rank, 1);
+    if (!comm) return comm.status();
+    std::vector<float> buf(1000, 1.0f);
+    results[rank] = (*comm)->allReduce(buf.data(), buf.data(), rank == 0 ? 100 : 101,
+                                       DataType::kFloat32, ReduceOp::kSum);
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+  for (const Status& r : results) {
+    INFO(r.toString());
+    CHECK(!r.isOk());
+    CHECK(contains(r.message(), "disagree"));
+  }
+}
+
+TEST_CASE("members that disagree on the world size are refused at join", "[failure]") {
+  LocalPool pool(1);
+  const GroupId id = GroupId::random();
+  auto first = join(pool, id, 2, 0);
+  REQUIRE(first.isOk());
+  auto second = join(pool, id, 3, 1);
+  REQUIRE(!second.isOk());
+  INFO(second.status().toString());
+  CHECK(contains(second.status().message(), "world_size=3"));
+}
+
+TEST_CASE("no reducer listening: connect fails with the address and the reason", "[failure]") {
+  asio::io_context io;
+  asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const uint16_t port = probe.local_endpoint().port();
+  probe.close();  // nothing listens there now
+  auto options = testClientOptions({{"127.0.0.1", port}}, 1);
+  options.connectTimeout = std::chrono::milliseconds(300);
+  auto comm = client::Communicator::connect(options, {GroupId::random(), 1, 0});
+  REQUIRE(!comm.isOk());
+  INFO(comm.status().toString());
+  CHECK(comm.status().code() == StatusCode::kUnavailable);
+  CHECK(contains(comm.status().message(), "127.0.0.1:" + std::to_string(port)));
+  CHECK(contains(comm.status().message(), "refused"));
+}
+
+TEST_CASE("a reducer that dies mid-run fails the collectives in flight, no hang", "[failure]") {
+  LocalPool pool(2);
+  const GroupId id = GroupId::random();
+  std::atomic<int> started{0};
+  std::vector<Status> results(2);
+  std::thread killer([&] {
+    while (started.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pool.stopReducer(1);
+  });
+  Status st = runRanks(2, [&](int rank) -> Status {
+    auto comm = join(pool, id, 2, rank);
+    if (!comm) return comm.status();
+    std::vector<float> buf(1 << 20, 1.0f);
+    ++started;
+    Status s;
+    for (int i = 0; i < 100000 && s.isOk(); ++i)
+      s = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                             ReduceOp::kSum);
+    results[rank] = s;
+    return Status::ok();
+  });
+  killer.join();
+  REQUIRE(st.toString() == "OK");
+  for (const Status& r : results) {
+    INFO(r.toString());
+    CHECK(!r.isOk());
+    CHECK(r.code() != StatusCode::kTimeout);
+  }
+}
+
+TEST_CASE("garbage and bad frames close only the offending connection", "[failure]") {
+  LocalPool pool(1);
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  Status otherStatus;  // Catch2 assertions belong on the test's own thread
+  std::thread other([&] { otherStatus = healthyGroup(pool, stop, rounds); });
+  REQUIRE(waitForRounds(rounds, 1));
+
+  asio::io_context io;
+  const asio::ip::tcp::endpoint ep(asio::ip::make_address("127.0.0.1"),
+                                   pool.reducer(0).dataPort());
+  auto expectClosed = [&](asio::ip::tcp::socket& s) {
+    // The reducer answers with at most an ERROR frame and closes.
+    std::vector<uint8_t> buf(4096);
+    std::error_code ec;
+    while (!ec) s.read_some(asio::buffer(buf), ec);
+    CHECK((ec == asio::error::eof || ec == asio::error::connection_reset));
+  };
+  SECTION("random bytes instead of a HELLO") {
+    asio::ip::tcp::socket s(io);
+    s.connect(ep);
+    const uint64_t before = pool.reducer(0).dataPlane().stats().handshakeFailures;
+    std::vector<uint8_t> junk(200, 0xAB);
+    asio::write(s, asio::buffer(junk));
+    expectClosed(s);
+    CHECK(pool.reducer(0).dataPlane().stats().handshakeFailures == before + 1);
+  }
+  SECTION("a valid HELLO followed by a corrupted REDUCE header") {
+    asio::ip::tcp::socket s(io);
+    s.connect(ep);
+    wire::FrameHeader h;
+    h.type = wire::FrameType::kHello;
+    h.group = GroupId::random();
+    h.rank = 0;
+    h.payloadLength = wire::kHelloPayloadSize;
+    wire::HelloPayload hello;
+    hello.worldSize = 1;
+    hello.streamCount = 1;
+    hello.reducerCount = 1;
+    auto hb = wire::encodeHeader(h);
+    auto pb = wire::encodeHello(hello);
+    asio::write(s, asio::buffer(hb));
+    asio::write(s, asio::buffer(pb));
+    wire::HeaderBytes ack;
+    asio::read(s, asio::buffer(ack));
+    wire::FrameHeader ackHeader;
+    REQUIRE(wire::decodeHeader(ack.data(), ack.size(), {}, &ackHeader).isOk());
+    CHECK(ackHeader.type == wire::FrameType::kHelloAck);
+    std::array<uint8_t, wire::kHelloAckPayloadSize> ackPayload;
+    asio::read(s, asio::buffer(ackPayload));
+    wire::FrameHeader bad;
+    bad.type = wire::FrameType::kReduce;
+    bad.group = h.group;
+    bad.elemCount = 4;
+    bad.dtype = DataType::kFloat32;
+    bad.payloadLength = 16;
+    auto bb = wire::encodeHeader(bad);
+    bb[40] ^= 0x01;  // flip a bit of the chunk number: the checksum no longer matches
+    const uint64_t before = pool.reducer(0).dataPlane().stats().protocolErrors;
+    asio::write(s, asio::buffer(bb));
+    expectClosed(s);
+    CHECK(pool.reducer(0).dataPlane().stats().protocolErrors == before + 1);
+  }
+  SECTION("a HELLO that claims an absurd stream count is refused with a reason") {
+    asio::ip::tcp::socket s(io);
+    s.connect(ep);
+    wire::FrameHeader h;
+    h.type = wire::FrameType::kHello;
+    h.group = GroupId::random();
+    h.payloadLength = wire::kHelloPayloadSize;
+    wire::HelloPayload hello;
+    hello.worldSize = 1;
+    hello.streamCount = 200;
+    hello.reducerCount = 1;
+    auto hb = wire::encodeHeader(h);
+    auto pb = wire::encodeHello(hello);
+    asio::write(s, asio::buffer(hb));
+    asio::write(s, asio::buffer(pb));
+    wire::HeaderBytes reply;
+    asio::read(s, asio::buffer(reply));
+    wire::FrameHeader rh;
+    REQUIRE(wire::decodeHeader(reply.data(), reply.size(), {}, &rh).isOk());
+    CHECK(rh.type == wire::FrameType::kError);
+    std::string text(rh.payloadLength, '\0');
+    asio::read(s, asio::buffer(text));
+    CHECK(contains(text, "streams per worker"));
+  }
+  const int seen = rounds.load();
+  CHECK(waitForRounds(rounds, seen + 2));  // the other group keeps going
+  stop = true;
+  other.join();
+  CHECK(otherStatus.toString() == "OK");
+  // The reducer is still up and serving.
+  const GroupId id = GroupId::random();
+  auto comm = join(pool, id, 1, 0);
+  REQUIRE(comm.isOk());
+  float x = 3;
+  REQUIRE((*comm)->allReduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum).isOk());
+  CHECK(x == 3);
+}
+
+}  // namespace rs::test
+
+namespace rs::test {
+
+TEST_CASE("a member that gives up tells the reducers and the others fail with its reason",
+          "[failure]") {
+  LocalPool pool(2);
+  const GroupId id = GroupId::random();
+  Status result;
+  std::atomic<bool> submitted{false};
+  Status st = runRanks(2, [&](int rank) -> Status {
+    auto comm = join(pool, id, 2, rank);
+    if (!comm) return comm.status();
+    std::vector<float> buf(50000, 1.0f);
+    if (rank == 0) {
+      auto req = (*comm)->allReduceAsync(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                                         ReduceOp::kSum);
+      if (!req) return req.status();
+      submitted = true;
+      result = (*req)->wait();
+    } else {
+      while (!submitted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      (*comm)->abort(abortedError("the training loop was interrupted"));
+    }
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+  INFO(result.toString());
+  CHECK(result.code() == StatusCode::kAborted);
+  CHECK(contains(result.message(), "rank 1 gave up: the training loop was interrupted"));
+}
+
+}  // namespace rs::test

@@ -1,0 +1,83 @@
+#include "tests/support/local_pool.h"
+
+#include "core/common/log.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+
+namespace rs::test {
+
+server::ServerConfig testServerConfig() {
+  server::ServerConfig c;
+  c.dataListen = "127.0.0.1:0";
+  c.grpcListen = "127.0.0.1:0";
+  c.ioThreads = 2;
+  c.memoryLimitBytes = 256ull << 20;
+  c.maxChunkBytes = 8u << 20;
+  c.statsIntervalSeconds = 0;
+  c.collectiveTimeoutMs = 60000;
+  return c;
+}
+
+LocalPool::LocalPool(int reducers, const server::ServerConfig& config) {
+  // Quiet by default; RS_TEST_LOG_LEVEL=info (or debug) shows the reducers' logs.
+  const char* level = std::getenv("RS_TEST_LOG_LEVEL");
+  (void)configureLogging(level ? level : "warn", "text");
+  for (int i = 0; i < reducers; ++i) {
+    auto s = std::make_unique<server::Server>(config);
+    if (Status st = s->start(); !st.isOk())
+      throw std::runtime_error("reducer " + std::to_string(i) + ": " + st.toString());
+    servers_.push_back(std::move(s));
+  }
+}
+
+LocalPool::~LocalPool() {
+  for (auto& s : servers_)
+    if (s) s->stop();
+}
+
+std::vector<cluster::Endpoint> LocalPool::endpoints() const {
+  std::vector<cluster::Endpoint> out;
+  for (const auto& s : servers_) out.push_back({"127.0.0.1", s->dataPort()});
+  return out;
+}
+
+void LocalPool::stopReducer(int i) { servers_[static_cast<size_t>(i)]->stop(); }
+
+client::ClientOptions testClientOptions(const std::vector<cluster::Endpoint>& reducers,
+                                        uint32_t streams) {
+  client::ClientOptions o;
+  o.reducers = reducers;
+  o.streamsPerReducer = streams;
+  o.ioThreads = 1;
+  o.collectiveTimeout = std::chrono::milliseconds(60000);
+  o.connectTimeout = std::chrono::milliseconds(10000);
+  return o;
+}
+
+Status runRanks(int world, const std::function<Status(int rank)>& fn) {
+  std::mutex mu;
+  Status first;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      Status s;
+      try {
+        s = fn(r);
+      } catch (const std::exception& e) {
+        s = internalError(std::string("exception: ") + e.what());
+      }
+      if (!s.isOk()) {
+        std::lock_guard lock(mu);
+        if (first.isOk()) first = Status(s.code(), "rank " + std::to_string(r) + ": " + s.message());
+      }
+    });
+  for (auto& t : threads) t.join();
+  return first;
+}
+
+}  // namespace rs::test

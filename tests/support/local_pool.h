@@ -1,0 +1,47 @@
+// Test support: R reducers running in this process on loopback (real sockets, real threads),
+// and helpers to run W members as threads.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cluster/cluster_spec.h"
+#include "core/reduce/verify_pattern.h"
+#include "rs/client.h"
+#include "server/config.h"
+#include "server/server.h"
+
+namespace rs::test {
+
+using reduce::exactInput;
+using reduce::expectedResult;
+using reduce::loadAs;
+using reduce::storeAs;
+
+// Small and quiet: ephemeral ports on 127.0.0.1, two io threads, no stats line.
+server::ServerConfig testServerConfig();
+
+class LocalPool {
+ public:
+  explicit LocalPool(int reducers, const server::ServerConfig& config = testServerConfig());
+  ~LocalPool();
+
+  std::vector<cluster::Endpoint> endpoints() const;
+  server::Server& reducer(int i) { return *servers_[static_cast<size_t>(i)]; }
+  int size() const { return static_cast<int>(servers_.size()); }
+  // Stops reducer i (its streams close, as when the process dies).
+  void stopReducer(int i);
+
+ private:
+  std::vector<std::unique_ptr<server::Server>> servers_;
+};
+
+client::ClientOptions testClientOptions(const std::vector<cluster::Endpoint>& reducers,
+                                        uint32_t streams = 2);
+
+// Runs fn(rank) on `world` threads and returns the first failure (rank-prefixed), or OK.
+Status runRanks(int world, const std::function<Status(int rank)>& fn);
+
+}  // namespace rs::test
