@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Turns one cluster run's rows.tsv (and mpstat.log) into results.csv and a markdown report on
+# stdout: per size, each implementation's time, busbw and CPU use, ours against the fastest
+# peer of the same run, the ideal ratio and the link-rate bound.
+#   report.sh OUT W R RATE_BITS "LINK_AB_MBPS LINK_BA_MBPS" CLK_TCK NCPU "FAILED..."
+# rows.tsv columns: impl size time_us algbw busbw wrong t0_us t1_us busy_ticks total_ticks
+#                   reducer_ticks reducer_rx_bytes (see stamp_rows in run.sh).
+set -euo pipefail
+out=$1 W=$2 R=$3 rate_bits=$4 link=$5 clk=$6 ncpu=$7 failed=${8:-}
+
+echo "# Reduction server vs ring all-reduce: $W workers, $R reducers, $((rate_bits / 1000000)) Mbit/s links"
+echo
+sed 's/^/- /' "$out/setup.txt"
+[[ -n $failed ]] && echo "- **failed:** $failed"
+echo
+
+mpstat=$out/mpstat.log
+[[ -f $mpstat ]] || mpstat=/dev/null
+awk -v W="$W" -v R="$R" -v rate_bits="$rate_bits" -v link="$link" -v clk="$clk" -v ncpu="$ncpu" \
+    -v csv="$out/results.csv" -v mfile="$mpstat" '
+function hsize(b) {
+  if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) " MiB"
+  if (b >= 1024 && b % 1024 == 0) return (b / 1024) " KiB"
+  return b " B"
+}
+function f(x, d) { return sprintf("%." d "f", x) }
+# mpstat.log: "<epoch us> HH:MM:SS all %usr ... %idle"; each sample covers the second before it.
+FILENAME == mfile {
+  if ($3 == "all" && $NF ~ /^[0-9.]+$/) { ns++; mt[ns] = $1; mb[ns] = 100 - $NF }
+  next
+}
+{
+  impl = $1; size = $2 + 0
+  if (!(impl in seen)) { seen[impl] = 1; order[++nimpl] = impl }
+  if (!(size in sizeSeen)) { sizeSeen[size] = 1; sizes[++nsize] = size }
+  k = impl SUBSEP size
+  time_[k] = $3; alg[k] = $4; bus[k] = $5; wrong[k] = $6
+  win[k] = ($8 - $7) / 1e6
+  cpu[k] = $10 > 0 ? 100 * $9 / $10 : 0
+  peak[k] = -1
+  for (i = 1; i <= ns; i++)
+    if (mt[i] - 1e6 >= $7 - 2e5 && mt[i] <= $8 + 2e5 && mb[i] > peak[k]) peak[k] = mb[i]
+  rcpu[k] = $11 / clk; rrx[k] = $12
+}
+END {
+  # Sizes in ascending order (insertion sort: a handful of rows).
+  for (i = 2; i <= nsize; i++) { v = sizes[i]; j = i - 1
+    while (j >= 1 && sizes[j] > v) { sizes[j + 1] = sizes[j]; j-- } sizes[j + 1] = v }
+  nominal = rate_bits / 8 / 1e9                       # GB/s
+  split(link, lm, " "); measured = 0
+  if (lm[1] ~ /^[0-9.]+$/ && lm[2] ~ /^[0-9.]+$/) measured = (lm[1] < lm[2] ? lm[1] : lm[2]) / 8 / 1000
+  B = measured > 0 ? measured : nominal
+  ideal = 2 * (W - 1) / W / (W > R ? W / R : 1)
+  npeer = 0
+  for (i = 1; i <= nimpl; i++) if (order[i] != "ours") peers[++npeer] = order[i]
+
+  printf "Ideal ours/ring time ratio: 2(W-1)/W / max(1, W·B_worker / (R·B_reducer)) = %s " \
+         "(every link has the same rate, so the pool matches the workers when R >= W). ", f(ideal, 2)
+  printf "Link bound: each worker sends and receives S, so ours has algbw <= B = %s GB/s " \
+         "(%s; nominal %s GB/s); a ring has algbw <= B·W/(2(W-1)) = %s GB/s.\n\n",
+         f(B, 3), (measured > 0 ? "iperf3, slower direction" : "nominal"), f(nominal, 3),
+         f(B * W / (2 * (W - 1)), 3)
+
+  print "## Time per all-reduce (us; lower is better)\n"
+  printf "| size | ours |"; for (p = 1; p <= npeer; p++) printf " %s |", peers[p]
+  print " best peer | speedup t_best/t_ours | ideal | ours algbw / B |"
+  printf "|---:|---:|"; for (p = 1; p <= npeer; p++) printf "---:|"; print "---|---:|---:|---:|"
+  for (s = 1; s <= nsize; s++) {
+    z = sizes[s]; printf "| %s | %s |", hsize(z), cell("ours", z)
+    best = ""; bt = 0
+    for (p = 1; p <= npeer; p++) {
+      k = peers[p] SUBSEP z; printf " %s |", cell(peers[p], z)
+      if ((k in time_) && wrong[k] == 0 && (best == "" || time_[k] < bt)) { best = peers[p]; bt = time_[k] }
+    }
+    k = "ours" SUBSEP z
+    sp = (best != "" && (k in time_) && wrong[k] == 0) ? f(bt / time_[k], 2) : "-"
+    lb = (k in alg) ? f(alg[k] / B, 2) : "-"
+    printf " %s | %s | %s | %s |\n", (best == "" ? "-" : best), sp, f(ideal, 2), lb
+  }
+
+  print "\n## Bus bandwidth (GB/s; algbw·2(W-1)/W, as nccl-tests)\n"
+  printf "| size |"; for (i = 1; i <= nimpl; i++) printf " %s |", order[i]; print ""
+  printf "|---:|"; for (i = 1; i <= nimpl; i++) printf "---:|"; print ""
+  for (s = 1; s <= nsize; s++) {
+    z = sizes[s]; printf "| %s |", hsize(z)
+    for (i = 1; i <= nimpl; i++) { k = order[i] SUBSEP z; printf " %s |", ((k in bus) ? bus[k] : "-") }
+    print ""
+  }
+
+  printf "\n## Machine CPU busy, %% of all %d cores (average over the size'"'"'s window / peak 1 s mpstat sample)\n\n", ncpu
+  print "Machine-wide (/proc/stat, mpstat): anything else running counts too; see the load averages above. Open MPI ranks poll while they wait, so its columns read busy whatever the work.\n"
+  printf "| size |"; for (i = 1; i <= nimpl; i++) printf " %s |", order[i]; print ""
+  printf "|---:|"; for (i = 1; i <= nimpl; i++) printf "---:|"; print ""
+  for (s = 1; s <= nsize; s++) {
+    z = sizes[s]; printf "| %s |", hsize(z)
+    for (i = 1; i <= nimpl; i++) {
+      k = order[i] SUBSEP z
+      printf " %s |", ((k in cpu) ? f(cpu[k], 0) " / " (peak[k] >= 0 ? f(peak[k], 0) : "-") : "-")
+    }
+    print ""
+  }
+
+  print "\n## Reducers during our run (user+sys CPU of the reduction-server processes, which leaves out softirq work the kernel does outside them; bytes received on their links, TCP/IP headers included)\n"
+  print "| size | window (s) | reducer CPU (s) | received (MB) | received (Gbit/s) | vCPU per 10 Gbit/s |"
+  print "|---:|---:|---:|---:|---:|---:|"
+  tc = 0; tr = 0; tw = 0
+  for (s = 1; s <= nsize; s++) {
+    k = "ours" SUBSEP sizes[s]; if (!(k in rcpu)) continue
+    tc += rcpu[k]; tr += rrx[k]; tw += win[k]
+    printf "| %s | %s | %s | %s | %s | %s |\n", hsize(sizes[s]), f(win[k], 2), f(rcpu[k], 2),
+           f(rrx[k] / 1e6, 1), (win[k] > 0 ? f(rrx[k] * 8 / win[k] / 1e9, 3) : "-"),
+           (rrx[k] > 0 ? f(rcpu[k] * 1e10 / (rrx[k] * 8), 2) : "-")
+  }
+  if (tw > 0)
+    printf "| all | %s | %s | %s | %s | %s |\n", f(tw, 2), f(tc, 2), f(tr / 1e6, 1),
+           f(tr * 8 / tw / 1e9, 3), (tr > 0 ? f(tc * 1e10 / (tr * 8), 2) : "-")
+
+  bad = 0
+  for (k in wrong) if (wrong[k] != 0) { split(k, kk, SUBSEP); printf "\n**#wrong %s at %s for %s**", wrong[k], hsize(kk[2]), kk[1]; bad++ }
+  if (bad) print ""
+  print "\nEach window runs from the previous row (or the table header) to this row: warm-up, timed iterations and the check of that size. Raw outputs: <impl>.log, rows.tsv, mpstat.log; all numbers: results.csv."
+
+  print "impl,size,time_us,algbw,busbw,wrong,window_s,cpu_busy_avg_pct,cpu_busy_peak_pct,reducer_cpu_s,reducer_rx_bytes,reducer_vcpu_per_10gbps" > csv
+  for (i = 1; i <= nimpl; i++) for (s = 1; s <= nsize; s++) {
+    k = order[i] SUBSEP sizes[s]; if (!(k in time_)) continue
+    printf "%s,%d,%s,%s,%s,%s,%.3f,%.1f,%s,%.3f,%d,%s\n", order[i], sizes[s], time_[k], alg[k], bus[k],
+           wrong[k], win[k], cpu[k], (peak[k] >= 0 ? f(peak[k], 1) : ""), rcpu[k], rrx[k],
+           ((order[i] == "ours" && rrx[k] > 0) ? f(rcpu[k] * 1e10 / (rrx[k] * 8), 3) : "") > csv
+  }
+}
+function cell(impl, z,   k) {
+  k = impl SUBSEP z
+  if (!(k in time_)) return "-"
+  return f(time_[k], 0) (wrong[k] != 0 ? " (wrong!)" : "")
+}
+' FS=" " "$mpstat" FS='\t' "$out/rows.tsv"
