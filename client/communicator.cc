@@ -49,11 +49,10 @@ Result<std::unique_ptr<Communicator>> Communicator::connect(const ClientOptions&
   return std::unique_ptr<Communicator>(new Communicator(std::move(core)));
 }
 
-Result<std::shared_ptr<AllReduceRequest>> Communicator::allReduceAsync(const void* send,
-                                                                       void* recv, size_t count,
-                                                                       DataType type,
-                                                                       ReduceOp op) {
-  auto state = core_->submit(send, recv, count, type, op);
+Result<std::shared_ptr<AllReduceRequest>> Communicator::allReduceAsync(
+    const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+    std::chrono::milliseconds timeout) {
+  auto state = core_->submit(send, recv, count, type, op, timeout);
   if (!state) return state.status();
   return std::make_shared<AllReduceRequest>(std::move(*state));
 }

@@ -56,7 +56,8 @@ Connection& CommunicatorCore::connectionFor(uint64_t chunk) {
 
 Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send, void* recv,
                                                                size_t count, DataType type,
-                                                               ReduceOp op) {
+                                                               ReduceOp op,
+                                                               std::chrono::milliseconds timeout) {
   if (!isValidDataType(static_cast<uint32_t>(type)) || !isValidReduceOp(static_cast<uint32_t>(op)))
     return invalidArgument("unsupported data type or reduction op");
   if (count > 0 && (send == nullptr || recv == nullptr))
@@ -74,7 +75,9 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
   for (uint64_t i = 0; i < plan.numChunks; ++i) ++perReducer[cluster::reducerForChunk(first + i, reducers_)];
   auto request = std::make_shared<RequestState>(
       seq, plan.numChunks, std::move(perReducer),
-      std::chrono::steady_clock::now() + options_.collectiveTimeout, weak_from_this());
+      std::chrono::steady_clock::now() +
+          (timeout.count() > 0 ? timeout : options_.collectiveTimeout),
+      weak_from_this());
   if (plan.numChunks == 0) return request;
 
   // Group the chunks by connection, then post one batch to each: per-connection order is the
@@ -142,7 +145,7 @@ void CommunicatorCore::failOnTimeout(const RequestState& request) {
   }
   fail(timeoutError(fmt::format(
       "all-reduce seq {} timed out after {} ms with {} of {} chunks outstanding; waiting on {}",
-      request.seq(), options_.collectiveTimeout.count(), request.chunksLeft(), request.chunks(),
+      request.seq(), request.timeout().count(), request.chunksLeft(), request.chunks(),
       owing.empty() ? "nothing (finishing)" : owing)));
 }
 

@@ -30,7 +30,8 @@ class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore> {
   // Starts the io threads and the connections and waits until all are handshaken.
   Status start();
   Result<std::shared_ptr<RequestState>> submit(const void* send, void* recv, size_t count,
-                                               DataType type, ReduceOp op);
+                                               DataType type, ReduceOp op,
+                                               std::chrono::milliseconds timeout);
   // First caller wins: closes every connection; in-flight requests fail once all drained.
   // `tellReducers` sends ABORT first so that the other members fail at once too; a normal
   // close does not (the others may still be reading their last results).

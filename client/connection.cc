@@ -11,6 +11,7 @@ namespace rs::client {
 namespace {
 constexpr size_t kMaxFramesPerWrite = 16;
 constexpr auto kMaxRetry = std::chrono::milliseconds(1000);
+constexpr auto kReasonGrace = std::chrono::milliseconds(2000);
 }  // namespace
 
 Connection::Connection(CommunicatorCore& comm, asio::io_context& io, uint32_t reducerIndex,
@@ -257,7 +258,7 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
 }
 
 void Connection::flush() {
-  if (writing_ || closed_ || !handshaken_ || sendQueue_.empty()) return;
+  if (writing_ || writeBroken_ || closed_ || !handshaken_ || sendQueue_.empty()) return;
   framesInFlight_ = std::min(sendQueue_.size(), kMaxFramesPerWrite);
   outHeaders_.resize(framesInFlight_);
   gather_.clear();
@@ -275,7 +276,18 @@ void Connection::flush() {
 void Connection::onWritten(const std::error_code& ec) {
   writing_ = false;
   if (closed_) return;
-  if (ec) return fail(ioError(name_ + ": write failed: " + ec.message()));
+  if (ec) {
+    // A reducer that aborts the group closes the stream after its ABORT frame, so a write can
+    // fail first while the reason still waits to be read. Give the read side a moment to
+    // deliver it; only if nothing better arrives is the write error the verdict.
+    writeBroken_ = true;
+    const Status writeError = ioError(name_ + ": write failed: " + ec.message());
+    retryTimer_.expires_after(kReasonGrace);
+    retryTimer_.async_wait(counted([this, writeError](const std::error_code& e) {
+      if (!e) fail(writeError);
+    }));
+    return;
+  }
   sendQueue_.erase(sendQueue_.begin(),
                    sendQueue_.begin() + static_cast<std::ptrdiff_t>(framesInFlight_));
   framesInFlight_ = 0;
@@ -292,7 +304,7 @@ void Connection::fail(const Status& status) {
 
 void Connection::abortAndClose(const Status& reason) {
   if (closed_) return;
-  if (handshaken_ && !writing_ && stream_) {
+  if (handshaken_ && !writing_ && !writeBroken_ && stream_) {
     wire::FrameHeader h;
     h.type = wire::FrameType::kAbort;
     h.group = comm_.group().id;

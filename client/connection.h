@@ -104,6 +104,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::array<uint8_t, wire::kHelloPayloadSize> helloBytes_{};
   size_t framesInFlight_ = 0;
   bool writing_ = false;
+  bool writeBroken_ = false;  // a write failed: the read side may still bring the reason
 
   bool closed_ = false;
   int pendingOps_ = 0;

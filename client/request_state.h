@@ -26,6 +26,9 @@ class RequestState {
   uint64_t chunks() const { return chunks_; }
   uint64_t chunksLeft() const { return remaining_.load(std::memory_order_acquire); }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - started_);
+  }
   const std::weak_ptr<CommunicatorCore>& comm() const { return comm_; }
 
   // One chunk's result from `reducer` is in the caller's buffer; the last one finishes.
@@ -41,6 +44,7 @@ class RequestState {
  private:
   const uint64_t seq_;
   const uint64_t chunks_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   const std::chrono::steady_clock::time_point deadline_;
   const std::weak_ptr<CommunicatorCore> comm_;
   std::atomic<uint64_t> remaining_;

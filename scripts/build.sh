@@ -18,7 +18,7 @@ case "$kind" in
   release) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   asan)
     args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF)
-    targets=(rs_unit_tests rs_dataplane_tests) ;;
+    targets=(rs_unit_tests rs_dataplane_tests plugin_harness nccl_net_reduction_server reduction-server) ;;
   tsan)
     args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_SANITIZE=thread -DRS_BUILD_BENCH=OFF)
     targets=(rs_dataplane_tests) ;;

@@ -29,7 +29,7 @@ if ((quick == 0)); then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
   scripts/build.sh asan
-  run_ctest asan -L 'unit|dataplane'
+  run_ctest asan -L 'unit|dataplane|plugin'
   scripts/build.sh tsan
   run_ctest tsan -L 'dataplane'
   scripts/build.sh fuzz

@@ -44,6 +44,7 @@ void Session::start(const wire::HelloAckPayload& ack) {
 
 void Session::readHeader() {
   if (closed_ || aborting_) return;
+  readInFlight_ = true;
   stream_->asyncReadExactly(inHeaderBytes_.data(), inHeaderBytes_.size(),
                             [self = shared_from_this()](const std::error_code& ec, size_t) {
                               self->onHeader(ec);
@@ -51,7 +52,7 @@ void Session::readHeader() {
 }
 
 void Session::onHeader(const std::error_code& ec) {
-  if (closed_ || aborting_) return;
+  if (!readDone()) return;
   if (ec) {
     // End of stream between frames is how a member leaves; anything else is a failure.
     if (ec == asio::error::eof) {
@@ -78,6 +79,7 @@ void Session::onHeader(const std::error_code& ec) {
       // A member gave up (for instance after a failure on another reducer): fail the group
       // everywhere so that no other member waits for a timeout.
       peerReason_.resize(in_.payloadLength);
+      readInFlight_ = true;
       stream_->asyncReadExactly(peerReason_.data(), peerReason_.size(),
                                 [self = shared_from_this()](const std::error_code& ec, size_t) {
                                   self->onPeerAbort(ec);
@@ -91,7 +93,7 @@ void Session::onHeader(const std::error_code& ec) {
 }
 
 void Session::onPeerAbort(const std::error_code& ec) {
-  if (closed_ || aborting_) return;
+  if (!readDone()) return;
   std::string reason;
   if (ec || !wire::decodeErrorMessage(reinterpret_cast<const uint8_t*>(peerReason_.data()),
                                       peerReason_.size(), &reason)
@@ -140,6 +142,31 @@ void Session::handleReduce() {
   }
 }
 
+bool Session::readDone() {
+  readInFlight_ = false;
+  if (closed_) return false;
+  if (aborting_) {
+    drainInput();
+    return false;
+  }
+  return true;
+}
+
+void Session::drainInput() {
+  // While an ABORT goes out, keep reading (and dropping) what the member still sends: closing
+  // a socket with unread input makes the kernel send RST, and an RST can destroy the ABORT
+  // frame still waiting in the member's receive buffer, and with it the reason.
+  if (closed_ || readInFlight_) return;
+  readInFlight_ = true;
+  stream_->asyncReadSome(staging_.data(), staging_.size(),
+                         [self = shared_from_this()](const std::error_code& ec, size_t) {
+                           self->readInFlight_ = false;
+                           if (self->closed_) return;
+                           if (ec) self->close(abortedError("the member closed after ABORT"));
+                           else self->drainInput();
+                         });
+}
+
 void Session::onSlotReady(std::shared_ptr<Slot> slot) {
   parked_ = false;
   if (closed_ || aborting_) return;
@@ -157,6 +184,7 @@ void Session::readPiece() {
   const size_t elemSize = dataTypeSize(in_.dtype);
   const uint64_t left = in_.elemCount - doneElems_;
   pieceElems_ = std::min<uint64_t>(left, shard_.config().pieceBytes / elemSize);
+  readInFlight_ = true;
   stream_->asyncReadExactly(staging_.data(), pieceElems_ * elemSize,
                             [self = shared_from_this()](const std::error_code& ec, size_t n) {
                               self->onPiece(ec, n);
@@ -164,7 +192,7 @@ void Session::readPiece() {
 }
 
 void Session::onPiece(const std::error_code& ec, size_t bytes) {
-  if (closed_ || aborting_) return;
+  if (!readDone()) return;
   if (ec) {
     const Status why = ec == asio::error::eof
                            ? ioError(fmt::format("stream ended inside chunk {}", in_.chunk))
@@ -251,6 +279,7 @@ void Session::abort(const Status& reason) {
     if (!ec) self->close(reason);
   });
   flush();
+  drainInput();  // a no-op while a read is in flight: its handler starts the drain
 }
 
 void Session::close(const Status& reason) {
@@ -295,13 +324,16 @@ void Session::onWritten(const std::error_code& ec, size_t bytes) {
   inFlight_.clear();  // releases the slots whose results went out
   if (closed_) return;
   if (ec) {
-    fail(ioError("write failed: " + ec.message()));
+    if (aborting_) close(ioError("write failed while aborting: " + ec.message()));
+    else fail(ioError("write failed: " + ec.message()));
     return;
   }
   shard_.stats().bytesOut.fetch_add(bytes, std::memory_order_relaxed);
   group_->counters().bytesOut.fetch_add(bytes, std::memory_order_relaxed);
   if (aborting_ && queue_.empty()) {
-    close(abortedError("abort sent"));
+    // The ABORT is out: send FIN, and close once the member has closed too (or at the grace
+    // timer), so that it reads the reason before its connection goes away.
+    stream_->shutdownSend();
     return;
   }
   flush();

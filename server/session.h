@@ -55,6 +55,10 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string text;            // ERROR/ABORT payload
   };
 
+  // Every read handler starts here: false when the session is closed or aborting (then the
+  // input is drained instead of parsed).
+  bool readDone();
+  void drainInput();
   void readHeader();
   void onHeader(const std::error_code& ec);
   void handleReduce();
@@ -83,6 +87,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t pieceElems_ = 0;     // elements in the read now pending
   AlignedBuffer staging_;       // one piece, cache-sized
   bool parked_ = false;
+  bool readInFlight_ = false;
   std::string peerReason_;  // an ABORT's payload from the member
   bool haveLastChunk_ = false;
   uint64_t lastChunk_ = 0;

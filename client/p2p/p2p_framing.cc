@@ -3,8 +3,17 @@
 #include <algorithm>
 #include <string>
 
+#include "core/wire/byte_order.h"
+
 namespace rs::client::p2p {
 namespace {
+
+using wire::get16;
+using wire::get32;
+using wire::get64;
+using wire::put16;
+using wire::put32;
+using wire::put64;
 
 // Magics read as text in a hex dump: "RSPL" (handle), "RSPH" (hello), "RSPA" (ack), "RSPM".
 constexpr uint32_t kHandleMagic = 0x4c505352;
@@ -14,27 +23,6 @@ constexpr uint32_t kPieceMagic = 0x4d505352;
 constexpr uint8_t kHandleVersion = 1;
 constexpr uint16_t kHelloVersion = 1;
 
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-}
-void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
-uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
 
 std::string hex(uint64_t v) {
   static const char* digits = "0123456789abcdef";

@@ -30,10 +30,15 @@ class Stream {
   // Reads exactly `size` bytes into `data` (an error or EOF before that fails the read).
   virtual void asyncReadExactly(void* data, size_t size, IoHandler handler) = 0;
 
+  // Reads whatever is available, at least one byte and at most `size`.
+  virtual void asyncReadSome(void* data, size_t size, IoHandler handler) = 0;
+
   // Writes every buffer, in order, as one gather write. The buffers (the array and the bytes)
   // must stay valid until the handler runs.
   virtual void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) = 0;
 
+  // Half-close: the peer reads end-of-stream after what was written; reading goes on.
+  virtual void shutdownSend() = 0;
   // Cancels pending operations and closes. Idempotent.
   virtual void close() = 0;
   virtual bool isOpen() const = 0;

@@ -70,6 +70,15 @@ void TcpStream::asyncReadExactly(void* data, size_t size, IoHandler handler) {
   asio::async_read(socket_, asio::buffer(data, size), std::move(handler));
 }
 
+void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler) {
+  socket_.async_read_some(asio::buffer(data, size), std::move(handler));
+}
+
+void TcpStream::shutdownSend() {
+  std::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+}
+
 void TcpStream::asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) {
   gather_.clear();
   for (size_t i = 0; i < count; ++i) gather_.emplace_back(buffers[i].data, buffers[i].size);

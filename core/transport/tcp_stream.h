@@ -38,7 +38,9 @@ class TcpStream final : public Stream {
                                                    asio::io_context& target);
 
   void asyncReadExactly(void* data, size_t size, IoHandler handler) override;
+  void asyncReadSome(void* data, size_t size, IoHandler handler) override;
   void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) override;
+  void shutdownSend() override;
   void close() override;
   bool isOpen() const override { return socket_.is_open(); }
   const std::string& peerName() const override { return peerName_; }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/wire/byte_order.h"
 #include "core/wire/crc32c.h"
 
 namespace rs::wire {
@@ -48,28 +49,6 @@ static_assert(kOffAckReserved + 4 == kHelloAckPayloadSize);
 
 constexpr uint32_t kMaxStatusCode = static_cast<uint32_t>(StatusCode::kInternal);
 
-// Explicit little-endian byte order, independent of the host and of struct layout.
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-}
-void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
-uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
-uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
 
 std::string hex(uint64_t v, int digits) {
   char buf[24];

@@ -76,19 +76,25 @@ TEST_CASE("a member that disconnects mid-collective aborts its group on every ot
 
   const GroupId id = GroupId::random();
   std::vector<Status> results(3);
+  std::atomic<int> firstDone{0};
   Status st = runRanks(3, [&](int rank) -> Status {
     auto comm = join(pool, id, 3, rank);
     if (!comm) return comm.status();
     std::vector<float> buf(100000, 1.0f);
     if (rank == 2) {
-      // Send one collective, then vanish before the others can finish theirs.
+      // Finish one collective, then vanish before the others can finish their second. Wait for
+      // the others' first results: an abort fails everything still outstanding, and results of
+      // the first collective may still be on their way to them on another stream.
       RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
                                             DataType::kFloat32, ReduceOp::kSum));
+      for (int i = 0; i < 1000 && firstDone.load() < 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       comm->reset();
       return Status::ok();
     }
     RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
                                           ReduceOp::kSum));
+    ++firstDone;
     results[rank] = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
                                        ReduceOp::kSum);
     return Status::ok();

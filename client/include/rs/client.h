@@ -81,10 +81,11 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   // Starts recv[i] = op over members of send[i]. `send` may equal `recv`. Both buffers must
-  // stay valid until the request finished, whatever its outcome.
-  Result<std::shared_ptr<AllReduceRequest>> allReduceAsync(const void* send, void* recv,
-                                                           size_t count, DataType type,
-                                                           ReduceOp op);
+  // stay valid until the request finished, whatever its outcome. `timeout` 0 means
+  // options().collectiveTimeout.
+  Result<std::shared_ptr<AllReduceRequest>> allReduceAsync(
+      const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Blocking form.
   Status allReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
 

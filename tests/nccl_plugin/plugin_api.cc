@@ -1,0 +1,187 @@
+#include "tests/nccl_plugin/plugin_api.h"
+
+#include <dlfcn.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace rs::harness {
+
+void harnessLogger(ncclDebugLogLevel level, unsigned long, const char* file, int line,
+                   const char* fmt, ...) {
+  if (level > NCCL_LOG_WARN && std::getenv("RS_HARNESS_VERBOSE") == nullptr) return;
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "[plugin %s %s:%d] %s\n", level == NCCL_LOG_WARN ? "WARN" : "INFO",
+               file ? file : "?", line, buf);
+}
+
+namespace {
+
+template <typename T>
+T* lookup(void* lib, const char* name, std::string* error) {
+  auto* p = static_cast<T*>(::dlsym(lib, name));
+  if (p == nullptr) *error = std::string("symbol ") + name + " not exported";
+  return p;
+}
+
+// The parts of the v9 and v10 tables that share v10's shapes.
+template <typename Net>
+void bindCommonNet(PluginApi* a, Net* n) {
+  a->netName = n->name;
+  a->netDevices = n->devices;
+  a->netGetProperties = [n](int dev, ncclNetProperties_v11_t* p) {
+    std::memset(p, 0, sizeof *p);
+    return n->getProperties(dev, reinterpret_cast<ncclNetProperties_v10_t*>(p));
+  };
+  a->netListen = [n](void*, int dev, void* h, void** lc) { return n->listen(dev, h, lc); };
+  a->netAccept = [n](void* lc, void** rc) { return n->accept(lc, rc, nullptr); };
+  a->netRegMr = n->regMr;
+  a->netDeregMr = n->deregMr;
+  a->netTest = n->test;
+  a->netCloseSend = n->closeSend;
+  a->netCloseRecv = n->closeRecv;
+  a->netCloseListen = n->closeListen;
+  a->netFinalize = [](void*) { return ncclSuccess; };
+}
+
+template <typename Coll>
+void bindColl(PluginApi* a, Coll* c) {
+  a->collName = c->name;
+  a->collDevices = c->devices;
+  a->collConnect = c->connect;
+  a->collReduceSupport = c->reduceSupport;
+  a->collRegMr = c->regMr;
+  a->collDeregMr = c->deregMr;
+  a->collIallreduce = c->iallreduce;
+  a->collTest = c->test;
+  a->collCloseColl = c->closeColl;
+  a->collCloseListen = c->closeListen;
+}
+
+}  // namespace
+
+bool loadPlugin(const std::string& path, int version, PluginApi* a, std::string* error) {
+  a->version = version;
+  a->library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (a->library == nullptr) {
+    *error = std::string("dlopen: ") + ::dlerror();
+    return false;
+  }
+  const std::string netSym = "ncclNetPlugin_v" + std::to_string(version);
+  const std::string collSym = "ncclCollNetPlugin_v" + std::to_string(version);
+  if (version == 11) {
+    auto* n = lookup<ncclNet_v11_t>(a->library, netSym.c_str(), error);
+    auto* c = lookup<ncclCollNet_v11_t>(a->library, collSym.c_str(), error);
+    if (!n || !c) return false;
+    a->netName = n->name;
+    a->netInit = [n](void** ctx, uint64_t id) {
+      ncclNetCommConfig_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
+      return n->init(ctx, id, &config, harnessLogger, nullptr);
+    };
+    a->netDevices = n->devices;
+    a->netGetProperties = n->getProperties;
+    a->netListen = n->listen;
+    a->netConnect = [n](void* ctx, int dev, void* h, void** sc) {
+      return n->connect(ctx, dev, h, sc, nullptr);
+    };
+    a->netAccept = [n](void* lc, void** rc) { return n->accept(lc, rc, nullptr); };
+    a->netRegMr = n->regMr;
+    a->netDeregMr = n->deregMr;
+    a->netIsend = [n](void* sc, void* d, size_t s, int t, void* mh, void** r) {
+      return n->isend(sc, d, s, t, mh, nullptr, r);
+    };
+    a->netIrecv = [n](void* rc, void* d, size_t s, int t, void* mh, void** r) {
+      size_t sizes[1] = {s};
+      int tags[1] = {t};
+      void* data[1] = {d};
+      void* mhs[1] = {mh};
+      return n->irecv(rc, 1, data, sizes, tags, mhs, nullptr, r);
+    };
+    a->netTest = n->test;
+    a->netCloseSend = n->closeSend;
+    a->netCloseRecv = n->closeRecv;
+    a->netCloseListen = n->closeListen;
+    a->netFinalize = n->finalize;
+    bindColl(a, c);
+    a->collInit = [c](void** ctx, uint64_t id) { return c->init(ctx, id, harnessLogger); };
+    a->collGetProperties = c->getProperties;
+    a->collListen = c->listen;
+    a->collFinalize = c->finalize;
+    return true;
+  }
+  if (version != 10 && version != 9) {
+    *error = "no such version " + std::to_string(version);
+    return false;
+  }
+  auto* c = lookup<ncclCollNet_v10_t>(a->library, collSym.c_str(), error);
+  if (!c) return false;
+  bindColl(a, c);
+  a->collInit = [c](void** ctx, uint64_t) {
+    *ctx = nullptr;
+    return c->init(harnessLogger);
+  };
+  a->collGetProperties = [c](int dev, ncclNetProperties_v11_t* p) {
+    std::memset(p, 0, sizeof *p);
+    return c->getProperties(dev, reinterpret_cast<ncclNetProperties_v10_t*>(p));
+  };
+  a->collListen = [c](void*, int dev, void* h, void** lc) { return c->listen(dev, h, lc); };
+  a->collFinalize = [](void*) { return ncclSuccess; };
+  auto irecvV10 = [](auto* n) {
+    return [n](void* rc, void* d, size_t s, int t, void* mh, void** r) {
+      size_t sizes[1] = {s};
+      int tags[1] = {t};
+      void* data[1] = {d};
+      void* mhs[1] = {mh};
+      if constexpr (std::is_same_v<std::remove_pointer_t<decltype(n)>, ncclNet_v10_t>)
+        return n->irecv(rc, 1, data, sizes, tags, mhs, nullptr, r);
+      else
+        return n->irecv(rc, 1, data, sizes, tags, mhs, r);
+    };
+  };
+  if (version == 10) {
+    auto* n = lookup<ncclNet_v10_t>(a->library, netSym.c_str(), error);
+    if (!n) return false;
+    bindCommonNet(a, n);
+    a->netInit = [n](void** ctx, uint64_t) {
+      *ctx = nullptr;
+      return n->init(harnessLogger, nullptr);
+    };
+    a->netConnect = [n](void*, int dev, void* h, void** sc) {
+      ncclNetCommConfig_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
+      return n->connect(dev, &config, h, sc, nullptr);
+    };
+    a->netIsend = [n](void* sc, void* d, size_t s, int t, void* mh, void** r) {
+      return n->isend(sc, d, s, t, mh, nullptr, r);
+    };
+    a->netIrecv = irecvV10(n);
+  } else {
+    auto* n = lookup<ncclNet_v9_t>(a->library, netSym.c_str(), error);
+    if (!n) return false;
+    bindCommonNet(a, n);
+    a->netInit = [n](void** ctx, uint64_t) {
+      *ctx = nullptr;
+      return n->init(harnessLogger);
+    };
+    a->netConnect = [n](void*, int dev, void* h, void** sc) {
+      return n->connect(dev, h, sc, nullptr);
+    };
+    a->netIsend = [n](void* sc, void* d, size_t s, int t, void* mh, void** r) {
+      return n->isend(sc, d, s, t, mh, r);
+    };
+    a->netIrecv = irecvV10(n);
+  }
+  return true;
+}
+
+void unloadPlugin(PluginApi* a) {
+  // NCCL may dlclose the plugin; the plugin is linked -z nodelete so that this is harmless.
+  if (a->library != nullptr) ::dlclose(a->library);
+  *a = PluginApi{};
+}
+}  // namespace rs::harness

@@ -1,0 +1,470 @@
+// plugin_harness: one simulated NCCL node driving libnccl-net-reduction-server.so exactly as
+// NCCL 2.28 does (spec section 5.1), from its own process. tests/nccl_plugin/run_harness.sh
+// starts W of these beside real reducers, once per exported version.
+//
+//   plugin_harness --plugin PATH --version 11 --mode collnet --rank 0 --world 3 --dir DIR
+// Modes:
+//   collnet        init, devices, properties, listen/connect with exchanged handles, regMr,
+//                  many iallreduce in flight for every (type, op) the plugin claims, checked,
+//                  deregMr, closeColl, finalize; twice (a second communicator)
+//   p2p            a ring: listen, connect/accept polled until both are up, 32 isend/irecv in
+//                  flight of many sizes, contents and sizes checked
+//   collnet-down   the reducers are down: connect must fail with an error, on every node
+//   collnet-die    rank 1 exits mid-run; the others' test() must return an error, not hang
+//   p2p-die        rank 1 exits after connecting; rank 0's pending irecv must fail
+//   bad-handle     connect with handles this plugin did not make: errors, no crash
+// Exit code 0 means every check passed; failures print one line each to stderr.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/common/aligned_buffer.h"
+#include "core/reduce/verify_pattern.h"
+#include "tests/nccl_plugin/plugin_api.h"
+
+namespace rs::harness {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string plugin, mode, dir;
+  int version = 11, rank = 0, world = 2;
+};
+
+int failures = 0;
+
+#define EXPECT(cond, ...)                                              \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      ++failures;                                                      \
+      std::fprintf(stderr, "rank %d: FAILED %s:%d: ", gRank, __FILE__, __LINE__); \
+      std::fprintf(stderr, __VA_ARGS__);                               \
+      std::fprintf(stderr, "\n");                                      \
+    }                                                                  \
+  } while (0)
+#define EXPECT_OK(call) EXPECT((call) == ncclSuccess, "%s did not return ncclSuccess", #call)
+
+int gRank = 0;
+
+// --- rendezvous through files in a directory shared by the processes --------------------------
+
+void publish(const std::string& dir, const std::string& name, const void* data, size_t size) {
+  const std::string tmp = dir + "/." + name + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  }
+  std::rename(tmp.c_str(), (dir + "/" + name).c_str());
+}
+
+bool fetch(const std::string& dir, const std::string& name, void* data, size_t size) {
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    std::ifstream f(dir + "/" + name, std::ios::binary);
+    if (f && f.read(static_cast<char*>(data), static_cast<std::streamsize>(size))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT(false, "no %s from a peer within 60 s", name.c_str());
+  return false;
+}
+
+// --- checks shared by the modes ---------------------------------------------------------------
+
+int initAndCheckDevices(PluginApi& api, void** netCtx, void** collCtx, bool first) {
+  EXPECT_OK(api.netInit(netCtx, 0x1234));
+  int ndev = 0;
+  if (first) {
+    EXPECT_OK(api.netDevices(&ndev));
+    EXPECT(ndev > 0, "net devices() = %d", ndev);
+  } else {
+    ndev = 1;  // NCCL asks devices() on the first init only
+  }
+  EXPECT_OK(api.collInit(collCtx, 0x1234));
+  int ncoll = 0;
+  if (first) {
+    EXPECT_OK(api.collDevices(&ncoll));
+    EXPECT(ncoll == ndev, "collnet devices() = %d, net devices() = %d", ncoll, ndev);
+    for (int i = 0; i < ncoll; ++i) {
+      ncclNetProperties_v11_t n{}, c{};
+      EXPECT_OK(api.netGetProperties(i, &n));
+      EXPECT_OK(api.collGetProperties(i, &c));
+      EXPECT(n.name && c.name && std::strcmp(n.name, c.name) == 0,
+             "device %d: net name %s, collnet name %s", i, n.name, c.name);
+      EXPECT(n.ptrSupport == NCCL_PTR_HOST && c.ptrSupport == NCCL_PTR_HOST, "ptrSupport");
+      EXPECT(n.maxP2pBytes > 0 && n.maxP2pBytes <= NCCL_MAX_NET_SIZE_BYTES, "maxP2pBytes");
+      EXPECT(c.maxCollBytes > 0 && c.maxCollBytes <= NCCL_MAX_NET_SIZE_BYTES, "maxCollBytes");
+      EXPECT(n.maxRecvs == 1 && n.speed > 0, "maxRecvs %d speed %d", n.maxRecvs, n.speed);
+    }
+  }
+  return ndev;
+}
+
+bool waitDone(PluginApi& api, bool coll, void* req, int* size, ncclResult_t* result) {
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  int done = 0;
+  while (Clock::now() < deadline) {
+    *result = coll ? api.collTest(req, &done, size) : api.netTest(req, &done, size);
+    if (*result != ncclSuccess || done) return true;
+  }
+  return false;
+}
+
+// --- collnet ----------------------------------------------------------------------------------
+
+void* collnetConnect(PluginApi& api, void* ctx, const Args& a, const std::string& tag,
+                     ncclResult_t* result) {
+  ncclNetProperties_v11_t props{};
+  EXPECT_OK(api.collGetProperties(0, &props));
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  EXPECT_OK(api.collListen(ctx, 0, handle, &lc));
+  publish(a.dir, tag + "-" + std::to_string(a.rank), handle, sizeof handle);
+  std::vector<std::vector<char>> all(static_cast<size_t>(a.world),
+                                     std::vector<char>(NCCL_NET_HANDLE_MAXSIZE));
+  std::vector<void*> ptrs;
+  for (int r = 0; r < a.world; ++r) {
+    fetch(a.dir, tag + "-" + std::to_string(r), all[static_cast<size_t>(r)].data(),
+          NCCL_NET_HANDLE_MAXSIZE);
+    ptrs.push_back(all[static_cast<size_t>(r)].data());
+  }
+  EXPECT_OK(api.collGetProperties(0, &props));
+  void* cc = nullptr;
+  *result = api.collConnect(ptrs.data(), a.world, a.rank, lc, &cc);
+  if (*result == ncclSuccess) EXPECT_OK(api.collCloseListen(lc));  // NCCL drops it on failure
+  return cc;
+}
+
+struct Pending {
+  void* req;
+  size_t recvOffset, count;
+  ncclDataType_t type;
+  ncclRedOp_t op;
+};
+
+void checkResult(const Pending& p, const char* recv, int world) {
+  const auto t = static_cast<DataType>(p.type);
+  const auto o = static_cast<ReduceOp>(p.op);
+  uint64_t wrong = 0, first = 0;
+  for (uint64_t i = 0; i < p.count; ++i)
+    if (reduce::loadAs(t, recv + p.recvOffset, i) != reduce::expectedResult(t, o, world, i)) {
+      if (wrong++ == 0) first = i;
+    }
+  EXPECT(wrong == 0, "type %d op %d count %zu: %llu wrong elements, first at %llu", p.type, p.op,
+         p.count, static_cast<unsigned long long>(wrong), static_cast<unsigned long long>(first));
+}
+
+void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun) {
+  void *netCtx = nullptr, *collCtx = nullptr;
+  initAndCheckDevices(api, &netCtx, &collCtx, round == 0);
+  ncclResult_t result;
+  void* cc = collnetConnect(api, collCtx, a, "coll" + std::to_string(round), &result);
+  EXPECT(result == ncclSuccess && cc != nullptr, "collnet connect failed (%d)", result);
+  if (cc == nullptr) return;
+
+  // NCCL's staging buffer: 2 x channels x 4 MiB, registered twice per channel.
+  const int channels = 8;
+  const size_t half = static_cast<size_t>(channels) * (4u << 20);
+  AlignedBuffer buffer(2 * half);
+  std::vector<void*> handles;
+  for (int ch = 0; ch < channels; ++ch)
+    for (int side = 0; side < 2; ++side) {
+      void* mh = nullptr;
+      EXPECT_OK(api.collRegMr(cc, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh));
+      handles.push_back(mh);
+    }
+  char* send = reinterpret_cast<char*>(buffer.data());
+  char* recv = send + half;
+
+  std::vector<std::pair<ncclDataType_t, ncclRedOp_t>> supported;
+  for (int t = 0; t < 12; ++t)
+    for (int o = 0; o < 4; ++o) {
+      int s = -1;
+      EXPECT_OK(api.collReduceSupport(static_cast<ncclDataType_t>(t), static_cast<ncclRedOp_t>(o), &s));
+      EXPECT(s == (t < 10 ? 1 : 0), "reduceSupport(%d, %d) = %d", t, o, s);
+      if (s == 1) supported.emplace_back(static_cast<ncclDataType_t>(t), static_cast<ncclRedOp_t>(o));
+    }
+
+  // Many calls in flight (at most 8, as NCCL keeps), tested in issue order, some with size NULL.
+  const std::vector<size_t> bytesList = {1, 7, 4096, 65536 + 24, 512 << 10, 4u << 20};
+  std::deque<Pending> inFlight;
+  size_t slot = 0;
+  int calls = 0;
+  bool sawError = false;  // collnet-die: the survivors must see one, from any call
+  auto drainOne = [&] {
+    Pending p = inFlight.front();
+    inFlight.pop_front();
+    int size = -1;
+    const bool withSize = (calls++ % 3) != 0;
+    ncclResult_t r;
+    const bool finished = waitDone(api, true, p.req, withSize ? &size : nullptr, &r);
+    EXPECT(finished, "collnet test() did not finish within 60 s (a hang)");
+    if (r != ncclSuccess && dieMidRun) {
+      sawError = true;
+      return;
+    }
+    EXPECT(r == ncclSuccess, "collnet test() returned %d", r);
+    if (!finished || r != ncclSuccess) return;
+    const size_t bytes = p.count * dataTypeSize(static_cast<DataType>(p.type));
+    if (withSize) EXPECT(size == static_cast<int>(bytes), "size %d, expected %zu", size, bytes);
+    checkResult(p, recv, a.world);
+  };
+  for (auto [t, o] : supported) {
+    if (sawError) break;
+    for (size_t bytes : bytesList) {
+      const size_t esize = dataTypeSize(static_cast<DataType>(t));
+      const size_t count = std::max<size_t>(1, bytes / esize);
+      if (dieMidRun && a.rank == 1 && calls > 20) std::_Exit(0);  // vanish without closing
+      if (inFlight.size() == 8) drainOne();
+      // Each call in flight gets its own 1/8 of the staging halves (a channel's 4 MiB), like
+      // NCCL's slots: the 9th call reuses the slot of the 1st, which has just been drained.
+      const size_t offset = (slot++ % 8) * (half / 8);
+      for (uint64_t i = 0; i < count; ++i)
+        reduce::storeAs(static_cast<DataType>(t), send + offset, i,
+                        reduce::exactInput(a.rank, i, static_cast<ReduceOp>(o)));
+      void* req = nullptr;
+      for (int tries = 0; req == nullptr && tries < 1000000; ++tries) {
+        ncclResult_t r = api.collIallreduce(cc, send + offset, recv + offset, count, t, o,
+                                            handles[1], handles[0], &req);
+        if (r != ncclSuccess) {
+          EXPECT(dieMidRun, "iallreduce returned %d", r);
+          sawError = true;
+          break;
+        }
+      }
+      if (req == nullptr) break;
+      inFlight.push_back({req, offset, count, t, o});
+    }
+  }
+  if (dieMidRun) {
+    // The survivors must see an error (from iallreduce or test) long before any timeout.
+    while (!inFlight.empty() && !sawError) drainOne();
+    EXPECT(sawError, "no error after node 1 died");
+    std::fprintf(stderr, "rank %d: saw the expected error after node 1 died\n", a.rank);
+    return;  // like NCCL after a fatal error: no orderly teardown
+  }
+  while (!inFlight.empty()) drainOne();
+  for (void* mh : handles) EXPECT_OK(api.collDeregMr(cc, mh));
+  EXPECT_OK(api.collCloseColl(cc));
+  EXPECT_OK(api.collFinalize(collCtx));
+  EXPECT_OK(api.netFinalize(netCtx));
+  std::fprintf(stderr, "rank %d: collnet v%d round %d: %d calls checked\n", a.rank, a.version,
+               round, calls);
+}
+
+// --- p2p --------------------------------------------------------------------------------------
+
+uint8_t patternByte(int sender, int message, size_t i) {
+  return static_cast<uint8_t>(sender * 131 + message * 31 + i * 7);
+}
+
+void runP2p(PluginApi& api, const Args& a, bool dieAfterConnect) {
+  void *netCtx = nullptr, *collCtx = nullptr;
+  initAndCheckDevices(api, &netCtx, &collCtx, true);
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  EXPECT_OK(api.netListen(netCtx, 0, handle, &lc));
+  publish(a.dir, "p2p-" + std::to_string(a.rank), handle, sizeof handle);
+  const int next = (a.rank + 1) % a.world, prev = (a.rank + a.world - 1) % a.world;
+  char peerHandle[NCCL_NET_HANDLE_MAXSIZE];
+  if (!fetch(a.dir, "p2p-" + std::to_string(next), peerHandle, sizeof peerHandle)) return;
+  void *sc = nullptr, *rc = nullptr;
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while ((sc == nullptr || rc == nullptr) && Clock::now() < deadline) {
+    if (sc == nullptr && api.netConnect(netCtx, 0, peerHandle, &sc) != ncclSuccess) break;
+    if (rc == nullptr && api.netAccept(lc, &rc) != ncclSuccess) break;
+  }
+  EXPECT(sc != nullptr && rc != nullptr, "p2p connect/accept did not complete");
+  EXPECT_OK(api.netCloseListen(lc));
+  if (sc == nullptr || rc == nullptr) return;
+  if (dieAfterConnect && a.rank == 1) std::_Exit(0);
+
+  const std::vector<size_t> sizes = {0, 1, 7, 4096, 65535, 65536 + 3, 1 << 20, (4u << 20) + 1};
+  const int messages = 64;
+  const size_t maxSize = (4u << 20) + 1;
+  std::vector<AlignedBuffer> out, in;
+  for (int m = 0; m < 32; ++m) {
+    out.emplace_back(maxSize + 64);
+    in.emplace_back(maxSize + 64);
+  }
+  void *smh = nullptr, *rmh = nullptr;
+  EXPECT_OK(api.netRegMr(sc, out[0].data(), out[0].size(), NCCL_PTR_HOST, &smh));
+  EXPECT_OK(api.netRegMr(rc, in[0].data(), in[0].size(), NCCL_PTR_HOST, &rmh));
+  std::deque<std::pair<void*, int>> sends, recvs;  // request, message index
+  int posted = 0, received = 0, sent = 0;
+  auto size = [&](int m) { return sizes[static_cast<size_t>(m) % sizes.size()]; };
+  const auto stop = Clock::now() + std::chrono::seconds(60);
+  while ((received < messages || sent < messages) && Clock::now() < stop) {
+    // Keep 32 of each in flight; the 33rd may be refused (NULL request): retried next turn.
+    while (posted < messages && sends.size() < 32 && recvs.size() < 32) {
+      auto& o = out[static_cast<size_t>(posted % 32)];
+      for (size_t i = 0; i < size(posted); ++i)
+        reinterpret_cast<uint8_t*>(o.data())[i] = patternByte(a.rank, posted, i);
+      void *sreq = nullptr, *rreq = nullptr;
+      ncclResult_t rr = api.netIrecv(rc, in[static_cast<size_t>(posted % 32)].data(), maxSize,
+                                     posted, rmh, &rreq);
+      if (rr != ncclSuccess) {
+        EXPECT(dieAfterConnect, "irecv returned %d", rr);
+        std::fprintf(stderr, "rank %d: receive refused after the peer died, as it must\n", a.rank);
+        return;
+      }
+      if (rreq == nullptr) break;
+      recvs.emplace_back(rreq, posted);
+      while (sreq == nullptr && Clock::now() < stop) {
+        ncclResult_t r = api.netIsend(sc, o.data(), size(posted), posted, smh, &sreq);
+        if (r != ncclSuccess) {
+          EXPECT(dieAfterConnect, "isend returned %d", r);
+          std::fprintf(stderr, "rank %d: send failed after the peer died, as it must\n", a.rank);
+          return;
+        }
+      }
+      sends.emplace_back(sreq, posted);
+      ++posted;
+    }
+    if (!sends.empty()) {
+      int done = 0, bytes = -1;
+      ncclResult_t r = api.netTest(sends.front().first, &done, &bytes);
+      if (r != ncclSuccess) {
+        EXPECT(dieAfterConnect, "isend test returned %d", r);
+        std::fprintf(stderr, "rank %d: pending send failed after the peer died, as it must\n", a.rank);
+        return;
+      }
+      if (done) {
+        EXPECT(bytes == static_cast<int>(size(sends.front().second)), "sent %d bytes", bytes);
+        sends.pop_front();
+        ++sent;
+      }
+    }
+    if (!recvs.empty()) {
+      int done = 0, bytes = -1;
+      ncclResult_t r = api.netTest(recvs.front().first, &done, &bytes);
+      if (r != ncclSuccess) {
+        EXPECT(dieAfterConnect, "irecv test returned %d", r);
+        std::fprintf(stderr, "rank %d: pending receive failed after the peer died, as it must\n", a.rank);
+        return;
+      }
+      if (done) {
+        const int m = recvs.front().second;
+        recvs.pop_front();
+        EXPECT(bytes == static_cast<int>(size(m)), "message %d: %d bytes, expected %zu", m, bytes, size(m));
+        const auto* data = reinterpret_cast<const uint8_t*>(in[static_cast<size_t>(m % 32)].data());
+        size_t bad = 0;
+        for (size_t i = 0; i < size(m); ++i) bad += data[i] != patternByte(prev, m, i);
+        EXPECT(bad == 0, "message %d from rank %d: %zu bytes differ", m, prev, bad);
+        ++received;
+      }
+    }
+  }
+  EXPECT(!dieAfterConnect || a.rank != 0, "rank 0 finished although its peer died");
+  EXPECT(received == messages && sent == messages, "p2p: %d sent, %d received of %d", sent,
+         received, messages);
+  EXPECT_OK(api.netDeregMr(sc, smh));
+  EXPECT_OK(api.netDeregMr(rc, rmh));
+  // Both ends finish before anyone closes, as NCCL does at communicator teardown.
+  const char token = 1;
+  publish(a.dir, "p2p-done-" + std::to_string(a.rank), &token, 1);
+  char peerToken;
+  fetch(a.dir, "p2p-done-" + std::to_string(next), &peerToken, 1);
+  fetch(a.dir, "p2p-done-" + std::to_string(prev), &peerToken, 1);
+  EXPECT_OK(api.netCloseSend(sc));
+  EXPECT_OK(api.netCloseRecv(rc));
+  EXPECT_OK(api.collFinalize(collCtx));
+  EXPECT_OK(api.netFinalize(netCtx));
+  std::fprintf(stderr, "rank %d: p2p v%d: %d messages each way checked\n", a.rank, a.version,
+               messages);
+}
+
+// --- misuse -----------------------------------------------------------------------------------
+
+void runCollnetDown(PluginApi& api, const Args& a) {
+  void *netCtx = nullptr, *collCtx = nullptr;
+  initAndCheckDevices(api, &netCtx, &collCtx, true);
+  ncclResult_t result;
+  const auto start = Clock::now();
+  void* cc = collnetConnect(api, collCtx, a, "down", &result);
+  EXPECT(result != ncclSuccess && cc == nullptr,
+         "collnet connect succeeded with the reducers down");
+  std::fprintf(stderr, "rank %d: collnet connect failed as expected after %.1f s\n", a.rank,
+               std::chrono::duration<double>(Clock::now() - start).count());
+  EXPECT_OK(api.collFinalize(collCtx));
+  EXPECT_OK(api.netFinalize(netCtx));
+}
+
+void runBadHandle(PluginApi& api, const Args& a) {
+  void *netCtx = nullptr, *collCtx = nullptr;
+  initAndCheckDevices(api, &netCtx, &collCtx, true);
+  std::vector<char> junk(NCCL_NET_HANDLE_MAXSIZE, 0x5A);
+  void* ptrs[2] = {junk.data(), junk.data()};
+  void* cc = nullptr;
+  EXPECT(api.collConnect(ptrs, 2, a.rank, nullptr, &cc) != ncclSuccess && cc == nullptr,
+         "collnet connect accepted foreign handles");
+  void* sc = nullptr;
+  ncclResult_t r = ncclSuccess;
+  for (int i = 0; i < 1000 && r == ncclSuccess && sc == nullptr; ++i)
+    r = api.netConnect(netCtx, 0, junk.data(), &sc);
+  EXPECT(r != ncclSuccess && sc == nullptr, "net connect accepted a foreign handle");
+  EXPECT_OK(api.collFinalize(collCtx));
+  EXPECT_OK(api.netFinalize(netCtx));
+  std::fprintf(stderr, "rank %d: foreign handles refused\n", a.rank);
+}
+
+}  // namespace
+}  // namespace rs::harness
+
+int main(int argc, char** argv) {
+  using namespace rs::harness;
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--plugin") a.plugin = v;
+    else if (k == "--version") a.version = std::atoi(v.c_str());
+    else if (k == "--mode") a.mode = v;
+    else if (k == "--rank") a.rank = std::atoi(v.c_str());
+    else if (k == "--world") a.world = std::atoi(v.c_str());
+    else if (k == "--dir") a.dir = v;
+    else {
+      std::fprintf(stderr, "plugin_harness: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  gRank = a.rank;
+  PluginApi api;
+  std::string error;
+  if (!loadPlugin(a.plugin, a.version, &api, &error)) {
+    std::fprintf(stderr, "rank %d: cannot load %s v%d: %s\n", a.rank, a.plugin.c_str(),
+                 a.version, error.c_str());
+    return 1;
+  }
+  if (a.mode == "collnet") {
+    runCollnet(api, a, 0, false);
+    runCollnet(api, a, 1, false);  // a second communicator in the same process
+  } else if (a.mode == "collnet-die") {
+    runCollnet(api, a, 0, true);
+  } else if (a.mode == "p2p") {
+    runP2p(api, a, false);
+  } else if (a.mode == "p2p-die") {
+    runP2p(api, a, true);
+  } else if (a.mode == "collnet-down") {
+    runCollnetDown(api, a);
+  } else if (a.mode == "bad-handle") {
+    runBadHandle(api, a);
+  } else {
+    std::fprintf(stderr, "plugin_harness: unknown mode %s\n", a.mode.c_str());
+    return 2;
+  }
+  // After a node died NCCL aborts the communicator and typically the process: do the same,
+  // without teardown (so the leak check at exit does not count what an abort leaves behind).
+  if (a.mode == "collnet-die" || a.mode == "p2p-die") std::_Exit(failures == 0 ? 0 : 1);
+  unloadPlugin(&api);
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Drives libnccl-net-reduction-server.so from several processes exactly as NCCL would, beside
+# real reducers on loopback: CollNet and p2p for every exported version (v11, v10, v9), then
+# misuse (reducers down, a node dying, foreign handles). Bounded in time; cleans up on exit.
+#   run_harness.sh <plugin_harness> <libnccl-net-reduction-server.so> <reduction-server>
+set -euo pipefail
+harness=$1 plugin=$2 server=$3
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+# Two reducers on ephemeral ports.
+reducers=""
+for i in 0 1; do
+  "$server" --data-listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 --io-threads 1 \
+    --port-file "$tmp/r$i.port" --log-level warn --stats-interval 0 &
+  pids+=($!)
+done
+for i in 0 1; do
+  for _ in $(seq 200); do [[ -s "$tmp/r$i.port" ]] && break; sleep 0.05; done
+  read -r port _ <"$tmp/r$i.port"
+  reducers+="${reducers:+,}127.0.0.1:$port"
+done
+
+export NCCL_RS_IFNAME=lo RS_STREAMS=2 RS_CONNECT_TIMEOUT_MS=10000 NCCL_RS_RENDEZVOUS_TIMEOUT_MS=30000
+
+# run <label> <mode> <world> <version> [VAR=value ...]: W harness processes, all must pass.
+run() {
+  local label=$1 mode=$2 world=$3 version=$4; shift 4
+  local dir="$tmp/$label" rank procs=() failed=0
+  mkdir -p "$dir"
+  for ((rank = 0; rank < world; rank++)); do
+    env RS_REDUCERS="$reducers" "$@" timeout 120 "$harness" --plugin "$plugin" \
+      --version "$version" --mode "$mode" --rank "$rank" --world "$world" --dir "$dir" &
+    procs+=($!)
+  done
+  local start=$SECONDS
+  for p in "${procs[@]}"; do wait "$p" || failed=1; done
+  if ((failed)); then echo "FAILED: $label"; exit 1; fi
+  echo "ok: $label ($((SECONDS - start)) s)"
+}
+
+for v in 11 10 9; do
+  run "collnet-v$v" collnet 3 "$v"
+  run "p2p-v$v" p2p 3 "$v"
+done
+# Reducers down: a port where nothing listens; connect must fail on every node, promptly.
+dead=$(( $(cut -d' ' -f1 "$tmp/r0.port") ))
+kill -9 "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
+run "collnet-reducers-down" collnet-down 2 11 RS_CONNECT_TIMEOUT_MS=1500 \
+    RS_REDUCERS="127.0.0.1:$dead"
+reducers=${reducers#*,}  # the surviving reducer
+run "collnet-node-dies" collnet-die 3 11
+run "p2p-peer-dies" p2p-die 2 11
+run "bad-handles" bad-handle 1 11
+echo "all plugin harness runs passed"
