@@ -181,17 +181,23 @@ void Connection::onHeader(const std::error_code& ec) {
   if (expected_.empty())
     return fail(protocolError(fmt::format("{}: RESULT for chunk {} that was never sent", name_,
                                           in_.chunk)));
-  const wire::FrameHeader& want = expected_.front().header;
-  if (in_.chunk != want.chunk || in_.seq != want.seq || in_.elemOffset != want.elemOffset ||
-      in_.elemCount != want.elemCount || in_.dtype != want.dtype || in_.op != want.op ||
-      in_.group != want.group || in_.rank != want.rank)
+  // A chunk's result comes as one or more parts, front to back: the reducer sends each part
+  // as soon as every member's contribution to it is in.
+  ChunkTransfer& next = expected_.front();
+  const wire::FrameHeader& want = next.header;
+  if (in_.chunk != want.chunk || in_.seq != want.seq || in_.dtype != want.dtype ||
+      in_.op != want.op || in_.group != want.group || in_.rank != want.rank ||
+      in_.elemOffset != want.elemOffset + next.resultElems ||
+      in_.elemCount > want.elemCount - next.resultElems)
     return fail(protocolError(fmt::format(
-        "{}: RESULT for chunk {} (seq {}, offset {}, count {}) but chunk {} (seq {}, offset {}, "
-        "count {}) is next",
-        name_, in_.chunk, in_.seq, in_.elemOffset, in_.elemCount, want.chunk, want.seq,
-        want.elemOffset, want.elemCount)));
+        "{}: RESULT for chunk {} (seq {}, elements {}..{}) but elements {}..{} of chunk {} "
+        "(seq {}) are next",
+        name_, in_.chunk, in_.seq, in_.elemOffset, in_.elemOffset + in_.elemCount,
+        want.elemOffset + next.resultElems, want.elemOffset + want.elemCount, want.chunk,
+        want.seq)));
   // Straight into the caller's buffer.
-  stream_->asyncReadExactly(expected_.front().dst, in_.payloadLength,
+  auto* dst = static_cast<std::byte*>(next.dst) + next.resultElems * dataTypeSize(in_.dtype);
+  stream_->asyncReadExactly(dst, in_.payloadLength,
                             counted([this](const std::error_code& e, size_t) { onResult(e); }));
 }
 
@@ -215,9 +221,13 @@ void Connection::onResult(const std::error_code& ec) {
   if (closed_) return;
   if (ec) return fail(ioError(fmt::format("{}: reading the result of chunk {}: {}", name_,
                                           in_.chunk, ec.message())));
-  std::shared_ptr<RequestState> request = std::move(expected_.front().request);
-  expected_.pop_front();
-  request->chunkDone(reducerIndex_);
+  ChunkTransfer& next = expected_.front();
+  next.resultElems += in_.elemCount;
+  if (next.resultElems == next.header.elemCount) {
+    std::shared_ptr<RequestState> request = std::move(next.request);
+    expected_.pop_front();
+    request->chunkDone(reducerIndex_);
+  }
   readHeader();
 }
 

@@ -33,6 +33,7 @@ struct ChunkTransfer {
   wire::FrameHeader header;  // the REDUCE header (RESULT must match it)
   const void* src = nullptr;
   void* dst = nullptr;
+  uint64_t resultElems = 0;  // of the RESULT: the reducer sends it in parts, front to back
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {

@@ -14,10 +14,10 @@ std::string ServerConfig::describe() const {
   return fmt::format(
       "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
       "max_groups={} max_slots_per_group={} collective_timeout_ms={} handshake_timeout_ms={} "
-      "piece={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={}",
+      "piece={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
-      handshakeTimeoutMs, formatByteSize(pieceBytes), statsIntervalSeconds, logLevel, logFormat,
+      handshakeTimeoutMs, formatByteSize(pieceBytes), formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
       tcp.sendBufferBytes, tcp.recvBufferBytes);
 }
 
@@ -29,6 +29,9 @@ Status ServerConfig::validate() const {
   if (maxChunkBytes < 4096) return invalidArgument("--max-chunk must be at least 4 KiB");
   if (pieceBytes < 4096 || pieceBytes % 64 != 0)
     return invalidArgument("--piece must be at least 4 KiB and a multiple of 64 bytes");
+  if (maxLeadBytes != 0 && maxLeadBytes < pieceBytes)
+    return invalidArgument(fmt::format("--max-lead must be 0 (no limit) or at least --piece ({})",
+                                       formatByteSize(pieceBytes)));
   // One chunk's accumulator (fp32 for 16-bit types: twice the payload) must fit in one io
   // thread's share, or that chunk could never be reduced.
   const uint64_t perThread = memoryLimitBytes / static_cast<uint64_t>(ioThreads);
@@ -83,6 +86,7 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   std::string memoryLimit = std::to_string(c.memoryLimitBytes);
   std::string maxChunk = std::to_string(c.maxChunkBytes);
   std::string piece = std::to_string(c.pieceBytes);
+  std::string maxLead = std::to_string(c.maxLeadBytes);
   std::string sndbuf = "0", rcvbuf = "0";
 
   auto* dataOpt = app.add_option("--data-listen", c.dataListen,
@@ -129,6 +133,15 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
       ->envname("RS_PIECE")
       ->transform(byteSizeTransform())
       ->capture_default_str();
+  app.add_option("--max-lead", maxLead,
+                 "How far one worker's upload of a chunk may run ahead of the slowest worker's "
+                 "before the reducer stops reading it, so that workers sharing a reducer's link "
+                 "stay in step (0: no limit). Also sets the socket receive buffer to this unless "
+                 "--socket-recv-buffer is given: keep it above each stream's share of the "
+                 "bandwidth-delay product")
+      ->envname("RS_MAX_LEAD")
+      ->transform(byteSizeTransform())
+      ->capture_default_str();
   app.add_option("--socket-send-buffer", sndbuf, "SO_SNDBUF for data sockets (0: autotune)")
       ->envname("RS_SOCKET_SEND_BUFFER")
       ->transform(byteSizeTransform());
@@ -159,8 +172,11 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   c.memoryLimitBytes = std::stoull(memoryLimit);
   c.maxChunkBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(maxChunk), UINT32_MAX));
   c.pieceBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(piece), UINT32_MAX));
+  c.maxLeadBytes = std::stoull(maxLead);
   c.tcp.sendBufferBytes = static_cast<int>(std::min<uint64_t>(std::stoull(sndbuf), INT32_MAX));
   c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(std::stoull(rcvbuf), INT32_MAX));
+  if (c.maxLeadBytes != 0 && c.tcp.recvBufferBytes == 0)
+    c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(c.maxLeadBytes, INT32_MAX));
   if (c.ioThreads == 0) c.ioThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   if (dataOpt->count() == 0 && std::getenv("RS_DATA_LISTEN") == nullptr) {

@@ -21,6 +21,10 @@ struct ServerConfig {
   uint32_t collectiveTimeoutMs = 300000;    // used when a group does not set its own
   uint32_t handshakeTimeoutMs = 10000;      // from accept until the HELLO is in
   uint32_t pieceBytes = 256u << 10;         // summed while receiving, in pieces this size
+  // How far one member's contribution to a chunk may run ahead of the slowest member's before
+  // the reducer stops reading it (0: no limit). See Slot. Only a bounded receive window makes
+  // the pause reach the sender, so it also sets SO_RCVBUF unless that is given.
+  uint64_t maxLeadBytes = 0;
   double statsIntervalSeconds = 30;         // the periodic throughput line; 0 turns it off
   std::string logLevel = "info";
   std::string logFormat = "text";

@@ -173,6 +173,21 @@ void Session::onSlotReady(std::shared_ptr<Slot> slot) {
   beginContribution(std::move(slot));
 }
 
+bool Session::leadsTooFar(const Slot& slot) const {
+  const uint64_t limit = shard_.config().maxLeadBytes;
+  return limit != 0 && (doneElems_ - slot.released) * dataTypeSize(in_.dtype) >= limit;
+}
+
+void Session::onOthersCaughtUp() {
+  if (!heldBack_ || closed_ || aborting_ || !slot_) return;
+  if (leadsTooFar(*slot_)) {
+    slot_->heldBack.push_back(weak_from_this());
+    return;
+  }
+  heldBack_ = false;
+  readPiece();
+}
+
 void Session::beginContribution(std::shared_ptr<Slot> slot) {
   slot->members[rank_] = Slot::MemberState::kReceiving;
   slot_ = std::move(slot);
@@ -224,11 +239,18 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   group_->counters().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
 
   if (doneElems_ < in_.elemCount) {
+    shard_.contributed(slot, rank_, doneElems_);
+    if (closed_ || aborting_) return;
+    if (leadsTooFar(slot)) {
+      heldBack_ = true;
+      slot.heldBack.push_back(weak_from_this());
+      return;
+    }
     readPiece();
     return;
   }
   std::shared_ptr<Slot> finished = std::move(slot_);
-  shard_.contributionDone(*finished, rank_);
+  shard_.contributed(*finished, rank_, doneElems_);
   readHeader();
 }
 
@@ -245,20 +267,22 @@ void Session::fail(const Status& reason) {
 // ---------------------------------------------------------------------------------------------
 // Write side: a FIFO of frames, written as gather writes of up to kMaxFramesPerWrite frames.
 
-void Session::sendResult(const std::shared_ptr<Slot>& slot) {
+void Session::sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint64_t to) {
   if (closed_ || aborting_) return;
+  const size_t elemSize = dataTypeSize(slot->dtype);
   wire::FrameHeader h;
   h.type = wire::FrameType::kResult;
   h.group = slot->group;
   h.rank = rank_;
   h.seq = slot->seq;
   h.chunk = slot->chunk;
-  h.elemOffset = slot->elemOffset;
-  h.elemCount = slot->elemCount;
+  h.elemOffset = slot->elemOffset + from;
+  h.elemCount = static_cast<uint32_t>(to - from);
   h.dtype = slot->dtype;
   h.op = slot->op;
-  h.payloadLength = static_cast<uint32_t>(slot->resultBytes());
-  enqueue({wire::encodeHeader(h), slot, {}});
+  h.payloadLength = static_cast<uint32_t>(h.elemCount * elemSize);
+  enqueue({wire::encodeHeader(h), slot, slot->accumulator.data() + from * elemSize,
+           h.payloadLength, {}});
 }
 
 void Session::abort(const Status& reason) {
@@ -272,7 +296,7 @@ void Session::abort(const Status& reason) {
   h.status = static_cast<uint32_t>(reason.code());
   std::string text = wire::encodeErrorMessage(reason.message());
   h.payloadLength = static_cast<uint32_t>(text.size());
-  OutFrame frame{wire::encodeHeader(h), nullptr, std::move(text)};
+  OutFrame frame{wire::encodeHeader(h), nullptr, nullptr, 0, std::move(text)};
   queue_.push_back(std::move(frame));
   graceTimer_ = std::make_unique<asio::steady_timer>(shard_.io(), kAbortGrace);
   graceTimer_->async_wait([self = shared_from_this(), reason](const std::error_code& ec) {
@@ -309,7 +333,7 @@ void Session::flush() {
   }
   for (const OutFrame& f : inFlight_) {
     gather_.push_back({f.header.data(), f.header.size()});
-    if (f.slot) gather_.push_back({f.slot->accumulator.data(), f.slot->resultBytes()});
+    if (f.slot) gather_.push_back({f.data, f.bytes});
     else if (!f.text.empty()) gather_.push_back({f.text.data(), f.text.size()});
   }
   writing_ = true;

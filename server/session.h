@@ -30,8 +30,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Sends HELLO_ACK and starts reading.
   void start(const wire::HelloAckPayload& ack);
-  // Queues the slot's result to this member.
-  void sendResult(const std::shared_ptr<Slot>& slot);
+  // Queues elements [from, to) of the slot's result to this member as one RESULT frame.
+  void sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint64_t to);
   // Queues ABORT with the reason, drops queued results, and closes once it is written (or
   // after a short grace period).
   void abort(const Status& reason);
@@ -39,6 +39,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void close(const Status& reason);
   // The slot this session was parked for is ready.
   void onSlotReady(std::shared_ptr<Slot> slot);
+  // The others caught up in the chunk this session was held back in (see Slot): read on, or
+  // wait for them again if still too far ahead.
+  void onOthersCaughtUp();
 
   bool closed() const { return closed_; }
   bool idle() const { return slot_ == nullptr && !parked_; }  // between frames
@@ -52,7 +55,9 @@ class Session : public std::enable_shared_from_this<Session> {
   struct OutFrame {
     wire::HeaderBytes header;
     std::shared_ptr<Slot> slot;  // RESULT payload, kept alive until written
-    std::string text;            // ERROR/ABORT payload
+    const std::byte* data = nullptr;  // the part of the slot's result it carries
+    size_t bytes = 0;
+    std::string text;  // ERROR/ABORT payload
   };
 
   // Every read handler starts here: false when the session is closed or aborting (then the
@@ -66,6 +71,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void beginContribution(std::shared_ptr<Slot> slot);
   void readPiece();
   void onPiece(const std::error_code& ec, size_t bytes);
+  bool leadsTooFar(const Slot& slot) const;
   // A protocol or I/O error on this stream: close it and fail the group's collectives.
   void fail(const Status& reason);
   void enqueue(OutFrame frame);
@@ -87,6 +93,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t pieceElems_ = 0;     // elements in the read now pending
   AlignedBuffer staging_;       // one piece, cache-sized
   bool parked_ = false;
+  bool heldBack_ = false;  // over the lead limit: waiting for the others in this chunk
   bool readInFlight_ = false;
   std::string peerReason_;  // an ABORT's payload from the member
   bool haveLastChunk_ = false;

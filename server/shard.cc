@@ -1,5 +1,6 @@
 #include "server/shard.h"
 
+#include <algorithm>
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
 
@@ -205,31 +206,53 @@ void Shard::serviceWaiters() {
   stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
 }
 
-void Shard::contributionDone(Slot& slot, uint32_t rank) {
-  slot.members[rank] = Slot::MemberState::kDone;
-  if (++slot.membersDone < slot.members.size() || slot.dead) return;
+void Shard::contributed(Slot& slot, uint32_t rank, uint64_t elems) {
+  slot.received[rank] = elems;
+  const bool last = elems == slot.elemCount;
+  if (last) slot.members[rank] = Slot::MemberState::kDone;
+  if (slot.dead) return;
   GroupShard* gs = findGroup(slot.group);
   if (gs == nullptr) return;
   auto it = gs->open.find(slot.chunk);
   if (it == gs->open.end() || it->second.get() != &slot) return;
-  std::shared_ptr<Slot> done = std::move(it->second);
+  std::shared_ptr<Slot> self = it->second;
+  releaseReady(*gs, self);
+  if (!last || ++slot.membersDone < slot.members.size()) return;
   gs->open.erase(it);
-  completeSlot(*gs, std::move(done));
+  completeSlot(*gs);
 }
 
-void Shard::completeSlot(GroupShard& gs, std::shared_ptr<Slot> slot) {
-  if (!reduce::finalizeIsIdentity(slot->dtype, slot->op))
-    reduce::finalize(slot->dtype, slot->op, slot->accumulator.data(), slot->accumulator.data(),
-                     slot->elemCount, static_cast<uint32_t>(slot->members.size()));
-  slot->complete = true;
+void Shard::releaseReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
+  // Members fold in whole pieces at the same boundaries, so the common prefix grows a piece
+  // at a time: one RESULT part per piece and member, each written from the one buffer.
+  const uint64_t ready = *std::min_element(slot->received.begin(), slot->received.end());
+  if (ready <= slot->released) return;
+  const uint64_t from = slot->released;
+  if (!reduce::finalizeIsIdentity(slot->dtype, slot->op)) {
+    // In place and in order: the wire-typed part lands at or below its accumulator elements,
+    // behind everything not yet finalized (reduce.h allows dst to trail acc).
+    std::byte* acc = slot->accumulator.data();
+    reduce::finalize(slot->dtype, slot->op, acc + from * accumulatorSize(slot->dtype),
+                     acc + from * dataTypeSize(slot->dtype), ready - from,
+                     static_cast<uint32_t>(slot->members.size()));
+  }
+  slot->released = ready;
+  for (const auto& member : gs.members[slot->stream])
+    if (member && !member->closed()) member->sendResult(slot, from, ready);
+  if (!slot->heldBack.empty()) {
+    auto held = std::move(slot->heldBack);
+    slot->heldBack.clear();
+    for (const auto& waiting : held)
+      if (auto session = waiting.lock()) session->onOthersCaughtUp();
+  }
+}
+
+void Shard::completeSlot(GroupShard& gs) {
   gs.group->counters().openSlots.fetch_sub(1, std::memory_order_relaxed);
   gs.group->counters().reductions.fetch_add(1, std::memory_order_relaxed);
   stats_.reductions.fetch_add(1, std::memory_order_relaxed);
-  // One buffer, written to every member: each queued frame holds a reference, and the
-  // memory returns to the pool when the last write completed.
-  for (const auto& member : gs.members[slot->stream])
-    if (member && !member->closed()) member->sendResult(slot);
-  // A quota slot was freed even if the memory is still being written out.
+  // The last part is queued; each queued part holds a reference, and the memory returns to
+  // the pool when the last write completed. A quota slot is free now.
   scheduleWaiterService();
 }
 

@@ -84,8 +84,10 @@ class Shard {
   // Session::onSlotReady. kFailed: *error says why (the group has been aborted).
   Acquire acquireSlot(const std::shared_ptr<Session>& session, const wire::FrameHeader& header,
                       std::shared_ptr<Slot>* slot, Status* error);
-  // A member's whole chunk is in; completes the slot when it was the last.
-  void contributionDone(Slot& slot, uint32_t rank);
+  // `rank` has folded in the first `elems` elements of the slot's chunk. Queues the RESULT
+  // part that every member has now contributed to, and completes the slot when it was the
+  // last element of the last member.
+  void contributed(Slot& slot, uint32_t rank, uint64_t elems);
   // The member closed its stream at a frame boundary. If a chunk still open on that stream
   // lacks its contribution, the group fails; otherwise later chunks on the stream will.
   void memberLeft(Session& session);
@@ -113,7 +115,8 @@ class Shard {
   Status checkMatches(const Slot& slot, const wire::FrameHeader& header, uint32_t rank) const;
   std::shared_ptr<Slot> openSlot(GroupShard& gs, const wire::FrameHeader& header,
                                  AlignedBuffer buffer);
-  void completeSlot(GroupShard& gs, std::shared_ptr<Slot> slot);
+  void releaseReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);
+  void completeSlot(GroupShard& gs);
   void serviceWaiters();
   void scheduleWaiterService();
   void scheduleTimeoutCheck();

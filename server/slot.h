@@ -1,4 +1,16 @@
 // One reduction slot: chunk `chunk` of one group, summed from all members on one io thread.
+//
+// Cut-through: the result leaves in parts as soon as every member's contribution to a prefix
+// is in, not after the whole chunk, so a worker's download overlaps its upload (with K streams
+// per reducer uploading in parallel, whole-chunk results would all start near the end and a
+// collective would take twice its link time).
+//
+// Lead limit: the result leaves at the pace of the slowest member, so bytes a faster member
+// sends ahead only wait in the slot while they take link capacity from the slow one (TCP
+// shares a reducer's link between its workers unevenly over short spans), and the backlog
+// is paid at the end of every collective. A member more than --max-lead ahead in a chunk is
+// not read until the others catch up, which hands the reducer's link to the ones behind. The
+// slowest member of the oldest open chunk is never held back, so this cannot deadlock.
 #pragma once
 
 #include <chrono>
@@ -13,11 +25,16 @@
 
 namespace rs::server {
 
+class Session;
+
 struct Slot {
   enum class MemberState : uint8_t { kWaiting, kReceiving, kDone };
 
   Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, uint32_t worldSize)
-      : pool_(std::move(pool)), accumulator(std::move(buffer)), members(worldSize) {}
+      : pool_(std::move(pool)),
+        accumulator(std::move(buffer)),
+        members(worldSize),
+        received(worldSize, 0) {}
   ~Slot() { pool_->release(std::move(accumulator)); }
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
@@ -40,13 +57,16 @@ struct Slot {
   // the initialised region is always a prefix.
   uint64_t frontier = 0;
   std::vector<MemberState> members;
+  std::vector<uint64_t> received;  // per member: elements folded in (a prefix of the chunk)
   uint32_t membersDone = 0;
-  bool complete = false;  // finalized; the accumulator holds the wire-typed result
+  // Elements [0, released) are finalized in place, wire-typed at the front of the accumulator
+  // (element i at i * dataTypeSize), and queued to every member as RESULT parts.
+  uint64_t released = 0;
+  std::vector<std::weak_ptr<Session>> heldBack;  // members over the lead limit, not being read
   bool dead = false;      // its group was aborted
   std::chrono::steady_clock::time_point created;
   std::chrono::steady_clock::time_point deadline;
 
-  size_t resultBytes() const { return static_cast<size_t>(elemCount) * dataTypeSize(dtype); }
 };
 
 }  // namespace rs::server

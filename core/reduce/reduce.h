@@ -28,7 +28,9 @@ void accumulateFirst(DataType type, const void* src, void* acc, size_t count);
 // acc[i] = op(acc[i], widen(src[i])). For kAvg this sums.
 void accumulate(DataType type, ReduceOp op, const void* src, void* acc, size_t count);
 
-// dst[i] = narrow(acc[i]), divided by `contributors` for kAvg. dst may alias acc.
+// dst[i] = narrow(acc[i]), divided by `contributors` for kAvg. dst may alias acc or trail it
+// (dst < acc, overlapping): stores never overtake loads, so a part of an accumulator can be
+// narrowed in place at its wire offset.
 void finalize(DataType type, ReduceOp op, const void* acc, void* dst, size_t count,
               uint32_t contributors);
 

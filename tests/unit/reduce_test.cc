@@ -651,6 +651,36 @@ TEST_CASE("reduce: avg of floats is the sum divided by the count") {
   });
 }
 
+TEST_CASE("reduce: finalize in place in parts, front to back, equals one finalize") {
+  // The reducer finalizes a chunk's result in parts as members' contributions arrive, each
+  // part written at its wire offset, which trails its accumulator offset for fp16/bf16.
+  std::mt19937_64 rng(7);
+  constexpr size_t kCount = 1031;
+  constexpr size_t kCuts[] = {0, 1, 17, 64, 65, 300, 512, 1000, kCount};
+  forEachTarget([&] {
+    for (DataType type : kAllTypes) {
+      std::vector<std::vector<uint8_t>> inputs(3, std::vector<uint8_t>(kCount * dataTypeSize(type)));
+      for (auto& in : inputs) fillRandom(type, in.data(), kCount, rng);
+      for (ReduceOp op : kAllOps) {
+        std::vector<uint8_t> acc(kCount * accumulatorSize(type));
+        accumulateFirst(type, inputs[0].data(), acc.data(), kCount);
+        for (size_t k = 1; k < inputs.size(); ++k)
+          accumulate(type, op, inputs[k].data(), acc.data(), kCount);
+        std::vector<uint8_t> want(kCount * dataTypeSize(type));
+        finalize(type, op, acc.data(), want.data(), kCount, 3);
+        for (size_t i = 0; i + 1 < std::size(kCuts); ++i) {
+          const size_t from = kCuts[i], to = kCuts[i + 1];
+          finalize(type, op, acc.data() + from * accumulatorSize(type),
+                   acc.data() + from * dataTypeSize(type), to - from, 3);
+        }
+        INFO(dataTypeName(type) << " " << reduceOpName(op));
+        const std::string bad = mismatch(type, op, acc.data(), want.data(), kCount);
+        if (!bad.empty()) FAIL(bad);
+      }
+    }
+  });
+}
+
 TEST_CASE("reduce: finalizeIsIdentity") {
   for (DataType type : kAllTypes) {
     for (ReduceOp op : kAllOps) {
