@@ -12,6 +12,7 @@
 #                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring]
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
 #                        [--server-io-threads 1] [--streams 4] [--link-seconds 2] [--queue 20ms]
+#                        [--server-args "--max-lead 256KiB"]
 #                        [--server-bin P] [--perf-bin P] [--gloo-bin P] [--mpi-bin P]
 # Needs root. Bounded by --budget (a `timeout` around the whole script) and --step-timeout per
 # implementation; the namespaces and every process in them go on any exit (trap EXIT INT TERM).
@@ -25,6 +26,7 @@ orig_args=("$@")
 W=4 R="" RATE=1gbit MIN=8K MAX=64M FACTOR=2 ITERS=10 WARMUP=2
 PEERS=gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring
 OUT="" BUILD=$repo/build/release BUDGET=1800 STEP_TIMEOUT=600 IO_THREADS=1 STREAMS=4 LINK_SECS=2
+SERVER_ARGS=""
 SERVER_BIN="" PERF_BIN="" GLOO_BIN="" MPI_BIN=""
 while (($#)); do
   case $1 in
@@ -32,7 +34,7 @@ while (($#)); do
     -b) MIN=$2 ;; -e) MAX=$2 ;; -f) FACTOR=$2 ;; -n) ITERS=$2 ;; -w) WARMUP=$2 ;;
     --peers) PEERS=$2 ;; --out) OUT=$2 ;; --build) BUILD=$2 ;; --budget) BUDGET=$2 ;;
     --step-timeout) STEP_TIMEOUT=$2 ;; --server-io-threads) IO_THREADS=$2 ;;
-    --streams) STREAMS=$2 ;; --link-seconds) LINK_SECS=$2 ;; --queue) CLUSTER_TBF_LATENCY=$2 ;;
+    --streams) STREAMS=$2 ;; --server-args) SERVER_ARGS=$2 ;; --link-seconds) LINK_SECS=$2 ;; --queue) CLUSTER_TBF_LATENCY=$2 ;;
     --server-bin) SERVER_BIN=$2 ;; --perf-bin) PERF_BIN=$2 ;; --gloo-bin) GLOO_BIN=$2 ;;
     --mpi-bin) MPI_BIN=$2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -193,7 +195,7 @@ sweep=(-b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w "$WARMUP")
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "command: $0 ${orig_args[*]}"
   echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY)"
-  echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS; workers: --streams $STREAMS"
+  echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS"
 } >"$OUT/setup.txt"
 : >"$OUT/rows.tsv"
 
@@ -214,8 +216,9 @@ fi
 reducers=""
 for ((j = 0; j < R; j++)); do
   a=$(cluster_addr "r$j")
+  # shellcheck disable=SC2086  # --server-args is a list of flags, split on purpose
   cluster_exec "r$j" "$SERVER_BIN" --data-listen "$a:2222" --grpc-listen "$a:2223" \
-    --io-threads "$IO_THREADS" --port-file "$OUT/reducer$j.port" --log-level warn \
+    --io-threads "$IO_THREADS" $SERVER_ARGS --port-file "$OUT/reducer$j.port" --log-level warn \
     --stats-interval 0 >"$OUT/reducer$j.log" 2>&1 &
   reducers+="${reducers:+,}$a:2222"
 done
