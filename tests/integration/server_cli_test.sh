@@ -25,13 +25,25 @@ expect_fail "CLUSTER_SPEC" CLUSTER_SPEC='{"cluster": ' "$server"
 expect_fail "task.index 3" CLUSTER_SPEC='{"cluster":{"workerpool2":["a:2222"]},"task":{"type":"workerpool2","index":3}}' "$server"
 expect_fail "cannot listen" "$server" --data-listen 203.0.113.1:0 --grpc-listen 127.0.0.1:0
 
-# CLUSTER_SPEC names this task's port; RS_* variables set the rest.
-port=$(( 20000 + RANDOM % 20000 ))
-CLUSTER_SPEC="{\"cluster\":{\"workerpool0\":[\"w0:1\"],\"workerpool2\":[\"127.0.0.1:$port\"]},\"task\":{\"type\":\"workerpool2\",\"index\":0},\"environment\":\"cloud\"}" \
-  RS_GRPC_LISTEN=127.0.0.1:0 RS_PORT_FILE="$tmp/ports" RS_IO_THREADS=1 RS_LOG_FORMAT=json \
-  "$server" >"$tmp/log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do [[ -s "$tmp/ports" ]] && break; sleep 0.05; done
+# CLUSTER_SPEC names this task's port; RS_* variables set the rest. The port is picked below
+# the kernel's ephemeral range (where other tests' sockets live), and another is tried if it
+# is taken anyway.
+for attempt in 1 2 3 4 5; do
+  port=$(( 20000 + RANDOM % 12000 ))
+  rm -f "$tmp/ports"
+  CLUSTER_SPEC="{\"cluster\":{\"workerpool0\":[\"w0:1\"],\"workerpool2\":[\"127.0.0.1:$port\"]},\"task\":{\"type\":\"workerpool2\",\"index\":0},\"environment\":\"cloud\"}" \
+    RS_GRPC_LISTEN=127.0.0.1:0 RS_PORT_FILE="$tmp/ports" RS_IO_THREADS=1 RS_LOG_FORMAT=json \
+    "$server" >"$tmp/log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    [[ -s "$tmp/ports" ]] && break
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.05
+  done
+  [[ -s "$tmp/ports" ]] && break
+  grep -q "Address already in use" "$tmp/log" || break
+  echo "port $port taken (attempt $attempt), trying another"
+done
 [[ -s "$tmp/ports" ]] || { echo "FAILED: no port file"; cat "$tmp/log"; exit 1; }
 read -r data grpc <"$tmp/ports"
 [[ $data == "$port" ]] || { echo "FAILED: data port $data, CLUSTER_SPEC said $port"; exit 1; }
@@ -40,10 +52,10 @@ grep -q '"severity":"INFO"' "$tmp/log" || { echo "FAILED: JSON log lines expecte
 grep -q 'io_threads=1' "$tmp/log" || { echo "FAILED: effective config not logged"; cat "$tmp/log"; exit 1; }
 
 # SIGTERM: drain (no groups active), then exit 0.
-kill -TERM "${pids[0]}"
+kill -TERM "${pids[-1]}"
 code=0
-for _ in $(seq 100); do kill -0 "${pids[0]}" 2>/dev/null || break; sleep 0.05; done
-wait "${pids[0]}" || code=$?
+for _ in $(seq 100); do kill -0 "${pids[-1]}" 2>/dev/null || break; sleep 0.05; done
+wait "${pids[-1]}" || code=$?
 [[ $code -eq 0 ]] || { echo "FAILED: exit code $code after SIGTERM"; cat "$tmp/log"; exit 1; }
 grep -q "draining" "$tmp/log" || { echo "FAILED: no drain on SIGTERM"; cat "$tmp/log"; exit 1; }
 echo "ok: drained and stopped on SIGTERM"
