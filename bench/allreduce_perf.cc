@@ -47,6 +47,7 @@ struct Options {
   int iters = 20, warmup = 5, depth = 1;
   std::string type = "fp32", op = "sum";
   bool check = true;
+  bool iterationTimes = false;  // rank 0 prints every timed iteration (depth 1: each latency)
   uint32_t streams = 4;
   uint32_t clientIoThreads = 1;
   std::string minChunk = "64K", maxChunk = "1M";
@@ -118,22 +119,33 @@ int runWorker(const Options& o) {
     const uint64_t count = std::max<uint64_t>(1, bytes / elemSize);
     for (uint64_t i = 0; i < count; ++i)
       reduce::storeAs(*type, send.data(), i, reduce::exactInput(o.rank, i, *op));
+    std::vector<double> iterationSeconds;
     auto runIters = [&](int n) -> Status {
       std::vector<std::shared_ptr<client::AllReduceRequest>> window;
+      double last = nowSeconds();
       for (int it = 0; it < n; ++it) {
         if (static_cast<int>(window.size()) >= std::max(1, o.depth)) {
           RS_RETURN_IF_ERROR(window.front()->wait());
           window.erase(window.begin());
+          const double now = nowSeconds();
+          iterationSeconds.push_back(now - last);
+          last = now;
         }
         auto r = (*comm)->allReduceAsync(send.data(), recv[static_cast<size_t>(it) % recv.size()].data(),
                                          count, *type, *op);
         if (!r) return r.status();
         window.push_back(*r);
       }
-      for (auto& r : window) RS_RETURN_IF_ERROR(r->wait());
+      for (auto& r : window) {
+        RS_RETURN_IF_ERROR(r->wait());
+        const double now = nowSeconds();
+        iterationSeconds.push_back(now - last);
+        last = now;
+      }
       return Status::ok();
     };
     Status s = runIters(o.warmup);
+    iterationSeconds.clear();
     const double t0 = nowSeconds();
     if (s.isOk()) s = runIters(o.iters);
     double seconds = (nowSeconds() - t0) / std::max(1, o.iters);
@@ -160,6 +172,12 @@ int runWorker(const Options& o) {
       std::string ratio = bound > 0 ? fmt::format("  {:>6.2f}", algbw / bound) : "";
       fmt::print("  {:>10}  {:>12}  {:>6}  {:>5}  {:>10.1f}  {:>7.3f}  {:>7.3f}  {:>6}{}\n",
                  count * elemSize, count, o.type, o.op, seconds * 1e6, algbw, busbw, wrong, ratio);
+      if (o.iterationTimes) {
+        // Completions after the first `depth`, in us: a spread here is what a mean hides.
+        std::string times;
+        for (double t : iterationSeconds) times += fmt::format(" {:.0f}", t * 1e6);
+        fmt::print("# iterations (us):{}\n", times);
+      }
       std::fflush(stdout);
     }
     if (bytes > *maxBytes / static_cast<uint64_t>(o.factor)) break;
@@ -252,6 +270,8 @@ int main(int argc, char** argv) {
   app.add_option("-f,--factor", o.factor, "Size multiplier between rows")->capture_default_str();
   app.add_option("-n,--iters", o.iters, "Timed iterations per size")->capture_default_str();
   app.add_option("-w,--warmup", o.warmup, "Warm-up iterations per size")->capture_default_str();
+  app.add_flag("--iteration-times", o.iterationTimes,
+               "Print rank 0's time between completions for every timed iteration");
   app.add_option("--depth", o.depth, "All-reduces kept in flight")->capture_default_str();
   app.add_option("-c,--check", o.check, "Check every result (0/1)")->capture_default_str();
   app.add_option("--streams", o.streams, "TCP streams per reducer")->capture_default_str();
@@ -277,6 +297,7 @@ int main(int argc, char** argv) {
                                      "--client-io-threads", std::to_string(o.clientIoThreads),
                                      "--min-chunk", o.minChunk, "--max-chunk", o.maxChunk,
                                      "--log-level", o.logLevel};
+    if (o.iterationTimes) pass.push_back("--iteration-times");
     return rs::bench::runLocalPool(o, pass);
   }
   return rs::bench::runWorker(o);

@@ -26,6 +26,10 @@ Status CommunicatorCore::start() {
       connections_.push_back(
           std::make_shared<Connection>(*this, io, r, s, options_.reducers[r]));
     }
+  // spdlog builds its registry on first use, behind a static guard inside Debian's prebuilt
+  // (uninstrumented) libspdlog: built here, before the io threads exist, every thread sees it
+  // built, and TSan sees why.
+  spdlog::default_logger_raw();
   for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });
 
   const auto deadline = std::chrono::steady_clock::now() + options_.connectTimeout;

@@ -4,6 +4,8 @@
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cstring>
+
 #include "core/cluster/sharding.h"
 #include "core/reduce/reduce.h"
 #include "server/shard.h"
@@ -192,18 +194,22 @@ void Session::beginContribution(std::shared_ptr<Slot> slot) {
   slot->members[rank_] = Slot::MemberState::kReceiving;
   slot_ = std::move(slot);
   doneElems_ = 0;
+  tailBytes_ = 0;
   readPiece();
 }
 
+// Reads whatever the socket has, up to a piece, and folds it in at once: waiting for a whole
+// piece would hold back the RESULT parts of a chunk no larger than a piece until all of it is
+// in, and a worker's download would no longer overlap its upload.
 void Session::readPiece() {
   const size_t elemSize = dataTypeSize(in_.dtype);
-  const uint64_t left = in_.elemCount - doneElems_;
-  pieceElems_ = std::min<uint64_t>(left, shard_.config().pieceBytes / elemSize);
+  const uint64_t leftBytes = (in_.elemCount - doneElems_) * elemSize - tailBytes_;
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(leftBytes, staging_.size() - tailBytes_));
   readInFlight_ = true;
-  stream_->asyncReadExactly(staging_.data(), pieceElems_ * elemSize,
-                            [self = shared_from_this()](const std::error_code& ec, size_t n) {
-                              self->onPiece(ec, n);
-                            });
+  stream_->asyncReadSome(staging_.data() + tailBytes_, want,
+                         [self = shared_from_this()](const std::error_code& ec, size_t n) {
+                           self->onPiece(ec, n);
+                         });
 }
 
 void Session::onPiece(const std::error_code& ec, size_t bytes) {
@@ -218,12 +224,21 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   }
   Slot& slot = *slot_;
   if (slot.dead) return;  // the group was aborted while this piece was in flight
+  shard_.stats().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+  group_->counters().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
   const size_t elemSize = dataTypeSize(in_.dtype);
   const size_t accSize = accumulatorSize(in_.dtype);
+  const size_t have = tailBytes_ + bytes;
+  const uint64_t elems = have / elemSize;
+  tailBytes_ = have - elems * elemSize;
+  if (elems == 0) {  // less than one element so far
+    readPiece();
+    return;
+  }
   const auto* src = reinterpret_cast<const std::byte*>(staging_.data());
   std::byte* acc = slot.accumulator.data();
   const uint64_t begin = doneElems_;
-  const uint64_t end = begin + pieceElems_;
+  const uint64_t end = begin + elems;
   if (begin < slot.frontier) {
     const uint64_t n = std::min(end, slot.frontier) - begin;
     reduce::accumulate(in_.dtype, in_.op, src, acc + begin * accSize, n);
@@ -235,8 +250,8 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
     slot.frontier = end;
   }
   doneElems_ = end;
-  shard_.stats().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
-  group_->counters().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+  // The fold reads from the front of staging_, so a split element moves there.
+  if (tailBytes_ != 0) std::memmove(staging_.data(), src + elems * elemSize, tailBytes_);
 
   if (doneElems_ < in_.elemCount) {
     shard_.contributed(slot, rank_, doneElems_);

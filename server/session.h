@@ -90,8 +90,8 @@ class Session : public std::enable_shared_from_this<Session> {
   wire::FrameHeader in_;
   std::shared_ptr<Slot> slot_;  // the slot being filled
   uint64_t doneElems_ = 0;      // elements of the current chunk folded in
-  uint64_t pieceElems_ = 0;     // elements in the read now pending
-  AlignedBuffer staging_;       // one piece, cache-sized
+  AlignedBuffer staging_;       // what one read brings, at most a piece (cache-sized)
+  size_t tailBytes_ = 0;        // a partial element at the front of staging_, from the last read
   bool parked_ = false;
   bool heldBack_ = false;  // over the lead limit: waiting for the others in this chunk
   bool readInFlight_ = false;

@@ -12,6 +12,7 @@
 namespace rs::server {
 namespace {
 constexpr auto kTimeoutScanPeriod = std::chrono::milliseconds(200);
+constexpr uint64_t kMinResultPartBytes = 32 << 10;  // see releaseReady
 
 std::string rankList(const Slot& slot, Slot::MemberState state) {
   std::string out;
@@ -223,10 +224,16 @@ void Shard::contributed(Slot& slot, uint32_t rank, uint64_t elems) {
 }
 
 void Shard::releaseReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
-  // Members fold in whole pieces at the same boundaries, so the common prefix grows a piece
-  // at a time: one RESULT part per piece and member, each written from the one buffer.
+  // Members fold in whatever their sockets delivered, so the common prefix grows in uneven
+  // steps: a part goes out once it has grown by kMinResultPartBytes (or the chunk is complete),
+  // which keeps the frame count per chunk bounded while the download still trails the upload
+  // by only that much. A member's lead is measured from `released`, and the lead limit is at
+  // least a piece, which is at least a part: the slowest member is never held back.
   const uint64_t ready = *std::min_element(slot->received.begin(), slot->received.end());
   if (ready <= slot->released) return;
+  const uint64_t minPartElems =
+      std::min<uint64_t>(kMinResultPartBytes, config_.pieceBytes) / dataTypeSize(slot->dtype);
+  if (ready < slot->elemCount && ready - slot->released < minPartElems) return;
   const uint64_t from = slot->released;
   if (!reduce::finalizeIsIdentity(slot->dtype, slot->op)) {
     // In place and in order: the wire-typed part lands at or below its accumulator elements,

@@ -34,6 +34,13 @@ CLUSTER_SUBNET=${CLUSTER_SUBNET:-10.77.0}          # first three octets of a /24
 # against 144 and 139 ms at 20 ms, while Gloo's chunked ring was the same (107 ms) at 5, 20
 # and 50 ms. Bursts are at most max(64 KiB, 1 ms at the rate), so short transfers stay near it.
 CLUSTER_TBF_LATENCY=${CLUSTER_TBF_LATENCY:-20ms}
+# Congestion control inside every host. This VM's default is BBR, and with it 64 KiB-1 MiB
+# all-reduces stalled for 30-140 ms at random with no retransmissions, and not with Reno
+# (bench/RESULTS.md; a likely cause is BBR's ProbeRTT, which cuts a flow to 4 packets for
+# 200 ms whenever its min-RTT is 10 s old). Linux's usual default, cubic, is not in this VM's
+# tcp_allowed_congestion_control, so a namespace may not select it; Reno is what cubic does at
+# these sub-ms RTTs (its TCP-friendly region). Every implementation runs on the same setting.
+CLUSTER_CC=${CLUSTER_CC:-reno}
 CLUSTER_WORKERS=0
 CLUSTER_REDUCERS=0
 CLUSTER_RATE=""
@@ -80,6 +87,7 @@ cluster_add_host() {
   ns=$(cluster_ns "$h") sw=$(cluster_ns sw)
   ip netns add "$ns"
   ip -n "$ns" link set lo up
+  ip netns exec "$ns" sysctl -q -w "net.ipv4.tcp_congestion_control=$CLUSTER_CC"
   # Created inside the switch namespace with the peer moved straight into the host's: the
   # interface names never exist in the root namespace, so parallel runs cannot collide.
   ip -n "$sw" link add "$h" type veth peer name eth0 netns "$ns"
@@ -102,7 +110,7 @@ cluster_create() {  # W R RATE
   ip -n "$(cluster_ns sw)" link set br0 up
   for h in $(cluster_hosts); do cluster_add_host "$h" "$rate" "$burst"; done
   cluster_log "$CLUSTER_PREFIX: $w workers + $r reducers on ${CLUSTER_SUBNET}.0/24, tbf $rate" \
-    "burst ${burst}B latency $CLUSTER_TBF_LATENCY on both ends of every link"
+    "burst ${burst}B latency $CLUSTER_TBF_LATENCY on both ends of every link, TCP $CLUSTER_CC"
 }
 
 # Namespaces of one cluster (prefix), whatever its size.

@@ -12,7 +12,7 @@
 #                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring]
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
 #                        [--server-io-threads 1] [--streams 4] [--link-seconds 2] [--queue 20ms]
-#                        [--server-args "--max-lead 256KiB"]
+#                        [--server-args "--max-lead 256KiB"] [--cc reno|bbr]
 #                        [--server-bin P] [--perf-bin P] [--gloo-bin P] [--mpi-bin P]
 # Needs root. Bounded by --budget (a `timeout` around the whole script) and --step-timeout per
 # implementation; the namespaces and every process in them go on any exit (trap EXIT INT TERM).
@@ -35,6 +35,7 @@ while (($#)); do
     --peers) PEERS=$2 ;; --out) OUT=$2 ;; --build) BUILD=$2 ;; --budget) BUDGET=$2 ;;
     --step-timeout) STEP_TIMEOUT=$2 ;; --server-io-threads) IO_THREADS=$2 ;;
     --streams) STREAMS=$2 ;; --server-args) SERVER_ARGS=$2 ;; --link-seconds) LINK_SECS=$2 ;; --queue) CLUSTER_TBF_LATENCY=$2 ;;
+    --cc) CLUSTER_CC=$2 ;;
     --server-bin) SERVER_BIN=$2 ;; --perf-bin) PERF_BIN=$2 ;; --gloo-bin) GLOO_BIN=$2 ;;
     --mpi-bin) MPI_BIN=$2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -194,7 +195,7 @@ sweep=(-b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w "$WARMUP")
   echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "command: $0 ${orig_args[*]}"
-  echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY)"
+  echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY), TCP congestion control $CLUSTER_CC"
   echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS"
 } >"$OUT/setup.txt"
 : >"$OUT/rows.tsv"
