@@ -14,10 +14,11 @@ std::string ServerConfig::describe() const {
   return fmt::format(
       "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
       "max_groups={} max_slots_per_group={} collective_timeout_ms={} handshake_timeout_ms={} "
-      "piece={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={}",
+      "piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
-      handshakeTimeoutMs, formatByteSize(pieceBytes), formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
+      handshakeTimeoutMs, formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
+      formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
       tcp.sendBufferBytes, tcp.recvBufferBytes);
 }
 
@@ -86,6 +87,7 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   std::string memoryLimit = std::to_string(c.memoryLimitBytes);
   std::string maxChunk = std::to_string(c.maxChunkBytes);
   std::string piece = std::to_string(c.pieceBytes);
+  std::string readWake = std::to_string(c.readWakeBytes);
   std::string maxLead = std::to_string(c.maxLeadBytes);
   std::string sndbuf = "0", rcvbuf = "0";
 
@@ -133,6 +135,13 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
       ->envname("RS_PIECE")
       ->transform(byteSizeTransform())
       ->capture_default_str();
+  app.add_option("--read-wake", readWake,
+                 "Wake a contribution's read once this much of it has arrived, or the rest of "
+                 "its chunk (SO_RCVLOWAT): fewer wake-ups per byte, coarser cut-through (0: any "
+                 "byte)")
+      ->envname("RS_READ_WAKE")
+      ->transform(byteSizeTransform())
+      ->capture_default_str();
   app.add_option("--max-lead", maxLead,
                  "How far one worker's upload of a chunk may run ahead of the slowest worker's "
                  "before the reducer stops reading it, so that workers sharing a reducer's link "
@@ -172,6 +181,7 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   c.memoryLimitBytes = std::stoull(memoryLimit);
   c.maxChunkBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(maxChunk), UINT32_MAX));
   c.pieceBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(piece), UINT32_MAX));
+  c.readWakeBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(readWake), UINT32_MAX));
   c.maxLeadBytes = std::stoull(maxLead);
   c.tcp.sendBufferBytes = static_cast<int>(std::min<uint64_t>(std::stoull(sndbuf), INT32_MAX));
   c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(std::stoull(rcvbuf), INT32_MAX));

@@ -21,6 +21,9 @@ struct ServerConfig {
   uint32_t collectiveTimeoutMs = 300000;    // used when a group does not set its own
   uint32_t handshakeTimeoutMs = 10000;      // from accept until the HELLO is in
   uint32_t pieceBytes = 256u << 10;         // summed while receiving, in pieces this size
+  // A contribution's read wakes once this much is queued, or the rest of its frame (TCP's
+  // SO_RCVLOWAT): fewer wake-ups and calls per byte, at the cost of coarser cut-through.
+  uint32_t readWakeBytes = 64u << 10;
   // How far one member's contribution to a chunk may run ahead of the slowest member's before
   // the reducer stops reading it (0: no limit). See Slot. Only a bounded receive window makes
   // the pause reach the sender, so it also sets SO_RCVBUF unless that is given.

@@ -206,10 +206,10 @@ void Session::readPiece() {
   const uint64_t leftBytes = (in_.elemCount - doneElems_) * elemSize - tailBytes_;
   const size_t want = static_cast<size_t>(std::min<uint64_t>(leftBytes, staging_.size() - tailBytes_));
   readInFlight_ = true;
-  stream_->asyncReadSome(staging_.data() + tailBytes_, want,
-                         [self = shared_from_this()](const std::error_code& ec, size_t n) {
-                           self->onPiece(ec, n);
-                         });
+  stream_->asyncReadSome(
+      staging_.data() + tailBytes_, want,
+      [self = shared_from_this()](const std::error_code& ec, size_t n) { self->onPiece(ec, n); },
+      std::min<size_t>(want, shard_.config().readWakeBytes));
 }
 
 void Session::onPiece(const std::error_code& ec, size_t bytes) {

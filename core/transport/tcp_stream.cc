@@ -1,5 +1,10 @@
 #include "core/transport/tcp_stream.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+
+#include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <netinet/in.h>
@@ -63,14 +68,47 @@ Result<std::unique_ptr<TcpStream>> TcpStream::moveTo(std::unique_ptr<TcpStream> 
   }
   auto result = std::make_unique<TcpStream>(std::move(moved));
   result->peerName_ = stream->peerName_;
+  result->lowWatermark_ = stream->lowWatermark_;  // the socket keeps its SO_RCVLOWAT
   return result;
 }
 
 void TcpStream::asyncReadExactly(void* data, size_t size, IoHandler handler) {
-  asio::async_read(socket_, asio::buffer(data, size), std::move(handler));
+  if (size == 0) {
+    asio::post(socket_.get_executor(), [h = std::move(handler)] { h({}, 0); });
+    return;
+  }
+  readExactlyFrom(static_cast<std::byte*>(data), size, 0, std::move(handler));
 }
 
-void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler) {
+// asio::async_read's loop, but each step wakes only once the rest (up to kExactReadWake) is
+// queued: the peer is sure to send it, and a result part or a header then costs one wake-up
+// instead of one per few segments.
+void TcpStream::readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler) {
+  setLowWatermark(std::min(size - done, kExactReadWake));
+  socket_.async_read_some(
+      asio::buffer(data + done, size - done),
+      [this, data, size, done, h = std::move(handler)](const std::error_code& ec,
+                                                        size_t n) mutable {
+        if (ec || done + n == size) {
+          h(ec, done + n);
+          return;
+        }
+        readExactlyFrom(data, size, done + n, std::move(h));
+      });
+}
+
+void TcpStream::setLowWatermark(size_t bytes) {
+  const int lowat = static_cast<int>(std::clamp<size_t>(bytes, 1, INT32_MAX));
+  if (lowat == lowWatermark_ || !socket_.is_open()) return;
+  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)) == 0)
+    lowWatermark_ = lowat;
+}
+
+void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt) {
+  // SO_RCVLOWAT: epoll reports the socket readable only once that much is queued, so a slow
+  // link wakes the reader once per wakeAt bytes rather than once per few segments. A read
+  // still returns what is there, and the kernel wakes a reader whose buffer is nearly full.
+  setLowWatermark(std::min(wakeAt, size));
   socket_.async_read_some(asio::buffer(data, size), std::move(handler));
 }
 

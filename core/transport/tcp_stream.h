@@ -38,7 +38,7 @@ class TcpStream final : public Stream {
                                                    asio::io_context& target);
 
   void asyncReadExactly(void* data, size_t size, IoHandler handler) override;
-  void asyncReadSome(void* data, size_t size, IoHandler handler) override;
+  void asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt = 1) override;
   void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) override;
   void shutdownSend() override;
   void close() override;
@@ -49,9 +49,14 @@ class TcpStream final : public Stream {
   asio::ip::tcp::socket& socket() { return socket_; }
 
  private:
+  static constexpr size_t kExactReadWake = 64 << 10;
+  void readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler);
+  void setLowWatermark(size_t bytes);  // SO_RCVLOWAT, set only when it changes
+
   asio::ip::tcp::socket socket_;
   std::string peerName_;
   std::vector<asio::const_buffer> gather_;  // the pending write's buffers
+  int lowWatermark_ = 1;                    // SO_RCVLOWAT now set (the kernel's default is 1)
 };
 
 // "tcp://host:port" of the remote end, or "tcp://?" when the socket has none.

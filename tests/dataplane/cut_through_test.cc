@@ -196,7 +196,9 @@ TEST_CASE("a member too far ahead in a chunk is not read until the others catch 
 
 TEST_CASE("elements split between reads are summed exactly and the parts tile the chunk",
           "[cut-through]") {
-  LocalPool pool(1, smallPieces());
+  server::ServerConfig config = smallPieces();
+  config.readWakeBytes = 1;  // wake on every fragment, so that reads end inside elements
+  LocalPool pool(1, config);
   asio::io_context io;
   const GroupId group = GroupId::random();
   const uint16_t port = pool.reducer(0).dataPort();
