@@ -29,15 +29,12 @@ Connection::Connection(CommunicatorCore& comm, asio::io_context& io, uint32_t re
 
 template <typename F>
 auto Connection::counted(F&& handler) {
-  ++pendingOps_;
-  return [self = shared_from_this(), h = std::forward<F>(handler)](auto&&... args) mutable {
-    h(std::forward<decltype(args)>(args)...);
-    self->opDone();
-  };
+  return transport::countedHandler(shared_from_this(), pendingOps_, &Connection::opDone,
+                                   std::forward<F>(handler));
 }
 
 void Connection::opDone() {
-  if (--pendingOps_ > 0 || !closed_ || drained_) return;
+  if (!pendingOps_.done() || !closed_ || drained_) return;
   drained_ = true;
   std::vector<std::shared_ptr<RequestState>> touched;
   for (auto& c : sendQueue_) touched.push_back(std::move(c.request));
@@ -51,7 +48,7 @@ void Connection::opDone() {
 
 void Connection::start(std::chrono::steady_clock::time_point deadline) {
   connectDeadline_ = deadline;
-  ++pendingOps_;  // held until the first resolve is issued, so an early close drains exactly
+  pendingOps_.add();  // held until the first resolve is issued, so an early close drains exactly
   resolve();
   opDone();
 }
@@ -338,7 +335,7 @@ void Connection::abortAndClose(const Status& reason) {
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
-  ++pendingOps_;  // so that the cancellations below cannot drain before we are done here
+  pendingOps_.add();  // so that the cancellations below cannot drain before we are done here
   resolver_.cancel();
   retryTimer_.cancel();
   std::error_code ignored;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/cluster/cluster_spec.h"
+#include "core/transport/pending_ops.h"
 #include "core/transport/tcp_stream.h"
 #include "core/wire/frame.h"
 
@@ -108,7 +109,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writeBroken_ = false;  // a write failed: the read side may still bring the reason
 
   bool closed_ = false;
-  int pendingOps_ = 0;
+  transport::PendingOps pendingOps_;
   bool drained_ = false;
 };
 

@@ -20,17 +20,9 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-reducers=""
-for i in 0 1; do
-  "$bin/server/reduction-server" --data-listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 \
-    --io-threads 2 --port-file "$tmp/r$i.port" --stats-interval 0 >"$tmp/reducer$i.log" 2>&1 &
-  pids+=($!)
-done
-for i in 0 1; do
-  for _ in $(seq 200); do [[ -s "$tmp/r$i.port" ]] && break; sleep 0.05; done
-  read -r port _ <"$tmp/r$i.port"
-  reducers+="${reducers:+,}127.0.0.1:$port"
-done
+# shellcheck source=scripts/lib/local_reducers.sh
+source scripts/lib/local_reducers.sh
+start_local_reducers "$bin/server/reduction-server" 2 "$tmp" --io-threads 2
 
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export NCCL_NET_PLUGIN=$plugin NCCL_COLLNET_ENABLE=1 RS_REDUCERS=$reducers NCCL_RS_IFNAME=lo

@@ -12,7 +12,8 @@
 #                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring]
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
 #                        [--server-io-threads 1] [--streams 4] [--link-seconds 2] [--queue 20ms]
-#                        [--server-args "--max-lead 256KiB"] [--cc reno|bbr]
+#                        [--server-args "--max-lead 256KiB"] [--perf-args "--iteration-times"]
+#                        [--cc reno|bbr]
 #                        [--server-bin P] [--perf-bin P] [--gloo-bin P] [--mpi-bin P]
 # Needs root. Bounded by --budget (a `timeout` around the whole script) and --step-timeout per
 # implementation; the namespaces and every process in them go on any exit (trap EXIT INT TERM).
@@ -26,7 +27,7 @@ orig_args=("$@")
 W=4 R="" RATE=1gbit MIN=8K MAX=64M FACTOR=2 ITERS=10 WARMUP=2
 PEERS=gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring
 OUT="" BUILD=$repo/build/release BUDGET=1800 STEP_TIMEOUT=600 IO_THREADS=1 STREAMS=4 LINK_SECS=2
-SERVER_ARGS=""
+SERVER_ARGS="" PERF_ARGS=""
 SERVER_BIN="" PERF_BIN="" GLOO_BIN="" MPI_BIN=""
 while (($#)); do
   case $1 in
@@ -35,7 +36,7 @@ while (($#)); do
     --peers) PEERS=$2 ;; --out) OUT=$2 ;; --build) BUILD=$2 ;; --budget) BUDGET=$2 ;;
     --step-timeout) STEP_TIMEOUT=$2 ;; --server-io-threads) IO_THREADS=$2 ;;
     --streams) STREAMS=$2 ;; --server-args) SERVER_ARGS=$2 ;; --link-seconds) LINK_SECS=$2 ;; --queue) CLUSTER_TBF_LATENCY=$2 ;;
-    --cc) CLUSTER_CC=$2 ;;
+    --cc) CLUSTER_CC=$2 ;; --perf-args) PERF_ARGS=$2 ;;
     --server-bin) SERVER_BIN=$2 ;; --perf-bin) PERF_BIN=$2 ;; --gloo-bin) GLOO_BIN=$2 ;;
     --mpi-bin) MPI_BIN=$2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -196,7 +197,7 @@ sweep=(-b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w "$WARMUP")
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "command: $0 ${orig_args[*]}"
   echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY), TCP congestion control $CLUSTER_CC"
-  echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS"
+  echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS $PERF_ARGS"
 } >"$OUT/setup.txt"
 : >"$OUT/rows.tsv"
 
@@ -233,8 +234,9 @@ done
 log "$R reducers up: $reducers"
 
 group=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+# shellcheck disable=SC2086  # --perf-args is a list of flags, split on purpose
 run_impl ours per-host "$PERF_BIN" --reducers "$reducers" --world "$W" --rank '{rank}' \
-  --group "$group" "${sweep[@]}" -d fp32 -o sum --streams "$STREAMS"
+  --group "$group" "${sweep[@]}" -d fp32 -o sum --streams "$STREAMS" $PERF_ARGS
 
 IFS=, read -ra peer_list <<<"$PEERS"
 for peer in "${peer_list[@]}"; do

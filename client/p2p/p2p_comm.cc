@@ -88,7 +88,7 @@ void CommCore::fail(Status status) {
 }
 
 void CommCore::opDone() {
-  if (pendingOps_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (!pendingOps_.done()) return;
   std::lock_guard lock(mu_);
   if (drainedLocked()) drainedCv_.notify_all();
 }
@@ -97,7 +97,7 @@ bool CommCore::drainedLocked() {
   if (drained_) return true;
   // Once closing_, nothing starts new operations outside a running handler, so a zero count
   // stays zero.
-  if (!closing_ || pendingOps_.load(std::memory_order_acquire) != 0) return false;
+  if (!closing_ || pendingOps_.count() != 0) return false;
   drained_ = true;
   for (auto& r : pool_) {
     if (r.state.load(std::memory_order_relaxed) == P2pRequest::State::kPending)

@@ -36,6 +36,7 @@
 #include "client/p2p/p2p.h"
 #include "client/p2p/p2p_engine.h"
 #include "client/p2p/p2p_framing.h"
+#include "core/transport/pending_ops.h"
 
 namespace rs::client::p2p {
 
@@ -121,11 +122,8 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
   // Wraps a handler so that it counts as pending until it has run.
   template <typename F>
   auto counted(F&& handler) {
-    pendingOps_.fetch_add(1, std::memory_order_relaxed);
-    return [self = shared_from_this(), h = std::forward<F>(handler)](auto&&... args) mutable {
-      h(std::forward<decltype(args)>(args)...);
-      self->opDone();
-    };
+    return transport::countedHandler(shared_from_this(), pendingOps_, &CommCore::opDone,
+                                     std::forward<F>(handler));
   }
 
   // On the channel's io thread.
@@ -149,7 +147,7 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
 
   std::array<P2pRequest, kMaxRequestsInFlight> pool_;
   std::vector<P2pRequest*> free_;
-  std::atomic<int> pendingOps_{0};
+  transport::PendingOps pendingOps_;
   bool drained_ = false;
   std::condition_variable drainedCv_;
 };

@@ -52,11 +52,8 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
   // Wraps a handler so that it counts as pending until it has run.
   template <typename F>
   auto counted(F&& handler) {
-    pendingOps_.fetch_add(1, std::memory_order_relaxed);
-    return [self = shared_from_this(), h = std::forward<F>(handler)](auto&&... args) mutable {
-      h(std::forward<decltype(args)>(args)...);
-      self->opDone();
-    };
+    return transport::countedHandler(shared_from_this(), pendingOps_, &ConnectorCore::opDone,
+                                     std::forward<F>(handler));
   }
 
  public:
@@ -111,14 +108,14 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
   void close() {
     fail(abortedError("p2p connect to " + peerName_ + ": closed before it completed"));
     std::unique_lock lock(mu_);
-    if (!drainedCv_.wait_for(lock, kDrainTimeout, [this] { return pendingOps_.load() == 0; }))
+    if (!drainedCv_.wait_for(lock, kDrainTimeout, [this] { return pendingOps_.count() == 0; }))
       spdlog::warn("p2p connect to {}: closed, but its handlers did not finish within {} s",
                    peerName_, kDrainTimeout.count());
   }
 
  private:
   void opDone() {
-    if (pendingOps_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (!pendingOps_.done()) return;
     std::lock_guard lock(mu_);
     if (closing_) drainedCv_.notify_all();
   }
@@ -233,7 +230,7 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
   bool handedOff_ = false;
   Status failure_;
   size_t ready_ = 0;
-  std::atomic<int> pendingOps_{0};
+  transport::PendingOps pendingOps_;
   std::condition_variable drainedCv_;
 };
 

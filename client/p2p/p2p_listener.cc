@@ -71,11 +71,8 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   // Wraps a handler so that it counts as pending until it has run.
   template <typename F>
   auto counted(F&& handler) {
-    pendingOps_.fetch_add(1, std::memory_order_relaxed);
-    return [self = shared_from_this(), h = std::forward<F>(handler)](auto&&... args) mutable {
-      h(std::forward<decltype(args)>(args)...);
-      self->opDone();
-    };
+    return transport::countedHandler(shared_from_this(), pendingOps_, &ListenerCore::opDone,
+                                     std::forward<F>(handler));
   }
 
  public:
@@ -118,14 +115,14 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     unclaimed.clear();
     std::unique_lock lock(mu_);
     if (!drainedCv_.wait_for(lock, kDrainTimeout,
-                             [this] { return pendingOps_.load() == 0; }))
+                             [this] { return pendingOps_.count() == 0; }))
       spdlog::warn("p2p listener {}: closed, but its handlers did not finish within {} s", name_,
                    kDrainTimeout.count());
   }
 
  private:
   void opDone() {
-    if (pendingOps_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (!pendingOps_.done()) return;
     std::lock_guard lock(mu_);
     if (closing_) drainedCv_.notify_all();
   }
@@ -302,7 +299,7 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   std::map<uint64_t, std::shared_ptr<PendingSocket>> pending_;
   std::unordered_map<uint64_t, Group> groups_;
   std::deque<ReadyConnection> ready_;
-  std::atomic<int> pendingOps_{0};
+  transport::PendingOps pendingOps_;
   std::condition_variable drainedCv_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "core/wire/frame.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/raw_member.h"
 
 namespace rs::test {
 namespace {
@@ -245,29 +246,12 @@ TEST_CASE("garbage and bad frames close only the offending connection", "[failur
   SECTION("a valid HELLO followed by a corrupted REDUCE header") {
     asio::ip::tcp::socket s(io);
     s.connect(ep);
-    wire::FrameHeader h;
-    h.type = wire::FrameType::kHello;
-    h.group = GroupId::random();
-    h.rank = 0;
-    h.payloadLength = wire::kHelloPayloadSize;
-    wire::HelloPayload hello;
-    hello.worldSize = 1;
-    hello.streamCount = 1;
-    hello.reducerCount = 1;
-    auto hb = wire::encodeHeader(h);
-    auto pb = wire::encodeHello(hello);
-    asio::write(s, asio::buffer(hb));
-    asio::write(s, asio::buffer(pb));
-    wire::HeaderBytes ack;
-    asio::read(s, asio::buffer(ack));
-    wire::FrameHeader ackHeader;
-    REQUIRE(wire::decodeHeader(ack.data(), ack.size(), {}, &ackHeader).isOk());
-    CHECK(ackHeader.type == wire::FrameType::kHelloAck);
-    std::array<uint8_t, wire::kHelloAckPayloadSize> ackPayload;
-    asio::read(s, asio::buffer(ackPayload));
+    const GroupId group = GroupId::random();
+    sendHello(s, group, 0, 1);
+    expectHelloAck(s);
     wire::FrameHeader bad;
     bad.type = wire::FrameType::kReduce;
-    bad.group = h.group;
+    bad.group = group;
     bad.elemCount = 4;
     bad.dtype = DataType::kFloat32;
     bad.payloadLength = 16;
@@ -281,22 +265,8 @@ TEST_CASE("garbage and bad frames close only the offending connection", "[failur
   SECTION("a HELLO that claims an absurd stream count is refused with a reason") {
     asio::ip::tcp::socket s(io);
     s.connect(ep);
-    wire::FrameHeader h;
-    h.type = wire::FrameType::kHello;
-    h.group = GroupId::random();
-    h.payloadLength = wire::kHelloPayloadSize;
-    wire::HelloPayload hello;
-    hello.worldSize = 1;
-    hello.streamCount = 200;
-    hello.reducerCount = 1;
-    auto hb = wire::encodeHeader(h);
-    auto pb = wire::encodeHello(hello);
-    asio::write(s, asio::buffer(hb));
-    asio::write(s, asio::buffer(pb));
-    wire::HeaderBytes reply;
-    asio::read(s, asio::buffer(reply));
-    wire::FrameHeader rh;
-    REQUIRE(wire::decodeHeader(reply.data(), reply.size(), {}, &rh).isOk());
+    sendHello(s, GroupId::random(), 0, 1, /*streams=*/200);
+    wire::FrameHeader rh = readFrameHeader(s);
     CHECK(rh.type == wire::FrameType::kError);
     std::string text(rh.payloadLength, '\0');
     asio::read(s, asio::buffer(text));

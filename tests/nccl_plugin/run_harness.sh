@@ -10,18 +10,10 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-# Two reducers on ephemeral ports.
-reducers=""
-for i in 0 1; do
-  "$server" --data-listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 --io-threads 1 \
-    --port-file "$tmp/r$i.port" --log-level warn --stats-interval 0 &
-  pids+=($!)
-done
-for i in 0 1; do
-  for _ in $(seq 200); do [[ -s "$tmp/r$i.port" ]] && break; sleep 0.05; done
-  read -r port _ <"$tmp/r$i.port"
-  reducers+="${reducers:+,}127.0.0.1:$port"
-done
+# Two reducers on ephemeral ports (their logs are printed if a step fails).
+# shellcheck source=scripts/lib/local_reducers.sh
+source "$(dirname "$0")/../../scripts/lib/local_reducers.sh"
+start_local_reducers "$server" 2 "$tmp" --io-threads 1 --log-level warn
 
 export NCCL_RS_IFNAME=lo RS_STREAMS=2 RS_CONNECT_TIMEOUT_MS=10000 NCCL_RS_RENDEZVOUS_TIMEOUT_MS=30000
 
@@ -37,7 +29,11 @@ run() {
   done
   local start=$SECONDS
   for p in "${procs[@]}"; do wait "$p" || failed=1; done
-  if ((failed)); then echo "FAILED: $label"; exit 1; fi
+  if ((failed)); then
+    echo "FAILED: $label"
+    tail -n 20 "$tmp"/reducer*.log
+    exit 1
+  fi
   echo "ok: $label ($((SECONDS - start)) s)"
 }
 

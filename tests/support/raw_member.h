@@ -1,0 +1,124 @@
+// A member spoken as raw wire frames over a plain socket, for tests that must control exactly
+// what a reducer receives: how much of a chunk, in which pieces, or a broken frame.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "core/wire/frame.h"
+
+namespace rs::test {
+
+// Writes a HELLO for `rank` of a group of `world` members, `streams` streams, `reducers` reducers.
+inline void sendHello(asio::ip::tcp::socket& socket, const GroupId& group, uint32_t rank,
+                      uint32_t world, uint32_t streams = 1, uint32_t reducers = 1) {
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kHello;
+  h.group = group;
+  h.rank = rank;
+  h.payloadLength = wire::kHelloPayloadSize;
+  wire::HelloPayload hello;
+  hello.worldSize = world;
+  hello.streamCount = streams;
+  hello.reducerCount = reducers;
+  asio::write(socket, asio::buffer(wire::encodeHeader(h)));
+  asio::write(socket, asio::buffer(wire::encodeHello(hello)));
+}
+
+// Reads and decodes one frame header (a decoding failure fails the test).
+inline wire::FrameHeader readFrameHeader(asio::ip::tcp::socket& socket) {
+  wire::HeaderBytes bytes;
+  asio::read(socket, asio::buffer(bytes));
+  wire::FrameHeader h;
+  Status s = wire::decodeHeader(bytes.data(), bytes.size(), {}, &h);
+  REQUIRE(s.toString() == "OK");
+  return h;
+}
+
+// Reads the HELLO_ACK that must follow a HELLO.
+inline void expectHelloAck(asio::ip::tcp::socket& socket) {
+  wire::FrameHeader ack = readFrameHeader(socket);
+  REQUIRE(ack.type == wire::FrameType::kHelloAck);
+  std::array<uint8_t, wire::kHelloAckPayloadSize> payload;
+  asio::read(socket, asio::buffer(payload));
+}
+
+// One member's single stream to reducer 0 of a one-reducer pool, sending fp32 chunk 0 (seq 0)
+// in which element i of rank r is r + i.
+class RawMember {
+ public:
+  RawMember(asio::io_context& io, uint16_t port, const GroupId& group, uint32_t world,
+            uint32_t rank)
+      : socket_(io), group_(group), rank_(rank) {
+    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
+    // A bug must fail the test, not hang it: reads give up after 10 s.
+    const timeval tv{10, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    sendHello(socket_, group, rank, world);
+    expectHelloAck(socket_);
+  }
+
+  // The REDUCE header of chunk 0 with `count` elements.
+  void sendHeader(uint32_t count) {
+    wire::FrameHeader h;
+    h.type = wire::FrameType::kReduce;
+    h.group = group_;
+    h.rank = rank_;
+    h.elemCount = count;
+    h.dtype = DataType::kFloat32;
+    h.op = ReduceOp::kSum;
+    h.payloadLength = count * 4;
+    asio::write(socket_, asio::buffer(wire::encodeHeader(h)));
+  }
+  // Payload elements [from, to). With `fragment` > 0 the bytes go out in writes of that many
+  // bytes, each its own segment, so that the reducer's reads split elements.
+  void sendElements(uint32_t from, uint32_t to, size_t fragment = 0) {
+    std::vector<float> values(to - from);
+    for (uint32_t i = from; i < to; ++i) values[i - from] = static_cast<float>(rank_ + i);
+    if (fragment == 0) {
+      asio::write(socket_, asio::buffer(values));
+      return;
+    }
+    const int one = 1;
+    ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+    const size_t total = values.size() * sizeof(float);
+    for (size_t at = 0; at < total; at += fragment) {
+      asio::write(socket_, asio::buffer(bytes + at, std::min(fragment, total - at)));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  // Reads one RESULT part and checks it against the sum of ranks 0 and 1; returns its header.
+  wire::FrameHeader readResultPart() {
+    wire::FrameHeader h = readFrameHeader(socket_);
+    REQUIRE(h.type == wire::FrameType::kResult);
+    std::vector<float> values(h.elemCount);
+    asio::read(socket_, asio::buffer(values));
+    uint32_t wrong = 0;
+    for (uint32_t i = 0; i < h.elemCount; ++i) {
+      const auto at = static_cast<float>(h.elemOffset + i);
+      if (values[i] != (0 + at) + (1 + at)) ++wrong;
+    }
+    CHECK(wrong == 0);
+    return h;
+  }
+
+ private:
+  asio::ip::tcp::socket socket_;
+  GroupId group_;
+  uint32_t rank_;
+};
+
+}  // namespace rs::test
