@@ -19,7 +19,11 @@ inline uint32_t streamForChunk(uint64_t chunk, uint32_t reducers, uint32_t strea
 }
 
 struct ChunkingOptions {
-  uint64_t minChunkBytes = 64 << 10;  // below this a collective is not split further
+  // Below this a collective is not split further. 16 KiB: on the emulated 1 Gbit/s cluster
+  // (W=R=4) 64-128 KiB all-reduces took 2.6-3.3x less time than with 64 KiB, because W whole
+  // collectives no longer converge on one reducer's link; 8-32 KiB took 10-25% more (more
+  // messages per collective). bench/RESULTS.md, "Small sizes".
+  uint64_t minChunkBytes = 16 << 10;
   uint64_t maxChunkBytes = 1 << 20;   // no chunk is larger
 };
 

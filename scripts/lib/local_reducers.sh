@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts that need a reducer pool on loopback (scripts/gpu-e2e.sh,
 # tests/nccl_plugin/run_harness.sh).
 #

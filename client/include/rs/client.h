@@ -32,7 +32,7 @@ struct ClientOptions {
   std::vector<cluster::Endpoint> reducers;  // in the same order on every member
   uint32_t streamsPerReducer = 4;           // TCP streams to each reducer
   uint32_t ioThreads = 2;                   // threads driving the streams
-  uint64_t minChunkBytes = 64 << 10;        // a collective is split no finer than this
+  uint64_t minChunkBytes = 16 << 10;        // a collective is split no finer than this
   uint64_t maxChunkBytes = 1 << 20;         // and no chunk is larger than this
   std::chrono::milliseconds collectiveTimeout{300000};
   std::chrono::milliseconds connectTimeout{120000};  // reducers may start after the workers
