@@ -80,11 +80,12 @@ void TcpStream::asyncReadExactly(void* data, size_t size, IoHandler handler) {
   readExactlyFrom(static_cast<std::byte*>(data), size, 0, std::move(handler));
 }
 
-// asio::async_read's loop, but each step wakes only once the rest (up to kExactReadWake) is
-// queued: the peer is sure to send it, and a result part or a header then costs one wake-up
-// instead of one per few segments.
+// asio::async_read's loop. A read-some may have left SO_RCVLOWAT above what this read still
+// needs, which would delay its wake-up until the kernel's buffer-pressure fallback: lower it to
+// exactly that. It is never raised here, so a stream that only reads exactly (the client)
+// settles on a header's size and makes no setsockopt calls after that.
 void TcpStream::readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler) {
-  setLowWatermark(std::min(size - done, kExactReadWake));
+  if (static_cast<size_t>(lowWatermark_) > size - done) setLowWatermark(size - done);
   socket_.async_read_some(
       asio::buffer(data + done, size - done),
       [this, data, size, done, h = std::move(handler)](const std::error_code& ec,

@@ -49,7 +49,6 @@ class TcpStream final : public Stream {
   asio::ip::tcp::socket& socket() { return socket_; }
 
  private:
-  static constexpr size_t kExactReadWake = 64 << 10;
   void readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler);
   void setLowWatermark(size_t bytes);  // SO_RCVLOWAT, set only when it changes
 
