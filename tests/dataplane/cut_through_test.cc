@@ -23,16 +23,42 @@ server::ServerConfig smallPieces() {
   return c;
 }
 
+// A one-reducer pool and the two members of one group, each with one stream to it.
+struct TwoMembers {
+  explicit TwoMembers(const server::ServerConfig& config)
+      : pool(1, config),
+        m0(io, pool.reducer(0).dataPort(), group, 2, 0),
+        m1(io, pool.reducer(0).dataPort(), group, 2, 1) {}
+  server::DataPlane& plane() { return pool.reducer(0).dataPlane(); }
+
+  LocalPool pool;
+  asio::io_context io;
+  const GroupId group = GroupId::random();
+  RawMember m0;
+  RawMember m1;
+};
+
+// Both members read the rest of chunk 0, from element `from` on, in parts that tile it front
+// to back (readResultPart checks every element's sum).
+void expectRestOfChunk(TwoMembers& t, uint64_t from, uint64_t elems) {
+  for (RawMember* m : {&t.m0, &t.m1}) {
+    uint64_t next = from;
+    while (next < elems) {
+      wire::FrameHeader part = m->readResultPart();
+      CHECK(part.elemOffset == next);
+      next += part.elemCount;
+    }
+    CHECK(next == elems);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a chunk's result starts back as soon as every member has sent a prefix",
           "[cut-through]") {
-  LocalPool pool(1, smallPieces());
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  const uint16_t port = pool.reducer(0).dataPort();
-  RawMember m0(io, port, group, 2, 0);
-  RawMember m1(io, port, group, 2, 1);
+  TwoMembers t(smallPieces());
+  RawMember& m0 = t.m0;
+  RawMember& m1 = t.m1;
   constexpr uint32_t kElems = 4 * kPieceBytes / 4;  // four pieces
   constexpr uint32_t kPieceElems = kPieceBytes / 4;
 
@@ -49,29 +75,18 @@ TEST_CASE("a chunk's result starts back as soon as every member has sent a prefi
   }
   m1.sendElements(kPieceElems, kElems);
   // The rest follows in parts that tile the chunk front to back.
-  for (RawMember* m : {&m0, &m1}) {
-    uint64_t next = kPieceElems;
-    while (next < kElems) {
-      wire::FrameHeader part = m->readResultPart();
-      CHECK(part.elemOffset == next);
-      next += part.elemCount;
-    }
-    CHECK(next == kElems);
-  }
+  expectRestOfChunk(t, kPieceElems, kElems);
 }
 
 TEST_CASE("a member too far ahead in a chunk is not read until the others catch up",
           "[cut-through]") {
   server::ServerConfig config = smallPieces();
   config.maxLeadBytes = 2 * kPieceBytes;
-  LocalPool pool(1, config);
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  const uint16_t port = pool.reducer(0).dataPort();
-  RawMember m0(io, port, group, 2, 0);
-  RawMember m1(io, port, group, 2, 1);
+  TwoMembers t(config);
+  RawMember& m0 = t.m0;
+  RawMember& m1 = t.m1;
   constexpr uint32_t kElems = 16 * kPieceBytes / 4;
-  auto& plane = pool.reducer(0).dataPlane();
+  auto& plane = t.plane();
 
   // Rank 0 sends its whole chunk (the kernel's socket buffers take it); rank 1 nothing yet.
   m0.sendHeader(kElems);
@@ -88,15 +103,7 @@ TEST_CASE("a member too far ahead in a chunk is not read until the others catch 
 
   m1.sendHeader(kElems);
   m1.sendElements(0, kElems);
-  for (RawMember* m : {&m0, &m1}) {
-    uint64_t next = 0;
-    while (next < kElems) {
-      wire::FrameHeader part = m->readResultPart();
-      CHECK(part.elemOffset == next);
-      next += part.elemCount;
-    }
-    CHECK(next == kElems);
-  }
+  expectRestOfChunk(t, 0, kElems);
   CHECK(plane.stats().bytesIn == 2ull * kElems * 4);
 }
 
@@ -104,30 +111,18 @@ TEST_CASE("elements split between reads are summed exactly and the parts tile th
           "[cut-through]") {
   server::ServerConfig config = smallPieces();
   config.readWakeBytes = 1;  // wake on every fragment, so that reads end inside elements
-  LocalPool pool(1, config);
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  const uint16_t port = pool.reducer(0).dataPort();
-  RawMember m0(io, port, group, 2, 0);
-  RawMember m1(io, port, group, 2, 1);
+  TwoMembers t(config);
+  RawMember& m0 = t.m0;
+  RawMember& m1 = t.m1;
   constexpr uint32_t kElems = 3 * kPieceBytes / 4 + 5;  // not a whole number of pieces
-  auto& plane = pool.reducer(0).dataPlane();
 
   m0.sendHeader(kElems);
   m0.sendElements(0, kElems);
   m1.sendHeader(kElems);
   m1.sendElements(0, 64, 7);  // 7-byte writes: most reads end inside an element
   m1.sendElements(64, kElems, 1000);
-  for (RawMember* m : {&m0, &m1}) {
-    uint64_t next = 0;
-    while (next < kElems) {
-      wire::FrameHeader part = m->readResultPart();  // checks every element's sum
-      CHECK(part.elemOffset == next);
-      next += part.elemCount;
-    }
-    CHECK(next == kElems);
-  }
-  CHECK(plane.stats().bytesIn == 2ull * kElems * 4);
+  expectRestOfChunk(t, 0, kElems);
+  CHECK(t.plane().stats().bytesIn == 2ull * kElems * 4);
 }
 
 }  // namespace rs::test
