@@ -123,13 +123,16 @@ int runWorker(const Options& o) {
     auto runIters = [&](int n) -> Status {
       std::vector<std::shared_ptr<client::AllReduceRequest>> window;
       double last = nowSeconds();
+      auto completed = [&] {
+        const double now = nowSeconds();
+        iterationSeconds.push_back(now - last);
+        last = now;
+      };
       for (int it = 0; it < n; ++it) {
         if (static_cast<int>(window.size()) >= std::max(1, o.depth)) {
           RS_RETURN_IF_ERROR(window.front()->wait());
           window.erase(window.begin());
-          const double now = nowSeconds();
-          iterationSeconds.push_back(now - last);
-          last = now;
+          completed();
         }
         auto r = (*comm)->allReduceAsync(send.data(), recv[static_cast<size_t>(it) % recv.size()].data(),
                                          count, *type, *op);
@@ -138,9 +141,7 @@ int runWorker(const Options& o) {
       }
       for (auto& r : window) {
         RS_RETURN_IF_ERROR(r->wait());
-        const double now = nowSeconds();
-        iterationSeconds.push_back(now - last);
-        last = now;
+        completed();
       }
       return Status::ok();
     };

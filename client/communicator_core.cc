@@ -3,6 +3,8 @@
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/common/log.h"
+
 namespace rs::client {
 
 CommunicatorCore::CommunicatorCore(ClientOptions options, GroupSpec group)
@@ -26,10 +28,7 @@ Status CommunicatorCore::start() {
       connections_.push_back(
           std::make_shared<Connection>(*this, io, r, s, options_.reducers[r]));
     }
-  // spdlog builds its registry on first use, behind a static guard inside Debian's prebuilt
-  // (uninstrumented) libspdlog: built here, before the io threads exist, every thread sees it
-  // built, and TSan sees why.
-  spdlog::default_logger_raw();
+  buildLoggerBeforeThreads();
   for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });
 
   const auto deadline = std::chrono::steady_clock::now() + options_.connectTimeout;

@@ -209,7 +209,7 @@ void Session::readPiece() {
   stream_->asyncReadSome(
       staging_.data() + tailBytes_, want,
       [self = shared_from_this()](const std::error_code& ec, size_t n) { self->onPiece(ec, n); },
-      std::min<size_t>(want, shard_.config().readWakeBytes));
+      shard_.config().readWakeBytes);  // the stream caps the wake at `want`
 }
 
 void Session::onPiece(const std::error_code& ec, size_t bytes) {

@@ -66,7 +66,6 @@ struct Slot {
   bool dead = false;      // its group was aborted
   std::chrono::steady_clock::time_point created;
   std::chrono::steady_clock::time_point deadline;
-
 };
 
 }  // namespace rs::server

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
+#include "core/common/log.h"
+
 namespace rs::client::p2p {
 
 std::shared_ptr<P2pEngine> makeEngine(uint32_t threads) {
@@ -15,10 +17,7 @@ P2pEngine::P2pEngine(uint32_t threads) {
     ios_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
   }
-  // spdlog builds its registry on first use, behind a static guard inside Debian's prebuilt
-  // (uninstrumented) libspdlog: built here, before the io threads exist, every thread sees it
-  // built, and TSan sees why.
-  spdlog::default_logger_raw();
+  buildLoggerBeforeThreads();
   for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });
 }
 

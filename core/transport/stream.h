@@ -31,8 +31,8 @@ class Stream {
   virtual void asyncReadExactly(void* data, size_t size, IoHandler handler) = 0;
 
   // Reads whatever is available, at least one byte and at most `size`. `wakeAt` is a hint: the
-  // stream may wait until that many bytes are available before it completes (fewer wake-ups
-  // and calls per byte), so it must not exceed what the peer is sure to send.
+  // stream may wait until min(wakeAt, size) bytes are available before it completes (fewer
+  // wake-ups and calls per byte), so that must not exceed what the peer is sure to send.
   virtual void asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt = 1) = 0;
 
   // Writes every buffer, in order, as one gather write. The buffers (the array and the bytes)
