@@ -50,6 +50,7 @@ struct Options {
   bool iterationTimes = false;  // rank 0 prints every timed iteration (depth 1: each latency)
   uint32_t streams = 4;
   uint32_t clientIoThreads = 1;
+  std::string progress = "threads";
   std::string minChunk = "16K", maxChunk = "1M";
   double tcpProbeGbps = 0;  // set by the launcher for the ratio column
   std::string logLevel = "warn";
@@ -81,6 +82,8 @@ int runWorker(const Options& o) {
   co.reducers = *reducers;
   co.streamsPerReducer = o.streams;
   co.ioThreads = o.clientIoThreads;
+  co.progress = o.progress == "caller" ? rs::client::ClientOptions::Progress::kCaller
+                                       : rs::client::ClientOptions::Progress::kIoThreads;
   co.minChunkBytes = *minChunk;
   co.maxChunkBytes = *maxChunk;
   auto comm = client::Communicator::connect(
@@ -99,9 +102,9 @@ int runWorker(const Options& o) {
   const double bound = o.tcpProbeGbps > 0 ? o.tcpProbeGbps / 8 / (2.0 * o.world) : 0;  // GB/s
   if (printer) {
     fmt::print("# allreduce_perf: {} workers, {} reducers x {} streams, {} {}, iters {} warmup {} "
-               "depth {}, chunks {}..{}\n",
+               "depth {}, chunks {}..{}, {} progress\n",
                o.world, reducers->size(), o.streams, o.type, o.op, o.iters, o.warmup, o.depth,
-               o.minChunk, o.maxChunk);
+               o.minChunk, o.maxChunk, o.progress);
     if (bound > 0)
       fmt::print("# raw loopback TCP in this run: {:.2f} Gbit/s over {} streams, so no all-reduce "
                  "can exceed algbw {:.3f} GB/s here (each member moves S in and S out)\n",
@@ -277,6 +280,10 @@ int main(int argc, char** argv) {
   app.add_option("-c,--check", o.check, "Check every result (0/1)")->capture_default_str();
   app.add_option("--streams", o.streams, "TCP streams per reducer")->capture_default_str();
   app.add_option("--client-io-threads", o.clientIoThreads, "Client io threads")->capture_default_str();
+  app.add_option("--progress", o.progress,
+                 "Who does the client's I/O: io threads, or the caller while it waits")
+      ->check(CLI::IsMember({"threads", "caller"}))
+      ->capture_default_str();
   app.add_option("--tcp-probe-gbps", o.tcpProbeGbps, "(set by --local-pool)");
   CLI11_PARSE(app, argc, argv);
   if (rs::Status s = rs::configureLogging(o.logLevel, "text"); !s.isOk()) {
@@ -296,6 +303,7 @@ int main(int argc, char** argv) {
                                      "-c", o.check ? "1" : "0",
                                      "--streams", std::to_string(o.streams),
                                      "--client-io-threads", std::to_string(o.clientIoThreads),
+                                     "--progress", o.progress,
                                      "--min-chunk", o.minChunk, "--max-chunk", o.maxChunk,
                                      "--log-level", o.logLevel};
     if (o.iterationTimes) pass.push_back("--iteration-times");

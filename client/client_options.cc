@@ -46,6 +46,12 @@ Result<ClientOptions> ClientOptions::fromEnvironment() {
   RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &o.minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &o.maxChunkBytes));
+  if (const char* p = std::getenv("RS_CLIENT_PROGRESS"); p != nullptr && *p != '\0') {
+    const std::string v = p;
+    if (v == "threads") o.progress = Progress::kIoThreads;
+    else if (v == "caller") o.progress = Progress::kCaller;
+    else return invalidArgument("RS_CLIENT_PROGRESS='" + v + "' is not 'threads' or 'caller'");
+  }
   o.streamsPerReducer = static_cast<uint32_t>(streams);
   o.ioThreads = static_cast<uint32_t>(threads);
   o.collectiveTimeout = std::chrono::milliseconds(timeoutMs);

@@ -14,17 +14,28 @@ uint64_t AllReduceRequest::seq() const { return state_->seq(); }
 
 bool AllReduceRequest::test(Status* status) {
   if (state_->done(status)) return true;
-  if (std::chrono::steady_clock::now() >= state_->deadline())
-    if (auto comm = state_->comm().lock()) comm->failOnTimeout(*state_);
+  auto comm = state_->comm().lock();
+  if (comm) comm->poll();
+  if (comm && std::chrono::steady_clock::now() >= state_->deadline()) {
+    comm->failOnTimeout(*state_);
+    comm->poll();
+  }
   return state_->done(status);
 }
 
 Status AllReduceRequest::wait() {
   Status status;
-  if (state_->waitUntil(state_->deadline(), &status)) return status;
-  if (auto comm = state_->comm().lock()) comm->failOnTimeout(*state_);
-  // Failing closes every stream; the request finishes once they drained, which is prompt.
-  state_->waitUntil(std::chrono::steady_clock::time_point::max(), &status);
+  auto comm = state_->comm().lock();
+  if (!comm) {  // the communicator is gone, so the request was finished before that
+    state_->waitUntil(std::chrono::steady_clock::time_point::max(), &status);
+    return status;
+  }
+  if (!comm->waitFor(*state_, state_->deadline())) {
+    comm->failOnTimeout(*state_);
+    // Failing closes every stream; the request finishes once they drained, which is prompt.
+    comm->waitFor(*state_, std::chrono::steady_clock::time_point::max());
+  }
+  state_->done(&status);
   return status;
 }
 

@@ -17,10 +17,15 @@ CommunicatorCore::CommunicatorCore(ClientOptions options, GroupSpec group)
 CommunicatorCore::~CommunicatorCore() { shutdown(); }
 
 Status CommunicatorCore::start() {
-  for (uint32_t i = 0; i < options_.ioThreads; ++i) {
-    ios_.push_back(std::make_unique<asio::io_context>(1));
+  const bool caller = options_.progress == ClientOptions::Progress::kCaller;
+  // The caller-driven io_context is run by different threads at different times: no
+  // single-thread concurrency hint for it.
+  for (uint32_t i = 0; i < (caller ? 1 : options_.ioThreads); ++i) {
+    ios_.push_back(caller ? std::make_unique<asio::io_context>()
+                          : std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
   }
+  if (caller) progress_ = std::make_unique<CallerProgress>(*ios_.front());
   for (uint32_t r = 0; r < reducers_; ++r)
     for (uint32_t s = 0; s < streams_; ++s) {
       // Streams of one reducer go to different threads first, so K streams use K threads.
@@ -29,19 +34,50 @@ Status CommunicatorCore::start() {
           std::make_shared<Connection>(*this, io, r, s, options_.reducers[r]));
     }
   buildLoggerBeforeThreads();
-  for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });
+  if (!caller)
+    for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });
 
   const auto deadline = std::chrono::steady_clock::now() + options_.connectTimeout;
   for (auto& c : connections_)
     asio::post(c->executorContext(), [c, deadline] { c->start(deadline); });
 
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return failed_ || connected_ == connections_.size(); });
+  waitLocked([&] { return failed_ || connected_ == connections_.size(); });
+  std::lock_guard lock(mu_);
   if (failed_) return failure_;
-  spdlog::info("group {} rank {}/{}: connected to {} reducers x {} streams",
+  spdlog::info("group {} rank {}/{}: connected to {} reducers x {} streams ({} progress)",
                group_.id.toString().substr(0, 8), group_.rank, group_.worldSize, reducers_,
-               streams_);
+               streams_, caller ? "caller" : "io-thread");
   return Status::ok();
+}
+
+void CommunicatorCore::waitLocked(const std::function<bool()>& pred) {
+  auto locked = [&] {
+    std::lock_guard lock(mu_);
+    return pred();
+  };
+  if (callerDriven()) {
+    // Handlers run on this thread and take mu_ themselves: never drive while holding it.
+    progress_->runUntil(std::chrono::steady_clock::time_point::max(), locked,
+                        [&](std::chrono::steady_clock::time_point until) {
+                          std::unique_lock lock(mu_);
+                          cv_.wait_until(lock, until, pred);
+                        });
+    return;
+  }
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, pred);
+}
+
+bool CommunicatorCore::waitFor(const RequestState& request,
+                               std::chrono::steady_clock::time_point until) {
+  if (!callerDriven()) return request.waitUntil(until, nullptr);
+  return progress_->runUntil(
+      until, [&] { return request.done(nullptr); },
+      [&](std::chrono::steady_clock::time_point t) { request.waitUntil(t, nullptr); });
+}
+
+void CommunicatorCore::poll() {
+  if (callerDriven()) progress_->poll();
 }
 
 void CommunicatorCore::onConnected(Connection&, const Status& status) {
@@ -176,8 +212,7 @@ void CommunicatorCore::finishFailedRequests() {
 }
 
 void CommunicatorCore::waitDrained() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return drained_ == connections_.size(); });
+  waitLocked([&] { return drained_ == connections_.size(); });
 }
 
 Status CommunicatorCore::health() const {
@@ -192,7 +227,7 @@ void CommunicatorCore::shutdown() {
     shutDown_ = true;
   }
   fail(abortedError("the communicator was closed"), /*tellReducers=*/false);
-  if (!threads_.empty()) waitDrained();
+  if (!threads_.empty() || callerDriven()) waitDrained();
   guards_.clear();
   for (auto& io : ios_) io->stop();
   for (auto& t : threads_)

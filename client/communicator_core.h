@@ -10,11 +10,13 @@
 #include <asio/io_context.hpp>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "client/caller_progress.h"
 #include "client/connection.h"
 #include "client/request_state.h"
 #include "core/cluster/sharding.h"
@@ -27,7 +29,7 @@ class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore> {
   CommunicatorCore(ClientOptions options, GroupSpec group);
   ~CommunicatorCore();
 
-  // Starts the io threads and the connections and waits until all are handshaken.
+  // Starts the io threads (if any) and the connections and waits until all are handshaken.
   Status start();
   Result<std::shared_ptr<RequestState>> submit(const void* send, void* recv, size_t count,
                                                DataType type, ReduceOp op,
@@ -42,6 +44,11 @@ class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore> {
   void failOnTimeout(const RequestState& request);
   // Blocks until every connection drained (after fail()).
   void waitDrained();
+  // Waits until `request` finished or `until`; true when finished. With Progress::kCaller the
+  // calling thread does the I/O meanwhile.
+  bool waitFor(const RequestState& request, std::chrono::steady_clock::time_point until);
+  // Progress::kCaller: runs the I/O that is ready, without blocking. Otherwise nothing.
+  void poll();
 
   Status health() const;
   const ClientOptions& options() const { return options_; }
@@ -55,6 +62,9 @@ class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore> {
 
  private:
   Connection& connectionFor(uint64_t chunk);
+  bool callerDriven() const { return progress_ != nullptr; }
+  // Waits until pred() holds (checked under mu_), driving the I/O if the caller must.
+  void waitLocked(const std::function<bool()>& pred);
   void finishFailedRequests();
 
   const ClientOptions options_;
@@ -66,6 +76,7 @@ class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore> {
   std::vector<std::unique_ptr<asio::io_context>> ios_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
+  std::unique_ptr<CallerProgress> progress_;  // Progress::kCaller only
   std::vector<std::shared_ptr<Connection>> connections_;  // [reducer * streams + stream]
 
   mutable std::mutex mu_;

@@ -5,7 +5,10 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <condition_variable>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "core/common/aligned_buffer.h"
 #include "tests/support/local_pool.h"
@@ -34,6 +37,7 @@ Status checkedAllReduce(client::Communicator& comm, int rank, int world, uint64_
 struct Shape {
   int world, reducers;
   uint32_t streams;
+  client::ClientOptions::Progress progress = client::ClientOptions::Progress::kIoThreads;
 };
 
 void runShape(const Shape& s, const std::vector<uint64_t>& counts,
@@ -41,6 +45,7 @@ void runShape(const Shape& s, const std::vector<uint64_t>& counts,
               uint64_t maxChunk = 64 << 10) {
   LocalPool pool(s.reducers);
   auto options = testClientOptions(pool.endpoints(), s.streams);
+  options.progress = s.progress;
   options.minChunkBytes = 4 << 10;
   options.maxChunkBytes = maxChunk;
   const GroupId id = GroupId::random();
@@ -157,6 +162,67 @@ TEST_CASE("many collectives in flight on one communicator", "[allreduce]") {
           return internalError(fmt::format("collective {} element {}: {} != {}", k, i,
                                            out[k][i], want));
       }
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+}
+
+TEST_CASE("caller progress: every type and op, and chunks spread over reducers and streams",
+          "[allreduce]") {
+  const auto caller = client::ClientOptions::Progress::kCaller;
+  for (Shape s : {Shape{1, 1, 1, caller}, Shape{3, 2, 2, caller}, Shape{4, 3, 4, caller}})
+    runShape(s, {1, 1023, 1024, 1025, 40000, 300001}, allTypes(), allOps());
+}
+
+// With caller progress, a thread that waits does the I/O of every collective in flight: two
+// threads per member submit and wait concurrently, and each one's wait must also carry the
+// other's collectives when it holds the driving role.
+TEST_CASE("caller progress: several threads waiting on one communicator", "[allreduce]") {
+  LocalPool pool(2);
+  auto options = testClientOptions(pool.endpoints(), 2);
+  options.progress = client::ClientOptions::Progress::kCaller;
+  options.minChunkBytes = 4 << 10;
+  options.maxChunkBytes = 16 << 10;
+  const int world = 2, threads = 2, rounds = 30;
+  const GroupId id = GroupId::random();
+  Status st = runRanks(world, [&](int rank) -> Status {
+    auto comm = client::Communicator::connect(options, {id, world, static_cast<uint32_t>(rank)});
+    if (!comm) return comm.status();
+    // Both threads of a member submit in lockstep under a mutex so that the group sees the
+    // same order on every member; each waits on its own requests outside the lock.
+    std::mutex submitOrder;
+    int turn = 0;
+    std::condition_variable turnCv;
+    std::vector<Status> results(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        std::vector<int32_t> buf;
+        for (int k = 0; k < rounds; ++k) {
+          const uint64_t n = 1000 + static_cast<uint64_t>(t * 7001 + k * 313);
+          buf.assign(n, rank + t + k);
+          std::shared_ptr<client::AllReduceRequest> req;
+          {
+            std::unique_lock lock(submitOrder);
+            turnCv.wait(lock, [&] { return turn % threads == t; });
+            auto r = (*comm)->allReduceAsync(buf.data(), buf.data(), n, DataType::kInt32,
+                                             ReduceOp::kSum);
+            ++turn;
+            turnCv.notify_all();
+            if (!r) { results[t] = r.status(); return; }
+            req = *r;
+          }
+          if (Status s = req->wait(); !s.isOk()) { results[t] = s; return; }
+          for (uint64_t i = 0; i < n; ++i)
+            if (buf[i] != 2 * (t + k) + 1) {
+              results[t] = internalError(fmt::format("thread {} round {} element {}: {}", t, k,
+                                                     i, buf[i]));
+              return;
+            }
+        }
+      });
+    for (auto& th : pool) th.join();
+    for (const Status& s : results) RS_RETURN_IF_ERROR(s);
     return Status::ok();
   });
   REQUIRE(st.toString() == "OK");

@@ -24,8 +24,11 @@ bool contains(const std::string& text, const std::string& part) {
 
 Result<std::unique_ptr<client::Communicator>> join(const LocalPool& pool, const GroupId& id,
                                                    int world, int rank, uint32_t streams = 2,
-                                                   int timeoutMs = 60000) {
+                                                   int timeoutMs = 60000,
+                                                   client::ClientOptions::Progress progress =
+                                                       client::ClientOptions::Progress::kIoThreads) {
   auto options = testClientOptions(pool.endpoints(), streams);
+  options.progress = progress;
   options.collectiveTimeout = std::chrono::milliseconds(timeoutMs);
   options.minChunkBytes = 4 << 10;
   options.maxChunkBytes = 16 << 10;
@@ -115,12 +118,14 @@ TEST_CASE("a member that disconnects mid-collective aborts its group on every ot
 
 TEST_CASE("a member that never joins a collective times out with the missing rank named",
           "[failure]") {
+  const auto progress = GENERATE(client::ClientOptions::Progress::kIoThreads,
+                                 client::ClientOptions::Progress::kCaller);
   LocalPool pool(1);
   const GroupId id = GroupId::random();
   std::atomic<bool> rank0Done{false};
   Status result;
   Status st = runRanks(2, [&](int rank) -> Status {
-    auto comm = join(pool, id, 2, rank, 1, /*timeoutMs=*/400);
+    auto comm = join(pool, id, 2, rank, 1, /*timeoutMs=*/400, progress);
     if (!comm) return comm.status();
     std::vector<int32_t> buf(1000, 1);
     if (rank == 0) {
@@ -186,6 +191,8 @@ TEST_CASE("no reducer listening: connect fails with the address and the reason",
 }
 
 TEST_CASE("a reducer that dies mid-run fails the collectives in flight, no hang", "[failure]") {
+  const auto progress = GENERATE(client::ClientOptions::Progress::kIoThreads,
+                                 client::ClientOptions::Progress::kCaller);
   LocalPool pool(2);
   const GroupId id = GroupId::random();
   std::atomic<int> started{0};
@@ -196,7 +203,7 @@ TEST_CASE("a reducer that dies mid-run fails the collectives in flight, no hang"
     pool.stopReducer(1);
   });
   Status st = runRanks(2, [&](int rank) -> Status {
-    auto comm = join(pool, id, 2, rank);
+    auto comm = join(pool, id, 2, rank, 2, 60000, progress);
     if (!comm) return comm.status();
     std::vector<float> buf(1 << 20, 1.0f);
     ++started;

@@ -29,9 +29,17 @@
 namespace rs::client {
 
 struct ClientOptions {
+  // Who moves the bytes. kIoThreads: `ioThreads` background threads, so collectives progress
+  // while the caller computes. kCaller: the threads that call wait() or test() do the I/O
+  // themselves (as MPI does), which saves two thread hand-offs per collective, the larger
+  // part of a small all-reduce's latency; a collective then progresses only while some thread
+  // waits on or tests a request of the communicator.
+  enum class Progress { kIoThreads, kCaller };
+
   std::vector<cluster::Endpoint> reducers;  // in the same order on every member
   uint32_t streamsPerReducer = 4;           // TCP streams to each reducer
-  uint32_t ioThreads = 2;                   // threads driving the streams
+  Progress progress = Progress::kIoThreads;
+  uint32_t ioThreads = 2;                   // threads driving the streams (kIoThreads)
   uint64_t minChunkBytes = 16 << 10;        // a collective is split no finer than this
   uint64_t maxChunkBytes = 1 << 20;         // and no chunk is larger than this
   std::chrono::milliseconds collectiveTimeout{300000};
@@ -39,7 +47,7 @@ struct ClientOptions {
   transport::TcpOptions tcp;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
-  // RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK, RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS.
+  // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK, RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS.
   static Result<ClientOptions> fromEnvironment();
   Status validate() const;
 };
@@ -59,8 +67,9 @@ class AllReduceRequest {
   explicit AllReduceRequest(std::shared_ptr<RequestState> state);
   ~AllReduceRequest();
 
-  // Never blocks. True once finished, with the outcome in *status (if given). A collective
-  // past its timeout fails the communicator from here too.
+  // Never blocks (with Progress::kCaller it first does the I/O that is ready). True once
+  // finished, with the outcome in *status (if given). A collective past its timeout fails the
+  // communicator from here too.
   bool test(Status* status = nullptr);
   // Blocks until finished; a collective past its timeout fails the communicator.
   Status wait();
