@@ -50,7 +50,7 @@ struct Options {
   bool iterationTimes = false;  // rank 0 prints every timed iteration (depth 1: each latency)
   uint32_t streams = 4;
   uint32_t clientIoThreads = 1;
-  std::string progress = "threads";
+  std::string progress = "caller";
   std::string minChunk = "16K", maxChunk = "1M";
   double tcpProbeGbps = 0;  // set by the launcher for the ratio column
   std::string logLevel = "warn";
