@@ -82,8 +82,7 @@ int runWorker(const Options& o) {
   co.reducers = *reducers;
   co.streamsPerReducer = o.streams;
   co.ioThreads = o.clientIoThreads;
-  co.progress = o.progress == "caller" ? rs::client::ClientOptions::Progress::kCaller
-                                       : rs::client::ClientOptions::Progress::kIoThreads;
+  co.progress = *client::ClientOptions::parseProgress(o.progress);  // checked by the CLI
   co.minChunkBytes = *minChunk;
   co.maxChunkBytes = *maxChunk;
   auto comm = client::Communicator::connect(
@@ -282,7 +281,10 @@ int main(int argc, char** argv) {
   app.add_option("--client-io-threads", o.clientIoThreads, "Client io threads")->capture_default_str();
   app.add_option("--progress", o.progress,
                  "Who does the client's I/O: io threads, or the caller while it waits")
-      ->check(CLI::IsMember({"threads", "caller"}))
+      ->check([](const std::string& v) {
+        auto p = rs::client::ClientOptions::parseProgress(v);
+        return p ? std::string() : p.status().message();
+      })
       ->capture_default_str();
   app.add_option("--tcp-probe-gbps", o.tcpProbeGbps, "(set by --local-pool)");
   CLI11_PARSE(app, argc, argv);

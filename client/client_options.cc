@@ -47,10 +47,9 @@ Result<ClientOptions> ClientOptions::fromEnvironment() {
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &o.minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &o.maxChunkBytes));
   if (const char* p = std::getenv("RS_CLIENT_PROGRESS"); p != nullptr && *p != '\0') {
-    const std::string v = p;
-    if (v == "threads") o.progress = Progress::kIoThreads;
-    else if (v == "caller") o.progress = Progress::kCaller;
-    else return invalidArgument("RS_CLIENT_PROGRESS='" + v + "' is not 'threads' or 'caller'");
+    auto progress = parseProgress(p);
+    if (!progress) return invalidArgument("RS_CLIENT_PROGRESS: " + progress.status().message());
+    o.progress = *progress;
   }
   o.streamsPerReducer = static_cast<uint32_t>(streams);
   o.ioThreads = static_cast<uint32_t>(threads);
@@ -58,6 +57,12 @@ Result<ClientOptions> ClientOptions::fromEnvironment() {
   o.connectTimeout = std::chrono::milliseconds(connectMs);
   RS_RETURN_IF_ERROR(o.validate());
   return o;
+}
+
+Result<ClientOptions::Progress> ClientOptions::parseProgress(std::string_view name) {
+  if (name == "threads") return Progress::kIoThreads;
+  if (name == "caller") return Progress::kCaller;
+  return invalidArgument("'" + std::string(name) + "' is not 'threads' or 'caller'");
 }
 
 Status ClientOptions::validate() const {

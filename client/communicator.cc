@@ -14,11 +14,12 @@ uint64_t AllReduceRequest::seq() const { return state_->seq(); }
 
 bool AllReduceRequest::test(Status* status) {
   if (state_->done(status)) return true;
-  auto comm = state_->comm().lock();
-  if (comm) comm->poll();
-  if (comm && std::chrono::steady_clock::now() >= state_->deadline()) {
-    comm->failOnTimeout(*state_);
+  if (auto comm = state_->comm().lock()) {
     comm->poll();
+    if (std::chrono::steady_clock::now() >= state_->deadline()) {
+      comm->failOnTimeout(*state_);
+      comm->poll();
+    }
   }
   return state_->done(status);
 }

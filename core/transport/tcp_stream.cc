@@ -85,7 +85,7 @@ void TcpStream::asyncReadExactly(void* data, size_t size, IoHandler handler) {
 // exactly that. It is never raised here, so a stream that only reads exactly (the client)
 // settles on a header's size and makes no setsockopt calls after that.
 void TcpStream::readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler) {
-  if (static_cast<size_t>(lowWatermark_) > size - done) setLowWatermark(size - done);
+  lowerLowWatermark(size - done);
   socket_.async_read_some(
       asio::buffer(data + done, size - done),
       [this, data, size, done, h = std::move(handler)](const std::error_code& ec,
@@ -105,6 +105,10 @@ void TcpStream::setLowWatermark(size_t bytes) {
     lowWatermark_ = lowat;
 }
 
+void TcpStream::lowerLowWatermark(size_t bytes) {
+  if (static_cast<size_t>(lowWatermark_) > bytes) setLowWatermark(bytes);
+}
+
 // Below this, raising SO_RCVLOWAT saves a few wake-ups at most but costs a setsockopt per
 // read, and a header read lowers it again: for 8 KiB chunks that was 8 of the reducer's 25
 // system calls per W=4 all-reduce.
@@ -116,7 +120,8 @@ void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler, size_t
   // still returns what is there, and the kernel wakes a reader whose buffer is nearly full.
   // A mark above the wake is always lowered (it would delay this read's wake-up).
   const size_t wake = std::min(wakeAt, size);
-  if (wake >= kMinRaisedWake || static_cast<size_t>(lowWatermark_) > wake) setLowWatermark(wake);
+  if (wake >= kMinRaisedWake) setLowWatermark(wake);
+  else lowerLowWatermark(wake);
   socket_.async_read_some(asio::buffer(data, size), std::move(handler));
 }
 

@@ -50,7 +50,8 @@ class TcpStream final : public Stream {
 
  private:
   void readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler);
-  void setLowWatermark(size_t bytes);  // SO_RCVLOWAT, set only when it changes
+  void setLowWatermark(size_t bytes);    // SO_RCVLOWAT, set only when it changes
+  void lowerLowWatermark(size_t bytes);  // only if it is above `bytes`
 
   asio::ip::tcp::socket socket_;
   std::string peerName_;

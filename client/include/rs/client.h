@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "core/cluster/cluster_spec.h"
@@ -47,8 +48,11 @@ struct ClientOptions {
   transport::TcpOptions tcp;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
-  // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK, RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS.
+  // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
+  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS.
   static Result<ClientOptions> fromEnvironment();
+  // "threads" (kIoThreads) or "caller" (kCaller).
+  static Result<Progress> parseProgress(std::string_view name);
   Status validate() const;
 };
 
