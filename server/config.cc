@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <thread>
 
 #include "core/cluster/cluster_spec.h"
@@ -61,6 +63,22 @@ std::function<std::string(std::string)> byteSizeTransform() {
   };
 }
 
+// A size flag (64KiB, 8MiB, a plain number of bytes) and its RS_* twin, stored into *target and
+// saturated at the largest value its type holds.
+template <typename T>
+CLI::Option* addByteSizeOption(CLI::App& app, const std::string& flag, T* target,
+                               const std::string& help, const std::string& env) {
+  auto store = [target](const std::string& bytes) {
+    const uint64_t most = static_cast<uint64_t>(std::numeric_limits<T>::max());
+    *target = static_cast<T>(std::min<uint64_t>(std::stoull(bytes), most));
+  };
+  return app.add_option_function<std::string>(flag, store, help)
+      ->envname(env)
+      ->transform(byteSizeTransform())
+      ->type_name("SIZE")
+      ->default_str(formatByteSize(static_cast<uint64_t>(*target)));
+}
+
 // The port CLUSTER_SPEC gives this task, when it is a reducer; 0 otherwise.
 Result<uint16_t> reducerPortFromClusterSpec() {
   const char* spec = std::getenv("CLUSTER_SPEC");
@@ -84,13 +102,6 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   CLI::App app{"reduction-server: the reducer daemon of the Reduction Server all-reduce service"};
   app.set_version_flag("--version", "reduction-server 0.1.0");
 
-  std::string memoryLimit = std::to_string(c.memoryLimitBytes);
-  std::string maxChunk = std::to_string(c.maxChunkBytes);
-  std::string piece = std::to_string(c.pieceBytes);
-  std::string readWake = std::to_string(c.readWakeBytes);
-  std::string maxLead = std::to_string(c.maxLeadBytes);
-  std::string sndbuf = "0", rcvbuf = "0";
-
   auto* dataOpt = app.add_option("--data-listen", c.dataListen,
                                  "Data-plane listen address host:port (port 0: any free port)")
                       ->envname("RS_DATA_LISTEN")
@@ -105,16 +116,13 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                  "Most data streams one worker may open to this reducer")
       ->envname("RS_MAX_STREAMS_PER_WORKER")
       ->capture_default_str();
-  app.add_option("--max-chunk", maxChunk, "Largest chunk payload accepted (e.g. 8MiB)")
-      ->envname("RS_MAX_CHUNK")
-      ->transform(byteSizeTransform())
-      ->capture_default_str();
-  app.add_option("--memory-limit", memoryLimit,
-                 "Accumulator memory for all groups (e.g. 2GiB); when full, the reducer stops "
-                 "reading and TCP pushes back on the workers")
-      ->envname("RS_MEMORY_LIMIT")
-      ->transform(byteSizeTransform())
-      ->capture_default_str();
+  addByteSizeOption(app, "--max-chunk", &c.maxChunkBytes,
+                    "Largest chunk payload accepted (e.g. 8MiB)",
+                    "RS_MAX_CHUNK");
+  addByteSizeOption(app, "--memory-limit", &c.memoryLimitBytes,
+                    "Accumulator memory for all groups (e.g. 2GiB); when full, the reducer stops "
+                    "reading and TCP pushes back on the workers",
+                    "RS_MEMORY_LIMIT");
   app.add_option("--max-groups", c.maxGroups, "Most groups served at once")
       ->envname("RS_MAX_GROUPS")
       ->capture_default_str();
@@ -131,32 +139,25 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                  "Close a connection that sends no HELLO within this time")
       ->envname("RS_HANDSHAKE_TIMEOUT_MS")
       ->capture_default_str();
-  app.add_option("--piece", piece, "Receive-and-sum piece size (cache-sized, e.g. 256KiB)")
-      ->envname("RS_PIECE")
-      ->transform(byteSizeTransform())
-      ->capture_default_str();
-  app.add_option("--read-wake", readWake,
-                 "Wake a contribution's read once this much of it has arrived, or the rest of "
-                 "its chunk (SO_RCVLOWAT): fewer wake-ups per byte, coarser cut-through (0: any "
-                 "byte)")
-      ->envname("RS_READ_WAKE")
-      ->transform(byteSizeTransform())
-      ->capture_default_str();
-  app.add_option("--max-lead", maxLead,
-                 "How far one worker's upload of a chunk may run ahead of the slowest worker's "
-                 "before the reducer stops reading it, so that workers sharing a reducer's link "
-                 "stay in step (0: no limit). Also sets the socket receive buffer to this unless "
-                 "--socket-recv-buffer is given: keep it above each stream's share of the "
-                 "bandwidth-delay product")
-      ->envname("RS_MAX_LEAD")
-      ->transform(byteSizeTransform())
-      ->capture_default_str();
-  app.add_option("--socket-send-buffer", sndbuf, "SO_SNDBUF for data sockets (0: autotune)")
-      ->envname("RS_SOCKET_SEND_BUFFER")
-      ->transform(byteSizeTransform());
-  app.add_option("--socket-recv-buffer", rcvbuf, "SO_RCVBUF for data sockets (0: autotune)")
-      ->envname("RS_SOCKET_RECV_BUFFER")
-      ->transform(byteSizeTransform());
+  addByteSizeOption(app, "--piece", &c.pieceBytes,
+                    "Receive-and-sum piece size (cache-sized, e.g. 256KiB)",
+                    "RS_PIECE");
+  addByteSizeOption(app, "--read-wake", &c.readWakeBytes,
+                    "Wake a contribution's read once this much of it has arrived, or the rest of "
+                    "its chunk (SO_RCVLOWAT): fewer wake-ups per byte, coarser cut-through (0: any "
+                    "byte)",
+                    "RS_READ_WAKE");
+  addByteSizeOption(app, "--max-lead", &c.maxLeadBytes,
+                    "How far one worker's upload of a chunk may run ahead of the slowest worker's "
+                    "before the reducer stops reading it, so that workers sharing a reducer's link "
+                    "stay in step (0: no limit). Also sets the socket receive buffer to this unless "
+                    "--socket-recv-buffer is given: keep it above each stream's share of the "
+                    "bandwidth-delay product",
+                    "RS_MAX_LEAD");
+  addByteSizeOption(app, "--socket-send-buffer", &c.tcp.sendBufferBytes,
+                    "SO_SNDBUF for data sockets (0: autotune)", "RS_SOCKET_SEND_BUFFER");
+  addByteSizeOption(app, "--socket-recv-buffer", &c.tcp.recvBufferBytes,
+                    "SO_RCVBUF for data sockets (0: autotune)", "RS_SOCKET_RECV_BUFFER");
   app.add_option("--stats-interval", c.statsIntervalSeconds,
                  "Seconds between throughput log lines (0: off)")
       ->envname("RS_STATS_INTERVAL")
@@ -178,13 +179,6 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     out.exitCode = app.exit(e);
     return out;
   }
-  c.memoryLimitBytes = std::stoull(memoryLimit);
-  c.maxChunkBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(maxChunk), UINT32_MAX));
-  c.pieceBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(piece), UINT32_MAX));
-  c.readWakeBytes = static_cast<uint32_t>(std::min<uint64_t>(std::stoull(readWake), UINT32_MAX));
-  c.maxLeadBytes = std::stoull(maxLead);
-  c.tcp.sendBufferBytes = static_cast<int>(std::min<uint64_t>(std::stoull(sndbuf), INT32_MAX));
-  c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(std::stoull(rcvbuf), INT32_MAX));
   if (c.maxLeadBytes != 0 && c.tcp.recvBufferBytes == 0)
     c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(c.maxLeadBytes, INT32_MAX));
   if (c.ioThreads == 0) c.ioThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -1,0 +1,104 @@
+// The reducer's flags and their RS_* twins, parsed as main() parses them.
+#include "server/config.h"
+
+#include <catch2/catch.hpp>
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using rs::server::ParsedConfig;
+
+// Runs the parser on "reduction-server <args...>" with CLUSTER_SPEC unset, so the data port
+// never comes from the environment of whoever runs the test.
+ParsedConfig parse(std::vector<std::string> args) {
+  unsetenv("CLUSTER_SPEC");
+  args.insert(args.begin(), "reduction-server");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return rs::server::parseServerConfig(static_cast<int>(argv.size()), argv.data());
+}
+
+// Sets an environment variable for one test and removes it afterwards.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(std::string n, const char* value) : name(std::move(n)) {
+    setenv(name.c_str(), value, 1);
+  }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("server config: size flags take units and land in their fields") {
+  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--max-chunk", "4MiB", "--memory-limit",
+                       "1GB", "--piece", "128K", "--read-wake", "32KiB", "--max-lead", "1MiB",
+                       "--socket-send-buffer", "512KiB"});
+  REQUIRE(parsed.exitCode == -1);
+  const auto& c = parsed.config;
+  CHECK(c.maxChunkBytes == 4u << 20);
+  CHECK(c.memoryLimitBytes == 1000000000ull);
+  CHECK(c.pieceBytes == 128u << 10);
+  CHECK(c.readWakeBytes == 32u << 10);
+  CHECK(c.maxLeadBytes == 1u << 20);
+  CHECK(c.tcp.sendBufferBytes == 512 << 10);
+  // --max-lead bounds the receive window unless --socket-recv-buffer is given.
+  CHECK(c.tcp.recvBufferBytes == 1 << 20);
+  CHECK(c.validate().isOk());
+}
+
+TEST_CASE("server config: defaults stand when no size flag is given") {
+  auto parsed = parse({"--data-listen", "127.0.0.1:0"});
+  REQUIRE(parsed.exitCode == -1);
+  const rs::server::ServerConfig defaults;
+  CHECK(parsed.config.maxChunkBytes == defaults.maxChunkBytes);
+  CHECK(parsed.config.memoryLimitBytes == defaults.memoryLimitBytes);
+  CHECK(parsed.config.pieceBytes == defaults.pieceBytes);
+  CHECK(parsed.config.readWakeBytes == defaults.readWakeBytes);
+  CHECK(parsed.config.maxLeadBytes == 0);
+  CHECK(parsed.config.tcp.recvBufferBytes == 0);
+}
+
+TEST_CASE("server config: RS_* variables set sizes and flags win over them") {
+  ScopedEnv lead("RS_MAX_LEAD", "2MiB");
+  ScopedEnv piece("RS_PIECE", "64KiB");
+  ScopedEnv rcvbuf("RS_SOCKET_RECV_BUFFER", "8MiB");
+  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--piece", "256KiB"});
+  REQUIRE(parsed.exitCode == -1);
+  CHECK(parsed.config.maxLeadBytes == 2u << 20);
+  CHECK(parsed.config.pieceBytes == 256u << 10);        // the flag, not RS_PIECE
+  CHECK(parsed.config.tcp.recvBufferBytes == 8 << 20);  // given, so --max-lead leaves it
+}
+
+TEST_CASE("server config: sizes beyond a field's type saturate instead of wrapping") {
+  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--socket-send-buffer", "8GiB",
+                       "--max-chunk", "16GiB", "--memory-limit", "64GiB", "--io-threads", "1"});
+  REQUIRE(parsed.exitCode == -1);
+  CHECK(parsed.config.tcp.sendBufferBytes == INT_MAX);
+  CHECK(parsed.config.maxChunkBytes == UINT32_MAX);
+}
+
+TEST_CASE("server config: a malformed size stops start-up") {
+  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--piece", "12XB"});
+  CHECK(parsed.exitCode > 0);
+}
+
+TEST_CASE("server config: out-of-range values stop start-up, and the reason names the flag") {
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--piece", "1000"}).exitCode == 2);
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--max-lead", "64KiB"}).exitCode == 2);
+
+  rs::server::ServerConfig c;
+  c.ioThreads = 1;
+  c.pieceBytes = 1000;
+  CHECK(c.validate().message().find("--piece") != std::string::npos);
+  c.pieceBytes = 256u << 10;
+  c.maxLeadBytes = 64u << 10;
+  CHECK(c.validate().message().find("--max-lead") != std::string::npos);
+  c.maxLeadBytes = 0;
+  c.memoryLimitBytes = 1u << 20;
+  CHECK(c.validate().message().find("--memory-limit") != std::string::npos);
+  c.memoryLimitBytes = 2ull << 30;
+  CHECK(c.validate().isOk());
+}
