@@ -11,7 +11,7 @@ build_pkgs=(
   libibverbs-dev librdmacm-dev libspdlog-dev libfmt-dev catch2 libhwy-dev
   nlohmann-json3-dev libcli11-dev
   iproute2 procps
-  libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3
+  libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
 )
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
 

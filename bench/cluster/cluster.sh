@@ -41,6 +41,15 @@ CLUSTER_TBF_LATENCY=${CLUSTER_TBF_LATENCY:-20ms}
 # tcp_allowed_congestion_control, so a namespace may not select it; Reno is what cubic does at
 # these sub-ms RTTs (its TCP-friendly region). Every implementation runs on the same setting.
 CLUSTER_CC=${CLUSTER_CC:-reno}
+# Where a host's receive work runs. inline (default): veth hands a packet to the receiving
+# namespace's stack inside the sender's system call, so this kernel (no IRQ time accounting)
+# charges the receiver's TCP, the bridge and the far tbf to the sending process. threaded: each
+# veth end gets its own NAPI kernel thread (GRO on, which veth only uses for segments the
+# sender did not offload, hence TSO off), so a host's receive processing runs in a thread of
+# its own, napi/eth0-<id>, that can be counted as that host's, as a NIC interrupt's would be.
+CLUSTER_HOST_NAPI=${CLUSTER_HOST_NAPI:-inline}
+CLUSTER_MTU=${CLUSTER_MTU:-1500}
+declare -A CLUSTER_NAPI_PIDS=()  # host -> pids of its receive threads (threaded mode)
 CLUSTER_WORKERS=0
 CLUSTER_REDUCERS=0
 CLUSTER_RATE=""
@@ -94,21 +103,41 @@ cluster_add_host() {
   ip -n "$sw" link set "$h" master br0 up
   ip -n "$ns" addr add "$(cluster_addr "$h")/24" dev eth0
   ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set eth0 mtu "$CLUSTER_MTU"
+  ip -n "$sw" link set "$h" mtu "$CLUSTER_MTU"
   tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency "$CLUSTER_TBF_LATENCY"
   tc -n "$sw" qdisc add dev "$h" root tbf rate "$rate" burst "$burst" latency "$CLUSTER_TBF_LATENCY"
+  if [[ $CLUSTER_HOST_NAPI == threaded ]]; then
+    local before
+    before=$(pgrep -d ' ' '^napi/' || true)
+    cluster_thread_rx "$ns" eth0 || return 1
+    CLUSTER_NAPI_PIDS[$h]=$(pgrep '^napi/' | grep -vxF -f <(tr ' ' '\n' <<<"$before") | tr '\n' ' ' || true)
+    cluster_thread_rx "$sw" "$h" || return 1
+  fi
+}
+
+# veth uses NAPI only with GRO requested and only for packets not offloaded by TSO; toggling
+# GRO makes veth set NAPI up on a link that already has it on by default.
+cluster_thread_rx() {  # namespace device
+  command -v ethtool >/dev/null || { cluster_log "CLUSTER_HOST_NAPI=threaded needs ethtool"; return 1; }
+  ip netns exec "$1" ethtool -K "$2" tso off gro off >/dev/null
+  ip netns exec "$1" ethtool -K "$2" gro on >/dev/null
+  ip netns exec "$1" sh -c "echo 1 > /sys/class/net/$2/threaded"
 }
 
 cluster_create() {  # W R RATE
   local w=$1 r=$2 rate=$3 bits burst h
   ((w >= 1 && w <= 90 && r >= 0 && r <= 150)) || { cluster_log "need 1 <= W <= 90, 0 <= R <= 150"; return 1; }
   bits=$(cluster_rate_bits "$rate") || return 1
+  [[ $CLUSTER_HOST_NAPI == inline || $CLUSTER_HOST_NAPI == threaded ]] ||
+    { cluster_log "host receive work must be inline or threaded, not '$CLUSTER_HOST_NAPI'"; return 1; }
   burst=$((bits / 8 / 1000))
   ((burst < 65536)) && burst=65536
   CLUSTER_WORKERS=$w CLUSTER_REDUCERS=$r CLUSTER_RATE=$rate
   ip netns add "$(cluster_ns sw)"
   ip -n "$(cluster_ns sw)" link add br0 type bridge
-  ip -n "$(cluster_ns sw)" link set br0 up
-  for h in $(cluster_hosts); do cluster_add_host "$h" "$rate" "$burst"; done
+  ip -n "$(cluster_ns sw)" link set br0 mtu "$CLUSTER_MTU" up
+  for h in $(cluster_hosts); do cluster_add_host "$h" "$rate" "$burst" || return 1; done
   cluster_log "$CLUSTER_PREFIX: $w workers + $r reducers on ${CLUSTER_SUBNET}.0/24, tbf $rate" \
     "burst ${burst}B latency $CLUSTER_TBF_LATENCY on both ends of every link, TCP $CLUSTER_CC"
 }

@@ -2,11 +2,12 @@
 # Turns one cluster run's rows.tsv (and mpstat.log) into results.csv and a markdown report on
 # stdout: per size, each implementation's time, busbw and CPU use, ours against the fastest
 # peer of the same run, the ideal ratio and the link-rate bound.
-#   report.sh OUT W R RATE_BITS "LINK_AB_MBPS LINK_BA_MBPS" CLK_TCK NCPU "FAILED..."
+#   report.sh OUT W R RATE_BITS "LINK_AB_MBPS LINK_BA_MBPS" CLK_TCK NCPU "FAILED..." [HOST_NAPI]
 # rows.tsv columns: impl size time_us algbw busbw wrong t0_us t1_us busy_ticks total_ticks
-#                   reducer_ticks reducer_rx_bytes (see stamp_rows in run.sh).
+#                   reducer_ticks reducer_rx_bytes reducer_host_rx_thread_ticks (see stamp_rows
+#                   in run.sh). HOST_NAPI: inline or threaded (cluster.sh CLUSTER_HOST_NAPI).
 set -euo pipefail
-out=$1 W=$2 R=$3 rate_bits=$4 link=$5 clk=$6 ncpu=$7 failed=${8:-}
+out=$1 W=$2 R=$3 rate_bits=$4 link=$5 clk=$6 ncpu=$7 failed=${8:-} host_napi=${9:-inline}
 
 echo "# Reduction server vs ring all-reduce: $W workers, $R reducers, $((rate_bits / 1000000)) Mbit/s links"
 echo
@@ -17,7 +18,7 @@ echo
 mpstat=$out/mpstat.log
 [[ -f $mpstat ]] || mpstat=/dev/null
 awk -v W="$W" -v R="$R" -v rate_bits="$rate_bits" -v link="$link" -v clk="$clk" -v ncpu="$ncpu" \
-    -v csv="$out/results.csv" -v mfile="$mpstat" '
+    -v csv="$out/results.csv" -v mfile="$mpstat" -v threaded="$([[ $host_napi == threaded ]] && echo 1 || echo 0)" '
 function hsize(b) {
   if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) " MiB"
   if (b >= 1024 && b % 1024 == 0) return (b / 1024) " KiB"
@@ -40,7 +41,7 @@ FILENAME == mfile {
   peak[k] = -1
   for (i = 1; i <= ns; i++)
     if (mt[i] - 1e6 >= $7 - 2e5 && mt[i] <= $8 + 2e5 && mb[i] > peak[k]) peak[k] = mb[i]
-  rcpu[k] = $11 / clk; rrx[k] = $12
+  rcpu[k] = $11 / clk; rrx[k] = $12; rkcpu[k] = $13 / clk
 }
 END {
   # Sizes in ascending order (insertion sort: a handful of rows).
@@ -100,33 +101,44 @@ END {
     print ""
   }
 
-  print "\n## Reducers during our run (user+sys CPU of the reduction-server processes, which leaves out softirq work the kernel does outside them; bytes received on their links, TCP/IP headers included)\n"
-  print "| size | window (s) | reducer CPU (s) | received (MB) | received (Gbit/s) | vCPU per 10 Gbit/s |"
-  print "|---:|---:|---:|---:|---:|---:|"
-  tc = 0; tr = 0; tw = 0
+  if (threaded) {
+    print "\n## Reducer hosts during our run (user+sys CPU of the reduction-server processes, and of the receive threads of their hosts: the packet receive work of each host runs in a NAPI thread of its own, --host-napi threaded; bytes received on their links, TCP/IP headers included)\n"
+    print "| size | window (s) | reducer CPU (s) | host receive threads (s) | received (MB) | received (Gbit/s) | vCPU per 10 Gbit/s, process | vCPU per 10 Gbit/s, process + host receive |"
+    print "|---:|---:|---:|---:|---:|---:|---:|---:|"
+  } else {
+    print "\n## Reducers during our run (user+sys CPU of the reduction-server processes, which leaves out softirq work the kernel does outside them; bytes received on their links, TCP/IP headers included)\n"
+    print "| size | window (s) | reducer CPU (s) | received (MB) | received (Gbit/s) | vCPU per 10 Gbit/s |"
+    print "|---:|---:|---:|---:|---:|---:|"
+  }
+  tc = 0; tk = 0; tr = 0; tw = 0
   for (s = 1; s <= nsize; s++) {
     k = "ours" SUBSEP sizes[s]; if (!(k in rcpu)) continue
-    tc += rcpu[k]; tr += rrx[k]; tw += win[k]
-    printf "| %s | %s | %s | %s | %s | %s |\n", hsize(sizes[s]), f(win[k], 2), f(rcpu[k], 2),
-           f(rrx[k] / 1e6, 1), (win[k] > 0 ? f(rrx[k] * 8 / win[k] / 1e9, 3) : "-"),
-           (rrx[k] > 0 ? f(rcpu[k] * 1e10 / (rrx[k] * 8), 2) : "-")
+    tc += rcpu[k]; tk += rkcpu[k]; tr += rrx[k]; tw += win[k]
+    reducerRow(hsize(sizes[s]), win[k], rcpu[k], rkcpu[k], rrx[k])
   }
-  if (tw > 0)
-    printf "| all | %s | %s | %s | %s | %s |\n", f(tw, 2), f(tc, 2), f(tr / 1e6, 1),
-           f(tr * 8 / tw / 1e9, 3), (tr > 0 ? f(tc * 1e10 / (tr * 8), 2) : "-")
+  if (tw > 0) reducerRow("all", tw, tc, tk, tr)
 
   bad = 0
   for (k in wrong) if (wrong[k] != 0) { split(k, kk, SUBSEP); printf "\n**#wrong %s at %s for %s**", wrong[k], hsize(kk[2]), kk[1]; bad++ }
   if (bad) print ""
   print "\nEach window runs from the previous row (or the table header) to this row: warm-up, timed iterations and the check of that size. Raw outputs: <impl>.log, rows.tsv, mpstat.log; all numbers: results.csv."
 
-  print "impl,size,time_us,algbw,busbw,wrong,window_s,cpu_busy_avg_pct,cpu_busy_peak_pct,reducer_cpu_s,reducer_rx_bytes,reducer_vcpu_per_10gbps" > csv
+  print "impl,size,time_us,algbw,busbw,wrong,window_s,cpu_busy_avg_pct,cpu_busy_peak_pct,reducer_cpu_s,reducer_rx_bytes,reducer_vcpu_per_10gbps,reducer_host_rx_thread_cpu_s" > csv
   for (i = 1; i <= nimpl; i++) for (s = 1; s <= nsize; s++) {
     k = order[i] SUBSEP sizes[s]; if (!(k in time_)) continue
-    printf "%s,%d,%s,%s,%s,%s,%.3f,%.1f,%s,%.3f,%d,%s\n", order[i], sizes[s], time_[k], alg[k], bus[k],
+    printf "%s,%d,%s,%s,%s,%s,%.3f,%.1f,%s,%.3f,%d,%s,%s\n", order[i], sizes[s], time_[k], alg[k], bus[k],
            wrong[k], win[k], cpu[k], (peak[k] >= 0 ? f(peak[k], 1) : ""), rcpu[k], rrx[k],
-           ((order[i] == "ours" && rrx[k] > 0) ? f(rcpu[k] * 1e10 / (rrx[k] * 8), 3) : "") > csv
+           ((order[i] == "ours" && rrx[k] > 0) ? f(rcpu[k] * 1e10 / (rrx[k] * 8), 3) : ""),
+           (threaded && order[i] == "ours" ? f(rkcpu[k], 3) : "") > csv
   }
+}
+function vcpu(cpu, rx) { return rx > 0 ? f(cpu * 1e10 / (rx * 8), 2) : "-" }
+function reducerRow(label, w, c, kc, rx) {
+  printf "| %s | %s | %s |", label, f(w, 2), f(c, 2)
+  if (threaded) printf " %s |", f(kc, 2)
+  printf " %s | %s | %s |", f(rx / 1e6, 1), (w > 0 ? f(rx * 8 / w / 1e9, 3) : "-"), vcpu(c, rx)
+  if (threaded) printf " %s |", vcpu(c + kc, rx)
+  print ""
 }
 function cell(impl, z,   k) {
   k = impl SUBSEP z

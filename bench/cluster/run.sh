@@ -13,7 +13,7 @@
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
 #                        [--server-io-threads 1] [--streams 4] [--link-seconds 2] [--queue 20ms]
 #                        [--server-args "--max-lead 256KiB"] [--perf-args "--iteration-times"]
-#                        [--cc reno|bbr]
+#                        [--cc reno|bbr] [--host-napi inline|threaded] [--mtu 1500]
 #                        [--server-bin P] [--perf-bin P] [--gloo-bin P] [--mpi-bin P]
 # Needs root. Bounded by --budget (a `timeout` around the whole script) and --step-timeout per
 # implementation; the namespaces and every process in them go on any exit (trap EXIT INT TERM).
@@ -37,6 +37,7 @@ while (($#)); do
     --step-timeout) STEP_TIMEOUT=$2 ;; --server-io-threads) IO_THREADS=$2 ;;
     --streams) STREAMS=$2 ;; --server-args) SERVER_ARGS=$2 ;; --link-seconds) LINK_SECS=$2 ;; --queue) CLUSTER_TBF_LATENCY=$2 ;;
     --cc) CLUSTER_CC=$2 ;; --perf-args) PERF_ARGS=$2 ;;
+    --host-napi) CLUSTER_HOST_NAPI=$2 ;; --mtu) CLUSTER_MTU=$2 ;;
     --server-bin) SERVER_BIN=$2 ;; --perf-bin) PERF_BIN=$2 ;; --gloo-bin) GLOO_BIN=$2 ;;
     --mpi-bin) MPI_BIN=$2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -94,9 +95,11 @@ trap 'log "terminated (budget ${BUDGET}s or a signal)"; exit 143' TERM
 
 # --- per-row CPU attribution -------------------------------------------------------------------
 RED_PIDS=()
+RED_RX_THREADS=()  # the reducer hosts' receive threads (--host-napi threaded)
 CLK_TCK=$(getconf CLK_TCK)
 # Sets SNAP_T (us), SNAP_BUSY/SNAP_TOTAL (machine ticks), SNAP_RED_TICKS (reducers' user+sys),
-# SNAP_RED_RX (bytes the reducers' interfaces received, headers included).
+# SNAP_RED_RX (bytes the reducers' interfaces received, headers included), SNAP_RED_KTICKS (the
+# reducer hosts' receive threads' CPU).
 snapshot() {
   # No forks here: rows are stamped as they arrive, and a slow reader would lag behind them.
   local user nice sys idle iowait irq soft steal line pid
@@ -105,7 +108,12 @@ snapshot() {
   read -r _ user nice sys idle iowait irq soft steal _ </proc/stat
   SNAP_TOTAL=$((user + nice + sys + idle + iowait + irq + soft + steal))
   SNAP_BUSY=$((SNAP_TOTAL - idle - iowait))
-  SNAP_RED_TICKS=0 SNAP_RED_RX=0
+  SNAP_RED_TICKS=0 SNAP_RED_RX=0 SNAP_RED_KTICKS=0
+  for pid in "${RED_RX_THREADS[@]}"; do
+    read -r line 2>/dev/null <"/proc/$pid/stat" || continue
+    read -ra f <<<"${line##*) }"
+    SNAP_RED_KTICKS=$((SNAP_RED_KTICKS + f[11] + f[12]))
+  done
   for pid in "${RED_PIDS[@]}"; do
     read -r line 2>/dev/null <"/proc/$pid/stat" || continue  # gone: counts nothing more
     read -ra f <<<"${line##*) }"  # fields from 3 (state) on: utime is field 14, stime 15
@@ -126,19 +134,19 @@ snapshot() {
 # on its own (the peers flush it), else at the start (allreduce_perf's header comes with its
 # first row, so that window also holds connecting to the reducers).
 stamp_rows() {  # impl raw-file
-  local impl=$1 raw=$2 line t0 b0 n0 k0 x0
-  snapshot; t0=$SNAP_T b0=$SNAP_BUSY n0=$SNAP_TOTAL k0=$SNAP_RED_TICKS x0=$SNAP_RED_RX
+  local impl=$1 raw=$2 line t0 b0 n0 k0 x0 q0
+  snapshot; t0=$SNAP_T b0=$SNAP_BUSY n0=$SNAP_TOTAL k0=$SNAP_RED_TICKS x0=$SNAP_RED_RX q0=$SNAP_RED_KTICKS
   while IFS= read -r line; do
     printf '%s\n' "$line" >>"$raw"
     if [[ $line =~ ^#.*\(B\) ]] && ! read -t 0; then
-      snapshot; t0=$SNAP_T b0=$SNAP_BUSY n0=$SNAP_TOTAL k0=$SNAP_RED_TICKS x0=$SNAP_RED_RX
+      snapshot; t0=$SNAP_T b0=$SNAP_BUSY n0=$SNAP_TOTAL k0=$SNAP_RED_TICKS x0=$SNAP_RED_RX q0=$SNAP_RED_KTICKS
     elif [[ $line =~ ^\ +[0-9]+\ +[0-9]+\  ]]; then
       snapshot
       read -r size _ _ _ time_us algbw busbw wrong _ <<<"$line"
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$impl" "$size" "$time_us" \
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$impl" "$size" "$time_us" \
         "$algbw" "$busbw" "$wrong" "$t0" "$SNAP_T" $((SNAP_BUSY - b0)) $((SNAP_TOTAL - n0)) \
-        $((SNAP_RED_TICKS - k0)) $((SNAP_RED_RX - x0)) >>"$OUT/rows.tsv"
-      t0=$SNAP_T b0=$SNAP_BUSY n0=$SNAP_TOTAL k0=$SNAP_RED_TICKS x0=$SNAP_RED_RX
+        $((SNAP_RED_TICKS - k0)) $((SNAP_RED_RX - x0)) $((SNAP_RED_KTICKS - q0)) >>"$OUT/rows.tsv"
+      t0=$SNAP_T b0=$SNAP_BUSY n0=$SNAP_TOTAL k0=$SNAP_RED_TICKS x0=$SNAP_RED_RX q0=$SNAP_RED_KTICKS
     fi
   done
 }
@@ -196,7 +204,7 @@ sweep=(-b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w "$WARMUP")
   echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "command: $0 ${orig_args[*]}"
-  echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY), TCP congestion control $CLUSTER_CC"
+  echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY), TCP congestion control $CLUSTER_CC, MTU $CLUSTER_MTU, host receive work $CLUSTER_HOST_NAPI"
   echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS $PERF_ARGS"
 } >"$OUT/setup.txt"
 : >"$OUT/rows.tsv"
@@ -231,6 +239,12 @@ for ((j = 0; j < R; j++)); do
   mapfile -t -O "${#RED_PIDS[@]}" RED_PIDS < <(ip netns pids "$(cluster_ns "r$j")")
 done
 ((${#RED_PIDS[@]} == R)) || die "expected $R reducer processes, found ${RED_PIDS[*]}"
+for ((j = 0; j < R; j++)); do
+  # shellcheck disable=SC2206  # a list of pids
+  RED_RX_THREADS+=(${CLUSTER_NAPI_PIDS[r$j]:-})
+done
+[[ $CLUSTER_HOST_NAPI != threaded || ${#RED_RX_THREADS[@]} -gt 0 ]] ||
+  die "--host-napi threaded: no receive threads found for the reducer hosts"
 log "$R reducers up: $reducers"
 
 group=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
@@ -278,7 +292,7 @@ helpers=()
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/setup.txt"
 rate_bits=$(cluster_rate_bits "$RATE")
 "$here/report.sh" "$OUT" "$W" "$R" "$rate_bits" "${LINK_MBPS:-}" "$CLK_TCK" "$(nproc)" \
-  "${failed[*]:-}" >"$OUT/report.md"
+  "${failed[*]:-}" "$CLUSTER_HOST_NAPI" >"$OUT/report.md"
 cat "$OUT/report.md"
 
 wrong=$(awk -F'\t' '$6 != 0 { n++ } END { print n + 0 }' "$OUT/rows.tsv")
