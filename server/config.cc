@@ -63,6 +63,13 @@ std::function<std::string(std::string)> byteSizeTransform() {
   };
 }
 
+// A flag and its RS_* twin, with its default shown in --help.
+template <typename T>
+CLI::Option* addOption(CLI::App& app, const std::string& flag, T* target, const std::string& help,
+                       const std::string& env) {
+  return app.add_option(flag, *target, help)->envname(env)->capture_default_str();
+}
+
 // A size flag (64KiB, 8MiB, a plain number of bytes) and its RS_* twin, stored into *target and
 // saturated at the largest value its type holds.
 template <typename T>
@@ -102,20 +109,18 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   CLI::App app{"reduction-server: the reducer daemon of the Reduction Server all-reduce service"};
   app.set_version_flag("--version", "reduction-server 0.1.0");
 
-  auto* dataOpt = app.add_option("--data-listen", c.dataListen,
-                                 "Data-plane listen address host:port (port 0: any free port)")
-                      ->envname("RS_DATA_LISTEN")
-                      ->capture_default_str();
-  app.add_option("--grpc-listen", c.grpcListen,
-                 "gRPC control-plane listen address host:port (default: data port + 1)")
-      ->envname("RS_GRPC_LISTEN");
-  app.add_option("--io-threads", c.ioThreads, "Data-plane io threads (0: one per core)")
-      ->envname("RS_IO_THREADS")
-      ->capture_default_str();
-  app.add_option("--max-streams-per-worker", c.maxStreamsPerWorker,
-                 "Most data streams one worker may open to this reducer")
-      ->envname("RS_MAX_STREAMS_PER_WORKER")
-      ->capture_default_str();
+  auto* dataOpt = addOption(app, "--data-listen", &c.dataListen,
+                            "Data-plane listen address host:port (port 0: any free port)",
+                            "RS_DATA_LISTEN");
+  addOption(app, "--grpc-listen", &c.grpcListen,
+            "gRPC control-plane listen address host:port (default: data port + 1)",
+            "RS_GRPC_LISTEN");
+  addOption(app, "--io-threads", &c.ioThreads,
+            "Data-plane io threads (0: one per core)",
+            "RS_IO_THREADS");
+  addOption(app, "--max-streams-per-worker", &c.maxStreamsPerWorker,
+            "Most data streams one worker may open to this reducer",
+            "RS_MAX_STREAMS_PER_WORKER");
   addByteSizeOption(app, "--max-chunk", &c.maxChunkBytes,
                     "Largest chunk payload accepted (e.g. 8MiB)",
                     "RS_MAX_CHUNK");
@@ -123,22 +128,19 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                     "Accumulator memory for all groups (e.g. 2GiB); when full, the reducer stops "
                     "reading and TCP pushes back on the workers",
                     "RS_MEMORY_LIMIT");
-  app.add_option("--max-groups", c.maxGroups, "Most groups served at once")
-      ->envname("RS_MAX_GROUPS")
-      ->capture_default_str();
-  app.add_option("--max-slots-per-group", c.maxSlotsPerGroup,
-                 "Most chunks one group may hold open per io thread")
-      ->envname("RS_MAX_SLOTS_PER_GROUP")
-      ->capture_default_str();
-  app.add_option("--collective-timeout-ms", c.collectiveTimeoutMs,
-                 "Abort a group whose chunk waits longer than this for its members (unless the "
-                 "group sets its own)")
-      ->envname("RS_COLLECTIVE_TIMEOUT_MS")
-      ->capture_default_str();
-  app.add_option("--handshake-timeout-ms", c.handshakeTimeoutMs,
-                 "Close a connection that sends no HELLO within this time")
-      ->envname("RS_HANDSHAKE_TIMEOUT_MS")
-      ->capture_default_str();
+  addOption(app, "--max-groups", &c.maxGroups,
+            "Most groups served at once",
+            "RS_MAX_GROUPS");
+  addOption(app, "--max-slots-per-group", &c.maxSlotsPerGroup,
+            "Most chunks one group may hold open per io thread",
+            "RS_MAX_SLOTS_PER_GROUP");
+  addOption(app, "--collective-timeout-ms", &c.collectiveTimeoutMs,
+            "Abort a group whose chunk waits longer than this for its members (unless the "
+            "group sets its own)",
+            "RS_COLLECTIVE_TIMEOUT_MS");
+  addOption(app, "--handshake-timeout-ms", &c.handshakeTimeoutMs,
+            "Close a connection that sends no HELLO within this time",
+            "RS_HANDSHAKE_TIMEOUT_MS");
   addByteSizeOption(app, "--piece", &c.pieceBytes,
                     "Receive-and-sum piece size (cache-sized, e.g. 256KiB)",
                     "RS_PIECE");
@@ -158,13 +160,12 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                     "SO_SNDBUF for data sockets (0: autotune)", "RS_SOCKET_SEND_BUFFER");
   addByteSizeOption(app, "--socket-recv-buffer", &c.tcp.recvBufferBytes,
                     "SO_RCVBUF for data sockets (0: autotune)", "RS_SOCKET_RECV_BUFFER");
-  app.add_option("--stats-interval", c.statsIntervalSeconds,
-                 "Seconds between throughput log lines (0: off)")
-      ->envname("RS_STATS_INTERVAL")
-      ->capture_default_str();
-  app.add_option("--log-level", c.logLevel, "trace, debug, info, warn, error, critical, off")
-      ->envname("RS_LOG_LEVEL")
-      ->capture_default_str();
+  addOption(app, "--stats-interval", &c.statsIntervalSeconds,
+            "Seconds between throughput log lines (0: off)",
+            "RS_STATS_INTERVAL");
+  addOption(app, "--log-level", &c.logLevel,
+            "trace, debug, info, warn, error, critical, off",
+            "RS_LOG_LEVEL");
   app.add_option("--log-format", c.logFormat, "text, or json (one object per line)")
       ->envname("RS_LOG_FORMAT")
       ->check(CLI::IsMember({"text", "json"}))

@@ -61,12 +61,16 @@ TEST_CASE("server config: defaults stand when no size flag is given") {
   CHECK(parsed.config.tcp.recvBufferBytes == 0);
 }
 
-TEST_CASE("server config: RS_* variables set sizes and flags win over them") {
+TEST_CASE("server config: RS_* variables set flags and sizes, and flags win over them") {
   ScopedEnv lead("RS_MAX_LEAD", "2MiB");
   ScopedEnv piece("RS_PIECE", "64KiB");
   ScopedEnv rcvbuf("RS_SOCKET_RECV_BUFFER", "8MiB");
-  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--piece", "256KiB"});
+  ScopedEnv threads("RS_IO_THREADS", "3");
+  ScopedEnv timeout("RS_COLLECTIVE_TIMEOUT_MS", "1234");
+  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--piece", "256KiB", "--io-threads", "2"});
   REQUIRE(parsed.exitCode == -1);
+  CHECK(parsed.config.ioThreads == 2);  // the flag, not RS_IO_THREADS
+  CHECK(parsed.config.collectiveTimeoutMs == 1234);
   CHECK(parsed.config.maxLeadBytes == 2u << 20);
   CHECK(parsed.config.pieceBytes == 256u << 10);        // the flag, not RS_PIECE
   CHECK(parsed.config.tcp.recvBufferBytes == 8 << 20);  // given, so --max-lead leaves it
