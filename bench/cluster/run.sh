@@ -97,6 +97,18 @@ trap 'log "terminated (budget ${BUDGET}s or a signal)"; exit 143' TERM
 RED_PIDS=()
 RED_RX_THREADS=()  # the reducer hosts' receive threads (--host-napi threaded)
 CLK_TCK=$(getconf CLK_TCK)
+# Sets TICKS to the user+sys CPU ticks of the given pids (a pid that is gone counts nothing).
+cpu_ticks() {
+  local line pid
+  local -a f
+  TICKS=0
+  for pid in "$@"; do
+    read -r line 2>/dev/null <"/proc/$pid/stat" || continue
+    read -ra f <<<"${line##*) }"  # fields from 3 (state) on: utime is field 14, stime 15
+    TICKS=$((TICKS + f[11] + f[12]))
+  done
+}
+
 # Sets SNAP_T (us), SNAP_BUSY/SNAP_TOTAL (machine ticks), SNAP_RED_TICKS (reducers' user+sys),
 # SNAP_RED_RX (bytes the reducers' interfaces received, headers included), SNAP_RED_KTICKS (the
 # reducer hosts' receive threads' CPU).
@@ -108,16 +120,10 @@ snapshot() {
   read -r _ user nice sys idle iowait irq soft steal _ </proc/stat
   SNAP_TOTAL=$((user + nice + sys + idle + iowait + irq + soft + steal))
   SNAP_BUSY=$((SNAP_TOTAL - idle - iowait))
-  SNAP_RED_TICKS=0 SNAP_RED_RX=0 SNAP_RED_KTICKS=0
-  for pid in "${RED_RX_THREADS[@]}"; do
-    read -r line 2>/dev/null <"/proc/$pid/stat" || continue
-    read -ra f <<<"${line##*) }"
-    SNAP_RED_KTICKS=$((SNAP_RED_KTICKS + f[11] + f[12]))
-  done
+  cpu_ticks "${RED_PIDS[@]}"; SNAP_RED_TICKS=$TICKS
+  cpu_ticks "${RED_RX_THREADS[@]}"; SNAP_RED_KTICKS=$TICKS
+  SNAP_RED_RX=0
   for pid in "${RED_PIDS[@]}"; do
-    read -r line 2>/dev/null <"/proc/$pid/stat" || continue  # gone: counts nothing more
-    read -ra f <<<"${line##*) }"  # fields from 3 (state) on: utime is field 14, stime 15
-    SNAP_RED_TICKS=$((SNAP_RED_TICKS + f[11] + f[12]))
     # The reducer's own namespace: /proc/<pid>/net/dev shows eth0 of its host.
     while read -r line; do
       if [[ $line == eth0:* ]]; then
