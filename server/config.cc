@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "core/cluster/cluster_spec.h"
+#include "core/common/build_info.h"
 #include "core/common/byte_size.h"
+#include "core/reduce/reduce.h"
 
 namespace rs::server {
 
@@ -107,7 +109,7 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   ParsedConfig out;
   ServerConfig& c = out.config;
   CLI::App app{"reduction-server: the reducer daemon of the Reduction Server all-reduce service"};
-  app.set_version_flag("--version", "reduction-server 0.1.0");
+  app.set_version_flag("--version", versionLine("reduction-server", reduce::activeTargetName()));
 
   auto* dataOpt = addOption(app, "--data-listen", &c.dataListen,
                             "Data-plane listen address host:port (port 0: any free port)",

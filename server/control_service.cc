@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/common/build_info.h"
 #include "core/reduce/dtype.h"
 #include "core/wire/frame.h"
 
@@ -66,7 +67,7 @@ std::vector<std::string> ControlService::dataEndpoints() const {
 
 grpc::Status ControlService::GetInfo(grpc::ServerContext*, const rs::v1::GetInfoRequest*,
                                      rs::v1::GetInfoResponse* out) {
-  out->set_version("0.1.0");
+  out->set_version(std::string(buildInfo().version));
   out->set_protocol_version(wire::kProtocolVersion);
   for (int t = 0; t < kNumDataTypes; ++t)
     out->add_dtypes(std::string(dataTypeName(static_cast<DataType>(t))));

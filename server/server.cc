@@ -9,7 +9,9 @@
 #include <fstream>
 #include <future>
 
+#include "core/common/build_info.h"
 #include "core/common/byte_size.h"
+#include "core/reduce/reduce.h"
 
 namespace rs::server {
 namespace {
@@ -35,7 +37,8 @@ Server::Server(ServerConfig config)
 Server::~Server() { stop(); }
 
 Status Server::start() {
-  spdlog::info("reduction-server 0.1.0 starting: {}", config_.describe());
+  spdlog::info("{} starting: {}", versionLine("reduction-server", reduce::activeTargetName()),
+               config_.describe());
   RS_RETURN_IF_ERROR(dataPlane_.start(control_));
 
   controlService_ =

@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include "client/nccl_plugin/plugin_log.h"
+#include "core/common/build_info.h"
+#include "core/reduce/reduce.h"
 
 namespace rs::plugin {
 namespace {
@@ -24,6 +26,8 @@ uint64_t knob(const char* name, uint64_t fallback, uint64_t max) {
 
 PluginState* create() {
   auto* s = new PluginState();
+  RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "{}",
+                 versionLine("libnccl-net-reduction-server", reduce::activeTargetName()));
   const char* ifname = std::getenv("NCCL_RS_IFNAME");
   if (ifname == nullptr) ifname = std::getenv("NCCL_SOCKET_IFNAME");
   auto devices = client::findInterfaces(ifname ? ifname : "");

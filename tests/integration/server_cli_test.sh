@@ -18,6 +18,12 @@ expect_fail() {  # <expected text> <env assignments and args...>
   echo "ok: refused ($want)"
 }
 
+# --version: version, commit, build type and the SIMD target the kernels dispatch to.
+version=$("$server" --version)
+grep -qE '^reduction-server [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), [A-Za-z+]+, SIMD [A-Z0-9_]+\)$' <<<"$version" \
+  || { echo "FAILED: --version printed '$version'"; exit 1; }
+echo "ok: $version"
+
 expect_fail "--memory-limit" "$server" --memory-limit 1K --data-listen 127.0.0.1:0
 expect_fail "log-format" "$server" --log-format xml
 expect_fail "is not a byte size" "$server" --max-chunk lots

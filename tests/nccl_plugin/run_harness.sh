@@ -50,4 +50,9 @@ reducers=${reducers#*,}  # the surviving reducer
 run "collnet-node-dies" collnet-die 3 11
 run "p2p-peer-dies" p2p-die 2 11
 run "bad-handles" bad-handle 1 11
+# The plugin announces its build through NCCL's logger at init (NCCL_DEBUG=INFO shows it).
+RS_HARNESS_VERBOSE=1 timeout 60 "$harness" --plugin "$plugin" --version 11 --mode bad-handle \
+  --rank 0 --world 1 --dir "$tmp" >"$tmp/verbose.log" 2>&1 || true
+grep -E "libnccl-net-reduction-server [0-9.]+ \(commit [^,]+, [^,]+, SIMD [A-Z0-9_]+\)" \
+  "$tmp/verbose.log" || { echo "FAILED: no version line in the plugin's INFO log"; cat "$tmp/verbose.log"; exit 1; }
 echo "all plugin harness runs passed"
