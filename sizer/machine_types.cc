@@ -9,8 +9,8 @@ namespace rs::sizer {
 namespace {
 
 // CPU shapes are written per series, as the sources write them: one egress figure per vCPU
-// count, shared by that series' -highcpu and -standard types (the shape lists and vCPU counts
-// come from the pricing dataset, which lists every predefined type).
+// count, shared by that series' -highcpu and -standard types. Which shapes exist, and their
+// vCPUs, comes from the pricing dataset (kShapeList), which lists every predefined type.
 enum ShapeClass : unsigned { kHighcpu = 1, kStandard = 2, kBoth = kHighcpu | kStandard };
 
 struct Shape {
@@ -24,10 +24,12 @@ struct Series {
   std::string_view name;
   bool offersTier1;
   VertexTraining vertex;
-  std::string_view source;
+  std::string_view docs;  // the machine family page (and, for N1, the Vertex AI page)
   std::vector<Shape> shapes;
 };
 
+constexpr std::string_view kDataset =
+    "github.com/Cyclenerd/google-cloud-compute-machine-types @6df0dc7";
 constexpr std::string_view kTier1Rules =
     "; Tier_1 rules: cloud.google.com/compute/docs/networking/configure-vm-with-high-bandwidth-"
     "configuration";
@@ -42,51 +44,42 @@ std::vector<Series> cpuSeries() {
   const VertexTraining nv = VertexTraining::kNotVerified;
   return {
       {"n1", false, VertexTraining::kDocumented,
-       "cloud.google.com/compute/docs/general-purpose-machines#n1_machines; dataset "
-       "instances/series/n1.sql; Vertex AI: cloud.google.com/vertex-ai/docs/training/"
-       "distributed-training (n1-highcpu-16 reducers in its Reduction Server sizing)",
+       "cloud.google.com/compute/docs/general-purpose-machines#n1_machines; Vertex AI: "
+       "cloud.google.com/vertex-ai/docs/training/distributed-training (n1-highcpu-16 reducers "
+       "in its Reduction Server sizing)",
        {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 0}, {64, 32, 0}, {96, 32, 0}}},
       {"n2", true, nv,
-       "cloud.google.com/compute/docs/general-purpose-machines#n2_machines; dataset "
-       "instances/series/n2.sql",
+       "cloud.google.com/compute/docs/general-purpose-machines#n2_machines",
        {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 50}, {48, 32, 50}, {64, 32, 75},
         {80, 32, 100}, {96, 32, 100}, {128, 32, 100, kStandard}}},
       {"n2d", true, nv,
-       "cloud.google.com/compute/docs/general-purpose-machines#n2d_machines; dataset "
-       "instances/series/n2d.sql",
+       "cloud.google.com/compute/docs/general-purpose-machines#n2d_machines",
        {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 0}, {48, 32, 50}, {64, 32, 50},
         {80, 32, 50}, {96, 32, 100}, {128, 32, 100}, {224, 32, 100}}},
       {"n4", false, nv,
-       "cloud.google.com/compute/docs/general-purpose-machines#n4_series; dataset "
-       "instances/series/n4.sql",
+       "cloud.google.com/compute/docs/general-purpose-machines#n4_series",
        {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 0}, {48, 32, 0}, {64, 45, 0},
         {80, 50, 0}}},
       {"c2", true, nv,
-       "cloud.google.com/compute/docs/compute-optimized-machines#c2_machine_types; dataset "
-       "instances/series/c2.sql",
+       "cloud.google.com/compute/docs/compute-optimized-machines#c2_machine_types",
        {{4, 10, 0, kStandard}, {8, 16, 0, kStandard}, {16, 32, 0, kStandard},
         {30, 32, 50, kStandard}, {60, 32, 100, kStandard}}},
       {"c2d", true, nv,
-       "cloud.google.com/compute/docs/compute-optimized-machines#c2d_machine_types; dataset "
-       "instances/series/c2d.sql",
+       "cloud.google.com/compute/docs/compute-optimized-machines#c2d_machine_types",
        {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 50}, {56, 32, 50}, {112, 32, 100}}},
       {"c3", true, nv,
-       "cloud.google.com/compute/docs/general-purpose-machines#c3_series; dataset "
-       "instances/series/c3.sql",
+       "cloud.google.com/compute/docs/general-purpose-machines#c3_series",
        {{4, 23, 0}, {8, 23, 0}, {22, 23, 0}, {44, 32, 50}, {88, 62, 100}, {176, 100, 200}}},
       {"c3d", true, nv,
-       "cloud.google.com/compute/docs/general-purpose-machines#c3d_series; dataset "
-       "instances/series/c3d.sql",
+       "cloud.google.com/compute/docs/general-purpose-machines#c3d_series",
        {{4, 20, 0}, {8, 20, 0}, {16, 20, 0}, {30, 20, 50}, {60, 40, 75}, {90, 60, 100},
         {180, 100, 150}, {360, 100, 200}}},
       {"c4", true, nv,
-       "cloud.google.com/compute/docs/general-purpose-machines#c4_series; dataset "
-       "instances/series/c4.sql",
+       "cloud.google.com/compute/docs/general-purpose-machines#c4_series",
        {{4, 10, 0}, {8, 23, 0}, {16, 23, 0}, {24, 23, 0}, {32, 23, 0}, {48, 34, 50},
         {96, 67, 100}, {144, 100, 150}, {192, 100, 200}, {288, 100, 200}}},
       {"c4d", true, nv,
-       "cloud.google.com/compute/docs/general-purpose-machines#c4d_series; dataset "
-       "instances/series/c4d.sql",
+       "cloud.google.com/compute/docs/general-purpose-machines#c4d_series",
        {{4, 20, 0}, {8, 20, 0}, {16, 20, 0}, {32, 23, 0}, {48, 34, 50}, {64, 45, 75},
         {96, 67, 100}, {192, 100, 150}, {384, 100, 200}}},
   };
@@ -94,17 +87,20 @@ std::vector<Series> cpuSeries() {
 
 constexpr std::string_view kA2Source =
     "cloud.google.com/compute/docs/gpus/gpu-network-bandwidth (A2: up to 100 Gbps by type); "
-    "dataset instances/series/a2.sql (24/32/50/100 by GPU count, all A2 types); vCPUs: "
-    "Cyclenerd/google-cloud-pricing-cost-calculator build/gcp.yml @08440e7";
+    "github.com/Cyclenerd/google-cloud-compute-machine-types @6df0dc7 instances/series/a2.sql "
+    "(24/32/50/100 by GPU count, all A2 types); vCPUs: "
+    "github.com/Cyclenerd/google-cloud-pricing-cost-calculator build/gcp.yml @08440e7";
 constexpr std::string_view kG2Source =
-    "cloud.google.com/compute/docs/gpus/gpu-network-bandwidth; dataset instances/series/g2.sql; "
-    "vCPUs and GPUs: Cyclenerd/google-cloud-pricing-cost-calculator build/gcp.yml @08440e7";
+    "cloud.google.com/compute/docs/gpus/gpu-network-bandwidth; github.com/Cyclenerd/google-cloud-"
+    "compute-machine-types @6df0dc7 instances/series/g2.sql; "
+    "vCPUs and GPUs: github.com/Cyclenerd/google-cloud-pricing-cost-calculator build/gcp.yml "
+    "@08440e7";
 constexpr std::string_view kA3Source =
     "cloud.google.com/compute/docs/gpus/gpu-network-bandwidth (A3 High 1,000 Gbps, A3 Mega "
     "1,800 Gbps in all); cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-"
     "tcpx (up to 200 Gbps on the primary NIC; secondary NICs, four on A3 High and eight on A3 "
-    "Mega, up to 200 Gbps each for GPU data); vCPUs: Cyclenerd/google-cloud-pricing-cost-"
-    "calculator build/gcp.yml @08440e7";
+    "Mega, up to 200 Gbps each for GPU data); vCPUs: github.com/Cyclenerd/google-cloud-"
+    "pricing-cost-calculator build/gcp.yml @08440e7";
 constexpr std::string_view kA3Note =
     "egress used is the 200 Gbps primary gVNIC: the GPU NICs carry GPUDirect-TCPX/TCPXO "
     "traffic between GPU VMs, which a CPU reducer cannot join";
@@ -156,8 +152,9 @@ constexpr GpuRow kGpuRows[] = {
 std::vector<MachineType> buildTable() {
   std::vector<MachineType> rows;
   for (const Series& s : cpuSeries()) {
-    const std::string source = fmt::format("{}{}{}", s.source, kShapeList,
-                                           s.offersTier1 ? kTier1Rules : std::string_view{});
+    const std::string source =
+        fmt::format("{}; {} instances/series/{}.sql{}{}", s.docs, kDataset, s.name, kShapeList,
+                    s.offersTier1 ? kTier1Rules : std::string_view{});
     for (unsigned cls : {unsigned{kHighcpu}, unsigned{kStandard}}) {
       for (const Shape& shape : s.shapes) {
         if ((shape.classes & cls) == 0) continue;

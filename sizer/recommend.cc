@@ -1,6 +1,7 @@
 #include "sizer/recommend.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace rs::sizer {
 
@@ -21,7 +22,9 @@ Result<Recommendations> recommend(const Job& job, const PriceList* prices) {
     c.totalVcpus = c.sizing.reducers * type.vcpus;
     if (prices != nullptr) {
       const double price = prices->priceOf(type.name);
-      if (price > 0) c.costPerHour = price * static_cast<double>(c.sizing.reducers);
+      // To the micro-dollar, so that 25 x 0.57 reads 14.25 and not 14.249999999999998.
+      if (price > 0)
+        c.costPerHour = std::round(price * static_cast<double>(c.sizing.reducers) * 1e6) / 1e6;
     }
     out.byTotalVcpus.push_back(c);
   }

@@ -220,7 +220,7 @@ std::string formatTypeTable() {
   std::string_view lastSource;
   for (const MachineType& t : machineTypes()) {
     if (t.source != lastSource) {
-      fmt::format_to(std::back_inserter(out), "\n{} (source: {})\n", t.series, t.source);
+      fmt::format_to(std::back_inserter(out), "\nSource of the rows below: {}\n", t.source);
       if (!t.note.empty()) fmt::format_to(std::back_inserter(out), "  note: {}\n", t.note);
       out += "  type                 vCPUs  egress  Tier_1  accelerator               vertex training\n";
       lastSource = t.source;
