@@ -1,5 +1,6 @@
 #include "sizer/prices.h"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
@@ -14,6 +15,12 @@ namespace rs::sizer {
 double PriceList::priceOf(std::string_view type) const {
   const auto it = dollarsPerHour.find(type);
   return it == dollarsPerHour.end() ? -1.0 : it->second;
+}
+
+double PriceList::poolCost(std::string_view type, int64_t reducers) const {
+  const double price = priceOf(type);
+  if (price <= 0) return -1.0;
+  return std::round(price * static_cast<double>(reducers) * 1e6) / 1e6;
 }
 
 Result<PriceList> parsePrices(std::string_view text, std::string_view fileName) {

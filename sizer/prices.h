@@ -3,6 +3,7 @@
 // '#' starts a comment; blank lines are skipped. Every bad line is reported with file:line.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -17,6 +18,9 @@ struct PriceList {
 
   // The price of `type`, or a negative number when the list has none.
   double priceOf(std::string_view type) const;
+  // What `reducers` of `type` cost per hour, to the micro-dollar (so that 25 x 0.57 reads 14.25,
+  // not 14.249999999999998); negative when the list has no price for `type`.
+  double poolCost(std::string_view type, int64_t reducers) const;
 };
 
 // Parses `text` (the file's contents); `fileName` prefixes each error. Types must be in the

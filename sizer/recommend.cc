@@ -1,7 +1,6 @@
 #include "sizer/recommend.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace rs::sizer {
 
@@ -20,12 +19,7 @@ Result<Recommendations> recommend(const Job& job, const PriceList* prices) {
     if (!sizing) return sizing.status();
     c.sizing = *sizing;
     c.totalVcpus = c.sizing.reducers * type.vcpus;
-    if (prices != nullptr) {
-      const double price = prices->priceOf(type.name);
-      // To the micro-dollar, so that 25 x 0.57 reads 14.25 and not 14.249999999999998.
-      if (price > 0)
-        c.costPerHour = std::round(price * static_cast<double>(c.sizing.reducers) * 1e6) / 1e6;
-    }
+    if (prices != nullptr) c.costPerHour = prices->poolCost(type.name, c.sizing.reducers);
     out.byTotalVcpus.push_back(c);
   }
   std::sort(out.byTotalVcpus.begin(), out.byTotalVcpus.end(),

@@ -137,10 +137,10 @@ std::string formatText(const Report& rep) {
                  perReducerVcpusUsed(r, s.reducers), r.reducerVcpus, s.reducers * r.reducerVcpus,
                  static_cast<double>(s.reducers) * r.reducerGbps);
   if (rep.prices != nullptr && job.reducerType != nullptr) {
-    const double price = rep.prices->priceOf(job.reducerType->name);
-    if (price > 0)
-      fmt::format_to(std::back_inserter(out), "  cost: {:.2f} $/hour ({} x {:g})\n",
-                     price * static_cast<double>(s.reducers), s.reducers, price);
+    const double cost = rep.prices->poolCost(job.reducerType->name, s.reducers);
+    if (cost > 0)
+      fmt::format_to(std::back_inserter(out), "  cost: {:.2f} $/hour ({} x {:g})\n", cost,
+                     s.reducers, rep.prices->priceOf(job.reducerType->name));
   }
   if (!rep.predictions.empty()) appendPredictions(out, rep);
   if (rep.recommendations != nullptr) appendRecommendations(out, rep);
@@ -192,7 +192,12 @@ json toJson(const Report& rep) {
       j["ring_over_gpu_nics_seconds"] =
           ringSeconds(r.workers, job.workerType->gpuNicGbps, *spec.gradientBytes);
   }
-  if (rep.prices != nullptr) j["prices_file"] = rep.prices->source;
+  if (rep.prices != nullptr) {
+    j["prices_file"] = rep.prices->source;
+    const double cost =
+        job.reducerType != nullptr ? rep.prices->poolCost(job.reducerType->name, s.reducers) : -1.0;
+    j["cost_per_hour"] = cost > 0 ? json(cost) : json(nullptr);
+  }
   if (rep.recommendations != nullptr) {
     json byVcpus = json::array(), byCost = json::array();
     for (const Candidate& c : rep.recommendations->byTotalVcpus) byVcpus.push_back(candidateJson(c));

@@ -75,7 +75,7 @@ EOF
 expect_json '(.recommendations.by_total_vcpus | length) > 100
              and .recommendations.by_cost_per_hour[0].reducer_type == "c3-highcpu-4"
              and .recommendations.by_cost_per_hour[0].binding_bound == "cpu"
-             and .recommendations.by_cost_per_hour[1].cost_per_hour == 14.25' \
+             and .recommendations.by_cost_per_hour[1].cost_per_hour == 14.25 and .cost_per_hour == 14.25' \
   --workers 8 --worker-type a2-megagpu-16g --recommend --prices "$tmp/prices.csv"
 "$sizer" --workers 8 --worker-type a2-megagpu-16g --recommend --prices "$tmp/prices.csv" \
   | grep -qF "By cost per hour" || fail "text --recommend --prices"

@@ -24,6 +24,14 @@ TEST_CASE("prices: types and dollars per hour, with comments, blanks and CRLF") 
   CHECK(p->priceOf("c3-highcpu-44") == Approx(1.9));
   CHECK(p->priceOf("c4d-highcpu-4") == Approx(0.1));
   CHECK(p->priceOf("n2-highcpu-16") < 0);
+  CHECK(p->poolCost("c3-highcpu-44", 3) == Approx(5.7));
+  CHECK(p->poolCost("n2-highcpu-16", 3) < 0);
+}
+
+TEST_CASE("prices: a pool's cost is rounded to the micro-dollar") {
+  auto p = parsePrices("n1-highcpu-16,0.57\n", "p.csv");
+  REQUIRE(p.isOk());
+  CHECK(p->poolCost("n1-highcpu-16", 25) == 14.25);  // 25 * 0.57 is 14.249999999999998
 }
 
 TEST_CASE("prices: each bad line is rejected with file:line and what was wrong") {

@@ -102,6 +102,7 @@ TEST_CASE("report: recommendations and prices in JSON and text") {
   rep.prices = &prices;
   const auto j = toJson(rep);
   CHECK(j["prices_file"] == "p.csv");
+  CHECK(j["cost_per_hour"] == Approx(14.25));
   REQUIRE(j["recommendations"]["by_cost_per_hour"].size() == 1);
   CHECK(j["recommendations"]["by_cost_per_hour"][0]["reducer_type"] == "n1-highcpu-16");
   CHECK(j["recommendations"]["by_cost_per_hour"][0]["cost_per_hour"] == Approx(25 * 0.57));
