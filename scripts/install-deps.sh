@@ -12,6 +12,8 @@ build_pkgs=(
   nlohmann-json3-dev libcli11-dev
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
+  # rs-sizer's CLI test reads its --json output with jq
+  jq
 )
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
 
