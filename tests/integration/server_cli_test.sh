@@ -41,7 +41,7 @@ for attempt in 1 2 3 4 5; do
     RS_GRPC_LISTEN=127.0.0.1:0 RS_PORT_FILE="$tmp/ports" RS_IO_THREADS=1 RS_LOG_FORMAT=json \
     "$server" >"$tmp/log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 100); do
+  for _ in $(seq 1200); do
     [[ -s "$tmp/ports" ]] && break
     kill -0 "${pids[-1]}" 2>/dev/null || break
     sleep 0.05
