@@ -19,4 +19,5 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 tools=${RS_DEPLOY_CHECK_DIR:-$repo/build/deploy-check}
+export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the source tree or beside checked scripts
 exec python3 "$repo/scripts/deploy-check/check_deploy.py" --tools "$tools" "$@"

@@ -13,6 +13,13 @@ build_pkgs=(
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
 )
+# scripts/check-deploy.sh: yamllint (it brings python3-yaml) and Node.js with npm for the typed
+# check of Kubernetes manifests. A machine whose own Node.js already provides both (NodeSource's
+# nodejs provides npm and conflicts with Debian's) keeps its own.
+build_pkgs+=(yamllint)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  build_pkgs+=(nodejs npm)
+fi
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
 
 pkgs=("${build_pkgs[@]}")

@@ -5,11 +5,13 @@ Each file is told apart by its content, not its name: a YAML or JSON document wi
 workerPoolSpecs is a Vertex AI CustomJobSpec, one with jobSpec a CustomJob REST body, one with
 apiVersion and kind a Kubernetes object (a Kustomization is rendered with kubectl kustomize and
 its output checked too); a script that runs `gcloud ai custom-jobs create` is a gcloud command,
-a Python script a Vertex AI SDK call. What each check does is in its module.
+a Python script a Vertex AI SDK call; a document with scrape_configs a Prometheus configuration
+(promtool check config, where promtool is installed). What each check does is in its module.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,6 +57,8 @@ def classify_document(doc):
         return "vertex-spec"
     if "jobSpec" in doc:
         return "vertex-job"
+    if "scrape_configs" in doc:
+        return "prometheus"
     if "apiVersion" in doc and "kind" in doc:
         return "kustomization" if doc.get("kind") == "Kustomization" else "kubernetes"
     return None
@@ -99,6 +103,18 @@ def run_yamllint(paths, rep):
         rep.fail(paths[0], "yamllint failed: %s" % out.stderr.strip())
 
 
+def check_prometheus(path, rep):
+    if shutil.which("promtool") is None:
+        rep.skip(path, "promtool check config: skipped: promtool is not installed (Debian's prometheus package)")
+        return
+    out = subprocess.run(["promtool", "check", "config", "--syntax-only", path], capture_output=True, text=True,
+                         timeout=60)
+    if out.returncode == 0:
+        rep.ok(path, "promtool check config")
+    else:
+        rep.fail(path, "promtool check config: %s" % " ".join((out.stderr or out.stdout).split()))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tools", required=True, help="folder for the npm packages (node_modules)")
@@ -112,7 +128,7 @@ def main():
         return 2
 
     yaml_files, k8s_docs, kustomizations, vertex_docs = [], [], [], []
-    gcloud_scripts, sdk_scripts = [], []
+    gcloud_scripts, sdk_scripts, prometheus_configs = [], [], []
     for path in files:
         try:
             with open(path, encoding="utf-8") as f:
@@ -144,16 +160,21 @@ def main():
             label = "" if len(docs) == 1 else "document %d: " % index
             if kind is None:
                 rep.fail(path, "%s is neither a Vertex AI CustomJobSpec/CustomJob (workerPoolSpecs/"
-                         "jobSpec) nor a Kubernetes object (apiVersion and kind)" %
+                         "jobSpec), a Kubernetes object (apiVersion and kind) nor a Prometheus "
+                         "configuration (scrape_configs)" %
                          ("it" if len(docs) == 1 else "document %d" % index))
             elif kind == "kubernetes":
                 k8s_docs.append(kubernetes_check.Document(path, index, doc))
             elif kind == "kustomization":
                 kustomizations.append(path)
+            elif kind == "prometheus":
+                prometheus_configs.append(path)
             else:
                 vertex_docs.append((path, label, kind, doc))
 
     run_yamllint(yaml_files, rep)
+    for path in sorted(set(prometheus_configs)):
+        check_prometheus(path, rep)
     with tempfile.TemporaryDirectory(prefix="check-deploy-") as tmp:
         sandbox = vertex_check.Sandbox(tmp)
         if kustomizations:

@@ -29,6 +29,8 @@ if command -v gcloud >/dev/null && { [[ $(id -u) -eq 0 ]] && unshare -n true || 
 fi
 have_kubectl=0
 command -v kubectl >/dev/null && have_kubectl=1
+have_promtool=0
+command -v promtool >/dev/null && have_promtool=1
 
 cp -r "$repo/deploy" clean
 find clean -name __pycache__ -prune -exec rm -rf {} +
@@ -45,6 +47,7 @@ if ((have_gcloud)); then
   expect_line clean.out "ok    clean/vertex/create-job.sh: gcloud parses its arguments"
 fi
 ((have_kubectl)) && expect_line clean.out "ok    clean/k8s/reducer-pool/kustomization.yaml: kubectl kustomize renders 3 object(s)"
+((have_promtool)) && expect_line clean.out "ok    clean/k8s/prometheus-scrape.yaml: promtool check config"
 
 # 2. One planted fault per file, all checked in one run: <name> <source file> <old> <new>.
 mkdir planted planted/kustomize
@@ -76,6 +79,7 @@ plant kustomize/kustomization.yaml k8s/reducer-pool/kustomization.yaml "resource
 plant create-job.sh vertex/create-job.sh "--display-name=" "--display-nam="
 plant submit_job.py vertex/submit_job.py "reduction_server_machine_type=" "reduction_server_machin_type="
 plant unknown.yaml vertex/custom-job.yaml "workerPoolSpecs:" "workerPools:"
+plant scrape.yaml k8s/prometheus-scrape.yaml "port: 2224" "prot: 2224"
 
 rc=0
 run_check planted.out "$check" planted || rc=$?
@@ -94,6 +98,10 @@ expect_line planted.out "FAIL  planted/unknown.yaml: it is neither a Vertex AI C
 if ((have_kubectl)); then
   expect_line planted.out 'FAIL  planted/kustomize/kustomization.yaml: kubectl kustomize: invalid Kustomization: json: unknown field "resourcs"'
 fi
+if ((have_promtool)); then
+  expect_line planted.out "FAIL  planted/scrape.yaml: promtool check config: FAILED: parsing YAML file"
+  expect_line planted.out "field prot not found"
+fi
 if ((have_gcloud)); then
   expect_line planted.out "FAIL  planted/replicaCont.yaml: workerPoolSpecs[2].replicaCont: not a field of the API"
   expect_line planted.out "FAIL  planted/acceleratorTyp.json: jobSpec.workerPoolSpecs[0].machineSpec.acceleratorTyp: not a field"
@@ -106,7 +114,8 @@ fi
 for f in $(cd planted && find . -type f ! -name reducer-pool.yaml | sed 's|^\./||'); do
   grep -qF "FAIL  planted/$f:" planted.out || {
     if [[ $have_gcloud -eq 0 && $f =~ ^(replicaCont.yaml|acceleratorTyp.json|enum.json|pool0.yaml|create-job.sh)$ ]] ||
-       [[ $have_kubectl -eq 0 && $f == kustomize/kustomization.yaml ]]; then
+       [[ $have_kubectl -eq 0 && $f == kustomize/kustomization.yaml ]] ||
+       [[ $have_promtool -eq 0 && $f == scrape.yaml ]]; then
       continue  # its check needs a tool this machine lacks: the skip is checked below
     fi
     cat planted.out >&2; fail "planted/$f passed"
@@ -129,4 +138,5 @@ expect_line bare.out "skip  clean/k8s/reducer-pool/kustomization.yaml: kubectl k
 expect_line bare.out "ok    clean/vertex/custom-job.yaml: yamllint"
 expect_line bare.out "ok    clean/vertex/submit_job.py: py_compile"
 
-echo "deploy_check_test: clean files pass; $(grep -c '^  FAIL' planted.out) planted faults caught; gcloud=$have_gcloud kubectl=$have_kubectl"
+echo "deploy_check_test: clean files pass; $(grep -c '^  FAIL' planted.out) failures from the planted faults;" \
+  "gcloud=$have_gcloud kubectl=$have_kubectl promtool=$have_promtool"
