@@ -149,6 +149,10 @@ SpecValue workerPodTemplate(const EmitPlan& plan) {
       {"command", std::move(command)},
       {"env",
        SpecValue::list({
+           SpecValue::map({{"name", "JOB_COMPLETION_INDEX"},
+                           {"valueFrom", SpecValue::map({{"fieldRef", SpecValue::map({{"fieldPath",
+                                             "metadata.annotations['batch.kubernetes.io/job-completion-index']"}})}})}})
+               .withComment("This worker's index in the Indexed Job: torchrun's --node-rank."),
            SpecValue::map({{"name", "NCCL_NET_PLUGIN"}, {"value", "reduction-server"}}),
            SpecValue::map({{"name", "NCCL_COLLNET_ENABLE"}, {"value", "1"}}),
            SpecValue::map({{"name", "RS_REDUCERS"}, {"value", reducers}})
