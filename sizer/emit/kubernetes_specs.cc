@@ -129,11 +129,24 @@ std::string podHost(const EmitPlan& plan, std::string_view replicatedJob, int in
   return fmt::format("{}-{}-0-{}.{}", plan.jobName, replicatedJob, index, plan.jobName);
 }
 
+// A named object of the standing pool, labelled as its reducers are.
+SpecValue poolObject(const char* apiVersion, const char* kind, const EmitPlan& plan, SpecValue spec) {
+  return SpecValue::map({{"apiVersion", apiVersion},
+                         {"kind", kind},
+                         {"metadata", SpecValue::map({{"name", plan.jobName}, {"labels", reducerLabels(plan)}})},
+                         {"spec", std::move(spec)}});
+}
+
+// RS_REDUCERS for the plan's R reducers, reducer i reached at host(i).
+template <typename HostOf>
+std::string reducerList(const EmitPlan& plan, HostOf host) {
+  std::string list;
+  for (int i = 0; i < plan.reducers; ++i) list += fmt::format("{}{}:{}", i == 0 ? "" : ",", host(i), plan.dataPort);
+  return list;
+}
+
 SpecValue workerPodTemplate(const EmitPlan& plan) {
-  std::string reducers;
-  for (int i = 0; i < plan.reducers; ++i) {
-    reducers += fmt::format("{}{}:{}", i == 0 ? "" : ",", podHost(plan, "reducers", i), plan.dataPort);
-  }
+  const std::string reducers = reducerList(plan, [&](int i) { return podHost(plan, "reducers", i); });
   SpecValue command = SpecValue::list({
       "torchrun",
       fmt::format("--nnodes={}", plan.workers),
@@ -222,52 +235,35 @@ Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan) {
   RS_RETURN_IF_ERROR(validatePlan(plan));
   auto pod = reducerPodTemplate(plan, /*restartNever=*/false);
   if (!pod) return pod.status();
-  std::string reducers;
-  for (int i = 0; i < plan.reducers; ++i) {
-    reducers += fmt::format("{}{}-{}.{}:{}", i == 0 ? "" : ",", plan.jobName, i, plan.jobName, plan.dataPort);
-  }
+  // StatefulSet pod i is <name>-<i>, and the headless Service of the same name its subdomain.
+  const std::string reducers =
+      reducerList(plan, [&](int i) { return fmt::format("{}-{}.{}", plan.jobName, i, plan.jobName); });
   const SpecValue labels = reducerLabels(plan);
-  SpecValue service = SpecValue::map({
-      {"apiVersion", "v1"},
-      {"kind", "Service"},
-      {"metadata", SpecValue::map({{"name", plan.jobName}, {"labels", labels}})},
-      {"spec",
-       SpecValue::map({
-           {"clusterIP", SpecValue("None").withComment(
-                             "Headless: each reducer keeps its own DNS name, <pod>.<service>.")},
-           {"publishNotReadyAddresses", SpecValue(true).withComment(
-                                            "The names exist from the start: the worker list is fixed.")},
-           {"selector", labels},
-           {"ports", SpecValue::list({
-                         SpecValue::map({{"name", "data"}, {"port", plan.dataPort}, {"targetPort", "data"}}),
-                         SpecValue::map({{"name", "grpc"}, {"port", plan.dataPort + 1}, {"targetPort", "grpc"}}),
-                         SpecValue::map({{"name", "metrics"}, {"port", plan.metricsPort}, {"targetPort", "metrics"}}),
-                     })},
-       })},
-  });
-  SpecValue statefulSet = SpecValue::map({
-      {"apiVersion", "apps/v1"},
-      {"kind", "StatefulSet"},
-      {"metadata", SpecValue::map({{"name", plan.jobName}, {"labels", labels}})},
-      {"spec",
-       SpecValue::map({
-           {"serviceName", plan.jobName},
-           {"replicas", plan.reducers},
-           {"podManagementPolicy", SpecValue("Parallel").withComment(
-                                       "Reducers are peers: start and replace them all at once.")},
-           {"selector", SpecValue::map({{"matchLabels", labels}})},
-           {"template", std::move(*pod)},
-       })},
-  });
-  SpecValue budget = SpecValue::map({
-      {"apiVersion", "policy/v1"},
-      {"kind", "PodDisruptionBudget"},
-      {"metadata", SpecValue::map({{"name", plan.jobName}, {"labels", labels}})},
-      {"spec", SpecValue::map({{"maxUnavailable", SpecValue(1).withComment(
-                                   "A reducer that leaves aborts the collectives in flight through it:\n"
-                                   "let node drains take one at a time.")},
-                               {"selector", SpecValue::map({{"matchLabels", labels}})}})},
-  });
+  SpecValue service = poolObject("v1", "Service", plan, SpecValue::map({
+      {"clusterIP", SpecValue("None").withComment(
+                        "Headless: each reducer keeps its own DNS name, <pod>.<service>.")},
+      {"publishNotReadyAddresses", SpecValue(true).withComment(
+                                       "The names exist from the start: the worker list is fixed.")},
+      {"selector", labels},
+      {"ports", SpecValue::list({
+                    SpecValue::map({{"name", "data"}, {"port", plan.dataPort}, {"targetPort", "data"}}),
+                    SpecValue::map({{"name", "grpc"}, {"port", plan.dataPort + 1}, {"targetPort", "grpc"}}),
+                    SpecValue::map({{"name", "metrics"}, {"port", plan.metricsPort}, {"targetPort", "metrics"}}),
+                })},
+  }));
+  SpecValue statefulSet = poolObject("apps/v1", "StatefulSet", plan, SpecValue::map({
+      {"serviceName", plan.jobName},
+      {"replicas", plan.reducers},
+      {"podManagementPolicy", SpecValue("Parallel").withComment(
+                                  "Reducers are peers: start and replace them all at once.")},
+      {"selector", SpecValue::map({{"matchLabels", labels}})},
+      {"template", std::move(*pod)},
+  }));
+  SpecValue budget = poolObject("policy/v1", "PodDisruptionBudget", plan, SpecValue::map({
+      {"maxUnavailable", SpecValue(1).withComment("A reducer that leaves aborts the collectives in flight through it:\n"
+                                                  "let node drains take one at a time.")},
+      {"selector", SpecValue::map({{"matchLabels", labels}})},
+  }));
   return yamlStream(headerText(plan, {"A standing reducer pool: kubectl apply -k THIS_FOLDER (kustomization.yaml).",
                                       "Workers in the same namespace set:",
                                       "RS_REDUCERS=" + reducers}),

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cctype>
 
+#include "core/common/log.h"
+
 namespace rs::sizer {
 namespace {
 
@@ -48,28 +50,7 @@ void writeComment(const std::string& comment, int indent, std::string& out) {
 
 }  // namespace
 
-std::string jsonQuote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static const char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string jsonQuote(const std::string& text) { return "\"" + jsonEscape(text) + "\""; }
 
 SpecValue SpecValue::map(std::initializer_list<Entry> entries) {
   SpecValue v(Kind::kMap);
