@@ -3,6 +3,8 @@
 # when something is missing. The Dockerfiles call this same script.
 #   scripts/install-deps.sh            build + test dependencies
 #   scripts/install-deps.sh --runtime  only what the reducer binary needs at run time
+#   scripts/install-deps.sh --no-deploy-check  build + test dependencies without those of
+#                                      scripts/check-deploy.sh (for an image's build stage)
 set -euo pipefail
 
 build_pkgs=(
@@ -15,6 +17,15 @@ build_pkgs=(
   # rs-sizer's CLI test reads its --json output with jq
   jq
 )
+# scripts/check-deploy.sh: yamllint (it brings python3-yaml) and Node.js with npm for the typed
+# check of Kubernetes manifests. A machine whose own Node.js already provides both (NodeSource's
+# nodejs provides npm and conflicts with Debian's) keeps its own.
+if [[ "${1:-}" != "--no-deploy-check" ]]; then
+  build_pkgs+=(yamllint)
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    build_pkgs+=(nodejs npm)
+  fi
+fi
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
 
 pkgs=("${build_pkgs[@]}")
