@@ -205,15 +205,16 @@ json toJson(const Report& rep) {
     j["recommendations"] = {{"by_total_vcpus", byVcpus}};
     if (rep.prices != nullptr) j["recommendations"]["by_cost_per_hour"] = byCost;
   }
-  const DeploymentPlan plan = makePlan(job, s);
+  // What --emit would launch (platform and tier1 are among the inputs above).
+  const EmitPlan plan = makePlan(job, s);
   j["plan"] = {{"worker_machine_type", orNull(plan.workerMachineType)},
                {"accelerator_type", orNull(plan.acceleratorType)},
                {"accelerator_count", plan.acceleratorCount},
-               {"worker_count", plan.workerCount},
+               {"worker_count", plan.workers},
                {"reducer_machine_type", orNull(plan.reducerMachineType)},
-               {"reducer_count", plan.reducerCount},
-               {"platform", platformName(plan.platform)},
-               {"tier1", plan.tier1}};
+               {"reducer_count", plan.reducers},
+               {"reducer_vcpus", plan.reducerVcpus},
+               {"reducer_memory_gb", plan.reducerMemoryGb > 0 ? json(plan.reducerMemoryGb) : json(nullptr)}};
   return j;
 }
 
