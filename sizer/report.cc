@@ -228,14 +228,16 @@ std::string formatTypeTable() {
     if (t.source != lastSource) {
       fmt::format_to(std::back_inserter(out), "\nSource of the rows below: {}\n", t.source);
       if (!t.note.empty()) fmt::format_to(std::back_inserter(out), "  note: {}\n", t.note);
-      out += "  type                 vCPUs  egress  Tier_1  accelerator               vertex training\n";
+      out += "  type                 vCPUs  memory GB  egress  Tier_1  accelerator               vertex training\n";
       lastSource = t.source;
     }
     const std::string tier1 = t.tier1Gbps > 0 ? fmt::format("{:g}", t.tier1Gbps) : "-";
     const std::string accel =
         t.isGpu() ? fmt::format("{} x{}", t.acceleratorType, t.acceleratorCount) : "-";
-    fmt::format_to(std::back_inserter(out), "  {:<19}  {:>5}  {:>6g}  {:>6}  {:<24}  {}\n", t.name,
-                   t.vcpus, t.defaultGbps, tier1, accel, vertexWord(t.vertexTraining));
+    const std::string memory = t.memoryGb > 0 ? fmt::format("{:g}", t.memoryGb) : "-";
+    fmt::format_to(std::back_inserter(out), "  {:<19}  {:>5}  {:>9}  {:>6g}  {:>6}  {:<24}  {}\n",
+                   t.name, t.vcpus, memory, t.defaultGbps, tier1, accel,
+                   vertexWord(t.vertexTraining));
   }
   fmt::format_to(std::back_inserter(out), "\n{}\n", tableOmissions());
   return out;
@@ -247,6 +249,7 @@ json typeTableJson() {
     rows.push_back({{"name", t.name},
                     {"series", t.series},
                     {"vcpus", t.vcpus},
+                    {"memory_gb", t.memoryGb > 0 ? json(t.memoryGb) : json(nullptr)},
                     {"egress_gbps", t.defaultGbps},
                     {"tier1_egress_gbps", t.tier1Gbps > 0 ? json(t.tier1Gbps) : json(nullptr)},
                     {"accelerator_type", t.isGpu() ? json(t.acceleratorType) : json(nullptr)},
