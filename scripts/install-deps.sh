@@ -12,8 +12,13 @@ build_pkgs=(
   nlohmann-json3-dev libcli11-dev
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
+  # metrics: the daemon's /metrics endpoint; a real Prometheus server and promtool for its test
+  prometheus-cpp-dev prometheus curl
 )
-runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates
+  # metrics: the /metrics endpoint (prometheus-cpp over civetweb)
+  libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
+)
 
 pkgs=("${build_pkgs[@]}")
 [[ "${1:-}" == "--runtime" ]] && pkgs=("${runtime_pkgs[@]}")
