@@ -127,9 +127,9 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
 
   f.counter("rs_connections_accepted_total", "TCP connections accepted on the data port, before "
             "their handshake.", asDouble(p.connectionsAccepted));
-  f.gauge("rs_connections_open", "Data connections open: in their handshake, or joined to a "
-          "group.", asDouble(p.handshakesPending), {{"state", "handshake"}});
-  f.gauge("rs_connections_open", "", asDouble(p.connectionsOpen), {{"state", "joined"}});
+  const char* openHelp = "Data connections open: in their handshake, or joined to a group.";
+  f.gauge("rs_connections_open", openHelp, asDouble(p.handshakesPending), {{"state", "handshake"}});
+  f.gauge("rs_connections_open", openHelp, asDouble(p.connectionsOpen), {{"state", "joined"}});
   f.counter("rs_streams_joined_total", "Data connections whose HELLO was accepted into a group.",
             asDouble(p.streamsJoined));
   f.counterByReason("rs_handshake_failures_total", "Data connections refused before joining a "
