@@ -89,26 +89,36 @@ TEST_CASE("metrics: names follow Prometheus naming, and no label can carry a gro
     CHECK(names.count(wanted) == 1);
 }
 
+// Lines the exposition of sample() must hold, exactly as prometheus-cpp writes them.
+void checkLines(const std::string& text, std::initializer_list<const char*> lines) {
+  for (const char* line : lines) {
+    INFO("missing: " << line);
+    CHECK(hasLine(text, line));
+  }
+}
+
 TEST_CASE("metrics: the exposition carries the counters' values and every label combination") {
   const std::string text = prometheus::TextSerializer().Serialize(metricFamilies(sample()));
   INFO(text);
-  CHECK(hasLine(text, "# TYPE rs_received_bytes_total counter"));
-  CHECK(hasLine(text, "rs_received_bytes_total 1234"));
-  CHECK(hasLine(text, "rs_sent_bytes_total 5678"));
-  CHECK(hasLine(text, "rs_chunks_reduced_total{dtype=\"fp32\",op=\"sum\"} 7"));
-  CHECK(hasLine(text, "rs_chunks_reduced_total{dtype=\"int8\",op=\"prod\"} 0"));  // present at 0
-  CHECK(hasLine(text, "rs_collectives_reduced_total{dtype=\"bf16\",op=\"avg\"} 3"));
-  CHECK(hasLine(text, "rs_frames_rejected_total{reason=\"duplicate\"} 2"));
-  CHECK(hasLine(text, "rs_frames_rejected_total{reason=\"malformed\"} 0"));
-  CHECK(hasLine(text, "rs_handshake_failures_total{reason=\"draining\"} 4"));
-  CHECK(hasLine(text, "rs_group_aborts_total{reason=\"timeout\"} 1"));
-  CHECK(hasLine(text, "rs_connections_open{state=\"handshake\"} 1"));
-  CHECK(hasLine(text, "rs_connections_open{state=\"joined\"} 8"));
-  CHECK(hasLine(text, "rs_slots_in_use 5"));
-  CHECK(hasLine(text, "rs_slot_memory_limit_bytes 2147483648"));
-  CHECK(hasLine(text, "rs_groups 2"));
-  CHECK(hasLine(text, "rs_group_members 6"));
-  CHECK(hasLine(text, "rs_draining 1"));
+  checkLines(text, {
+      "# TYPE rs_received_bytes_total counter",
+      "rs_received_bytes_total 1234",
+      "rs_sent_bytes_total 5678",
+      "rs_chunks_reduced_total{dtype=\"fp32\",op=\"sum\"} 7",
+      "rs_chunks_reduced_total{dtype=\"int8\",op=\"prod\"} 0",  // present at 0
+      "rs_collectives_reduced_total{dtype=\"bf16\",op=\"avg\"} 3",
+      "rs_frames_rejected_total{reason=\"duplicate\"} 2",
+      "rs_frames_rejected_total{reason=\"malformed\"} 0",
+      "rs_handshake_failures_total{reason=\"draining\"} 4",
+      "rs_group_aborts_total{reason=\"timeout\"} 1",
+      "rs_connections_open{state=\"handshake\"} 1",
+      "rs_connections_open{state=\"joined\"} 8",
+      "rs_slots_in_use 5",
+      "rs_slot_memory_limit_bytes 2147483648",
+      "rs_groups 2",
+      "rs_group_members 6",
+      "rs_draining 1",
+  });
   const rs::BuildInfo& b = rs::buildInfo();
   CHECK(text.find("rs_build_info{version=\"" + std::string(b.version) + "\",commit=\"" +
                   std::string(b.commit) + "\",build_type=\"" + std::string(b.buildType) +
@@ -123,12 +133,14 @@ TEST_CASE("metrics: the exposition carries the counters' values and every label 
 TEST_CASE("metrics: the latency histogram is cumulative and its +Inf bucket is the count") {
   const std::string text = prometheus::TextSerializer().Serialize(metricFamilies(sample()));
   INFO(text);
-  CHECK(hasLine(text, "# TYPE rs_reduce_latency_seconds histogram"));
-  CHECK(hasLine(text, "rs_reduce_latency_seconds_count 3"));
-  CHECK(hasLine(text, "rs_reduce_latency_seconds_bucket{le=\"5e-05\"} 1"));
-  CHECK(hasLine(text, "rs_reduce_latency_seconds_bucket{le=\"0.005\"} 2"));
-  CHECK(hasLine(text, "rs_reduce_latency_seconds_bucket{le=\"10\"} 2"));
-  CHECK(hasLine(text, "rs_reduce_latency_seconds_bucket{le=\"+Inf\"} 3"));
+  checkLines(text, {
+      "# TYPE rs_reduce_latency_seconds histogram",
+      "rs_reduce_latency_seconds_count 3",
+      "rs_reduce_latency_seconds_bucket{le=\"5e-05\"} 1",
+      "rs_reduce_latency_seconds_bucket{le=\"0.005\"} 2",
+      "rs_reduce_latency_seconds_bucket{le=\"10\"} 2",
+      "rs_reduce_latency_seconds_bucket{le=\"+Inf\"} 3",
+  });
 }
 
 }  // namespace
