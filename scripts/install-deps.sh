@@ -2,6 +2,7 @@
 # Installs the Debian packages the build, tests and benchmarks need. Idempotent: it runs apt only
 # when something is missing. The Dockerfiles call this same script.
 #   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --build    build and packaging only (the reducer image's builder stage)
 #   scripts/install-deps.sh --runtime  only what the reducer binary needs at run time
 set -euo pipefail
 
@@ -13,10 +14,21 @@ build_pkgs=(
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
 )
+# Debian packages (scripts/package.sh): CPack's DEB generator runs dpkg-shlibdeps and file.
+package_pkgs=(dpkg-dev file)
+# Images (scripts/image-test.sh): podman with runc (Debian's default crun refuses this host's
+# cgroups), mmdebstrap for a Debian base where no registry can be reached.
+image_pkgs=(podman runc mmdebstrap)
+# The reducer image's runtime stage; dpkg -i of the reduction-server package there fails if a
+# library its Depends name is missing from this list.
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
 
-pkgs=("${build_pkgs[@]}")
-[[ "${1:-}" == "--runtime" ]] && pkgs=("${runtime_pkgs[@]}")
+case "${1:-}" in
+  "") pkgs=("${build_pkgs[@]}" "${package_pkgs[@]}" "${image_pkgs[@]}") ;;
+  --build) pkgs=("${build_pkgs[@]}" "${package_pkgs[@]}") ;;
+  --runtime) pkgs=("${runtime_pkgs[@]}") ;;
+  *) echo "install-deps: unknown option '$1' (--build, --runtime)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do
