@@ -19,9 +19,9 @@ package_pkgs=(dpkg-dev file)
 # Images (scripts/image-test.sh): podman with runc (Debian's default crun refuses this host's
 # cgroups), mmdebstrap for a Debian base where no registry can be reached.
 image_pkgs=(podman runc mmdebstrap)
-# The reducer image's runtime stage; dpkg -i of the reduction-server package there fails if a
-# library its Depends name is missing from this list.
-runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
+# The reducer image's runtime stage: the libraries the daemon links (its package's Depends),
+# nothing else. dpkg -i of the reduction-server package there fails if one is missing.
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1)
 
 case "${1:-}" in
   "") pkgs=("${build_pkgs[@]}" "${package_pkgs[@]}" "${image_pkgs[@]}") ;;
