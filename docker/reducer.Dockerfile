@@ -27,8 +27,10 @@ RUN scripts/package.sh package -DRS_GIT_COMMIT=${RS_GIT_COMMIT}
 FROM ${BASE} AS runtime
 COPY scripts/install-deps.sh /tmp/rs/
 RUN /tmp/rs/install-deps.sh --runtime && apt-get clean && rm -rf /tmp/rs /var/lib/apt/lists/*
-# Data plane, gRPC (data + 1) and Prometheus metrics (--metrics-listen), by convention.
+# Data plane, gRPC (data + 1) and Prometheus metrics, by convention. Metrics are on by default
+# in the image (the daemon's --metrics-listen is off unless set); override or set it empty.
 EXPOSE 2222 2223 2224
+ENV RS_METRICS_LISTEN=0.0.0.0:2224
 # The probe reads the same flags, RS_* variables and CLUSTER_SPEC as the daemon, so it finds the
 # gRPC port on its own; it answers within 3 s and exits 0 only when the daemon is SERVING.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 \

@@ -14,19 +14,19 @@ build_pkgs=(
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
 )
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
+
+pkgs=("${build_pkgs[@]}")
+[[ "${1:-}" == "--runtime" ]] && pkgs=("${runtime_pkgs[@]}")
 # Debian packages (scripts/package.sh): CPack's DEB generator runs dpkg-shlibdeps and file.
 package_pkgs=(dpkg-dev file)
 # Images (scripts/image-test.sh): podman with runc (Debian's default crun refuses this host's
 # cgroups), mmdebstrap for a Debian base where no registry can be reached.
 image_pkgs=(podman runc mmdebstrap)
-# The reducer image's runtime stage: the libraries the daemon links (its package's Depends),
-# nothing else. dpkg -i of the reduction-server package there fails if one is missing.
-runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1)
-
 case "${1:-}" in
-  "") pkgs=("${build_pkgs[@]}" "${package_pkgs[@]}" "${image_pkgs[@]}") ;;
-  --build) pkgs=("${build_pkgs[@]}" "${package_pkgs[@]}") ;;
-  --runtime) pkgs=("${runtime_pkgs[@]}") ;;
+  "") pkgs+=("${package_pkgs[@]}" "${image_pkgs[@]}") ;;
+  --build) pkgs+=("${package_pkgs[@]}") ;;
+  --runtime) ;;  # the reducer image's runtime stage: dpkg -i of our package checks this list
   *) echo "install-deps: unknown option '$1' (--build, --runtime)" >&2; exit 2 ;;
 esac
 
