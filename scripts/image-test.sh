@@ -50,6 +50,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# (grep -q reads here-strings, not pipes: under pipefail, a writer cut off by grep's early exit
+# would fail the check.)
 fail() {
   echo "image-test: FAILED: $*" >&2
   [[ -s ${podman_log:-} ]] && { echo "--- podman's own messages:"; tail -n 20 "$podman_log"; } >&2
@@ -88,12 +90,12 @@ inspect() { podman image inspect -f "$1" "$2"; }
 [[ $(inspect '{{json .Config.Entrypoint}}' "$reducer_img") == '["reduction-server"]' ]] \
   || fail "reducer image ENTRYPOINT"
 for p in 2222 2223 2224; do
-  inspect '{{json .Config.ExposedPorts}}' "$reducer_img" | grep -q "\"$p/tcp\"" || fail "EXPOSE $p"
+  grep -q "\"$p/tcp\"" <<<"$(inspect '{{json .Config.ExposedPorts}}' "$reducer_img")" || fail "EXPOSE $p"
 done
-inspect '{{json .HealthCheck}}' "$reducer_img" | grep -q -- '--health-probe' \
+grep -q -- '--health-probe' <<<"$(inspect '{{json .HealthCheck}}' "$reducer_img")" \
   || fail "reducer image HEALTHCHECK: $(inspect '{{json .HealthCheck}}' "$reducer_img")"
 for v in NCCL_NET_PLUGIN=reduction-server NCCL_COLLNET_ENABLE=1; do
-  inspect '{{json .Config.Env}}' "$worker_img" | grep -qF "\"$v\"" || fail "worker image ENV $v"
+  grep -qF "\"$v\"" <<<"$(inspect '{{json .Config.Env}}' "$worker_img")" || fail "worker image ENV $v"
 done
 run_in() { podman run --rm --network none "$@" 2>>"$podman_log"; }
 version=$(run_in "$reducer_img" --version)
@@ -109,7 +111,7 @@ fi
 # --- R reducer containers -------------------------------------------------------------------
 # Reducer i listens on data port P+10i, gRPC P+10i+1, metrics P+10i+2 (the image's convention,
 # shifted). Reducer 0 reads its port from CLUSTER_SPEC as on Vertex AI (0.0.0.0), the others
-# take RS_DATA_LISTEN on loopback. The ports are picked below the ephemeral range; if one is
+# take RS_DATA_LISTEN on loopback. The root file system is read-only, as deploy/ runs it. The ports are picked below the ephemeral range; if one is
 # taken, the pool is started again on others.
 start_reducers() {
   local P=$1 i list="" spec
@@ -121,7 +123,8 @@ start_reducers() {
     local env=(-e RS_IO_THREADS=1 -e RS_METRICS_LISTEN="127.0.0.1:$((port + 2))")
     if ((i == 0)); then env+=(-e CLUSTER_SPEC="$spec"); else env+=(-e RS_DATA_LISTEN="127.0.0.1:$port"); fi
     containers+=("$name")
-    podman run -d --name "$name" --network host "${env[@]}" "$reducer_img" >/dev/null 2>>"$podman_log"
+    podman run -d --name "$name" --network host --read-only "${env[@]}" "$reducer_img" \
+      >/dev/null 2>>"$podman_log"
     reducers+="${reducers:+,}127.0.0.1:$port"
   done
 }
@@ -133,7 +136,7 @@ wait_healthy() {
     for _ in $(seq 300); do
       podman healthcheck run "$name" >/dev/null 2>&1 && continue 2
       if [[ $(podman inspect -f '{{.State.Status}}' "$name") != running ]]; then
-        podman logs "$name" 2>&1 | grep -qE "Address already in use|cannot listen" && return 1
+        grep -qE "Address already in use|cannot listen" <<<"$(podman logs "$name" 2>&1)" && return 1
         podman logs "$name"; fail "reducer $name exited"
       fi
       sleep 0.2
@@ -156,7 +159,7 @@ for c in "${containers[@]}"; do
   [[ $(podman exec "$c" id -u) == 10001 ]] || fail "$c: exec runs as $(podman exec "$c" id -u)"
 done
 step "$R reducers healthy, running as uid 10001: $reducers"
-if "$root/release/server/reduction-server" --help | grep -q -- --metrics-listen; then
+if grep -q -- --metrics-listen <<<"$("$root/release/server/reduction-server" --help)"; then
   first=${reducers%%,*}
   mport=$(( ${first##*:} + 2 ))
   timeout 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$mport; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3" \
@@ -206,7 +209,7 @@ for ((i = 0; i < R; i++)); do
   podman stop -t 30 "$c" >/dev/null 2>>"$podman_log"
   code=$(podman inspect -f '{{.State.ExitCode}}' "$c")
   [[ $code == 0 ]] || { podman logs "$c"; fail "$c exited with $code after SIGTERM"; }
-  podman logs "$c" 2>&1 | grep -q "draining" || { podman logs "$c"; fail "$c did not drain"; }
+  grep -q "draining" <<<"$(podman logs "$c" 2>&1)" || { podman logs "$c"; fail "$c did not drain"; }
 done
 step "$R reducers drained on SIGTERM and exited 0"
 
