@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test: the release build's unit and
 # multi-process tests, the images (scripts/image-test.sh), the sanitizer builds of the
-# data-plane tests, and the fuzzers for a bounded time. This is the README's test command and what .ci/run calls.
+# data-plane tests, and the fuzzers for a bounded time. This is the README's test command and
+# what .ci/run calls.
 #   scripts/test.sh          everything
 #   scripts/test.sh --quick  the release build's tests only
 set -euo pipefail
