@@ -36,26 +36,12 @@ wait_for() {  # <description> <command...>: polls a state for at most 60 s
 }
 
 # The daemon as Vertex AI starts it: its data port from CLUSTER_SPEC, gRPC on the next port.
-# Both are picked below the ephemeral range; another pair is tried if one is taken.
-for attempt in 1 2 3 4 5; do
-  port=$(( 20000 + RANDOM % 12000 ))
-  spec="{\"cluster\":{\"workerpool0\":[\"w0:1\"],\"workerpool2\":[\"127.0.0.1:$port\"]},\"task\":{\"type\":\"workerpool2\",\"index\":0},\"environment\":\"cloud\"}"
-  rm -f "$tmp/ports"
-  CLUSTER_SPEC=$spec RS_PORT_FILE="$tmp/ports" RS_IO_THREADS=1 RS_STATS_INTERVAL=0 \
-    "$server" >"$tmp/log" 2>&1 &
-  pids+=($!)
-  daemon=${pids[-1]}
-  for _ in $(seq 600); do
-    [[ -s "$tmp/ports" ]] && break
-    kill -0 "$daemon" 2>/dev/null || break
-    sleep 0.1
-  done
-  [[ -s "$tmp/ports" ]] && break
-  grep -qE "Address already in use|cannot listen" "$tmp/log" || break
-  echo "port $port or $((port + 1)) taken (attempt $attempt), trying another"
-done
-[[ -s "$tmp/ports" ]] || fail "the daemon wrote no port file"
-read -r data grpc <"$tmp/ports"
+# shellcheck source=scripts/lib/local_reducers.sh
+source "$(dirname "$0")/../../scripts/lib/local_reducers.sh"
+start_spec_reducer "$server" "$tmp/log" "$tmp/ports" RS_IO_THREADS=1 RS_STATS_INTERVAL=0 \
+  || fail "the daemon did not start"
+daemon=${pids[-1]}
+read -r data grpc _ <"$tmp/ports"
 [[ $grpc -eq $((data + 1)) ]] || fail "gRPC port $grpc is not data port $data + 1"
 
 # SERVING: at the address given; derived from the same CLUSTER_SPEC with no flags (the daemon
