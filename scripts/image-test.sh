@@ -133,7 +133,7 @@ wait_healthy() {
   local i name
   for ((i = 0; i < R; i++)); do
     name="rs-image-test-$$-r$i"
-    for _ in $(seq 300); do
+    for _ in $(seq 600); do
       podman healthcheck run "$name" >/dev/null 2>&1 && continue 2
       if [[ $(podman inspect -f '{{.State.Status}}' "$name") != running ]]; then
         grep -qE "Address already in use|cannot listen" <<<"$(podman logs "$name" 2>&1)" && return 1
@@ -141,7 +141,7 @@ wait_healthy() {
       fi
       sleep 0.2
     done
-    podman logs "$name"; fail "reducer $name not healthy within 60 s"
+    podman logs "$name"; fail "reducer $name not healthy within 120 s"
   done
 }
 for attempt in 1 2 3 4 5; do

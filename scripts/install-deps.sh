@@ -2,8 +2,11 @@
 # Installs the Debian packages the build, tests and benchmarks need. Idempotent: it runs apt only
 # when something is missing. The Dockerfiles call this same script.
 #   scripts/install-deps.sh            build + test dependencies
-#   scripts/install-deps.sh --build    build and packaging only (the reducer image's builder stage)
+#   scripts/install-deps.sh --build    build and packaging, without check-deploy.sh's and the
+#                                      image test's tools (the reducer image's builder stage)
 #   scripts/install-deps.sh --runtime  only what the reducer binary needs at run time
+#   scripts/install-deps.sh --no-deploy-check  build + test dependencies without those of
+#                                      scripts/check-deploy.sh (for an image's build stage)
 set -euo pipefail
 
 build_pkgs=(
@@ -13,7 +16,18 @@ build_pkgs=(
   nlohmann-json3-dev libcli11-dev
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
+  # rs-sizer's CLI test reads its --json output with jq
+  jq
 )
+# scripts/check-deploy.sh: yamllint (it brings python3-yaml) and Node.js with npm for the typed
+# check of Kubernetes manifests. A machine whose own Node.js already provides both (NodeSource's
+# nodejs provides npm and conflicts with Debian's) keeps its own.
+if [[ "${1:-}" != "--no-deploy-check" && "${1:-}" != "--build" ]]; then
+  build_pkgs+=(yamllint)
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    build_pkgs+=(nodejs npm)
+  fi
+fi
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
 
 pkgs=("${build_pkgs[@]}")
@@ -24,10 +38,10 @@ package_pkgs=(dpkg-dev file)
 # cgroups), mmdebstrap for a Debian base where no registry can be reached.
 image_pkgs=(podman runc mmdebstrap)
 case "${1:-}" in
-  "") pkgs+=("${package_pkgs[@]}" "${image_pkgs[@]}") ;;
+  "" | --no-deploy-check) pkgs+=("${package_pkgs[@]}" "${image_pkgs[@]}") ;;
   --build) pkgs+=("${package_pkgs[@]}") ;;
   --runtime) ;;  # the reducer image's runtime stage: dpkg -i of our package checks this list
-  *) echo "install-deps: unknown option '$1' (--build, --runtime)" >&2; exit 2 ;;
+  *) echo "install-deps: unknown option '$1' (--build, --runtime, --no-deploy-check)" >&2; exit 2 ;;
 esac
 
 missing=()

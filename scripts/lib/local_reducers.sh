@@ -5,7 +5,7 @@
 # start_local_reducers BIN N DIR [reducer flags...]: starts N reduction-server processes on
 # ephemeral loopback ports, logging to DIR/reducer<i>.log; appends their pids to the caller's
 # `pids` array and sets `reducers` to "127.0.0.1:<port>,...". Fails if one has not reported
-# its port within 10 s.
+# its port within 60 s.
 start_local_reducers() {
   local bin=$1 n=$2 dir=$3 i port
   shift 3
@@ -16,7 +16,7 @@ start_local_reducers() {
     pids+=($!)
   done
   for ((i = 0; i < n; i++)); do
-    for _ in $(seq 200); do [[ -s "$dir/r$i.port" ]] && break; sleep 0.05; done
+    for _ in $(seq 1200); do [[ -s "$dir/r$i.port" ]] && break; sleep 0.05; done
     if [[ ! -s "$dir/r$i.port" ]]; then
       echo "reducer $i did not start:" >&2
       cat "$dir/reducer$i.log" >&2
@@ -32,7 +32,7 @@ start_local_reducers() {
 # next one unless RS_GRPC_LISTEN says otherwise), with the given variables. The port is picked
 # below the kernel's ephemeral range (where other tests' sockets live), and another is tried if
 # it is taken anyway. Appends the pid to the caller's `pids` and sets `port` and `spec`. Fails if
-# no port file appeared within 30 s.
+# no port file appeared within 60 s.
 start_spec_reducer() {
   local bin=$1 log=$2 portfile=$3 attempt
   shift 3
@@ -42,7 +42,7 @@ start_spec_reducer() {
     rm -f "$portfile"
     env CLUSTER_SPEC="$spec" RS_PORT_FILE="$portfile" "$@" "$bin" >"$log" 2>&1 &
     pids+=($!)
-    for _ in $(seq 300); do
+    for _ in $(seq 600); do
       [[ -s "$portfile" ]] && return 0
       kill -0 "${pids[-1]}" 2>/dev/null || break
       sleep 0.1

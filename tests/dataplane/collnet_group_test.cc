@@ -62,7 +62,7 @@ TEST_CASE("CollNet connect is collective: all nodes up, then all-reduces work", 
   auto ptrs = pointers(handles);
   Status st = runRanks(nodes, [&](int rank) -> Status {
     auto group = client::CollNetGroup::connect(testClientOptions(pool.endpoints()), ptrs.data(),
-                                               nodes, rank, std::chrono::seconds(20));
+                                               nodes, rank, std::chrono::seconds(120));
     if (!group) return group.status();
     std::vector<float> buf(300000, static_cast<float>(rank + 1));
     auto r = (*group)->allReduceAsync(buf.data(), buf.data(), buf.size(), DataType::kFloat32,

@@ -8,6 +8,7 @@
 #include "proto/health.grpc.pb.h"
 #include "proto/reduction.grpc.pb.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
@@ -26,7 +27,7 @@ std::string idBytes(const GroupId& id) {
 int healthStatus(const std::shared_ptr<grpc::Channel>& channel) {
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
   grpc::health::v1::HealthCheckResponse response;
   if (!stub->Check(&ctx, {}, &response).ok()) return -1;
   return response.status();
@@ -94,12 +95,10 @@ TEST_CASE("GetInfo, JoinGroup, GetStats, LeaveGroup, health and Drain", "[contro
     // A write is counted when its completion handler runs, which may be just after the
     // member has read the bytes: poll briefly.
     rs::v1::GetStatsResponse stats;
-    for (int i = 0; i < 200; ++i) {
+    CHECK(waitUntil([&] {
       grpc::ClientContext ctx;
-      REQUIRE(stub->GetStats(&ctx, {}, &stats).ok());
-      if (stats.bytes_out() >= 2 * 4000) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+      return stub->GetStats(&ctx, {}, &stats).ok() && stats.bytes_out() >= 2 * 4000;
+    }));
     CHECK(stats.reductions() >= 1);
     CHECK(stats.bytes_in() >= 2 * 4000);
     CHECK(stats.bytes_out() >= 2 * 4000);

@@ -10,6 +10,7 @@
 
 #include "tests/support/local_pool.h"
 #include "tests/support/raw_member.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
@@ -91,8 +92,7 @@ TEST_CASE("a member too far ahead in a chunk is not read until the others catch 
   // Rank 0 sends its whole chunk (the kernel's socket buffers take it); rank 1 nothing yet.
   m0.sendHeader(kElems);
   m0.sendElements(0, kElems);
-  for (int i = 0; i < 500 && plane.stats().bytesIn < config.maxLeadBytes; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(waitUntil([&] { return plane.stats().bytesIn >= config.maxLeadBytes; }));
   // A read brings at most a piece, so the reducer stops within a piece past the limit...
   const uint64_t readAhead = plane.stats().bytesIn;
   REQUIRE(readAhead >= config.maxLeadBytes);

@@ -14,6 +14,7 @@
 #include "core/wire/frame.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/raw_member.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
@@ -24,7 +25,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 Result<std::unique_ptr<client::Communicator>> join(const LocalPool& pool, const GroupId& id,
                                                    int world, int rank, uint32_t streams = 2,
-                                                   int timeoutMs = 60000,
+                                                   int timeoutMs = 300000,
                                                    client::ClientOptions::Progress progress =
                                                        client::ClientOptions::Progress::kIoThreads) {
   auto options = testClientOptions(pool.endpoints(), streams);
@@ -60,11 +61,9 @@ Status healthyGroup(const LocalPool& pool, std::atomic<bool>& stop, std::atomic<
   });
 }
 
-// Waits (bounded) until the healthy group has completed `target` rounds.
+// Waits until the healthy group has completed `target` rounds.
 bool waitForRounds(const std::atomic<int>& rounds, int target) {
-  for (int i = 0; i < 1000 && rounds.load() < target; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return rounds.load() >= target;
+  return waitUntil([&] { return rounds.load() >= target; });
 }
 
 }  // namespace
@@ -91,8 +90,8 @@ TEST_CASE("a member that disconnects mid-collective aborts its group on every ot
       // the first collective may still be on their way to them on another stream.
       RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
                                             DataType::kFloat32, ReduceOp::kSum));
-      for (int i = 0; i < 1000 && firstDone.load() < 2; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (!waitUntil([&] { return firstDone.load() == 2; }))
+        return internalError("ranks 0 and 1 never finished their first collective");
       comm->reset();
       return Status::ok();
     }
@@ -133,7 +132,8 @@ TEST_CASE("a member that never joins a collective times out with the missing ran
                                   ReduceOp::kSum);
       rank0Done = true;
     } else {
-      while (!rank0Done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!waitUntil([&] { return rank0Done.load(); }))
+        return internalError("rank 0's collective never ended");
     }
     return Status::ok();
   });
@@ -195,22 +195,24 @@ TEST_CASE("a reducer that dies mid-run fails the collectives in flight, no hang"
                                  client::ClientOptions::Progress::kCaller);
   LocalPool pool(2);
   const GroupId id = GroupId::random();
-  std::atomic<int> started{0};
+  std::atomic<int> completed{0};  // collectives done, both ranks together
   std::vector<Status> results(2);
   std::thread killer([&] {
-    while (started.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Mid-run: both ranks have collectives behind them and keep starting new ones.
+    waitUntil([&] { return completed.load() >= 4; });
     pool.stopReducer(1);
   });
   Status st = runRanks(2, [&](int rank) -> Status {
-    auto comm = join(pool, id, 2, rank, 2, 60000, progress);
+    auto comm = join(pool, id, 2, rank, 2, 300000, progress);
     if (!comm) return comm.status();
     std::vector<float> buf(1 << 20, 1.0f);
-    ++started;
     Status s;
-    for (int i = 0; i < 100000 && s.isOk(); ++i)
+    // Until the reducer's death fails one: the loop's bound is only a guard against a hang.
+    for (int i = 0; i < 100000 && s.isOk(); ++i) {
       s = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
                              ReduceOp::kSum);
+      if (s.isOk()) ++completed;
+    }
     results[rank] = s;
     return Status::ok();
   });
@@ -314,7 +316,8 @@ TEST_CASE("a member that gives up tells the reducers and the others fail with it
       submitted = true;
       result = (*req)->wait();
     } else {
-      while (!submitted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (!waitUntil([&] { return submitted.load(); }))
+        return internalError("rank 0 never submitted");
       (*comm)->abort(abortedError("the training loop was interrupted"));
     }
     return Status::ok();

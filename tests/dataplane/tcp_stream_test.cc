@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/transport/tcp_stream.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::transport {
 namespace {
@@ -36,7 +37,10 @@ struct LoopbackPair {
   size_t feed(size_t bytes, size_t* got) {
     std::vector<char> data(bytes, 'x');
     asio::write(writer, asio::buffer(data));
-    io.run_for(std::chrono::seconds(5));
+    // Until the read's handler ran (a state), within a deadline that only catches a hang.
+    const auto end = std::chrono::steady_clock::now() + test::kStateDeadline;
+    while (*got == 0 && std::chrono::steady_clock::now() < end)
+      io.run_one_for(std::chrono::seconds(1));
     io.restart();
     return *got;
   }

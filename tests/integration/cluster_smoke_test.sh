@@ -29,7 +29,7 @@ left() { cluster_namespaces "$prefix"; }
 start=$SECONDS
 code=0
 "$bench/run.sh" -W 2 -R 2 --rate 200mbit -b 8K -e 1M -f 2 -n 3 -w 1 --peers "$peers" \
-  --link-seconds 1 --budget 120 --step-timeout 60 --out "$out/run" \
+  --link-seconds 1 --budget 400 --step-timeout 300 --out "$out/run" \
   --server-bin "$server" --perf-bin "$perf" "${peer_args[@]}" >"$out/run.txt" 2>&1 || code=$?
 if ((code != 0)); then echo "FAILED: run.sh exited $code"; cat "$out/run.txt"; exit 1; fi
 for impl in ours $peers; do
@@ -48,7 +48,7 @@ echo "ok: report written, no namespace left ($((SECONDS - start)) s)"
   --link-seconds 1 --budget 120 --out "$out/term" --server-bin "$server" --perf-bin "$perf" \
   >"$out/term.txt" 2>&1 &
 runner=$!
-for ((t = 0; t < 300; t++)); do [[ -s $out/term/ours.log ]] && break; sleep 0.1; done
+for ((t = 0; t < 1200; t++)); do [[ -s $out/term/ours.log ]] && break; sleep 0.1; done
 [[ -s $out/term/ours.log ]] || { echo "FAILED: interrupted run never started its workers"; cat "$out/term.txt"; exit 1; }
 kill -TERM "$runner"
 code=0

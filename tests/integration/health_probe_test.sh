@@ -22,16 +22,16 @@ expect_probe() {
   local want_code=$1 want=$2; shift 2
   local vars=() out code=0
   while [[ $# -gt 0 && $1 =~ ^[A-Z_]+= ]]; do vars+=("$1"); shift; done
-  out=$(env "${vars[@]}" "$server" "$@" --health-probe-timeout-ms 20000 2>&1) || code=$?
+  out=$(env "${vars[@]}" "$server" "$@" --health-probe-timeout-ms 60000 2>&1) || code=$?
   [[ $code -eq $want_code ]] || fail "probe exit $code, expected $want_code ($out)"
   grep -qF -- "$want" <<<"$out" || fail "'$want' not in probe output: $out"
   [[ $(wc -l <<<"$out") -eq 1 ]] || fail "the probe printed more than one line: $out"
   echo "ok: $out"
 }
 
-wait_for() {  # <description> <command...>: polls a state for at most 60 s
+wait_for() {  # <description> <command...>: polls a state for at most 120 s
   local what=$1; shift
-  for _ in $(seq 600); do "$@" && return 0; sleep 0.1; done
+  for _ in $(seq 1200); do "$@" && return 0; sleep 0.1; done
   fail "timed out waiting for $what"
 }
 

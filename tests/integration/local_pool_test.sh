@@ -9,7 +9,7 @@ server=$2
 run() {  # <description> <args...>
   local what=$1; shift
   local out
-  if ! out=$(timeout 120 "$perf" --server-bin "$server" "$@" 2>&1); then
+  if ! out=$(timeout 300 "$perf" --server-bin "$server" "$@" 2>&1); then
     echo "FAILED: $what"; echo "$out"; exit 1
   fi
   echo "$out"

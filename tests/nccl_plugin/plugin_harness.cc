@@ -36,6 +36,9 @@ namespace rs::harness {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// A bound on every wait for a peer: far above a healthy run on a loaded 2-core machine, so it
+// only turns a hang into a failure.
+constexpr auto kPeerDeadline = std::chrono::seconds(120);
 
 struct Args {
   std::string plugin, mode, dir;
@@ -69,13 +72,14 @@ void publish(const std::string& dir, const std::string& name, const void* data, 
 }
 
 bool fetch(const std::string& dir, const std::string& name, void* data, size_t size) {
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  const auto deadline = Clock::now() + kPeerDeadline;
   while (Clock::now() < deadline) {
     std::ifstream f(dir + "/" + name, std::ios::binary);
     if (f && f.read(static_cast<char*>(data), static_cast<std::streamsize>(size))) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT(false, "no %s from a peer within 60 s", name.c_str());
+  EXPECT(false, "no %s from a peer within %lld s", name.c_str(),
+         static_cast<long long>(kPeerDeadline.count()));
   return false;
 }
 
@@ -111,7 +115,7 @@ int initAndCheckDevices(PluginApi& api, void** netCtx, void** collCtx, bool firs
 }
 
 bool waitDone(PluginApi& api, bool coll, void* req, int* size, ncclResult_t* result) {
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  const auto deadline = Clock::now() + kPeerDeadline;
   int done = 0;
   while (Clock::now() < deadline) {
     *result = coll ? api.collTest(req, &done, size) : api.netTest(req, &done, size);
@@ -279,7 +283,7 @@ void runP2p(PluginApi& api, const Args& a, bool dieAfterConnect) {
   char peerHandle[NCCL_NET_HANDLE_MAXSIZE];
   if (!fetch(a.dir, "p2p-" + std::to_string(next), peerHandle, sizeof peerHandle)) return;
   void *sc = nullptr, *rc = nullptr;
-  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  const auto deadline = Clock::now() + kPeerDeadline;
   while ((sc == nullptr || rc == nullptr) && Clock::now() < deadline) {
     if (sc == nullptr && api.netConnect(netCtx, 0, peerHandle, &sc) != ncclSuccess) break;
     if (rc == nullptr && api.netAccept(lc, &rc) != ncclSuccess) break;
@@ -303,7 +307,7 @@ void runP2p(PluginApi& api, const Args& a, bool dieAfterConnect) {
   std::deque<std::pair<void*, int>> sends, recvs;  // request, message index
   int posted = 0, received = 0, sent = 0;
   auto size = [&](int m) { return sizes[static_cast<size_t>(m) % sizes.size()]; };
-  const auto stop = Clock::now() + std::chrono::seconds(60);
+  const auto stop = Clock::now() + kPeerDeadline;
   while ((received < messages || sent < messages) && Clock::now() < stop) {
     // Keep 32 of each in flight; the 33rd may be refused (NULL request): retried next turn.
     while (posted < messages && sends.size() < 32 && recvs.size() < 32) {

@@ -23,7 +23,7 @@ run() {
   local dir="$tmp/$label" rank procs=() failed=0
   mkdir -p "$dir"
   for ((rank = 0; rank < world; rank++)); do
-    env RS_REDUCERS="$reducers" "$@" timeout 120 "$harness" --plugin "$plugin" \
+    env RS_REDUCERS="$reducers" "$@" timeout 300 "$harness" --plugin "$plugin" \
       --version "$version" --mode "$mode" --rank "$rank" --world "$world" --dir "$dir" &
     procs+=($!)
   done

@@ -19,7 +19,7 @@ server::ServerConfig testServerConfig() {
   c.memoryLimitBytes = 256ull << 20;
   c.maxChunkBytes = 8u << 20;
   c.statsIntervalSeconds = 0;
-  c.collectiveTimeoutMs = 60000;
+  c.collectiveTimeoutMs = 300000;  // a hang guard: healthy collectives end long before
   return c;
 }
 
@@ -54,8 +54,9 @@ client::ClientOptions testClientOptions(const std::vector<cluster::Endpoint>& re
   o.reducers = reducers;
   o.streamsPerReducer = streams;
   o.ioThreads = 1;
-  o.collectiveTimeout = std::chrono::milliseconds(60000);
-  o.connectTimeout = std::chrono::milliseconds(10000);
+  // Hang guards, far above a healthy run on a loaded machine (tests of the timeouts set theirs).
+  o.collectiveTimeout = std::chrono::milliseconds(300000);
+  o.connectTimeout = std::chrono::milliseconds(60000);
   return o;
 }
 

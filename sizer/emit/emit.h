@@ -1,0 +1,78 @@
+// The spec emitters behind `rs-sizer --emit`: from a sized plan (W GPU workers, R reducers) they
+// write the launch files of deploy/ (a Vertex AI CustomJob as YAML or as a REST body, the gcloud
+// command, the Python SDK call, a Kubernetes JobSet, a standing reducer pool). Pure functions: a
+// plan in, the file's text out, no I/O. deploy/'s files for the documented examples are these
+// functions' output byte for byte (tests/sizer_emit checks that), so the two cannot drift.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/common/status.h"
+
+namespace rs::sizer {
+
+// Everything the specs need. Worker pool 0 gets the primary worker and pool 1 the other W - 1
+// (Vertex AI's layout); pool 2 holds the R reducers.
+struct EmitPlan {
+  // The Vertex AI display name, the JobSet's name, and the reducer pool's Service/StatefulSet name:
+  // a DNS-1035 label (lower-case letters, digits and '-', starting with a letter).
+  std::string jobName = "rs-train";
+  std::string region = "us-central1";  // Vertex AI region (gcloud --region, SDK location)
+
+  int workers = 0;                  // W, at least 2 (with one worker there is nothing to reduce)
+  std::string workerMachineType;    // e.g. a2-megagpu-16g
+  std::string acceleratorType;      // Vertex AI enum name, e.g. NVIDIA_TESLA_A100
+  int acceleratorCount = 0;         // GPUs per worker (also torchrun's --nproc-per-node)
+  std::string workerImage;          // the training image with the plugin layer (docker/)
+
+  int reducers = 0;                 // R, from the sizing
+  std::string reducerMachineType;   // e.g. n1-highcpu-16
+  int reducerVcpus = 0;             // of that machine type
+  double reducerMemoryGb = 0;       // of that machine type, as GCP lists it (14.4 for n1-highcpu-16)
+  std::string reducerImage;         // docker/'s reducer image (ENTRYPOINT reduction-server)
+
+  int dataPort = 2222;              // gRPC listens on dataPort + 1
+  int metricsPort = 2224;
+  // What the Kubernetes workers run under torchrun (Vertex AI runs the image's own entry point).
+  std::string trainScript = "train.py";
+};
+
+// Why the plan cannot be emitted, naming the field; OK when it can.
+Status validatePlan(const EmitPlan& plan);
+
+// The reducer container's Kubernetes resources for a machine type: a Guaranteed pod that leaves
+// room for the kubelet and system daemons, with the daemon's accumulator memory (--memory-limit)
+// well inside the container's memory limit and one io thread per CPU.
+struct ReducerResources {
+  int cpu = 0;                 // request = limit, whole CPUs; also RS_IO_THREADS
+  int memoryLimitGib = 0;      // request = limit
+  int accumulatorMib = 0;      // RS_MEMORY_LIMIT
+};
+Result<ReducerResources> reducerResources(const EmitPlan& plan);
+
+// Vertex AI: the CustomJobSpec that `gcloud ai custom-jobs create --config` reads.
+Result<std::string> emitVertexYaml(const EmitPlan& plan);
+// Vertex AI: the REST body of projects.locations.customJobs.create (a CustomJob).
+Result<std::string> emitVertexJson(const EmitPlan& plan);
+// A bash script running `gcloud ai custom-jobs create` on the YAML above.
+Result<std::string> emitGcloudScript(const EmitPlan& plan);
+// A Python script submitting the same job through google-cloud-aiplatform's
+// CustomContainerTrainingJob.run(reduction_server_replica_count=...).
+Result<std::string> emitVertexPython(const EmitPlan& plan);
+// Kubernetes: a JobSet whose reducers start first and whose workers' success ends the job.
+Result<std::string> emitKubernetesJobSet(const EmitPlan& plan);
+// Kubernetes: a standing reducer pool (headless Service, StatefulSet, PodDisruptionBudget)
+// of the plan's R reducers, named after jobName.
+Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan);
+
+// The names `--emit` takes and the emitter each selects.
+inline constexpr std::string_view kEmitKinds[] = {"vertex-yaml", "vertex-json", "gcloud",
+                                                  "vertex-python", "k8s", "k8s-pool"};
+Result<std::string> emitSpec(std::string_view kind, const EmitPlan& plan);
+
+// The comment block at the top of every emitted file: what plan it was made for.
+std::vector<std::string> planSummary(const EmitPlan& plan);
+
+}  // namespace rs::sizer

@@ -1,0 +1,273 @@
+// Kubernetes launch files: a JobSet (jobset.x-k8s.io/v1alpha2, JobSet 0.8 or later for dependsOn)
+// running one training job with its own reducers, and a standing reducer pool (headless Service,
+// StatefulSet, PodDisruptionBudget). Both use the same hardened reducer pod.
+#include <fmt/format.h>
+
+#include "sizer/emit/emit.h"
+#include "sizer/emit/spec_value.h"
+
+namespace rs::sizer {
+namespace {
+
+// The daemon drains for at most 60 s after SIGTERM; the kubelet waits this long before SIGKILL.
+constexpr int kTerminationGraceSeconds = 75;
+constexpr int kMasterPort = 29500;  // torchrun's rendezvous on worker 0
+constexpr int kReducerUid = 10001;   // the reducer image's numeric USER
+
+std::string headerText(const EmitPlan& plan, std::initializer_list<std::string> more) {
+  std::string out;
+  for (const auto& line : planSummary(plan)) out += (out.empty() ? "" : "\n") + line;
+  for (const auto& line : more) out += "\n" + line;
+  return out;
+}
+
+SpecValue reducerLabels(const EmitPlan& plan) {
+  return SpecValue::map({{"app.kubernetes.io/name", "reduction-server"},
+                         {"app.kubernetes.io/component", "reducer"},
+                         {"app.kubernetes.io/instance", plan.jobName}});
+}
+
+std::string memoryLimitText(int mib) {
+  return mib % 1024 == 0 ? fmt::format("{}GiB", mib / 1024) : fmt::format("{}MiB", mib);
+}
+
+SpecValue grpcProbe(const EmitPlan& plan, int periodSeconds, int failureThreshold) {
+  return SpecValue::map({{"grpc", SpecValue::map({{"port", plan.dataPort + 1}})},
+                         {"periodSeconds", periodSeconds},
+                         {"failureThreshold", failureThreshold}});
+}
+
+SpecValue reducerContainer(const EmitPlan& plan, const ReducerResources& r) {
+  const std::string cpu = std::to_string(r.cpu);
+  const std::string memory = fmt::format("{}Gi", r.memoryLimitGib);
+  SpecValue env = SpecValue::list();
+  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
+           {"RS_DATA_LISTEN", fmt::format("0.0.0.0:{}", plan.dataPort)},
+           {"RS_GRPC_LISTEN", fmt::format("0.0.0.0:{}", plan.dataPort + 1)},
+           {"RS_METRICS_LISTEN", fmt::format("0.0.0.0:{}", plan.metricsPort)},
+           {"RS_IO_THREADS", cpu},
+           {"RS_MEMORY_LIMIT", memoryLimitText(r.accumulatorMib)},
+           {"RS_LOG_FORMAT", "json"}}) {
+    env.add(SpecValue::map({{"name", name}, {"value", value}}));
+  }
+  return SpecValue::map({
+      {"name", "reduction-server"},
+      {"image", plan.reducerImage},
+      {"env", std::move(env).withComment(fmt::format(
+                  "One io thread per CPU of the limit; the accumulator ({}) well inside the\n"
+                  "memory limit ({}): the rest holds socket buffers, gRPC and stacks.",
+                  memoryLimitText(r.accumulatorMib), memory))},
+      {"ports", SpecValue::list({
+                    SpecValue::map({{"name", "data"}, {"containerPort", plan.dataPort}}),
+                    SpecValue::map({{"name", "grpc"}, {"containerPort", plan.dataPort + 1}}),
+                    SpecValue::map({{"name", "metrics"}, {"containerPort", plan.metricsPort}}),
+                })},
+      {"readinessProbe",
+       grpcProbe(plan, 5, 2).withComment(
+           "grpc.health.v1 Check on the daemon itself: NOT_SERVING while it drains.")},
+      {"livenessProbe",
+       grpcProbe(plan, 10, 6).withComment(
+           "The kubelet stops liveness probes once a pod is being deleted, so a drain is not cut short.")},
+      {"resources", SpecValue::map({{"requests", SpecValue::map({{"cpu", cpu}, {"memory", memory}})},
+                                    {"limits", SpecValue::map({{"cpu", cpu}, {"memory", memory}})}})},
+      {"securityContext",
+       SpecValue::map({{"allowPrivilegeEscalation", false},
+                       {"readOnlyRootFilesystem", true},
+                       {"capabilities", SpecValue::map({{"drop", SpecValue::list({"ALL"})}})}})},
+  });
+}
+
+// The reducer pod: one per node of the reducer machine type, non-root, Guaranteed QoS.
+Result<SpecValue> reducerPodTemplate(const EmitPlan& plan, bool restartNever) {
+  auto resources = reducerResources(plan);
+  if (!resources) return resources.status();
+  SpecValue spec = SpecValue::map();
+  if (restartNever) {
+    spec.set("restartPolicy", SpecValue("Never").withComment(
+        "A failed reducer fails its Job and the JobSet's failurePolicy restarts the whole set."));
+  }
+  spec.set("automountServiceAccountToken", false)
+      .set("terminationGracePeriodSeconds", SpecValue(kTerminationGraceSeconds).withComment(
+          "Above the daemon's 60 s drain after SIGTERM."))
+      .set("nodeSelector", SpecValue::map({{"node.kubernetes.io/instance-type", plan.reducerMachineType}}))
+      .set("affinity",
+           SpecValue::map({{"podAntiAffinity",
+                            SpecValue::map({{"requiredDuringSchedulingIgnoredDuringExecution",
+                                             SpecValue::list({SpecValue::map({
+                                                 {"labelSelector",
+                                                  SpecValue::map({{"matchLabels", reducerLabels(plan)}})},
+                                                 {"topologyKey", "kubernetes.io/hostname"},
+                                             })})}})}})
+               .withComment("One reducer per node: each needs the node's whole network bandwidth."))
+      .set("securityContext", SpecValue::map({{"runAsNonRoot", true},
+                                              {"runAsUser", kReducerUid},
+                                              {"runAsGroup", kReducerUid},
+                                              {"seccompProfile", SpecValue::map({{"type", "RuntimeDefault"}})}}))
+      .set("containers", SpecValue::list({reducerContainer(plan, *resources)}));
+  return SpecValue::map({
+      {"metadata",
+       SpecValue::map({{"labels", reducerLabels(plan)},
+                       {"annotations", SpecValue::map({{"prometheus.io/scrape", "true"},
+                                                       {"prometheus.io/port", std::to_string(plan.metricsPort)},
+                                                       {"prometheus.io/path", "/metrics"}})}})},
+      {"spec", std::move(spec)},
+  });
+}
+
+// An Indexed Job of `count` pods: pod i has hostname <jobset>-<name>-0-<i>.
+SpecValue indexedJob(int count, SpecValue podTemplate) {
+  return SpecValue::map({{"spec", SpecValue::map({{"parallelism", count},
+                                                  {"completions", count},
+                                                  {"completionMode", "Indexed"},
+                                                  {"backoffLimit", 0},
+                                                  {"template", std::move(podTemplate)}})}});
+}
+
+// JobSet's DNS names (network.enableDNSHostnames): <jobset>-<replicatedJob>-<job>-<pod>.<subdomain>,
+// the subdomain defaulting to the JobSet's name.
+std::string podHost(const EmitPlan& plan, std::string_view replicatedJob, int index) {
+  return fmt::format("{}-{}-0-{}.{}", plan.jobName, replicatedJob, index, plan.jobName);
+}
+
+// A named object of the standing pool, labelled as its reducers are.
+SpecValue poolObject(const char* apiVersion, const char* kind, const EmitPlan& plan, SpecValue spec) {
+  return SpecValue::map({{"apiVersion", apiVersion},
+                         {"kind", kind},
+                         {"metadata", SpecValue::map({{"name", plan.jobName}, {"labels", reducerLabels(plan)}})},
+                         {"spec", std::move(spec)}});
+}
+
+// RS_REDUCERS for the plan's R reducers, reducer i reached at host(i).
+template <typename HostOf>
+std::string reducerList(const EmitPlan& plan, HostOf host) {
+  std::string list;
+  for (int i = 0; i < plan.reducers; ++i) list += fmt::format("{}{}:{}", i == 0 ? "" : ",", host(i), plan.dataPort);
+  return list;
+}
+
+SpecValue workerPodTemplate(const EmitPlan& plan) {
+  const std::string reducers = reducerList(plan, [&](int i) { return podHost(plan, "reducers", i); });
+  SpecValue command = SpecValue::list({
+      "torchrun",
+      fmt::format("--nnodes={}", plan.workers),
+      fmt::format("--nproc-per-node={}", std::max(1, plan.acceleratorCount)),
+      "--node-rank=$(JOB_COMPLETION_INDEX)",
+      fmt::format("--master-addr={}", podHost(plan, "workers", 0)),
+      fmt::format("--master-port={}", kMasterPort),
+      plan.trainScript,
+  });
+  SpecValue container = SpecValue::map({
+      {"name", "trainer"},
+      {"image", plan.workerImage},
+      {"command", std::move(command)},
+      {"env",
+       SpecValue::list({
+           SpecValue::map({{"name", "JOB_COMPLETION_INDEX"},
+                           {"valueFrom", SpecValue::map({{"fieldRef", SpecValue::map({{"fieldPath",
+                                             "metadata.annotations['batch.kubernetes.io/job-completion-index']"}})}})}})
+               .withComment("This worker's index in the Indexed Job: torchrun's --node-rank."),
+           SpecValue::map({{"name", "NCCL_NET_PLUGIN"}, {"value", "reduction-server"}}),
+           SpecValue::map({{"name", "NCCL_COLLNET_ENABLE"}, {"value", "1"}}),
+           SpecValue::map({{"name", "RS_REDUCERS"}, {"value", reducers}})
+               .withComment("Every reducer of this JobSet, by its stable DNS name."),
+       })},
+  });
+  if (plan.acceleratorCount > 0) {
+    container.set("resources", SpecValue::map({{"limits", SpecValue::map({{"nvidia.com/gpu",
+                                                                          std::to_string(plan.acceleratorCount)}})}}));
+  }
+  container.set("volumeMounts", SpecValue::list({SpecValue::map({{"name", "dshm"}, {"mountPath", "/dev/shm"}})}));
+  return SpecValue::map({
+      {"metadata", SpecValue::map({{"labels", SpecValue::map({{"app.kubernetes.io/name", "reduction-server"},
+                                                               {"app.kubernetes.io/component", "worker"},
+                                                               {"app.kubernetes.io/instance", plan.jobName}})}})},
+      {"spec",
+       SpecValue::map({
+           {"restartPolicy", "Never"},
+           {"nodeSelector", SpecValue::map({{"node.kubernetes.io/instance-type", plan.workerMachineType}})},
+           {"containers", SpecValue::list({std::move(container)})},
+           {"volumes", SpecValue::list({SpecValue::map({{"name", "dshm"},
+                                                        {"emptyDir", SpecValue::map({{"medium", "Memory"}})}})})
+                           .withComment("NCCL and PyTorch's data loaders need more shared memory than the default 64 MiB.")},
+       })},
+  });
+}
+
+}  // namespace
+
+Result<std::string> emitKubernetesJobSet(const EmitPlan& plan) {
+  RS_RETURN_IF_ERROR(validatePlan(plan));
+  auto reducerPod = reducerPodTemplate(plan, /*restartNever=*/true);
+  if (!reducerPod) return reducerPod.status();
+  SpecValue reducersJob = SpecValue::map({{"name", "reducers"},
+                                          {"replicas", 1},
+                                          {"template", indexedJob(plan.reducers, std::move(*reducerPod))}});
+  SpecValue workersJob = SpecValue::map({
+      {"name", "workers"},
+      {"replicas", 1},
+      {"dependsOn", SpecValue::list({SpecValue::map({{"name", "reducers"}, {"status", "Ready"}})})
+                        .withComment("Created once every reducer is Ready (its health check answers SERVING).")},
+      {"template", indexedJob(plan.workers, workerPodTemplate(plan))},
+  });
+  SpecValue jobSet = SpecValue::map({
+      {"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+      {"kind", "JobSet"},
+      {"metadata", SpecValue::map({{"name", plan.jobName}})},
+      {"spec",
+       SpecValue::map({
+           {"successPolicy", SpecValue::map({{"operator", "All"},
+                                             {"targetReplicatedJobs", SpecValue::list({"workers"})}})
+                                 .withComment("Done when every worker has succeeded; JobSet then deletes the\n"
+                                              "reducers (SIGTERM: they drain and exit).")},
+           {"failurePolicy", SpecValue::map({{"maxRestarts", 3}})
+                                 .withComment("A failed worker or reducer restarts the whole set (training resumes\n"
+                                              "from its checkpoint), at most this often.")},
+           {"network", SpecValue::map({{"enableDNSHostnames", true}, {"publishNotReadyAddresses", true}})},
+           {"replicatedJobs", SpecValue::list({std::move(reducersJob), std::move(workersJob)})},
+       })},
+  });
+  return yamlStream(headerText(plan, {"A JobSet (needs the JobSet controller, 0.8 or later):",
+                                      "kubectl apply -f THIS_FILE"}),
+                    {jobSet});
+}
+
+Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan) {
+  RS_RETURN_IF_ERROR(validatePlan(plan));
+  auto pod = reducerPodTemplate(plan, /*restartNever=*/false);
+  if (!pod) return pod.status();
+  // StatefulSet pod i is <name>-<i>, and the headless Service of the same name its subdomain.
+  const std::string reducers =
+      reducerList(plan, [&](int i) { return fmt::format("{}-{}.{}", plan.jobName, i, plan.jobName); });
+  const SpecValue labels = reducerLabels(plan);
+  SpecValue service = poolObject("v1", "Service", plan, SpecValue::map({
+      {"clusterIP", SpecValue("None").withComment(
+                        "Headless: each reducer keeps its own DNS name, <pod>.<service>.")},
+      {"publishNotReadyAddresses", SpecValue(true).withComment(
+                                       "The names exist from the start: the worker list is fixed.")},
+      {"selector", labels},
+      {"ports", SpecValue::list({
+                    SpecValue::map({{"name", "data"}, {"port", plan.dataPort}, {"targetPort", "data"}}),
+                    SpecValue::map({{"name", "grpc"}, {"port", plan.dataPort + 1}, {"targetPort", "grpc"}}),
+                    SpecValue::map({{"name", "metrics"}, {"port", plan.metricsPort}, {"targetPort", "metrics"}}),
+                })},
+  }));
+  SpecValue statefulSet = poolObject("apps/v1", "StatefulSet", plan, SpecValue::map({
+      {"serviceName", plan.jobName},
+      {"replicas", plan.reducers},
+      {"podManagementPolicy", SpecValue("Parallel").withComment(
+                                  "Reducers are peers: start and replace them all at once.")},
+      {"selector", SpecValue::map({{"matchLabels", labels}})},
+      {"template", std::move(*pod)},
+  }));
+  SpecValue budget = poolObject("policy/v1", "PodDisruptionBudget", plan, SpecValue::map({
+      {"maxUnavailable", SpecValue(1).withComment("A reducer that leaves aborts the collectives in flight through it:\n"
+                                                  "let node drains take one at a time.")},
+      {"selector", SpecValue::map({{"matchLabels", labels}})},
+  }));
+  return yamlStream(headerText(plan, {"A standing reducer pool: kubectl apply -k THIS_FOLDER (kustomization.yaml).",
+                                      "Workers in the same namespace set:",
+                                      "RS_REDUCERS=" + reducers}),
+                    {service, statefulSet, budget});
+}
+
+}  // namespace rs::sizer

@@ -1,0 +1,134 @@
+#include "sizer/options.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "core/common/build_info.h"
+#include "core/common/byte_size.h"
+#include "core/reduce/reduce.h"
+#include "sizer/numbers.h"
+
+namespace rs::sizer {
+
+namespace {
+
+std::string helpFooter() {
+  return fmt::format(
+      "\nThe model: reducers R = max(bandwidth bound, cpu bound), where the bandwidth bound is "
+      "ceil(W*B_w / B_r) (the reducers' total egress at least the workers' total) and the cpu "
+      "bound is ceil(W*B_w*f / (10*V_r)) (each reducer receives and sends W*B_w/R Gbit/s and "
+      "needs f vCPUs per 10 Gbit/s of it).\n\n"
+      "Default f = {:g} vCPU per 10 Gbit/s, this project's own measurement: {}. The reducer "
+      "process alone measured 1.3-1.4; the default counts its host's packet-receive work too, "
+      "which a reducer VM pays.\n\n"
+      "Machine types: figures read {} from cloud.google.com compute docs and the datasets named "
+      "per row (rs-sizer --list-types). Worker egress for A3/A4 GPU types is their "
+      "general-purpose gVNIC share (200 or 400 Gbit/s), since their GPU NICs cannot reach a CPU "
+      "VM. {}\n\n"
+      "Prices file (--prices): lines 'type,dollars_per_hour', '#' comments. Include any Tier_1 "
+      "networking surcharge in the price when sizing with --tier1.\n",
+      kDefaultVcpuPer10Gbps, kVcpuCostSource, kTableReadOn, tableOmissions());
+}
+
+// A text flag that must hold a number; the value is parsed after CLI11 has read argv.
+struct NumberFlag {
+  std::string text;
+  CLI::Option* option = nullptr;
+  bool given() const { return option->count() > 0; }
+};
+
+}  // namespace
+
+ParsedOptions parseOptions(int argc, char** argv) {
+  ParsedOptions out;
+  Options& o = out.options;
+  CLI::App app{
+      "rs-sizer: how many Reduction Server reducers a data-parallel training job needs, which "
+      "bound sets the number, and what an all-reduce then costs against a ring."};
+  app.set_version_flag("--version", versionLine("rs-sizer", reduce::activeTargetName()));
+  app.footer(helpFooter());
+  app.get_formatter()->column_width(34);
+
+  NumberFlag workers, workerGbps, reducerGbps, reducerVcpus, vcpuCost;
+  std::string platform = "vertex", gradient;
+  workers.option = app.add_option("--workers", workers.text, "GPU worker VMs in the job (W)")
+                       ->type_name("N");
+  app.add_option("--worker-type", o.job.workerType,
+                 "The workers' GCP machine type (a2-megagpu-16g, a3-highgpu-8g, g2-standard-48, ...)")
+      ->type_name("TYPE");
+  workerGbps.option = app.add_option("--worker-gbps", workerGbps.text,
+                                     "Each worker's egress in Gbit/s, instead of --worker-type")
+                          ->type_name("G");
+  app.add_option("--reducer-type", o.job.reducerType,
+                 fmt::format("The reducers' GCP machine type (default {})", kDefaultReducerType))
+      ->type_name("TYPE");
+  reducerGbps.option = app.add_option("--reducer-gbps", reducerGbps.text,
+                                      "Each reducer's egress in Gbit/s, instead of --reducer-type "
+                                      "(needs --reducer-vcpus)")
+                           ->type_name("G");
+  reducerVcpus.option =
+      app.add_option("--reducer-vcpus", reducerVcpus.text, "Each reducer's vCPUs, with --reducer-gbps")
+          ->type_name("V");
+  app.add_flag("--tier1", o.job.tier1,
+               "Reducers run with per-VM Tier_1 networking (GKE, GCE; not Vertex AI)");
+  app.add_option("--platform", platform, "Where the job runs: vertex, gke or gce (default vertex)")
+      ->type_name("P");
+  app.add_option("--gradient-bytes", gradient,
+                 "Predict one all-reduce of this many bytes per worker (e.g. 512MiB, 1GB)")
+      ->type_name("SIZE");
+  vcpuCost.option = app.add_option("--vcpu-per-10gbps", vcpuCost.text,
+                                   fmt::format("Reducer vCPUs per 10 Gbit/s of traffic in and "
+                                               "out (default {:g}, measured; see below)",
+                                               kDefaultVcpuPer10Gbps))
+                        ->type_name("X");
+  app.add_flag("--recommend", o.recommend,
+               "Size the job with every reducer type in the table, ranked by total vCPUs");
+  app.add_option("--prices", o.pricesPath,
+                 "CSV of 'type,dollars_per_hour': also rank --recommend by cost per hour")
+      ->type_name("FILE");
+  app.add_flag("--json", o.json, "Print JSON instead of text");
+  app.add_flag("--list-types", o.listTypes,
+               "Print the built-in machine table with each row's source, and exit");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    out.exitCode = app.exit(e);
+    return out;
+  }
+
+  auto fail = [&](const Status& s) {
+    fmt::print(stderr, "rs-sizer: {}\n", s.message());
+    out.exitCode = 2;
+    return out;
+  };
+  if (workers.given()) {
+    auto v = parseInteger(workers.text, "--workers");
+    if (!v) return fail(v.status());
+    o.job.workers = *v;
+  }
+  for (auto [flag, field] : {std::pair{&workerGbps, &o.job.workerGbps},
+                             std::pair{&reducerGbps, &o.job.reducerGbps},
+                             std::pair{&vcpuCost, &o.job.vcpuPer10Gbps}}) {
+    if (!flag->given()) continue;
+    auto v = parseNumber(flag->text, flag->option->get_name());
+    if (!v) return fail(v.status());
+    *field = *v;
+  }
+  if (reducerVcpus.given()) {
+    auto v = parseInteger(reducerVcpus.text, "--reducer-vcpus");
+    if (!v) return fail(v.status());
+    o.job.reducerVcpus = *v;
+  }
+  auto p = parsePlatform(platform);
+  if (!p) return fail(p.status());
+  o.job.platform = *p;
+  if (!gradient.empty()) {
+    auto bytes = parseByteSize(gradient);
+    if (!bytes) return fail(invalidArgument("--gradient-bytes: " + bytes.status().message()));
+    o.job.gradientBytes = *bytes;
+  }
+  return out;
+}
+
+}  // namespace rs::sizer

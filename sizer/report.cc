@@ -1,0 +1,261 @@
+#include "sizer/report.h"
+
+#include <fmt/format.h>
+
+#include "core/common/byte_size.h"
+#include "sizer/plan.h"
+
+namespace rs::sizer {
+
+namespace {
+
+using nlohmann::json;
+
+std::string duration(double seconds) {
+  if (seconds < 1e-3) return fmt::format("{:.3g} us", seconds * 1e6);
+  if (seconds < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
+  return fmt::format("{:.3g} s", seconds);
+}
+
+std::string reducerName(const Job& job) {
+  return job.reducerType != nullptr ? job.reducerType->name : std::string("custom reducers");
+}
+
+std::string_view vertexWord(VertexTraining v) {
+  return v == VertexTraining::kDocumented ? "documented" : "not verified";
+}
+
+std::string vcpuCostSource(const Job& job) {
+  return job.defaultVcpuCost ? std::string(kVcpuCostSource) : std::string("--vcpu-per-10gbps");
+}
+
+void appendBounds(std::string& out, const Job& job, const Sizing& s) {
+  const Rates& r = job.rates;
+  fmt::format_to(std::back_inserter(out),
+                 "  bandwidth bound: ceil({:g} / {:g}) = {} reducers\n"
+                 "  cpu bound:       ceil({:g} x {:g} / (10 x {})) = {} reducers\n",
+                 s.totalWorkerGbps, r.reducerGbps, s.bandwidthBound, s.totalWorkerGbps,
+                 r.vcpuPer10Gbps, r.reducerVcpus, s.cpuBound);
+}
+
+void appendPredictions(std::string& out, const Report& rep) {
+  const Job& job = *rep.job;
+  const Rates& r = job.rates;
+  const uint64_t bytes = *job.spec.gradientBytes;
+  fmt::format_to(std::back_inserter(out),
+                 "\nOne all-reduce of {} per worker at {:g} Gbit/s (ring: 2(W-1)/W x S/B_w; pool: "
+                 "S/B_w x max(1, W*B_w / (R x {:g} Gbit/s usable per reducer))):\n"
+                 "  size  reducers  through the pool  ring        speedup\n",
+                 formatByteSize(bytes), r.workerGbps, rep.sizing.effectiveReducerGbps);
+  for (const Prediction& p : rep.predictions)
+    fmt::format_to(std::back_inserter(out), "  {:<4}  {:>8}  {:>16}  {:>10}  {:>6.2f}x\n", p.label,
+                   p.reducers, duration(p.poolSeconds), duration(p.ringSeconds), p.speedup);
+  if (r.workers == 1) out += "  (one worker: a ring moves nothing, so there is no speedup to show)\n";
+  if (job.workerType != nullptr && job.workerType->gpuNicGbps > 0)
+    fmt::format_to(std::back_inserter(out),
+                   "  Note: NCCL's own ring between {} workers runs over their {:g} Gbit/s of GPU "
+                   "NICs, which no reducer can reach: {} per all-reduce, against {} through the "
+                   "pool.\n",
+                   job.workerType->name, job.workerType->gpuNicGbps,
+                   duration(ringSeconds(r.workers, job.workerType->gpuNicGbps, bytes)),
+                   duration(rep.predictions.front().poolSeconds));
+}
+
+void appendCandidates(std::string& out, const std::vector<Candidate>& list, bool withCost) {
+  out += "  rank  type                reducers  bound      vCPUs  Gbit/s  total vCPUs  vertex";
+  out += withCost ? "        $/hour\n" : "\n";
+  int rank = 0;
+  for (const Candidate& c : list) {
+    fmt::format_to(std::back_inserter(out), "  {:>4}  {:<18}  {:>8}  {:<9}  {:>5}  {:>6g}  {:>11}  {:<12}",
+                   ++rank, c.type->name, c.sizing.reducers, boundName(c.sizing.binding),
+                   c.type->vcpus, c.egressGbps, c.totalVcpus, vertexWord(c.type->vertexTraining));
+    if (withCost) {
+      if (c.costPerHour > 0)
+        fmt::format_to(std::back_inserter(out), "  {:>8.2f}", c.costPerHour);
+      else
+        out += "         -";
+    }
+    out += "\n";
+  }
+}
+
+void appendRecommendations(std::string& out, const Report& rep) {
+  const Job& job = *rep.job;
+  const Recommendations& recs = *rep.recommendations;
+  fmt::format_to(std::back_inserter(out),
+                 "\nReducer types for this job, by the pool's total vCPUs (platform {}, {} "
+                 "egress):\n",
+                 platformName(job.spec.platform), job.spec.tier1 ? "Tier_1" : "default");
+  appendCandidates(out, recs.byTotalVcpus, rep.prices != nullptr);
+  if (rep.prices == nullptr) return;
+  fmt::format_to(std::back_inserter(out),
+                 "\nBy cost per hour (prices from {}; types it does not price are left out):\n",
+                 rep.prices->source);
+  if (recs.byCost.empty()) out += "  (none of the candidate types is priced)\n";
+  else appendCandidates(out, recs.byCost, true);
+}
+
+json candidateJson(const Candidate& c) {
+  json j = {{"reducer_type", c.type->name},
+            {"reducers", c.sizing.reducers},
+            {"binding_bound", boundName(c.sizing.binding)},
+            {"bandwidth_bound", c.sizing.bandwidthBound},
+            {"cpu_bound", c.sizing.cpuBound},
+            {"vcpus_each", c.type->vcpus},
+            {"egress_gbps_each", c.egressGbps},
+            {"total_vcpus", c.totalVcpus},
+            {"vertex_training", vertexWord(c.type->vertexTraining)}};
+  j["cost_per_hour"] = c.costPerHour > 0 ? json(c.costPerHour) : json(nullptr);
+  return j;
+}
+
+json orNull(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+}  // namespace
+
+std::string formatText(const Report& rep) {
+  const Job& job = *rep.job;
+  const Rates& r = job.rates;
+  const Sizing& s = rep.sizing;
+  std::string out;
+  fmt::format_to(std::back_inserter(out),
+                 "Workers:   {} x {:g} Gbit/s egress ({}) = {:g} Gbit/s in all\n"
+                 "Reducers:  {}: {} vCPUs, {:g} Gbit/s egress ({}); platform {}{}\n"
+                 "CPU cost:  {:g} vCPU per 10 Gbit/s a reducer receives and sends ({})\n\n",
+                 r.workers, r.workerGbps, job.workerEgressBasis, s.totalWorkerGbps,
+                 reducerName(job), r.reducerVcpus, r.reducerGbps, job.reducerEgressBasis,
+                 platformName(job.spec.platform), job.spec.tier1 ? ", Tier_1" : "",
+                 r.vcpuPer10Gbps, job.defaultVcpuCost ? "default, measured: see --help" : "--vcpu-per-10gbps");
+  appendBounds(out, job, s);
+  fmt::format_to(std::back_inserter(out),
+                 "\nAnswer: {} x {} (the {} bound binds)\n"
+                 "  each reducer carries {:.4g} Gbit/s in and out ({:.0f}% of its egress) and uses "
+                 "{:.3g} of its {} vCPUs\n"
+                 "  the pool: {} vCPUs, {:g} Gbit/s of egress\n",
+                 s.reducers, reducerName(job), boundName(s.binding), perReducerGbps(r, s.reducers),
+                 100.0 * perReducerGbps(r, s.reducers) / r.reducerGbps,
+                 perReducerVcpusUsed(r, s.reducers), r.reducerVcpus, s.reducers * r.reducerVcpus,
+                 static_cast<double>(s.reducers) * r.reducerGbps);
+  if (rep.prices != nullptr && job.reducerType != nullptr) {
+    const double cost = rep.prices->poolCost(job.reducerType->name, s.reducers);
+    if (cost > 0)
+      fmt::format_to(std::back_inserter(out), "  cost: {:.2f} $/hour ({} x {:g})\n", cost,
+                     s.reducers, rep.prices->priceOf(job.reducerType->name));
+  }
+  if (!rep.predictions.empty()) appendPredictions(out, rep);
+  if (rep.recommendations != nullptr) appendRecommendations(out, rep);
+  return out;
+}
+
+json toJson(const Report& rep) {
+  const Job& job = *rep.job;
+  const JobSpec& spec = job.spec;
+  const Rates& r = job.rates;
+  const Sizing& s = rep.sizing;
+  json j;
+  j["reducers"] = s.reducers;
+  j["reducer_type"] = job.reducerType != nullptr ? json(job.reducerType->name) : json(nullptr);
+  j["binding_bound"] = boundName(s.binding);
+  j["bandwidth_bound"] = s.bandwidthBound;
+  j["cpu_bound"] = s.cpuBound;
+  // Inputs as given (null: not given), then the figures the model used.
+  j["workers"] = r.workers;
+  j["worker_type"] = orNull(spec.workerType);
+  j["worker_gbps"] = spec.workerGbps ? json(*spec.workerGbps) : json(nullptr);
+  j["worker_egress_gbps"] = r.workerGbps;
+  j["worker_egress_basis"] = job.workerEgressBasis;
+  j["reducer_gbps"] = r.reducerGbps;
+  j["reducer_vcpus"] = r.reducerVcpus;
+  j["reducer_egress_basis"] = job.reducerEgressBasis;
+  j["tier1"] = spec.tier1;
+  j["platform"] = platformName(spec.platform);
+  j["vcpu_per_10gbps"] = r.vcpuPer10Gbps;
+  j["vcpu_per_10gbps_source"] = vcpuCostSource(job);
+  j["total_worker_egress_gbps"] = s.totalWorkerGbps;
+  j["effective_reducer_gbps"] = s.effectiveReducerGbps;
+  j["per_reducer_gbps"] = perReducerGbps(r, s.reducers);
+  j["per_reducer_vcpus_used"] = perReducerVcpusUsed(r, s.reducers);
+  j["total_reducer_vcpus"] = s.reducers * r.reducerVcpus;
+  j["total_reducer_egress_gbps"] = static_cast<double>(s.reducers) * r.reducerGbps;
+  j["machine_table_read_on"] = kTableReadOn;
+  j["gradient_bytes"] = spec.gradientBytes ? json(*spec.gradientBytes) : json(nullptr);
+  if (!rep.predictions.empty()) {
+    json rows = json::array();
+    for (const Prediction& p : rep.predictions)
+      rows.push_back({{"size", p.label},
+                      {"reducers", p.reducers},
+                      {"pool_seconds", p.poolSeconds},
+                      {"ring_seconds", p.ringSeconds},
+                      {"speedup", p.speedup}});
+    j["predictions"] = rows;
+    if (job.workerType != nullptr && job.workerType->gpuNicGbps > 0)
+      j["ring_over_gpu_nics_seconds"] =
+          ringSeconds(r.workers, job.workerType->gpuNicGbps, *spec.gradientBytes);
+  }
+  if (rep.prices != nullptr) {
+    j["prices_file"] = rep.prices->source;
+    const double cost =
+        job.reducerType != nullptr ? rep.prices->poolCost(job.reducerType->name, s.reducers) : -1.0;
+    j["cost_per_hour"] = cost > 0 ? json(cost) : json(nullptr);
+  }
+  if (rep.recommendations != nullptr) {
+    json byVcpus = json::array(), byCost = json::array();
+    for (const Candidate& c : rep.recommendations->byTotalVcpus) byVcpus.push_back(candidateJson(c));
+    for (const Candidate& c : rep.recommendations->byCost) byCost.push_back(candidateJson(c));
+    j["recommendations"] = {{"by_total_vcpus", byVcpus}};
+    if (rep.prices != nullptr) j["recommendations"]["by_cost_per_hour"] = byCost;
+  }
+  const DeploymentPlan plan = makePlan(job, s);
+  j["plan"] = {{"worker_machine_type", orNull(plan.workerMachineType)},
+               {"accelerator_type", orNull(plan.acceleratorType)},
+               {"accelerator_count", plan.acceleratorCount},
+               {"worker_count", plan.workerCount},
+               {"reducer_machine_type", orNull(plan.reducerMachineType)},
+               {"reducer_count", plan.reducerCount},
+               {"platform", platformName(plan.platform)},
+               {"tier1", plan.tier1}};
+  return j;
+}
+
+std::string formatTypeTable() {
+  std::string out = fmt::format(
+      "GCP machine types rs-sizer knows (figures read {}). Egress in Gbit/s; 'Tier_1' is the "
+      "egress with per-VM Tier_1 networking ('-': none).\n",
+      kTableReadOn);
+  std::string_view lastSource;
+  for (const MachineType& t : machineTypes()) {
+    if (t.source != lastSource) {
+      fmt::format_to(std::back_inserter(out), "\nSource of the rows below: {}\n", t.source);
+      if (!t.note.empty()) fmt::format_to(std::back_inserter(out), "  note: {}\n", t.note);
+      out += "  type                 vCPUs  egress  Tier_1  accelerator               vertex training\n";
+      lastSource = t.source;
+    }
+    const std::string tier1 = t.tier1Gbps > 0 ? fmt::format("{:g}", t.tier1Gbps) : "-";
+    const std::string accel =
+        t.isGpu() ? fmt::format("{} x{}", t.acceleratorType, t.acceleratorCount) : "-";
+    fmt::format_to(std::back_inserter(out), "  {:<19}  {:>5}  {:>6g}  {:>6}  {:<24}  {}\n", t.name,
+                   t.vcpus, t.defaultGbps, tier1, accel, vertexWord(t.vertexTraining));
+  }
+  fmt::format_to(std::back_inserter(out), "\n{}\n", tableOmissions());
+  return out;
+}
+
+json typeTableJson() {
+  json rows = json::array();
+  for (const MachineType& t : machineTypes())
+    rows.push_back({{"name", t.name},
+                    {"series", t.series},
+                    {"vcpus", t.vcpus},
+                    {"egress_gbps", t.defaultGbps},
+                    {"tier1_egress_gbps", t.tier1Gbps > 0 ? json(t.tier1Gbps) : json(nullptr)},
+                    {"accelerator_type", t.isGpu() ? json(t.acceleratorType) : json(nullptr)},
+                    {"accelerator_count", t.acceleratorCount},
+                    {"gpu_nic_gbps", t.gpuNicGbps > 0 ? json(t.gpuNicGbps) : json(nullptr)},
+                    {"vertex_training", vertexWord(t.vertexTraining)},
+                    {"source", t.source},
+                    {"note", t.note},
+                    {"read_on", kTableReadOn}});
+  return {{"machine_types", rows}, {"omissions", tableOmissions()}};
+}
+
+}  // namespace rs::sizer

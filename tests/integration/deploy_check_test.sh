@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# scripts/check-deploy.sh passes deploy/'s files as they are, catches a misspelling planted in
+# each kind of file (naming the file and the field), and says "skipped" rather than failing
+# where gcloud or kubectl is missing. Offline apart from the one-time npm install; every copy it
+# makes lives in one temporary folder removed on exit.
+#   deploy_check_test.sh
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+check=$repo/scripts/check-deploy.sh
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+fail() { echo "deploy_check_test: FAIL: $*" >&2; exit 1; }
+# run_check <output file> <args...>: the check's exit status, its output in the file.
+run_check() {
+  local out=$1; shift
+  local rc=0
+  timeout 300 "$@" >"$out" 2>&1 || rc=$?
+  ((rc != 124)) || fail "check-deploy.sh ran past 300 s"
+  return $rc
+}
+expect_line() {  # <output file> <text that a line must hold>
+  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "no line with: $2"; }
+}
+have_gcloud=0
+if command -v gcloud >/dev/null && { [[ $(id -u) -eq 0 ]] && unshare -n true || unshare -r -n true; } 2>/dev/null; then
+  have_gcloud=1
+fi
+have_kubectl=0
+command -v kubectl >/dev/null && have_kubectl=1
+have_promtool=0
+command -v promtool >/dev/null && have_promtool=1
+
+cp -r "$repo/deploy" clean
+find clean -name __pycache__ -prune -exec rm -rf {} +
+
+# 1. The files as they are pass every check there is.
+run_check clean.out "$check" clean || { cat clean.out >&2; fail "deploy/'s own files fail"; }
+expect_line clean.out "ok    clean/k8s/reducer-pool/reducer-pool.yaml: document 2 (StatefulSet reduction-server): matches kubernetes-types"
+expect_line clean.out "ok    clean/k8s/training-jobset.yaml: document 1 (JobSet rs-train): matches the JobSet v1alpha2 types"
+expect_line clean.out "ok    clean/vertex/custom-job.yaml: yamllint"
+expect_line clean.out "ok    clean/vertex/submit_job.py: the keywords of"
+if ((have_gcloud)); then
+  expect_line clean.out "ok    clean/vertex/custom-job.yaml: reads as gcloud's GoogleCloudAiplatformV1CustomJobSpec"
+  expect_line clean.out "ok    clean/vertex/custom-job.json: reads as gcloud's GoogleCloudAiplatformV1CustomJob,"
+  expect_line clean.out "ok    clean/vertex/create-job.sh: gcloud parses its arguments"
+fi
+((have_kubectl)) && expect_line clean.out "ok    clean/k8s/reducer-pool/kustomization.yaml: kubectl kustomize renders 3 object(s)"
+((have_promtool)) && expect_line clean.out "ok    clean/k8s/prometheus-scrape.yaml: promtool check config"
+
+# 2. One planted fault per file, all checked in one run: <name> <source file> <old> <new>.
+mkdir planted planted/kustomize
+plant() {
+  local name=$1 source=$2 old=$3 new=$4 dest=planted/$1
+  [[ $name == kustomize/* ]] && cp clean/k8s/reducer-pool/reducer-pool.yaml planted/kustomize/
+  python3 - "clean/$source" "$dest" "$old" "$new" <<'EOF' || fail "could not plant $name"
+import sys
+source, dest, old, new = sys.argv[1:]
+text = open(source).read()
+if old not in text:
+    sys.exit("%s does not hold %r" % (source, old))
+open(dest, "w").write(text.replace(old, new, 1))
+EOF
+}
+plant replicaCont.yaml vertex/custom-job.yaml "replicaCount: 25" "replicaCont: 25"
+plant acceleratorTyp.json vertex/custom-job.json '"acceleratorType"' '"acceleratorTyp"'
+plant enum.json vertex/custom-job.json '"NVIDIA_TESLA_A100"' '"NVIDIA_TESLA_A10"'
+plant pool0.yaml vertex/custom-job.yaml "replicaCount: 1" "replicaCount: 2"
+plant duplicate.yaml vertex/custom-job.yaml "replicaCount: 25" $'replicaCount: 25\n    replicaCount: 26'
+plant prot.yaml k8s/reducer-pool/reducer-pool.yaml $'grpc:\n              port: 2223' $'grpc:\n              prot: 2223'
+plant noname.yaml k8s/reducer-pool/reducer-pool.yaml $'- name: reduction-server\n          image:' $'- image:'
+plant replicas.yaml k8s/reducer-pool/reducer-pool.yaml "replicas: 16" 'replicas: "16"'
+plant kind.yaml k8s/reducer-pool/reducer-pool.yaml "kind: PodDisruptionBudget" "kind: PodDisruptionBudgett"
+plant successPolicy.yaml k8s/training-jobset.yaml "targetReplicatedJobs:" "targetReplicatedJob:"
+plant dependsOn.yaml k8s/training-jobset.yaml "status: Ready" "status: Redy"
+plant completionMode.yaml k8s/training-jobset.yaml "completionMode: Indexed" "completionMod: Indexed"
+plant kustomize/kustomization.yaml k8s/reducer-pool/kustomization.yaml "resources:" "resourcs:"
+plant create-job.sh vertex/create-job.sh "--display-name=" "--display-nam="
+plant submit_job.py vertex/submit_job.py "reduction_server_machine_type=" "reduction_server_machin_type="
+plant unknown.yaml vertex/custom-job.yaml "workerPoolSpecs:" "workerPools:"
+plant scrape.yaml k8s/prometheus-scrape.yaml "port: 2224" "prot: 2224"
+
+rc=0
+run_check planted.out "$check" planted || rc=$?
+((rc == 1)) || { cat planted.out >&2; fail "planted faults: exit $rc, not 1"; }
+expect_line planted.out "FAIL  planted/duplicate.yaml: yamllint: line"
+expect_line planted.out 'duplication of key "replicaCount"'
+expect_line planted.out "FAIL  planted/prot.yaml: document 2 (StatefulSet reduction-server): spec.template.spec.containers[0].readinessProbe.grpc.prot: TS2353"
+expect_line planted.out "FAIL  planted/noname.yaml: document 2 (StatefulSet reduction-server): spec.template.spec.containers[0]: TS2741: Property 'name' is missing"
+expect_line planted.out "FAIL  planted/replicas.yaml: document 2 (StatefulSet reduction-server): spec.replicas: TS2322"
+expect_line planted.out "FAIL  planted/kind.yaml: document 3 (PodDisruptionBudgett reduction-server): kind PodDisruptionBudgett is not a kind of policy/v1"
+expect_line planted.out "FAIL  planted/successPolicy.yaml: document 1 (JobSet rs-train): spec.successPolicy.targetReplicatedJob: TS2561"
+expect_line planted.out "FAIL  planted/dependsOn.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[1].dependsOn[0].status: TS2820"
+expect_line planted.out "FAIL  planted/completionMode.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[0].template.spec.completionMod: TS2561"
+expect_line planted.out "FAIL  planted/submit_job.py: line 37: CustomContainerTrainingJob.run() has no parameter 'reduction_server_machin_type'"
+expect_line planted.out "FAIL  planted/unknown.yaml: it is neither a Vertex AI CustomJobSpec/CustomJob"
+if ((have_kubectl)); then
+  expect_line planted.out 'FAIL  planted/kustomize/kustomization.yaml: kubectl kustomize: invalid Kustomization: json: unknown field "resourcs"'
+fi
+if ((have_promtool)); then
+  expect_line planted.out "FAIL  planted/scrape.yaml: promtool check config: FAILED: parsing YAML file"
+  expect_line planted.out "field prot not found"
+fi
+if ((have_gcloud)); then
+  expect_line planted.out "FAIL  planted/replicaCont.yaml: workerPoolSpecs[2].replicaCont: not a field of the API"
+  expect_line planted.out "FAIL  planted/acceleratorTyp.json: jobSpec.workerPoolSpecs[0].machineSpec.acceleratorTyp: not a field"
+  expect_line planted.out "FAIL  planted/enum.json: jobSpec.workerPoolSpecs[0].machineSpec.acceleratorType: not a field of the API, or a value it does not accept"
+  expect_line planted.out "FAIL  planted/pool0.yaml: workerPoolSpecs[0].replicaCount is 2: pool 0 holds the one primary replica"
+  expect_line planted.out "FAIL  planted/create-job.sh: --display-nam is not a flag of gcloud ai custom-jobs create"
+  expect_line planted.out "FAIL  planted/create-job.sh: gcloud refused the command (exit 2): ERROR: (gcloud.ai.custom-jobs.create) unrecognized arguments: --display-nam=rs-train"
+fi
+# No planted file may pass: each must have a FAIL line of its own.
+for f in $(cd planted && find . -type f ! -name reducer-pool.yaml | sed 's|^\./||'); do
+  grep -qF "FAIL  planted/$f:" planted.out || {
+    if [[ $have_gcloud -eq 0 && $f =~ ^(replicaCont.yaml|acceleratorTyp.json|enum.json|pool0.yaml|create-job.sh)$ ]] ||
+       [[ $have_kubectl -eq 0 && $f == kustomize/kustomization.yaml ]] ||
+       [[ $have_promtool -eq 0 && $f == scrape.yaml ]]; then
+      continue  # its check needs a tool this machine lacks: the skip is checked below
+    fi
+    cat planted.out >&2; fail "planted/$f passed"
+  }
+done
+
+# 3. Without gcloud and kubectl the Vertex and kustomize checks say they were skipped and why,
+# and the rest still runs: a PATH holding only what the other checks need.
+mkdir bin
+for tool in bash dirname yamllint node npm unshare; do
+  ln -s "$(command -v "$tool")" "bin/$tool"
+done
+# The interpreter itself, not a version manager's shim that needs its own PATH.
+ln -s "$(python3 -c 'import sys; print(sys.executable)')" bin/python3
+run_check bare.out env PATH="$work/bin" "$check" clean/vertex clean/k8s/reducer-pool/kustomization.yaml ||
+  { cat bare.out >&2; fail "without gcloud and kubectl: not a pass"; }
+expect_line bare.out "skip  clean/vertex/custom-job.yaml: gcloud message classes: skipped: gcloud is not installed"
+expect_line bare.out "skip  clean/vertex/create-job.sh: gcloud ai custom-jobs create flags: skipped: gcloud is not installed"
+expect_line bare.out "skip  clean/k8s/reducer-pool/kustomization.yaml: kubectl kustomize: skipped: kubectl is not installed"
+expect_line bare.out "ok    clean/vertex/custom-job.yaml: yamllint"
+expect_line bare.out "ok    clean/vertex/submit_job.py: py_compile"
+
+echo "deploy_check_test: clean files pass; $(grep -c '^  FAIL' planted.out) failures from the planted faults;" \
+  "gcloud=$have_gcloud kubectl=$have_kubectl promtool=$have_promtool"

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# rs-sizer as a user and a script meet it: Vertex AI's two worked examples in text and JSON, a
+# CPU-bound pool, --recommend with a prices file, and every bad input refused with a non-zero
+# exit and a message that names it.
+#   sizer_cli_test.sh <rs-sizer binary>
+set -euo pipefail
+sizer=$1
+command -v jq >/dev/null || { echo "FAILED: jq is needed (scripts/install-deps.sh installs it)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAILED: $*"; exit 1; }
+
+expect_fail() {  # <expected text> <args...>
+  local want=$1; shift
+  local out code=0
+  out=$("$sizer" "$@" 2>&1) || code=$?
+  [[ $code -ne 0 ]] || fail "expected a non-zero exit for: $*"
+  grep -qF -- "$want" <<<"$out" || { echo "FAILED: '$want' not in the output of $*:"; echo "$out"; exit 1; }
+  echo "ok: refused $* ($want)"
+}
+
+expect_json() {  # <jq expression that must print true> <args...>
+  local expr=$1; shift
+  local out
+  out=$("$sizer" --json "$@") || fail "exit $? for --json $*"
+  [[ $(jq -r "$expr" <<<"$out") == true ]] || { echo "FAILED: $expr on --json $*:"; echo "$out"; exit 1; }
+  echo "ok: $* -> $expr"
+}
+
+# --version: version, commit, build type, SIMD target.
+version=$("$sizer" --version)
+grep -qE '^rs-sizer [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), [A-Za-z+]+, SIMD [A-Z0-9_]+\)$' <<<"$version" \
+  || fail "--version printed '$version'"
+echo "ok: $version"
+
+# Vertex AI's worked examples: 5 workers at 100 Gbit/s need 16 n1-highcpu-16; 8 a2-megagpu-16g
+# need 25.
+out=$("$sizer" --workers 5 --worker-gbps 100)
+grep -qF "Answer: 16 x n1-highcpu-16 (the bandwidth bound binds)" <<<"$out" || { echo "$out"; fail "example 1 (text)"; }
+echo "ok: $(grep Answer <<<"$out")"
+expect_json '.reducers == 16 and .reducer_type == "n1-highcpu-16" and .binding_bound == "bandwidth"
+             and .bandwidth_bound == 16 and .cpu_bound == 7 and .workers == 5 and .worker_gbps == 100
+             and .reducer_gbps == 32 and .reducer_vcpus == 16 and .platform == "vertex" and .tier1 == false
+             and .vcpu_per_10gbps == 2.2 and (.vcpu_per_10gbps_source | contains("bench/RESULTS.md"))' \
+  --workers 5 --worker-gbps 100
+out=$("$sizer" --workers 8 --worker-type a2-megagpu-16g)
+grep -qF "Answer: 25 x n1-highcpu-16 (the bandwidth bound binds)" <<<"$out" || { echo "$out"; fail "example 2 (text)"; }
+echo "ok: $(grep Answer <<<"$out")"
+expect_json '.reducers == 25 and .bandwidth_bound == 25 and .cpu_bound == 11 and .worker_type == "a2-megagpu-16g"
+             and .worker_egress_gbps == 100 and .plan.accelerator_type == "NVIDIA_TESLA_A100"
+             and .plan.accelerator_count == 16 and .plan.reducer_count == 25' \
+  --workers 8 --worker-type a2-megagpu-16g
+
+# The CPU bound binds where a shape has more egress than its vCPUs can serve.
+expect_json '.reducers == 28 and .binding_bound == "cpu" and .bandwidth_bound == 22 and .cpu_bound == 28' \
+  --workers 5 --worker-gbps 100 --reducer-type c3-highcpu-4
+# Predictions for R, R/2, R/4; Tier_1 on GKE; an overridden CPU cost.
+expect_json '[.predictions[].reducers] == [25, 13, 7] and .predictions[0].speedup > 1.7
+             and .predictions[2].speedup < 0.5 and .gradient_bytes == 1073741824' \
+  --workers 8 --worker-type a2-megagpu-16g --gradient-bytes 1GiB
+expect_json '.reducers == 8 and .reducer_gbps == 100 and .tier1 == true and .platform == "gke"' \
+  --workers 8 --worker-gbps 100 --reducer-type c3-highcpu-88 --platform gke --tier1
+expect_json '.cpu_bound == 22 and .vcpu_per_10gbps_source == "--vcpu-per-10gbps"' \
+  --workers 8 --worker-gbps 100 --vcpu-per-10gbps 4.4
+expect_json '.ring_over_gpu_nics_seconds < .predictions[0].pool_seconds and .worker_egress_gbps == 400' \
+  --workers 4 --worker-type a3-ultragpu-8g --gradient-bytes 1GiB
+
+# --recommend, ranked by vCPUs and, with a prices file, by cost.
+cat >"$tmp/prices.csv" <<'EOF'
+# dollars per hour, made up for the test
+n1-highcpu-16,0.57
+c3-highcpu-4, 0.17   # cheap and CPU-bound
+EOF
+expect_json '(.recommendations.by_total_vcpus | length) > 100
+             and .recommendations.by_cost_per_hour[0].reducer_type == "c3-highcpu-4"
+             and .recommendations.by_cost_per_hour[0].binding_bound == "cpu"
+             and .recommendations.by_cost_per_hour[1].cost_per_hour == 14.25 and .cost_per_hour == 14.25' \
+  --workers 8 --worker-type a2-megagpu-16g --recommend --prices "$tmp/prices.csv"
+"$sizer" --workers 8 --worker-type a2-megagpu-16g --recommend --prices "$tmp/prices.csv" \
+  | grep -qF "By cost per hour" || fail "text --recommend --prices"
+expect_json '(.machine_types | length) > 100 and all(.machine_types[]; .source != "")' --list-types
+
+# Bad inputs: each a non-zero exit and a message naming the input.
+expect_fail "Vertex AI's MachineSpec" --workers 5 --worker-gbps 100 --tier1
+expect_fail "n1 series offers no Tier_1" --workers 5 --worker-gbps 100 --tier1 --platform gke
+expect_fail "at least 30 vCPUs, this type has 16" --workers 5 --worker-gbps 100 --tier1 --platform gce --reducer-type n2-highcpu-16
+expect_fail "unknown machine type 'a2-megagpu-16'" --workers 8 --worker-type a2-megagpu-16
+expect_fail "a2-megagpu-16g" --workers 8 --worker-type a2-megagpu-16
+expect_fail "--reducer-type: unknown machine type 'n1-highcpu16'" --workers 5 --worker-gbps 100 --reducer-type n1-highcpu16
+expect_fail "reducers are CPU VMs" --workers 5 --worker-gbps 100 --reducer-type a2-highgpu-1g
+expect_fail "--workers must be 1.." --workers 0 --worker-gbps 100
+expect_fail "got -2" --workers -2 --worker-gbps 100
+expect_fail "--workers: 'five' is not a whole number" --workers five --worker-gbps 100
+expect_fail "--workers is required" --worker-gbps 100
+expect_fail "--worker-gbps must be a positive number of Gbit/s, got -100" --workers 5 --worker-gbps -100
+expect_fail "--worker-gbps must be a positive number of Gbit/s, got 0" --workers 5 --worker-gbps 0
+expect_fail "--worker-gbps: '100Gbps' is not a number" --workers 5 --worker-gbps 100Gbps
+expect_fail "--reducer-gbps must be a positive number of Gbit/s, got 0" --workers 5 --worker-gbps 100 --reducer-gbps 0 --reducer-vcpus 16
+expect_fail "--reducer-gbps must be a positive number of Gbit/s, got -32" --workers 5 --worker-gbps 100 --reducer-gbps -32 --reducer-vcpus 16
+expect_fail "--reducer-vcpus must be at least 1, got 0" --workers 5 --worker-gbps 100 --reducer-gbps 32 --reducer-vcpus 0
+expect_fail "--vcpu-per-10gbps must be a positive number, got 0" --workers 5 --worker-gbps 100 --vcpu-per-10gbps 0
+expect_fail "--vcpu-per-10gbps: 'nan' is not a number" --workers 5 --worker-gbps 100 --vcpu-per-10gbps nan
+expect_fail "--worker-type and --worker-gbps exclude each other" --workers 5 --worker-gbps 100 --worker-type a2-highgpu-8g
+expect_fail "--reducer-gbps needs --reducer-vcpus" --workers 5 --worker-gbps 100 --reducer-gbps 32
+expect_fail "--reducer-type excludes --reducer-gbps" --workers 5 --worker-gbps 100 --reducer-type n1-highcpu-16 --reducer-gbps 32 --reducer-vcpus 16
+expect_fail "--gradient-bytes: 'lots' is not a byte size" --workers 5 --worker-gbps 100 --gradient-bytes lots
+expect_fail "--platform: 'aws'" --workers 5 --worker-gbps 100 --platform aws
+printf 'n1-highcpu-16,0.57\nn1-highcpu-32;1.1\nn1-highcpu-64,-3\n' >"$tmp/bad.csv"
+expect_fail "$tmp/bad.csv:2: expected 'type,dollars_per_hour'" --workers 5 --worker-gbps 100 --recommend --prices "$tmp/bad.csv"
+expect_fail "$tmp/bad.csv:3: price must be more than 0" --workers 5 --worker-gbps 100 --recommend --prices "$tmp/bad.csv"
+expect_fail "--prices: cannot read '$tmp/none.csv'" --workers 5 --worker-gbps 100 --prices "$tmp/none.csv"
+expect_fail "--no-such-flag" --workers 5 --worker-gbps 100 --no-such-flag
+echo "sizer_cli: all checks passed"

@@ -1,0 +1,174 @@
+// The spec emitters: deploy/'s files are their output for the documented plans, byte for byte,
+// the lists of reducers they write parse with the client's own parser, and a plan that cannot
+// be emitted is refused with a message naming what is wrong.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/cluster/cluster_spec.h"
+#include "sizer/emit/emit.h"
+#include "tests/sizer_emit/documented_plans.h"
+
+using namespace rs::sizer;
+using rs::sizer::testing::a2HighPoolPlan;
+using rs::sizer::testing::a2MegaPlan;
+
+namespace {
+
+std::string readSourceFile(const std::string& relative) {
+  std::ifstream in(std::string(RS_SOURCE_DIR) + "/" + relative, std::ios::binary);
+  REQUIRE(in.good());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string emitted(std::string_view kind, const EmitPlan& plan) {
+  auto text = emitSpec(kind, plan);
+  INFO(text.status().message());
+  REQUIRE(text.isOk());
+  return *text;
+}
+
+// The value of the line after `marker` (" value: X" or "RS_REDUCERS=X").
+std::string valueAfter(const std::string& text, const std::string& marker, const std::string& prefix) {
+  const size_t at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  const size_t start = text.find(prefix, at + marker.size());
+  REQUIRE(start != std::string::npos);
+  const size_t end = text.find('\n', start);
+  return text.substr(start + prefix.size(), end - start - prefix.size());
+}
+
+std::string errorOf(const EmitPlan& plan) {
+  auto text = emitVertexYaml(plan);
+  REQUIRE_FALSE(text.isOk());
+  return text.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("emit: deploy/ holds the emitters' output for the documented plans, byte for byte") {
+  // 8 x a2-megagpu-16g -> 25 x n1-highcpu-16 for Vertex AI and the JobSet; 5 workers of 100 Gbps
+  // -> 16 x n1-highcpu-16 for the standing pool.
+  const std::pair<const char*, const char*> files[] = {
+      {"vertex-yaml", "deploy/vertex/custom-job.yaml"},   {"vertex-json", "deploy/vertex/custom-job.json"},
+      {"gcloud", "deploy/vertex/create-job.sh"},          {"vertex-python", "deploy/vertex/submit_job.py"},
+      {"k8s", "deploy/k8s/training-jobset.yaml"},
+  };
+  for (const auto& [kind, path] : files) {
+    INFO(path << " differs from the emitter's " << kind
+              << " output: change sizer/emit and write the file from it, not by hand");
+    CHECK(emitted(kind, a2MegaPlan()) == readSourceFile(path));
+  }
+  INFO("deploy/k8s/reducer-pool/reducer-pool.yaml differs from the emitter's k8s-pool output");
+  CHECK(emitted("k8s-pool", a2HighPoolPlan()) == readSourceFile("deploy/k8s/reducer-pool/reducer-pool.yaml"));
+}
+
+TEST_CASE("emit: the Vertex REST body has the three pools of the plan") {
+  const auto body = nlohmann::json::parse(emitted("vertex-json", a2MegaPlan()));
+  CHECK(body["displayName"] == "rs-train");
+  const auto& pools = body["jobSpec"]["workerPoolSpecs"];
+  REQUIRE(pools.size() == 3);
+  CHECK(pools[0]["replicaCount"] == 1);
+  CHECK(pools[1]["replicaCount"] == 7);
+  CHECK(pools[2]["replicaCount"] == 25);
+  CHECK(pools[1]["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_A100");
+  CHECK(pools[1]["machineSpec"]["acceleratorCount"] == 16);
+  CHECK(pools[2]["machineSpec"].size() == 1);  // reducers: a machine type, no GPUs
+  CHECK(pools[2]["containerSpec"]["imageUri"] == rs::sizer::testing::kReducerImage);
+}
+
+TEST_CASE("emit: CPU workers get no accelerator fields and no GPU limits") {
+  EmitPlan plan = a2MegaPlan();
+  plan.workerMachineType = "n2-standard-32";
+  plan.acceleratorType.clear();
+  plan.acceleratorCount = 0;
+  const auto body = nlohmann::json::parse(emitted("vertex-json", plan));
+  CHECK(body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"].size() == 1);
+  const std::string jobSet = emitted("k8s", plan);
+  CHECK(jobSet.find("nvidia.com/gpu") == std::string::npos);
+  CHECK(jobSet.find("--nproc-per-node=1\"") != std::string::npos);
+  CHECK(emitted("vertex-python", plan).find("accelerator_") == std::string::npos);
+}
+
+TEST_CASE("emit: the workers' RS_REDUCERS names every reducer and parses as the client parses it") {
+  const std::string jobSet = emitted("k8s", a2MegaPlan());
+  const std::string list = valueAfter(jobSet, "name: RS_REDUCERS", "value: ");
+  auto reducers = rs::cluster::parseReducerList(list);
+  INFO(reducers.status().message());
+  REQUIRE(reducers.isOk());
+  REQUIRE(reducers->size() == 25);
+  CHECK(reducers->front().toString() == "rs-train-reducers-0-0.rs-train:2222");
+  CHECK(reducers->back().toString() == "rs-train-reducers-0-24.rs-train:2222");
+
+  const std::string pool = emitted("k8s-pool", a2HighPoolPlan());
+  auto poolReducers = rs::cluster::parseReducerList(valueAfter(pool, "# Workers", "RS_REDUCERS="));
+  REQUIRE(poolReducers.isOk());
+  REQUIRE(poolReducers->size() == 16);
+  CHECK(poolReducers->back().toString() == "reduction-server-15.reduction-server:2222");
+}
+
+TEST_CASE("emit: reducer pods fit the machine type") {
+  auto r = reducerResources(a2MegaPlan());  // n1-highcpu-16: 16 vCPUs, 14.4 GB
+  REQUIRE(r.isOk());
+  CHECK(r->cpu == 14);
+  CHECK(r->memoryLimitGib == 8);
+  CHECK(r->accumulatorMib == 6144);
+
+  EmitPlan small = a2MegaPlan();
+  small.reducerMachineType = "n1-highcpu-2";
+  small.reducerVcpus = 2;
+  small.reducerMemoryGb = 1.8;
+  auto tiny = reducerResources(small);
+  REQUIRE(tiny.isOk());
+  CHECK(tiny->cpu == 1);
+  CHECK(tiny->memoryLimitGib == 1);
+  CHECK(tiny->accumulatorMib == 768);
+  CHECK(emitted("k8s", small).find("value: \"768MiB\"") != std::string::npos);
+
+  small.reducerMemoryGb = 1.5;  // 0.9 GiB for the container
+  CHECK_THAT(emitKubernetesJobSet(small).status().message(), Catch::Contains("under 1 GiB"));
+  small.reducerVcpus = 1;
+  CHECK_THAT(emitKubernetesReducerPool(small).status().message(), Catch::Contains("at least 2 vCPUs"));
+  // Vertex AI runs the daemon on the whole VM: no Kubernetes sizing needed.
+  CHECK(emitVertexYaml(small).isOk());
+}
+
+TEST_CASE("emit: a plan that cannot be emitted is refused, naming the input") {
+  EmitPlan plan = a2MegaPlan();
+  plan.jobName = "RS_Train";
+  CHECK_THAT(errorOf(plan), Catch::Contains("job name 'RS_Train' is not a DNS-1035 label"));
+  plan.jobName = "rs-training-job-with-a-rather-long-name-wxyz";  // 44 characters
+  CHECK_THAT(errorOf(plan), Catch::Contains("'rs-training-job-with-a-rather-long-name-wxyz-reducers-0-24-abcde' (64 characters"));
+
+  plan = a2MegaPlan();
+  plan.workers = 1;
+  CHECK_THAT(errorOf(plan), Catch::Contains("1 worker(s): a reduction server needs at least 2 workers"));
+  plan = a2MegaPlan();
+  plan.reducers = 0;
+  CHECK_THAT(errorOf(plan), Catch::Contains("0 reducers"));
+  plan = a2MegaPlan();
+  plan.acceleratorCount = 0;
+  CHECK_THAT(errorOf(plan), Catch::Contains("accelerator type 'NVIDIA_TESLA_A100' with count 0"));
+  plan = a2MegaPlan();
+  plan.acceleratorType = "nvidia-tesla-a100";
+  CHECK_THAT(errorOf(plan), Catch::Contains("'nvidia-tesla-a100' is not a Vertex AI AcceleratorType"));
+  plan = a2MegaPlan();
+  plan.reducerMachineType = "N1 highcpu";
+  CHECK_THAT(errorOf(plan), Catch::Contains("reducer machine type 'N1 highcpu'"));
+  plan = a2MegaPlan();
+  plan.reducerImage = "my image";
+  CHECK_THAT(errorOf(plan), Catch::Contains("reducer image 'my image'"));
+  plan = a2MegaPlan();
+  plan.metricsPort = 2223;
+  CHECK_THAT(errorOf(plan), Catch::Contains("metrics 2223"));
+  plan = a2MegaPlan();
+  plan.region = "US Central";
+  CHECK_THAT(errorOf(plan), Catch::Contains("region 'US Central'"));
+
+  CHECK_THAT(emitSpec("helm", a2MegaPlan()).status().message(),
+             Catch::Contains("--emit 'helm' is not one of vertex-yaml, vertex-json, gcloud"));
+}
