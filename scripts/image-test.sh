@@ -111,8 +111,8 @@ fi
 # --- R reducer containers -------------------------------------------------------------------
 # Reducer i listens on data port P+10i, gRPC P+10i+1, metrics P+10i+2 (the image's convention,
 # shifted). Reducer 0 reads its port from CLUSTER_SPEC as on Vertex AI (0.0.0.0), the others
-# take RS_DATA_LISTEN on loopback. The root file system is read-only, as deploy/ runs it. The ports are picked below the ephemeral range; if one is
-# taken, the pool is started again on others.
+# take RS_DATA_LISTEN on loopback. The root file system is read-only, as deploy/ runs it. The
+# ports are picked below the ephemeral range; if one is taken, the pool is started again.
 start_reducers() {
   local P=$1 i list="" spec
   for ((i = 0; i < R; i++)); do list+="${list:+,}\"127.0.0.1:$((P + 10 * i))\""; done
@@ -162,7 +162,7 @@ step "$R reducers healthy, running as uid 10001: $reducers"
 if grep -q -- --metrics-listen <<<"$("$root/release/server/reduction-server" --help)"; then
   first=${reducers%%,*}
   mport=$(( ${first##*:} + 2 ))
-  timeout 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$mport; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3" \
+  timeout 60 bash -c "exec 3<>/dev/tcp/127.0.0.1/$mport; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3" \
     >"$tmp/metrics" || fail "no metrics on 127.0.0.1:$mport"
   grep -q '^rs_' "$tmp/metrics" || fail "no rs_ metrics on 127.0.0.1:$mport"
   step "metrics served on 127.0.0.1:$mport ($(grep -c '^rs_' "$tmp/metrics") rs_ samples)"
@@ -194,7 +194,7 @@ for ((r = 0; r < W; r++)); do
     -v "$PWD/$root/release/tests/nccl_plugin/plugin_harness:/usr/local/bin/plugin_harness:ro" \
     -e RS_REDUCERS="$reducers" -e NCCL_RS_IFNAME=lo -e RS_STREAMS=2 \
     -e RS_CONNECT_TIMEOUT_MS=10000 -e NCCL_RS_RENDEZVOUS_TIMEOUT_MS=30000 "$worker_img" \
-    sh -c "exec timeout 120 plugin_harness --plugin libnccl-net-\$NCCL_NET_PLUGIN.so --version 11 \
+    sh -c "exec timeout 300 plugin_harness --plugin libnccl-net-\$NCCL_NET_PLUGIN.so --version 11 \
            --mode collnet --rank $r --world $W --dir /rdv" >"$tmp/harness$r.log" 2>&1 &
   pids+=($!)
 done
@@ -215,5 +215,5 @@ step "$R reducers drained on SIGTERM and exited 0"
 
 podman images --format '{{.Repository}}:{{.Tag}} {{.Size}}' \
   | grep -E "^($base|$reducer_img|$worker_img) " | sed 's/^/image-test: size: /'
-((keep)) && echo "image-test: kept $reducer_img $worker_img"
+if ((keep)); then echo "image-test: kept $reducer_img $worker_img"; fi
 step "all checks passed"
