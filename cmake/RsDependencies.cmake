@@ -14,6 +14,8 @@ find_package(spdlog CONFIG REQUIRED)
 find_package(hwy CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
+# The reducer's /metrics endpoint (prometheus-cpp-dev: core, and pull over civetweb).
+find_package(prometheus-cpp CONFIG REQUIRED)
 if(RS_BUILD_TESTS)
   find_package(Catch2 CONFIG REQUIRED)
 endif()

@@ -18,6 +18,8 @@ build_pkgs=(
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
   # rs-sizer's CLI test reads its --json output with jq
   jq
+  # metrics: the daemon's /metrics endpoint; a real Prometheus server and promtool for its test
+  prometheus-cpp-dev prometheus curl
 )
 # scripts/check-deploy.sh: yamllint (it brings python3-yaml) and Node.js with npm for the typed
 # check of Kubernetes manifests. A machine whose own Node.js already provides both (NodeSource's
@@ -28,7 +30,10 @@ if [[ "${1:-}" != "--no-deploy-check" && "${1:-}" != "--build" ]]; then
     build_pkgs+=(nodejs npm)
   fi
 fi
-runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates)
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates
+  # metrics: the /metrics endpoint (prometheus-cpp over civetweb)
+  libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
+)
 
 pkgs=("${build_pkgs[@]}")
 [[ "${1:-}" == "--runtime" ]] && pkgs=("${runtime_pkgs[@]}")

@@ -50,13 +50,14 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
   void run() {
     if (Status s = transport::configureTcpSocket(stream_->socket(), owner_.config_.tcp);
         !s.isOk()) {
-      refuse(s, /*reply=*/false);
+      refuse(HandshakeFailure::kClosed, s, /*reply=*/false);
       return;
     }
     timer_.expires_after(std::chrono::milliseconds(owner_.config_.handshakeTimeoutMs));
     timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
       if (ec || self->finished_) return;
-      self->refuse(timeoutError(fmt::format("no HELLO within {} ms",
+      self->refuse(HandshakeFailure::kTimeout,
+                   timeoutError(fmt::format("no HELLO within {} ms",
                                             self->owner_.config_.handshakeTimeoutMs)),
                    /*reply=*/false);
     });
@@ -69,14 +70,15 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
  private:
   void onHeader(const std::error_code& ec) {
     if (finished_) return;
-    if (ec) return refuse(ioError("closed before HELLO: " + ec.message()), false);
+    if (ec) return refuse(HandshakeFailure::kClosed, ioError("closed before HELLO: " + ec.message()), false);
     wire::FrameHeader h;
     wire::DecodeLimits limits;
     limits.maxPayloadBytes = owner_.config_.maxChunkBytes;
     if (Status s = wire::decodeHeader(header_.data(), header_.size(), limits, &h); !s.isOk())
-      return refuse(s, /*reply=*/true);
+      return refuse(HandshakeFailure::kMalformed, s, /*reply=*/true);
     if (h.type != wire::FrameType::kHello)
-      return refuse(protocolError(fmt::format("first frame is {}, expected HELLO",
+      return refuse(HandshakeFailure::kMalformed,
+                    protocolError(fmt::format("first frame is {}, expected HELLO",
                                               wire::frameTypeName(h.type))),
                     true);
     hello_ = h;
@@ -88,12 +90,12 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
 
   void onPayload(const std::error_code& ec) {
     if (finished_) return;
-    if (ec) return refuse(ioError("closed inside HELLO: " + ec.message()), false);
+    if (ec) return refuse(HandshakeFailure::kClosed, ioError("closed inside HELLO: " + ec.message()), false);
     wire::HelloPayload p;
     if (Status s = wire::decodeHello(payload_.data(), payload_.size(), &p); !s.isOk())
-      return refuse(s, true);
+      return refuse(HandshakeFailure::kMalformed, s, true);
     if (p.streamCount > owner_.config_.maxStreamsPerWorker)
-      return refuse(invalidArgument(fmt::format(
+      return refuse(HandshakeFailure::kRefused, invalidArgument(fmt::format(
                         "{} streams per worker asked for; this reducer allows at most {} "
                         "(--max-streams-per-worker)",
                         p.streamCount, owner_.config_.maxStreamsPerWorker)),
@@ -101,20 +103,20 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     GroupParams params{p.worldSize, p.streamCount, p.reducerIndex, p.reducerCount, p.timeoutMs};
     auto group = owner_.plane_.registry().joinStream(hello_.group, hello_.rank, p.streamIndex,
                                                      params);
-    if (!group) return refuse(group.status(), true);
+    if (!group) return refuse(handshakeFailureFor(group.status().code()), group.status(), true);
     finished_ = true;
     timer_.cancel();
     owner_.pendingHandshakes_.fetch_sub(1);
     owner_.plane_.handOff(std::move(stream_), std::move(*group), hello_.rank, p.streamIndex);
   }
 
-  // Logs, optionally tells the peer why, and closes.
-  void refuse(const Status& reason, bool reply) {
+  // Counts, logs, optionally tells the peer why, and closes.
+  void refuse(HandshakeFailure why, const Status& reason, bool reply) {
     if (finished_) return;
     finished_ = true;
     timer_.cancel();
     owner_.pendingHandshakes_.fetch_sub(1);
-    owner_.handshakeFailures_.fetch_add(1);
+    owner_.countFailure(why);
     spdlog::warn("refused data connection from {}: {}", stream_->peerName(), reason.toString());
     if (!reply) {
       stream_->close();
@@ -175,8 +177,12 @@ void Acceptor::acceptNext() {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (ec) {
       spdlog::warn("accept failed: {}", ec.message());
-    } else if (pendingHandshakes_.load() >= kMaxPendingHandshakes) {
-      handshakeFailures_.fetch_add(1);
+      acceptNext();
+      return;
+    }
+    accepted_.fetch_add(1, std::memory_order_relaxed);
+    if (pendingHandshakes_.load() >= kMaxPendingHandshakes) {
+      countFailure(HandshakeFailure::kLimit);
       spdlog::warn("refused {}: {} handshakes already pending", transport::describePeer(socket),
                    kMaxPendingHandshakes);
     } else {

@@ -18,12 +18,13 @@ std::string ServerConfig::describe() const {
   return fmt::format(
       "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
       "max_groups={} max_slots_per_group={} collective_timeout_ms={} handshake_timeout_ms={} "
-      "piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={}",
+      "piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
+      "metrics={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
       handshakeTimeoutMs, formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
       formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
-      tcp.sendBufferBytes, tcp.recvBufferBytes);
+      tcp.sendBufferBytes, tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
 }
 
 Status ServerConfig::validate() const {
@@ -51,6 +52,15 @@ Status ServerConfig::validate() const {
   if (collectiveTimeoutMs < 1) return invalidArgument("--collective-timeout-ms must be >= 1");
   if (handshakeTimeoutMs < 1) return invalidArgument("--handshake-timeout-ms must be >= 1");
   if (statsIntervalSeconds < 0) return invalidArgument("--stats-interval must be >= 0");
+  if (!metricsListen.empty()) {
+    const size_t colon = metricsListen.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : metricsListen.substr(colon + 1);
+    if (colon == 0 || port.empty() || port.size() > 5 ||
+        metricsListen.find(',') != std::string::npos ||  // civetweb would listen on each
+        port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535)
+      return invalidArgument("--metrics-listen must be HOST:PORT (port 0: any free port), got '" +
+                             metricsListen + "'");
+  }
   return Status::ok();
 }
 
@@ -186,8 +196,14 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_option("--port-file", c.portFile,
-                 "Write '<data port> <grpc port>' here once listening (for launchers)")
+                 "Write '<data port> <grpc port>' here once listening (for launchers), followed "
+                 "by ' <metrics port>' when --metrics-listen is set")
       ->envname("RS_PORT_FILE");
+  addOption(app, "--metrics-listen", &c.metricsListen,
+            "Serve Prometheus metrics at http://HOST:PORT/metrics (empty: off; port 0: any free "
+            "port). The deployment specs use port 2224 (data 2222, gRPC 2223), e.g. "
+            "0.0.0.0:2224",
+            "RS_METRICS_LISTEN");
 
   try {
     app.parse(argc, argv);

@@ -31,7 +31,10 @@ struct ServerConfig {
   double statsIntervalSeconds = 30;         // the periodic throughput line; 0 turns it off
   std::string logLevel = "info";
   std::string logFormat = "text";
-  std::string portFile;  // if set, "<data port> <grpc port>\n" is written once listening
+  // If set, "<data port> <grpc port>\n" is written once listening, with " <metrics port>"
+  // before the newline when metrics are on.
+  std::string portFile;
+  std::string metricsListen;  // host:port of the Prometheus endpoint; empty: off; port 0 picks one
   transport::TcpOptions tcp;
 
   // "data=0.0.0.0:2222 grpc=... io_threads=2 ..." for the start-up log line.

@@ -70,6 +70,8 @@ void DataPlane::handOff(std::unique_ptr<transport::TcpStream> stream,
 
 void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& reason) {
   if (!group->markAborted(reason)) return;
+  groupAborts_[static_cast<size_t>(abortReasonFor(reason.code()))].fetch_add(
+      1, std::memory_order_relaxed);
   spdlog::error("{} aborted: {}", group->name(), reason.toString());
   for (auto& t : threads_)
     asio::post(t->io, [shard = t->shard.get(), id = group->id(), reason] {
@@ -78,21 +80,43 @@ void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& re
 }
 
 DataPlaneStats DataPlane::stats() const {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
   DataPlaneStats s;
   for (const auto& t : threads_) {
     const ShardStats& st = t->shard->stats();
-    s.bytesIn += st.bytesIn.load(std::memory_order_relaxed);
-    s.bytesOut += st.bytesOut.load(std::memory_order_relaxed);
-    s.reductions += st.reductions.load(std::memory_order_relaxed);
-    s.protocolErrors += st.protocolErrors.load(std::memory_order_relaxed);
-    s.connectionsAccepted += st.connectionsAccepted.load(std::memory_order_relaxed);
-    s.connectionsOpen += st.connectionsOpen.load(std::memory_order_relaxed);
-    s.slotBytesInUse += st.slotBytesInUse.load(std::memory_order_relaxed);
-    s.parkedSessions += st.parkedSessions.load(std::memory_order_relaxed);
-    s.parks += st.parks.load(std::memory_order_relaxed);
+    s.bytesIn += st.bytesIn.load(kRelaxed);
+    s.bytesOut += st.bytesOut.load(kRelaxed);
+    for (int d = 0; d < kNumDataTypes; ++d) {
+      for (int o = 0; o < kNumReduceOps; ++o) {
+        const uint64_t chunks = st.chunksReduced[d][o].load(kRelaxed);
+        s.chunksReduced[d][o] += chunks;
+        s.reductions += chunks;
+        s.collectivesReduced[d][o] += st.collectivesReduced[d][o].load(kRelaxed);
+      }
+    }
+    for (size_t r = 0; r < kNumFrameRejections; ++r) {
+      const uint64_t n = st.framesRejected[r].load(kRelaxed);
+      s.framesRejected[r] += n;
+      s.protocolErrors += n;
+    }
+    s.streamsJoined += st.streamsJoined.load(kRelaxed);
+    s.connectionsOpen += st.connectionsOpen.load(kRelaxed);
+    s.slotsOpen += st.slotsOpen.load(kRelaxed);
+    s.slotBytesInUse += st.slotBytesInUse.load(kRelaxed);
+    s.parkedSessions += st.parkedSessions.load(kRelaxed);
+    s.parks += st.parks.load(kRelaxed);
     s.slotBytesLimit += t->shard->poolBudget();
+    st.reduceLatency.mergeInto(s.reduceLatency);
   }
-  if (acceptor_) s.handshakeFailures = acceptor_->handshakeFailures();
+  for (size_t r = 0; r < kNumAbortReasons; ++r) s.groupAborts[r] = groupAborts_[r].load(kRelaxed);
+  if (acceptor_) {
+    s.connectionsAccepted = acceptor_->accepted();
+    s.handshakesPending = acceptor_->pendingHandshakes();
+    for (size_t r = 0; r < kNumHandshakeFailures; ++r) {
+      s.handshakeFailuresBy[r] = acceptor_->handshakeFailures(static_cast<HandshakeFailure>(r));
+      s.handshakeFailures += s.handshakeFailuresBy[r];
+    }
+  }
   return s;
 }
 

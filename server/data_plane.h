@@ -4,6 +4,8 @@
 
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
+#include <array>
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "core/common/status.h"
 #include "core/transport/tcp_stream.h"
 #include "server/config.h"
+#include "server/failure_reason.h"
 #include "server/group_registry.h"
 #include "server/shard.h"
 
@@ -18,12 +21,25 @@ namespace rs::server {
 
 class Acceptor;
 
+// The io threads' counters summed, plus the acceptor's and the abort counts (see ShardStats).
 struct DataPlaneStats {
-  uint64_t bytesIn = 0, bytesOut = 0, reductions = 0, protocolErrors = 0;
-  uint64_t connectionsAccepted = 0;
-  int64_t connectionsOpen = 0;
+  using PerDtypeOp = std::array<std::array<uint64_t, kNumReduceOps>, kNumDataTypes>;
+
+  uint64_t bytesIn = 0, bytesOut = 0;  // payload bytes
+  uint64_t reductions = 0;             // chunks, all dtypes and ops
+  PerDtypeOp chunksReduced{}, collectivesReduced{};
+  uint64_t protocolErrors = 0;  // frames rejected, all reasons
+  std::array<uint64_t, kNumFrameRejections> framesRejected{};
+  std::array<uint64_t, kNumAbortReasons> groupAborts{};
+  uint64_t connectionsAccepted = 0;  // TCP accepts on the data port
+  int64_t handshakesPending = 0;
+  uint64_t handshakeFailures = 0;  // all reasons
+  std::array<uint64_t, kNumHandshakeFailures> handshakeFailuresBy{};
+  uint64_t streamsJoined = 0;
+  int64_t connectionsOpen = 0;  // joined streams open now
+  int64_t slotsOpen = 0;
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
-  uint64_t handshakeFailures = 0;
+  LatencyHistogram::Snapshot reduceLatency;
 };
 
 class DataPlane {
@@ -45,7 +61,7 @@ class DataPlane {
   // Hands a handshaken stream to the io thread that owns its stream index. Any thread.
   void handOff(std::unique_ptr<transport::TcpStream> stream, std::shared_ptr<Group> group,
                uint32_t rank, uint16_t streamIndex);
-  // Aborts the group on every io thread (first reason wins). Any thread.
+  // Aborts the group on every io thread (first reason wins, and is counted). Any thread.
   void abortGroup(const std::shared_ptr<Group>& group, const Status& reason);
 
  private:
@@ -59,6 +75,7 @@ class DataPlane {
   GroupRegistry& registry_;
   std::vector<std::unique_ptr<IoThread>> threads_;
   std::unique_ptr<Acceptor> acceptor_;
+  std::array<std::atomic<uint64_t>, kNumAbortReasons> groupAborts_{};
   bool running_ = false;
 };
 

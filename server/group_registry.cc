@@ -192,6 +192,15 @@ std::vector<GroupSnapshot> GroupRegistry::snapshot() const {
   return out;
 }
 
+RegistryCounts GroupRegistry::counts() const {
+  std::lock_guard lock(mu_);
+  RegistryCounts out;
+  out.groups = groups_.size();
+  for (const auto& [id, g] : groups_) out.members += membersKnownLocked(*g);
+  out.draining = draining_;
+  return out;
+}
+
 size_t GroupRegistry::size() const {
   std::lock_guard lock(mu_);
   return groups_.size();

@@ -82,6 +82,13 @@ class Group {
   bool everConnected_ = false;
 };
 
+// What the metrics show of the registry: one lock, no copies.
+struct RegistryCounts {
+  uint64_t groups = 0;
+  uint64_t members = 0;  // summed over groups: ranks declared over gRPC or with a stream open
+  bool draining = false;
+};
+
 struct GroupSnapshot {
   std::shared_ptr<Group> group;
   uint32_t openStreams = 0;
@@ -108,6 +115,7 @@ class GroupRegistry {
 
   std::shared_ptr<Group> find(const GroupId& id) const;
   std::vector<GroupSnapshot> snapshot() const;
+  RegistryCounts counts() const;
   size_t size() const;
   // Draining refuses new groups; members of existing ones may still connect.
   void setDraining(bool draining);

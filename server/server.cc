@@ -58,6 +58,11 @@ Status Server::start() {
   }
   grpcPort_ = static_cast<uint16_t>(selected);
   grpcServer_->GetHealthCheckService()->SetServingStatus(true);
+  if (!config_.metricsListen.empty()) {
+    auto metrics = MetricsEndpoint::start(config_, dataPlane_, registry_);
+    if (!metrics) return metrics.status();  // the destructor stops what started
+    metrics_ = std::move(*metrics);
+  }
 
   lastStats_ = dataPlane_.stats();
   lastStatsTime_ = std::chrono::steady_clock::now();
@@ -67,9 +72,11 @@ Status Server::start() {
     control_.run();
   });
   RS_RETURN_IF_ERROR(writePortFile());
-  spdlog::info("listening: data port {}, gRPC port {}, {} io threads, {} of slot memory",
-               dataPlane_.port(), grpcPort_, config_.ioThreads,
-               formatByteSize(config_.memoryLimitBytes));
+  spdlog::info("listening: data port {}, gRPC port {}, {}, {} io threads, {} of slot memory",
+               dataPlane_.port(), grpcPort_,
+               metrics_ ? fmt::format("metrics on port {} (/metrics)", metrics_->port())
+                        : std::string("metrics off"),
+               config_.ioThreads, formatByteSize(config_.memoryLimitBytes));
   return Status::ok();
 }
 
@@ -78,7 +85,10 @@ Status Server::writePortFile() const {
   const std::string tmp = config_.portFile + ".tmp";
   {
     std::ofstream f(tmp);
-    f << dataPlane_.port() << " " << grpcPort_ << "\n";
+    // Launchers read "data grpc"; the metrics port follows only when metrics are on.
+    f << dataPlane_.port() << " " << grpcPort_;
+    if (metrics_) f << " " << metrics_->port();
+    f << "\n";
     if (!f) return ioError("cannot write --port-file " + tmp);
   }
   if (std::rename(tmp.c_str(), config_.portFile.c_str()) != 0)
@@ -142,6 +152,7 @@ void Server::checkDrained() {
 
 void Server::stop() {
   stopped_ = true;
+  metrics_.reset();  // a scrape reads the data plane: no scrape may run once it stops
   if (grpcServer_) {
     grpcServer_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     grpcServer_.reset();

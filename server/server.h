@@ -16,6 +16,7 @@
 #include "server/control_service.h"
 #include "server/data_plane.h"
 #include "server/group_registry.h"
+#include "server/metrics.h"
 
 namespace rs::server {
 
@@ -36,6 +37,7 @@ class Server {
 
   uint16_t dataPort() const { return dataPlane_.port(); }
   uint16_t grpcPort() const { return grpcPort_; }
+  uint16_t metricsPort() const { return metrics_ ? metrics_->port() : 0; }  // 0: metrics off
   DataPlane& dataPlane() { return dataPlane_; }
   GroupRegistry& registry() { return registry_; }
 
@@ -55,6 +57,7 @@ class Server {
   std::unique_ptr<ControlService> controlService_;
   std::unique_ptr<grpc::Server> grpcServer_;
   uint16_t grpcPort_ = 0;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // reads dataPlane_ and registry_: stopped first
   std::atomic<bool> stopped_{false};
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point drainDeadline_;

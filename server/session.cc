@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstring>
+#include <optional>
 
 #include "core/cluster/sharding.h"
 #include "core/reduce/reduce.h"
@@ -69,7 +70,7 @@ void Session::onHeader(const std::error_code& ec) {
   limits.maxPayloadBytes = shard_.config().maxChunkBytes;
   if (Status s = wire::decodeHeader(inHeaderBytes_.data(), inHeaderBytes_.size(), limits, &in_);
       !s.isOk()) {
-    fail(s);
+    reject(FrameRejection::kMalformed, s);
     return;
   }
   switch (in_.type) {
@@ -88,8 +89,9 @@ void Session::onHeader(const std::error_code& ec) {
                                 });
       return;
     default:
-      fail(protocolError(fmt::format("unexpected {} frame after the handshake",
-                                     wire::frameTypeName(in_.type))));
+      reject(FrameRejection::kUnexpectedType,
+             protocolError(fmt::format("unexpected {} frame after the handshake",
+                                       wire::frameTypeName(in_.type))));
       return;
   }
 }
@@ -107,8 +109,9 @@ void Session::onPeerAbort(const std::error_code& ec) {
 void Session::handleReduce() {
   const GroupParams& p = group_->params();
   if (in_.group != group_->id() || in_.rank != rank_) {
-    fail(protocolError(fmt::format("REDUCE names group {} rank {}, but this stream joined as {}",
-                                   in_.group.toString(), in_.rank, name_)));
+    reject(FrameRejection::kWrongMember,
+           protocolError(fmt::format("REDUCE names group {} rank {}, but this stream joined as {}",
+                                     in_.group.toString(), in_.rank, name_)));
     return;
   }
   // Chunk i belongs to reducer i mod R and travels on stream (i / R) mod K: a frame that
@@ -116,14 +119,16 @@ void Session::handleReduce() {
   const uint32_t owner = cluster::reducerForChunk(in_.chunk, p.reducerCount);
   const uint32_t stream = cluster::streamForChunk(in_.chunk, p.reducerCount, p.streamCount);
   if (owner != p.reducerIndex || stream != streamIndex_) {
-    fail(protocolError(fmt::format("chunk {} belongs to reducer {} stream {}, not reducer {} "
-                                   "stream {}",
-                                   in_.chunk, owner, stream, p.reducerIndex, streamIndex_)));
+    reject(FrameRejection::kMisrouted,
+           protocolError(fmt::format("chunk {} belongs to reducer {} stream {}, not reducer {} "
+                                     "stream {}",
+                                     in_.chunk, owner, stream, p.reducerIndex, streamIndex_)));
     return;
   }
   if (haveLastChunk_ && in_.chunk <= lastChunk_) {
-    fail(protocolError(fmt::format("chunk {} arrived after chunk {}: chunks must increase",
-                                   in_.chunk, lastChunk_)));
+    reject(FrameRejection::kOutOfOrder,
+           protocolError(fmt::format("chunk {} arrived after chunk {}: chunks must increase",
+                                     in_.chunk, lastChunk_)));
     return;
   }
   haveLastChunk_ = true;
@@ -269,10 +274,14 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   readHeader();
 }
 
+void Session::reject(FrameRejection why, const Status& reason) {
+  if (closed_) return;
+  shard_.stats().countRejection(why);
+  fail(reason);
+}
+
 void Session::fail(const Status& reason) {
   if (closed_) return;
-  if (reason.code() == StatusCode::kProtocolError)
-    shard_.stats().protocolErrors.fetch_add(1, std::memory_order_relaxed);
   spdlog::error("{}: {}", name_, reason.message());
   close(reason);
   shard_.failGroup(group_, Status(reason.code(), fmt::format("rank {} stream {}: {}", rank_,
@@ -296,8 +305,11 @@ void Session::sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint6
   h.dtype = slot->dtype;
   h.op = slot->op;
   h.payloadLength = static_cast<uint32_t>(h.elemCount * elemSize);
+  const bool lastPart = to == slot->elemCount;
+  // Counted before the write starts: its completion handler never runs inside enqueue().
+  if (lastPart) ++slot->finalWritesPending;
   enqueue({wire::encodeHeader(h), slot, slot->accumulator.data() + from * elemSize,
-           h.payloadLength, {}});
+           h.payloadLength, {}, lastPart});
 }
 
 void Session::abort(const Status& reason) {
@@ -353,13 +365,14 @@ void Session::flush() {
   }
   writing_ = true;
   stream_->asyncWriteAll(gather_.data(), gather_.size(),
-                         [self = shared_from_this()](const std::error_code& ec, size_t n) {
-                           self->onWritten(ec, n);
+                         [self = shared_from_this()](const std::error_code& ec, size_t) {
+                           self->onWritten(ec);
                          });
 }
 
-void Session::onWritten(const std::error_code& ec, size_t bytes) {
+void Session::onWritten(const std::error_code& ec) {
   writing_ = false;
+  if (!ec && !closed_) countWritten();
   inFlight_.clear();  // releases the slots whose results went out
   if (closed_) return;
   if (ec) {
@@ -367,8 +380,6 @@ void Session::onWritten(const std::error_code& ec, size_t bytes) {
     else fail(ioError("write failed: " + ec.message()));
     return;
   }
-  shard_.stats().bytesOut.fetch_add(bytes, std::memory_order_relaxed);
-  group_->counters().bytesOut.fetch_add(bytes, std::memory_order_relaxed);
   if (aborting_ && queue_.empty()) {
     // The ABORT is out: send FIN, and close once the member has closed too (or at the grace
     // timer), so that it reads the reason before its connection goes away.
@@ -376,6 +387,22 @@ void Session::onWritten(const std::error_code& ec, size_t bytes) {
     return;
   }
   flush();
+}
+
+void Session::countWritten() {
+  uint64_t payload = 0;
+  std::optional<std::chrono::steady_clock::time_point> now;
+  for (const OutFrame& f : inFlight_) {
+    if (!f.slot) continue;  // HELLO_ACK, ABORT: not result payload
+    payload += f.bytes;
+    if (f.lastPart && --f.slot->finalWritesPending == 0 && !f.slot->dead) {
+      if (!now) now = std::chrono::steady_clock::now();
+      shard_.stats().reduceLatency.observe(*now - f.slot->created);
+    }
+  }
+  if (payload == 0) return;
+  shard_.stats().bytesOut.fetch_add(payload, std::memory_order_relaxed);
+  group_->counters().bytesOut.fetch_add(payload, std::memory_order_relaxed);
 }
 
 }  // namespace rs::server

@@ -16,6 +16,7 @@
 #include "core/common/status.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
+#include "server/failure_reason.h"
 #include "server/group_registry.h"
 #include "server/slot.h"
 
@@ -58,6 +59,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const std::byte* data = nullptr;  // the part of the slot's result it carries
     size_t bytes = 0;
     std::string text;  // ERROR/ABORT payload
+    bool lastPart = false;  // carries the end of its chunk's result
   };
 
   // Every read handler starts here: false when the session is closed or aborting (then the
@@ -74,9 +76,14 @@ class Session : public std::enable_shared_from_this<Session> {
   bool leadsTooFar(const Slot& slot) const;
   // A protocol or I/O error on this stream: close it and fail the group's collectives.
   void fail(const Status& reason);
+  // A frame that breaks the protocol: counted under `why`, then fail().
+  void reject(FrameRejection why, const Status& reason);
   void enqueue(OutFrame frame);
   void flush();
-  void onWritten(const std::error_code& ec, size_t bytes);
+  void onWritten(const std::error_code& ec);
+  // Counts the result payload of the frames just written, and the reduce latency of each chunk
+  // whose last part has now been written to every member.
+  void countWritten();
 
   Shard& shard_;
   std::unique_ptr<transport::Stream> stream_;

@@ -49,7 +49,7 @@ Shard::GroupShard* Shard::findGroup(const GroupId& id) {
 
 void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
                    uint32_t rank, uint16_t streamIndex) {
-  stats_.connectionsAccepted.fetch_add(1, std::memory_order_relaxed);
+  stats_.streamsJoined.fetch_add(1, std::memory_order_relaxed);
   stats_.connectionsOpen.fetch_add(1, std::memory_order_relaxed);
   auto session = std::make_shared<Session>(*this, std::move(stream), group, rank, streamIndex);
   GroupShard& gs = groups_[group->id()];
@@ -90,6 +90,12 @@ Status Shard::checkMatches(const Slot& slot, const wire::FrameHeader& h, uint32_
   return Status::ok();
 }
 
+void Shard::countMismatch(const Status& mismatch) {
+  // checkMatches: a second copy of a chunk is a protocol error, anything else a disagreement.
+  stats_.countRejection(mismatch.code() == StatusCode::kProtocolError ? FrameRejection::kDuplicate
+                                                                      : FrameRejection::kDisagreement);
+}
+
 std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h,
                                       AlignedBuffer buffer) {
   auto slot = std::make_shared<Slot>(pool_, std::move(buffer), gs.group->params().worldSize);
@@ -106,6 +112,7 @@ std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h
   slot->deadline = slot->created + std::chrono::milliseconds(gs.group->timeoutMs());
   gs.open.emplace(h.chunk, slot);
   gs.group->counters().openSlots.fetch_add(1, std::memory_order_relaxed);
+  stats_.slotsOpen.fetch_add(1, std::memory_order_relaxed);
   stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
   return slot;
 }
@@ -121,6 +128,7 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
   if (auto it = gs->open.find(h.chunk); it != gs->open.end()) {
     Status s = checkMatches(*it->second, h, session->rank());
     if (!s.isOk()) {
+      countMismatch(s);
       *error = s;
       failGroup(gs->group, s);
       return Acquire::kFailed;
@@ -186,6 +194,7 @@ void Shard::serviceWaiters() {
       // Another member opened it meanwhile: no memory needed.
       Status s = checkMatches(*open->second, it->header, session->rank());
       if (!s.isOk()) {
+        countMismatch(s);
         it = waiters_.erase(it);
         failGroup(gs->group, s);
         continue;
@@ -220,7 +229,7 @@ void Shard::contributed(Slot& slot, uint32_t rank, uint64_t elems) {
   releaseReady(*gs, self);
   if (!last || ++slot.membersDone < slot.members.size()) return;
   gs->open.erase(it);
-  completeSlot(*gs);
+  completeSlot(*gs, slot);
 }
 
 void Shard::releaseReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
@@ -254,10 +263,13 @@ void Shard::releaseReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
   }
 }
 
-void Shard::completeSlot(GroupShard& gs) {
+void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
   gs.group->counters().openSlots.fetch_sub(1, std::memory_order_relaxed);
   gs.group->counters().reductions.fetch_add(1, std::memory_order_relaxed);
-  stats_.reductions.fetch_add(1, std::memory_order_relaxed);
+  stats_.slotsOpen.fetch_sub(1, std::memory_order_relaxed);
+  const auto dtype = static_cast<size_t>(slot.dtype), op = static_cast<size_t>(slot.op);
+  stats_.chunksReduced[dtype][op].fetch_add(1, std::memory_order_relaxed);
+  if (slot.elemOffset == 0) stats_.collectivesReduced[dtype][op].fetch_add(1, std::memory_order_relaxed);
   // The last part is queued; each queued part holds a reference, and the memory returns to
   // the pool when the last write completed. A quota slot is free now.
   scheduleWaiterService();
@@ -276,6 +288,7 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
   for (auto& [chunk, slot] : gs.open) slot->dead = true;
   gs.group->counters().openSlots.fetch_sub(static_cast<int64_t>(gs.open.size()),
                                            std::memory_order_relaxed);
+  stats_.slotsOpen.fetch_sub(static_cast<int64_t>(gs.open.size()), std::memory_order_relaxed);
   gs.open.clear();
   for (auto& [stream, members] : gs.members)
     for (auto& session : members)
@@ -328,6 +341,7 @@ void Shard::closeAll(const Status& reason) {
   std::vector<std::shared_ptr<Session>> sessions;
   for (auto& [id, gs] : groups_) {
     for (auto& [chunk, slot] : gs.open) slot->dead = true;
+    stats_.slotsOpen.fetch_sub(static_cast<int64_t>(gs.open.size()), std::memory_order_relaxed);
     for (auto& [stream, members] : gs.members)
       for (auto& s : members)
         if (s) sessions.push_back(s);

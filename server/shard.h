@@ -25,6 +25,7 @@
 
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
+#include <array>
 #include <atomic>
 #include <list>
 #include <memory>
@@ -35,7 +36,9 @@
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
 #include "server/config.h"
+#include "server/failure_reason.h"
 #include "server/group_registry.h"
+#include "server/latency_histogram.h"
 #include "server/slot.h"
 #include "server/slot_pool.h"
 
@@ -44,17 +47,29 @@ namespace rs::server {
 class DataPlane;
 class Session;
 
-// Per-thread counters, summed by GetStats and the throughput log line.
-struct ShardStats {
+// Per-thread counters, written only by this shard's thread (relaxed atomics, no lock) and summed
+// at read time by GetStats, the throughput log line and the metrics scrape (DataPlane::stats).
+// Byte counts are payload bytes (REDUCE in, RESULT out); frame headers are not counted.
+struct alignas(64) ShardStats {
   std::atomic<uint64_t> bytesIn{0};
   std::atomic<uint64_t> bytesOut{0};
-  std::atomic<uint64_t> reductions{0};
-  std::atomic<uint64_t> protocolErrors{0};
-  std::atomic<uint64_t> connectionsAccepted{0};
+  // Completed chunks by [dtype][op], and the collectives whose first chunk (element offset 0)
+  // completed here: exactly one reducer of a pool reduces that chunk of each collective.
+  std::array<std::array<std::atomic<uint64_t>, kNumReduceOps>, kNumDataTypes> chunksReduced{};
+  std::array<std::array<std::atomic<uint64_t>, kNumReduceOps>, kNumDataTypes> collectivesReduced{};
+  std::array<std::atomic<uint64_t>, kNumFrameRejections> framesRejected{};
+  std::atomic<uint64_t> streamsJoined{0};  // streams handed to this thread after their handshake
   std::atomic<int64_t> connectionsOpen{0};
+  std::atomic<int64_t> slotsOpen{0};
   std::atomic<uint64_t> slotBytesInUse{0};
   std::atomic<uint64_t> parkedSessions{0};  // parked now
   std::atomic<uint64_t> parks{0};           // parked ever (backpressure events)
+  // From a chunk's slot opening to its result written to every member; see Session::onWritten.
+  LatencyHistogram reduceLatency;
+
+  void countRejection(FrameRejection r) {
+    framesRejected[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 class Shard {
@@ -113,10 +128,11 @@ class Shard {
 
   GroupShard* findGroup(const GroupId& id);
   Status checkMatches(const Slot& slot, const wire::FrameHeader& header, uint32_t rank) const;
+  void countMismatch(const Status& mismatch);
   std::shared_ptr<Slot> openSlot(GroupShard& gs, const wire::FrameHeader& header,
                                  AlignedBuffer buffer);
   void releaseReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);
-  void completeSlot(GroupShard& gs);
+  void completeSlot(GroupShard& gs, const Slot& slot);
   void serviceWaiters();
   void scheduleWaiterService();
   void scheduleTimeoutCheck();

@@ -63,8 +63,11 @@ struct Slot {
   // (element i at i * dataTypeSize), and queued to every member as RESULT parts.
   uint64_t released = 0;
   std::vector<std::weak_ptr<Session>> heldBack;  // members over the lead limit, not being read
+  // Members the chunk's last RESULT part was queued to and not yet written to; when it drops to
+  // zero the chunk's reduce latency is recorded (Session::onWritten).
+  uint32_t finalWritesPending = 0;
   bool dead = false;      // its group was aborted
-  std::chrono::steady_clock::time_point created;
+  std::chrono::steady_clock::time_point created;  // opened: the first REDUCE header was in
   std::chrono::steady_clock::time_point deadline;
 };
 

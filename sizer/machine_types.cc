@@ -17,7 +17,9 @@ struct Shape {
   int vcpus;
   double defaultGbps;
   double tier1Gbps;  // 0: none
-  unsigned classes = kBoth;
+  unsigned classes;
+  double highcpuGb;   // memory of the -highcpu type (0 where it does not exist)
+  double standardGb;  // memory of the -standard type (0 where it does not exist)
 };
 
 struct Series {
@@ -35,7 +37,7 @@ constexpr std::string_view kTier1Rules =
     "configuration";
 constexpr std::string_view kShapeList =
     "; shapes and vCPUs: github.com/Cyclenerd/google-cloud-pricing-cost-calculator "
-    "build/gcp.yml @08440e7";
+    "build/gcp.yml @08440e7, memory: the same file @dac3128";
 
 // Egress figures: the machine family pages, as copied per type into the community dataset
 // github.com/Cyclenerd/google-cloud-compute-machine-types (instances/series/<series>.sql, read at
@@ -47,41 +49,59 @@ std::vector<Series> cpuSeries() {
        "cloud.google.com/compute/docs/general-purpose-machines#n1_machines; Vertex AI: "
        "cloud.google.com/vertex-ai/docs/training/distributed-training (n1-highcpu-16 reducers "
        "in its Reduction Server sizing)",
-       {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 0}, {64, 32, 0}, {96, 32, 0}}},
+       {{4, 10, 0, kBoth, 3.6, 15}, {8, 16, 0, kBoth, 7.2, 30}, {16, 32, 0, kBoth, 14.4, 60},
+        {32, 32, 0, kBoth, 28.8, 120}, {64, 32, 0, kBoth, 57.6, 240},
+        {96, 32, 0, kBoth, 86.4, 360}}},
       {"n2", true, nv,
        "cloud.google.com/compute/docs/general-purpose-machines#n2_machines",
-       {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 50}, {48, 32, 50}, {64, 32, 75},
-        {80, 32, 100}, {96, 32, 100}, {128, 32, 100, kStandard}}},
+       {{4, 10, 0, kBoth, 4, 16}, {8, 16, 0, kBoth, 8, 32}, {16, 32, 0, kBoth, 16, 64},
+        {32, 32, 50, kBoth, 32, 128}, {48, 32, 50, kBoth, 48, 192}, {64, 32, 75, kBoth, 64, 256},
+        {80, 32, 100, kBoth, 80, 320}, {96, 32, 100, kBoth, 96, 384},
+        {128, 32, 100, kStandard, 0, 512}}},
       {"n2d", true, nv,
        "cloud.google.com/compute/docs/general-purpose-machines#n2d_machines",
-       {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 0}, {48, 32, 50}, {64, 32, 50},
-        {80, 32, 50}, {96, 32, 100}, {128, 32, 100}, {224, 32, 100}}},
+       {{4, 10, 0, kBoth, 4, 16}, {8, 16, 0, kBoth, 8, 32}, {16, 32, 0, kBoth, 16, 64},
+        {32, 32, 0, kBoth, 32, 128}, {48, 32, 50, kBoth, 48, 192}, {64, 32, 50, kBoth, 64, 256},
+        {80, 32, 50, kBoth, 80, 320}, {96, 32, 100, kBoth, 96, 384},
+        {128, 32, 100, kBoth, 128, 512}, {224, 32, 100, kBoth, 224, 896}}},
       {"n4", false, nv,
        "cloud.google.com/compute/docs/general-purpose-machines#n4_series",
-       {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 0}, {48, 32, 0}, {64, 45, 0},
-        {80, 50, 0}}},
+       {{4, 10, 0, kBoth, 8, 16}, {8, 16, 0, kBoth, 16, 32}, {16, 32, 0, kBoth, 32, 64},
+        {32, 32, 0, kBoth, 64, 128}, {48, 32, 0, kBoth, 96, 192}, {64, 45, 0, kBoth, 128, 256},
+        {80, 50, 0, kBoth, 160, 320}}},
       {"c2", true, nv,
        "cloud.google.com/compute/docs/compute-optimized-machines#c2_machine_types",
-       {{4, 10, 0, kStandard}, {8, 16, 0, kStandard}, {16, 32, 0, kStandard},
-        {30, 32, 50, kStandard}, {60, 32, 100, kStandard}}},
+       {{4, 10, 0, kStandard, 0, 16}, {8, 16, 0, kStandard, 0, 32},
+        {16, 32, 0, kStandard, 0, 64}, {30, 32, 50, kStandard, 0, 120},
+        {60, 32, 100, kStandard, 0, 240}}},
       {"c2d", true, nv,
        "cloud.google.com/compute/docs/compute-optimized-machines#c2d_machine_types",
-       {{4, 10, 0}, {8, 16, 0}, {16, 32, 0}, {32, 32, 50}, {56, 32, 50}, {112, 32, 100}}},
+       {{4, 10, 0, kBoth, 8, 16}, {8, 16, 0, kBoth, 16, 32}, {16, 32, 0, kBoth, 32, 64},
+        {32, 32, 50, kBoth, 64, 128}, {56, 32, 50, kBoth, 112, 224},
+        {112, 32, 100, kBoth, 224, 448}}},
       {"c3", true, nv,
        "cloud.google.com/compute/docs/general-purpose-machines#c3_series",
-       {{4, 23, 0}, {8, 23, 0}, {22, 23, 0}, {44, 32, 50}, {88, 62, 100}, {176, 100, 200}}},
+       {{4, 23, 0, kBoth, 8, 16}, {8, 23, 0, kBoth, 16, 32}, {22, 23, 0, kBoth, 44, 88},
+        {44, 32, 50, kBoth, 88, 176}, {88, 62, 100, kBoth, 176, 352},
+        {176, 100, 200, kBoth, 352, 704}}},
       {"c3d", true, nv,
        "cloud.google.com/compute/docs/general-purpose-machines#c3d_series",
-       {{4, 20, 0}, {8, 20, 0}, {16, 20, 0}, {30, 20, 50}, {60, 40, 75}, {90, 60, 100},
-        {180, 100, 150}, {360, 100, 200}}},
+       {{4, 20, 0, kBoth, 8, 16}, {8, 20, 0, kBoth, 16, 32}, {16, 20, 0, kBoth, 32, 64},
+        {30, 20, 50, kBoth, 59, 120}, {60, 40, 75, kBoth, 118, 240},
+        {90, 60, 100, kBoth, 177, 360}, {180, 100, 150, kBoth, 354, 720},
+        {360, 100, 200, kBoth, 708, 1440}}},
       {"c4", true, nv,
        "cloud.google.com/compute/docs/general-purpose-machines#c4_series",
-       {{4, 10, 0}, {8, 23, 0}, {16, 23, 0}, {24, 23, 0}, {32, 23, 0}, {48, 34, 50},
-        {96, 67, 100}, {144, 100, 150}, {192, 100, 200}, {288, 100, 200}}},
+       {{4, 10, 0, kBoth, 8, 15}, {8, 23, 0, kBoth, 16, 30}, {16, 23, 0, kBoth, 32, 60},
+        {24, 23, 0, kBoth, 48, 90}, {32, 23, 0, kBoth, 64, 120}, {48, 34, 50, kBoth, 96, 180},
+        {96, 67, 100, kBoth, 192, 360}, {144, 100, 150, kBoth, 288, 540},
+        {192, 100, 200, kBoth, 384, 720}, {288, 100, 200, kBoth, 576, 1080}}},
       {"c4d", true, nv,
        "cloud.google.com/compute/docs/general-purpose-machines#c4d_series",
-       {{4, 20, 0}, {8, 20, 0}, {16, 20, 0}, {32, 23, 0}, {48, 34, 50}, {64, 45, 75},
-        {96, 67, 100}, {192, 100, 150}, {384, 100, 200}}},
+       {{4, 20, 0, kBoth, 7, 15}, {8, 20, 0, kBoth, 15, 31}, {16, 20, 0, kBoth, 30, 62},
+        {32, 23, 0, kBoth, 60, 124}, {48, 34, 50, kBoth, 90, 186}, {64, 45, 75, kBoth, 120, 248},
+        {96, 67, 100, kBoth, 180, 372}, {192, 100, 150, kBoth, 360, 744},
+        {384, 100, 200, kBoth, 720, 1488}}},
   };
 }
 
@@ -163,6 +183,7 @@ std::vector<MachineType> buildTable() {
                              shape.vcpus);
         t.series = s.name;
         t.vcpus = shape.vcpus;
+        t.memoryGb = cls == kHighcpu ? shape.highcpuGb : shape.standardGb;
         t.defaultGbps = shape.defaultGbps;
         t.tier1Gbps = shape.tier1Gbps;
         t.seriesOffersTier1 = s.offersTier1;

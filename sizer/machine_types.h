@@ -23,6 +23,9 @@ struct MachineType {
   std::string name;         // "n1-highcpu-16"
   std::string_view series;  // "n1"
   int vcpus = 0;
+  // Memory in GB as GCP lists it (14.4 for n1-highcpu-16), for the reducer pods' limits in the
+  // Kubernetes specs; known for the CPU shapes only (0 for GPU types, which nothing here sizes).
+  double memoryGb = 0;
   // Egress in Gbit/s that another VM (a CPU reducer) can exchange with this one by default.
   // For A3/A4 GPU types this is the general-purpose (gVNIC) share only; see gpuNicGbps.
   double defaultGbps = 0;

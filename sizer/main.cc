@@ -5,6 +5,7 @@
 
 #include "sizer/job.h"
 #include "sizer/options.h"
+#include "sizer/plan.h"
 #include "sizer/prices.h"
 #include "sizer/recommend.h"
 #include "sizer/report.h"
@@ -33,6 +34,13 @@ int main(int argc, char** argv) {
   if (!job) return fail(job.status());
   auto sizing = sizePool(job->rates);
   if (!sizing) return fail(sizing.status());
+  if (!opts.emitKind.empty()) {
+    if (rs::Status s = checkEmittable(*job, opts.emitNames); !s.isOk()) return fail(s);
+    auto text = emitSpec(opts.emitKind, makePlan(*job, *sizing, opts.emitNames));
+    if (!text) return fail(text.status());
+    fmt::print("{}", *text);
+    return 0;
+  }
 
   std::optional<PriceList> prices;
   if (!opts.pricesPath.empty()) {

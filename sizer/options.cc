@@ -90,6 +90,27 @@ ParsedOptions parseOptions(int argc, char** argv) {
   app.add_flag("--list-types", o.listTypes,
                "Print the built-in machine table with each row's source, and exit");
 
+  std::string kinds;
+  for (std::string_view k : kEmitKinds) kinds += (kinds.empty() ? "" : ", ") + std::string(k);
+  auto* emit = app.add_option("--emit", o.emitKind,
+                              "Write the launch file for the sized pool instead of the report: " +
+                                  kinds + " (deploy/README.md)")
+                   ->type_name("KIND");
+  EmitPlan& names = o.emitNames;
+  app.add_option("--worker-image", names.workerImage,
+                 "With --emit: your training image with the plugin layer, as pushed")
+      ->type_name("URI")->needs(emit);
+  app.add_option("--reducer-image", names.reducerImage,
+                 "With --emit: the reducer image (docker/), as pushed")
+      ->type_name("URI")->needs(emit);
+  app.add_option("--job-name", names.jobName, "With --emit: the job's name (a DNS-1035 label)")
+      ->capture_default_str()->type_name("NAME")->needs(emit);
+  app.add_option("--region", names.region, "With --emit: the Vertex AI region")
+      ->capture_default_str()->type_name("REGION")->needs(emit);
+  app.add_option("--train-script", names.trainScript,
+                 "With --emit k8s: the script torchrun starts on each worker")
+      ->capture_default_str()->type_name("PATH")->needs(emit);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

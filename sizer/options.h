@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "sizer/emit/emit.h"
 #include "sizer/job.h"
 
 namespace rs::sizer {
@@ -14,6 +15,8 @@ struct Options {
   bool recommend = false;
   bool listTypes = false;
   std::string pricesPath;  // empty: no --prices
+  std::string emitKind;    // empty: no --emit
+  EmitPlan emitNames;      // --job-name, --region, the images, --train-script
 };
 
 struct ParsedOptions {

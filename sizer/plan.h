@@ -1,33 +1,20 @@
-// The deployment plan a sized job turns into: what the spec emitters (Vertex AI CustomJob,
-// gcloud, Kubernetes) need and nothing else. A plain struct, so emitters depend on this header
-// and not on how the numbers were reached.
+// The deployment plan a sized job turns into: the emitters' EmitPlan (sizer/emit/emit.h) with
+// its counts and machine types taken from the job and the sizing, so that what `--emit` writes
+// is always the pool the calculator just sized.
 #pragma once
 
-#include <cstdint>
-#include <string>
-
+#include "sizer/emit/emit.h"
 #include "sizer/job.h"
 #include "sizer/sizing.h"
 
 namespace rs::sizer {
 
-struct DeploymentPlan {
-  // The workers' machine type; empty when the job gave --worker-gbps instead of a type.
-  std::string workerMachineType;
-  // Vertex AI AcceleratorType enum name ("NVIDIA_A100_80GB") and the GPUs per worker; empty and
-  // 0 for a CPU worker type or an unknown one (--worker-gbps).
-  std::string acceleratorType;
-  int acceleratorCount = 0;
-  // Every GPU VM of the job. On Vertex AI the first is the primary replica (workerPoolSpecs[0],
-  // one replica) and the rest are pool 1, so pool 1 has workerCount - 1 replicas.
-  int64_t workerCount = 0;
-  // The reducers' machine type; empty when the job gave --reducer-gbps/--reducer-vcpus.
-  std::string reducerMachineType;
-  int64_t reducerCount = 0;
-  Platform platform = Platform::kVertex;
-  bool tier1 = false;  // the reducers (and CPU workers that offer it) run with Tier_1 networking
-};
+// `names` gives what the sizing does not know (job name, region, images, training script); the
+// workers, their type and GPUs, and the reducers, their type, vCPUs and memory come from the job
+// and the sizing. A type the job gave as a rate (--worker-gbps, --reducer-gbps) stays empty.
+EmitPlan makePlan(const Job& job, const Sizing& sizing, EmitPlan names = {});
 
-DeploymentPlan makePlan(const Job& job, const Sizing& sizing);
+// Why `--emit` cannot write this job's files, naming the flag to add; OK when it can.
+Status checkEmittable(const Job& job, const EmitPlan& names);
 
 }  // namespace rs::sizer

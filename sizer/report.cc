@@ -205,15 +205,16 @@ json toJson(const Report& rep) {
     j["recommendations"] = {{"by_total_vcpus", byVcpus}};
     if (rep.prices != nullptr) j["recommendations"]["by_cost_per_hour"] = byCost;
   }
-  const DeploymentPlan plan = makePlan(job, s);
+  // What --emit would launch (platform and tier1 are among the inputs above).
+  const EmitPlan plan = makePlan(job, s);
   j["plan"] = {{"worker_machine_type", orNull(plan.workerMachineType)},
                {"accelerator_type", orNull(plan.acceleratorType)},
                {"accelerator_count", plan.acceleratorCount},
-               {"worker_count", plan.workerCount},
+               {"worker_count", plan.workers},
                {"reducer_machine_type", orNull(plan.reducerMachineType)},
-               {"reducer_count", plan.reducerCount},
-               {"platform", platformName(plan.platform)},
-               {"tier1", plan.tier1}};
+               {"reducer_count", plan.reducers},
+               {"reducer_vcpus", plan.reducerVcpus},
+               {"reducer_memory_gb", plan.reducerMemoryGb > 0 ? json(plan.reducerMemoryGb) : json(nullptr)}};
   return j;
 }
 
@@ -227,14 +228,16 @@ std::string formatTypeTable() {
     if (t.source != lastSource) {
       fmt::format_to(std::back_inserter(out), "\nSource of the rows below: {}\n", t.source);
       if (!t.note.empty()) fmt::format_to(std::back_inserter(out), "  note: {}\n", t.note);
-      out += "  type                 vCPUs  egress  Tier_1  accelerator               vertex training\n";
+      out += "  type                 vCPUs  memory GB  egress  Tier_1  accelerator               vertex training\n";
       lastSource = t.source;
     }
     const std::string tier1 = t.tier1Gbps > 0 ? fmt::format("{:g}", t.tier1Gbps) : "-";
     const std::string accel =
         t.isGpu() ? fmt::format("{} x{}", t.acceleratorType, t.acceleratorCount) : "-";
-    fmt::format_to(std::back_inserter(out), "  {:<19}  {:>5}  {:>6g}  {:>6}  {:<24}  {}\n", t.name,
-                   t.vcpus, t.defaultGbps, tier1, accel, vertexWord(t.vertexTraining));
+    const std::string memory = t.memoryGb > 0 ? fmt::format("{:g}", t.memoryGb) : "-";
+    fmt::format_to(std::back_inserter(out), "  {:<19}  {:>5}  {:>9}  {:>6g}  {:>6}  {:<24}  {}\n",
+                   t.name, t.vcpus, memory, t.defaultGbps, tier1, accel,
+                   vertexWord(t.vertexTraining));
   }
   fmt::format_to(std::back_inserter(out), "\n{}\n", tableOmissions());
   return out;
@@ -246,6 +249,7 @@ json typeTableJson() {
     rows.push_back({{"name", t.name},
                     {"series", t.series},
                     {"vcpus", t.vcpus},
+                    {"memory_gb", t.memoryGb > 0 ? json(t.memoryGb) : json(nullptr)},
                     {"egress_gbps", t.defaultGbps},
                     {"tier1_egress_gbps", t.tier1Gbps > 0 ? json(t.tier1Gbps) : json(nullptr)},
                     {"accelerator_type", t.isGpu() ? json(t.acceleratorType) : json(nullptr)},

@@ -162,6 +162,11 @@ TEST_CASE("members that disagree on a collective's size both fail with the reaso
     CHECK(!r.isOk());
     CHECK(contains(r.message(), "disagree"));
   }
+  // Counted under their reasons (the metrics' labels) before the members heard of it.
+  const auto stats = pool.reducer(0).dataPlane().stats();
+  CHECK(stats.framesRejected[static_cast<size_t>(server::FrameRejection::kDisagreement)] == 1);
+  CHECK(stats.groupAborts[static_cast<size_t>(server::AbortReason::kDisagreement)] == 1);
+  CHECK(stats.protocolErrors == 1);
 }
 
 TEST_CASE("members that disagree on the world size are refused at join", "[failure]") {
@@ -246,11 +251,14 @@ TEST_CASE("garbage and bad frames close only the offending connection", "[failur
   SECTION("random bytes instead of a HELLO") {
     asio::ip::tcp::socket s(io);
     s.connect(ep);
-    const uint64_t before = pool.reducer(0).dataPlane().stats().handshakeFailures;
+    constexpr auto kMalformed = static_cast<size_t>(server::HandshakeFailure::kMalformed);
+    const auto before = pool.reducer(0).dataPlane().stats();
     std::vector<uint8_t> junk(200, 0xAB);
     asio::write(s, asio::buffer(junk));
     expectClosed(s);
-    CHECK(pool.reducer(0).dataPlane().stats().handshakeFailures == before + 1);
+    const auto after = pool.reducer(0).dataPlane().stats();
+    CHECK(after.handshakeFailures == before.handshakeFailures + 1);
+    CHECK(after.handshakeFailuresBy[kMalformed] == before.handshakeFailuresBy[kMalformed] + 1);
   }
   SECTION("a valid HELLO followed by a corrupted REDUCE header") {
     asio::ip::tcp::socket s(io);
@@ -266,10 +274,13 @@ TEST_CASE("garbage and bad frames close only the offending connection", "[failur
     bad.payloadLength = 16;
     auto bb = wire::encodeHeader(bad);
     bb[40] ^= 0x01;  // flip a bit of the chunk number: the checksum no longer matches
-    const uint64_t before = pool.reducer(0).dataPlane().stats().protocolErrors;
+    constexpr auto kMalformed = static_cast<size_t>(server::FrameRejection::kMalformed);
+    const auto before = pool.reducer(0).dataPlane().stats();
     asio::write(s, asio::buffer(bb));
     expectClosed(s);
-    CHECK(pool.reducer(0).dataPlane().stats().protocolErrors == before + 1);
+    const auto after = pool.reducer(0).dataPlane().stats();
+    CHECK(after.protocolErrors == before.protocolErrors + 1);
+    CHECK(after.framesRejected[kMalformed] == before.framesRejected[kMalformed] + 1);
   }
   SECTION("a HELLO that claims an absurd stream count is refused with a reason") {
     asio::ip::tcp::socket s(io);
@@ -326,6 +337,12 @@ TEST_CASE("a member that gives up tells the reducers and the others fail with it
   INFO(result.toString());
   CHECK(result.code() == StatusCode::kAborted);
   CHECK(contains(result.message(), "rank 1 gave up: the training loop was interrupted"));
+  // The reducer that told rank 0 counted the abort under its reason first.
+  uint64_t aborts = 0;
+  for (int r = 0; r < pool.size(); ++r)
+    aborts += pool.reducer(r).dataPlane().stats().groupAborts[static_cast<size_t>(
+        server::AbortReason::kMemberAborted)];
+  CHECK(aborts >= 1);
 }
 
 }  // namespace rs::test

@@ -3,8 +3,10 @@
 # each kind of file (naming the file and the field), and says "skipped" rather than failing
 # where gcloud or kubectl is missing. Offline apart from the one-time npm install; every copy it
 # makes lives in one temporary folder removed on exit.
-#   deploy_check_test.sh
+# Then the files rs-sizer --emit writes for a plan unlike deploy/'s pass the same checks.
+#   deploy_check_test.sh <rs-sizer binary>
 set -euo pipefail
+sizer=$1
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 check=$repo/scripts/check-deploy.sh
 work=$(mktemp -d)
@@ -137,6 +139,22 @@ expect_line bare.out "skip  clean/vertex/create-job.sh: gcloud ai custom-jobs cr
 expect_line bare.out "skip  clean/k8s/reducer-pool/kustomization.yaml: kubectl kustomize: skipped: kubectl is not installed"
 expect_line bare.out "ok    clean/vertex/custom-job.yaml: yamllint"
 expect_line bare.out "ok    clean/vertex/submit_job.py: py_compile"
+
+# 4. What rs-sizer --emit writes for another plan (GKE, Tier_1 C3 reducers, A3 workers, its own
+# names and images) passes every check, as deploy/'s files do.
+mkdir emitted
+plan=(--workers 4 --worker-type a3-highgpu-8g --platform gke --tier1 --reducer-type c3-highcpu-88
+      --job-name llm-finetune --region europe-west4 --train-script /app/finetune.py
+      --worker-image europe-docker.pkg.dev/acme/ml/trainer-rs:2.1
+      --reducer-image europe-docker.pkg.dev/acme/ml/reduction-server:0.1.0)
+for pair in vertex-yaml:job.yaml vertex-json:job.json gcloud:create.sh vertex-python:submit.py \
+            k8s:jobset.yaml k8s-pool:pool.yaml; do
+  "$sizer" "${plan[@]}" --emit "${pair%%:*}" >"emitted/${pair#*:}" || fail "rs-sizer --emit ${pair%%:*} failed"
+done
+grep -q "replicas: 8" emitted/pool.yaml || fail "the emitted pool is not the 8 reducers rs-sizer sized"
+run_check emitted.out "$check" emitted || { cat emitted.out >&2; fail "rs-sizer --emit's files fail the checks"; }
+expect_line emitted.out "ok    emitted/jobset.yaml: document 1 (JobSet llm-finetune): matches the JobSet v1alpha2 types"
+echo "ok: rs-sizer --emit's files for another plan pass: $(grep -c '^ok' emitted.out) checks"
 
 echo "deploy_check_test: clean files pass; $(grep -c '^  FAIL' planted.out) failures from the planted faults;" \
   "gcloud=$have_gcloud kubectl=$have_kubectl promtool=$have_promtool"

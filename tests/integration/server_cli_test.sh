@@ -30,6 +30,9 @@ expect_fail "is not a byte size" "$server" --max-chunk lots
 expect_fail "CLUSTER_SPEC" CLUSTER_SPEC='{"cluster": ' "$server"
 expect_fail "task.index 3" CLUSTER_SPEC='{"cluster":{"workerpool2":["a:2222"]},"task":{"type":"workerpool2","index":3}}' "$server"
 expect_fail "cannot listen" "$server" --data-listen 203.0.113.1:0 --grpc-listen 127.0.0.1:0
+expect_fail "--metrics-listen must be HOST:PORT" "$server" --metrics-listen 2224
+expect_fail "metrics endpoint cannot listen on 203.0.113.1:0" "$server" --data-listen 127.0.0.1:0 \
+  --grpc-listen 127.0.0.1:0 --metrics-listen 203.0.113.1:0
 
 # CLUSTER_SPEC names this task's port; RS_* variables set the rest. The port is picked below
 # the kernel's ephemeral range (where other tests' sockets live), and another is tried if it

@@ -111,4 +111,33 @@ expect_fail "$tmp/bad.csv:2: expected 'type,dollars_per_hour'" --workers 5 --wor
 expect_fail "$tmp/bad.csv:3: price must be more than 0" --workers 5 --worker-gbps 100 --recommend --prices "$tmp/bad.csv"
 expect_fail "--prices: cannot read '$tmp/none.csv'" --workers 5 --worker-gbps 100 --prices "$tmp/none.csv"
 expect_fail "--no-such-flag" --workers 5 --worker-gbps 100 --no-such-flag
+# --emit: the launch files for the pool just sized. deploy/'s files are this output for
+# Vertex AI's two documented plans, through the real command line.
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+images=(--worker-image us-docker.pkg.dev/my-project/reduction-server/trainer-rs:latest
+        --reducer-image us-docker.pkg.dev/my-project/reduction-server/reduction-server:0.1.0)
+for pair in vertex-yaml:vertex/custom-job.yaml vertex-json:vertex/custom-job.json \
+            gcloud:vertex/create-job.sh vertex-python:vertex/submit_job.py k8s:k8s/training-jobset.yaml; do
+  "$sizer" --workers 8 --worker-type a2-megagpu-16g --emit "${pair%%:*}" "${images[@]}" >"$tmp/emitted" ||
+    fail "--emit ${pair%%:*} failed"
+  cmp -s "$tmp/emitted" "$repo/deploy/${pair#*:}" || fail "deploy/${pair#*:} is not what --emit ${pair%%:*} writes"
+  echo "ok: --emit ${pair%%:*} writes deploy/${pair#*:}"
+done
+"$sizer" --workers 5 --worker-type a2-highgpu-8g --emit k8s-pool --job-name reduction-server "${images[@]}" \
+  >"$tmp/emitted" || fail "--emit k8s-pool failed"
+cmp -s "$tmp/emitted" "$repo/deploy/k8s/reducer-pool/reducer-pool.yaml" ||
+  fail "deploy/k8s/reducer-pool/reducer-pool.yaml is not what --emit k8s-pool writes"
+grep -q "replicas: 16" "$tmp/emitted" || fail "the pool of 5 x 100 Gbps workers is not 16 reducers"
+echo "ok: --emit k8s-pool writes deploy/k8s/reducer-pool/reducer-pool.yaml (16 reducers)"
+expect_fail "--emit needs --worker-type" --workers 8 --worker-gbps 100 --emit k8s "${images[@]}"
+expect_fail "--emit needs --reducer-type" --workers 8 --worker-type a2-megagpu-16g --reducer-gbps 32 \
+  --reducer-vcpus 16 --emit k8s "${images[@]}"
+expect_fail "--emit needs --worker-image" --workers 8 --worker-type a2-megagpu-16g --emit k8s \
+  --reducer-image r/i:1
+expect_fail "--emit needs --reducer-image" --workers 8 --worker-type a2-megagpu-16g --emit k8s \
+  --worker-image w/i:1
+expect_fail "--emit 'helm' is not one of" --workers 8 --worker-type a2-megagpu-16g --emit helm "${images[@]}"
+expect_fail "--worker-image requires --emit" --workers 8 --worker-type a2-megagpu-16g --worker-image w/i:1
+expect_fail "job name 'Big_Job' is not a DNS-1035 label" --workers 8 --worker-type a2-megagpu-16g \
+  --emit k8s --job-name Big_Job "${images[@]}"
 echo "sizer_cli: all checks passed"

@@ -106,3 +106,21 @@ TEST_CASE("server config: out-of-range values stop start-up, and the reason name
   c.memoryLimitBytes = 2ull << 30;
   CHECK(c.validate().isOk());
 }
+
+TEST_CASE("server config: --metrics-listen and RS_METRICS_LISTEN, off by default") {
+  CHECK(parse({"--data-listen", "127.0.0.1:0"}).config.metricsListen.empty());
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:2224"})
+            .config.metricsListen == "0.0.0.0:2224");
+  {
+    ScopedEnv env("RS_METRICS_LISTEN", "127.0.0.1:0");
+    CHECK(parse({"--data-listen", "127.0.0.1:0"}).config.metricsListen == "127.0.0.1:0");
+  }
+  for (const char* bad : {"2224", ":2224", "host:", "host:http", "host:70000", "a:1,b:2"}) {
+    INFO(bad);
+    CHECK(parse({"--data-listen", "127.0.0.1:0", "--metrics-listen", bad}).exitCode == 2);
+    rs::server::ServerConfig c;
+    c.ioThreads = 1;
+    c.metricsListen = bad;
+    CHECK(c.validate().message().find("--metrics-listen") != std::string::npos);
+  }
+}

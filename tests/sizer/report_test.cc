@@ -74,15 +74,23 @@ TEST_CASE("report: the plan the spec emitters read") {
   spec.platform = Platform::kGke;
   spec.tier1 = true;
   Sized s = size(spec);
-  const DeploymentPlan plan = makePlan(s.job, s.sizing);
+  EmitPlan names;
+  names.jobName = "my-job";
+  names.workerImage = "registry/trainer:1";
+  const EmitPlan plan = makePlan(s.job, s.sizing, names);
   CHECK(plan.workerMachineType == "a2-ultragpu-8g");
   CHECK(plan.acceleratorType == "NVIDIA_A100_80GB");
   CHECK(plan.acceleratorCount == 8);
-  CHECK(plan.workerCount == 8);
+  CHECK(plan.workers == 8);
   CHECK(plan.reducerMachineType == "n2-highcpu-32");
-  CHECK(plan.reducerCount == 16);  // 800 / 50 (Tier_1)
-  CHECK(plan.platform == Platform::kGke);
-  CHECK(plan.tier1);
+  CHECK(plan.reducers == 16);  // 800 / 50 (Tier_1)
+  CHECK(plan.reducerVcpus == 32);
+  CHECK(plan.reducerMemoryGb == 32);  // n2-highcpu: 1 GB per vCPU
+  // What the sizing does not know is kept from the names given.
+  CHECK(plan.jobName == "my-job");
+  CHECK(plan.workerImage == "registry/trainer:1");
+  CHECK(plan.reducerImage.empty());
+  CHECK_THAT(checkEmittable(s.job, plan).message(), Contains("--reducer-image"));
 }
 
 TEST_CASE("report: recommendations and prices in JSON and text") {
