@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds one build tree with Ninja.
-#   scripts/build.sh [release|asan|tsan|fuzz] [extra cmake args...]
+#   scripts/build.sh [release|package|asan|tsan|fuzz] [extra cmake args...]
 # Trees live in build/<kind>/ (BUILD_ROOT overrides build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,9 @@ targets=()  # empty: everything
 # Sanitizer and fuzz trees build only what their test runs use (see scripts/test.sh).
 case "$kind" in
   release) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  # The release build of what the Debian packages hold, without tests and benchmarks (the
+  # reducer image's builder stage; scripts/package.sh package).
+  package) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_TESTS=OFF -DRS_BUILD_BENCH=OFF) ;;
   asan)
     args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF)
     targets=(rs_unit_tests rs_dataplane_tests plugin_harness nccl_net_reduction_server reduction-server) ;;
@@ -26,7 +29,7 @@ case "$kind" in
     args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_FUZZ=ON -DRS_BUILD_BENCH=OFF
            -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
     targets=(rs_fuzzers) ;;
-  *) echo "build.sh: unknown build kind '$kind' (release, asan, tsan, fuzz)" >&2; exit 2 ;;
+  *) echo "build.sh: unknown build kind '$kind' (release, package, asan, tsan, fuzz)" >&2; exit 2 ;;
 esac
 
 mkdir -p "$root"

@@ -2,6 +2,8 @@
 # Installs the Debian packages the build, tests and benchmarks need. Idempotent: it runs apt only
 # when something is missing. The Dockerfiles call this same script.
 #   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --build    build and packaging, without check-deploy.sh's and the
+#                                      image test's tools (the reducer image's builder stage)
 #   scripts/install-deps.sh --runtime  only what the reducer binary needs at run time
 #   scripts/install-deps.sh --no-deploy-check  build + test dependencies without those of
 #                                      scripts/check-deploy.sh (for an image's build stage)
@@ -22,7 +24,7 @@ build_pkgs=(
 # scripts/check-deploy.sh: yamllint (it brings python3-yaml) and Node.js with npm for the typed
 # check of Kubernetes manifests. A machine whose own Node.js already provides both (NodeSource's
 # nodejs provides npm and conflicts with Debian's) keeps its own.
-if [[ "${1:-}" != "--no-deploy-check" ]]; then
+if [[ "${1:-}" != "--no-deploy-check" && "${1:-}" != "--build" ]]; then
   build_pkgs+=(yamllint)
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     build_pkgs+=(nodejs npm)
@@ -35,6 +37,17 @@ runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibver
 
 pkgs=("${build_pkgs[@]}")
 [[ "${1:-}" == "--runtime" ]] && pkgs=("${runtime_pkgs[@]}")
+# Debian packages (scripts/package.sh): CPack's DEB generator runs dpkg-shlibdeps and file.
+package_pkgs=(dpkg-dev file)
+# Images (scripts/image-test.sh): podman with runc (Debian's default crun refuses this host's
+# cgroups), mmdebstrap for a Debian base where no registry can be reached.
+image_pkgs=(podman runc mmdebstrap)
+case "${1:-}" in
+  "" | --no-deploy-check) pkgs+=("${package_pkgs[@]}" "${image_pkgs[@]}") ;;
+  --build) pkgs+=("${package_pkgs[@]}") ;;
+  --runtime) ;;  # the reducer image's runtime stage: dpkg -i of our package checks this list
+  *) echo "install-deps: unknown option '$1' (--build, --runtime, --no-deploy-check)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test: the release build's unit and
-# multi-process tests, the sanitizer builds of the data-plane tests, and the fuzzers for a
-# bounded time. This is the README's test command and what .ci/run calls.
+# multi-process tests, the images (scripts/image-test.sh), the sanitizer builds of the
+# data-plane tests, and the fuzzers for a bounded time. This is the README's test command and
+# what .ci/run calls.
 #   scripts/test.sh          everything
 #   scripts/test.sh --quick  the release build's tests only
 set -euo pipefail
@@ -24,6 +25,10 @@ scripts/build.sh release
 run_ctest release
 
 if ((quick == 0)); then
+  # The reducer image and the worker layer, from the release tree's packages, used with podman:
+  # reducers, host and containerized workers, health check, uid, drain (docker/README.md).
+  echo "=== images ==="
+  scripts/image-test.sh
   # Sanitizers: halt on the first report so a finding fails the test that caused it.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

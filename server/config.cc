@@ -120,6 +120,19 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   ServerConfig& c = out.config;
   CLI::App app{"reduction-server: the reducer daemon of the Reduction Server all-reduce service"};
   app.set_version_flag("--version", versionLine("reduction-server", reduce::activeTargetName()));
+  // Modes beside serving; no RS_* twins, or the variable would turn the daemon into a probe.
+  auto* probeOpt =
+      app.add_option("--health-probe", out.healthProbeAddress,
+                     "Do not serve: ask the daemon at HOST:PORT (default: this configuration's "
+                     "gRPC address, a wildcard host as loopback) over grpc.health.v1 whether it "
+                     "serves; exit 0 if SERVING, else 1 (for container health checks)")
+          ->expected(0, 1)
+          ->type_name("[HOST:PORT]");
+  app.add_option("--health-probe-timeout-ms", out.healthProbeTimeoutMs,
+                 "Deadline of the --health-probe check")
+      ->check(CLI::Range(1u, 600000u))
+      ->type_name("MS")
+      ->capture_default_str();
 
   auto* dataOpt = addOption(app, "--data-listen", &c.dataListen,
                             "Data-plane listen address host:port (port 0: any free port)",
@@ -198,6 +211,7 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     out.exitCode = app.exit(e);
     return out;
   }
+  out.healthProbe = probeOpt->count() > 0;
   if (c.maxLeadBytes != 0 && c.tcp.recvBufferBytes == 0)
     c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(c.maxLeadBytes, INT32_MAX));
   if (c.ioThreads == 0) c.ioThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -206,11 +220,12 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     auto port = reducerPortFromClusterSpec();
     if (!port) {
       fmt::print(stderr, "reduction-server: {}\n", port.status().message());
-      out.exitCode = 2;
+      out.exitCode = out.healthProbe ? 1 : 2;  // Docker reserves 2 in health checks
       return out;
     }
     if (*port != 0) c.dataListen = "0.0.0.0:" + std::to_string(*port);
   }
+  if (out.healthProbe) return out;  // the probe uses only the listen addresses
   if (Status s = c.validate(); !s.isOk()) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());
     out.exitCode = 2;

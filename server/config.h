@@ -49,6 +49,11 @@ struct ServerConfig {
 struct ParsedConfig {
   ServerConfig config;
   int exitCode = -1;  // >= 0: stop now with this code (help printed, or a flag error)
+  // --health-probe [HOST:PORT]: probe a running daemon instead of starting one (health_probe.h);
+  // without an address, the one `config` derives. The daemon's own knobs are not validated then.
+  bool healthProbe = false;
+  std::string healthProbeAddress;
+  uint32_t healthProbeTimeoutMs = 3000;
 };
 ParsedConfig parseServerConfig(int argc, char** argv);
 

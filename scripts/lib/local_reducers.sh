@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by scripts that need a reducer pool on loopback (scripts/gpu-e2e.sh,
-# tests/nccl_plugin/run_harness.sh).
+# tests/nccl_plugin/run_harness.sh) or one reducer started as on Vertex AI (tests/integration/).
 #
 # start_local_reducers BIN N DIR [reducer flags...]: starts N reduction-server processes on
 # ephemeral loopback ports, logging to DIR/reducer<i>.log; appends their pids to the caller's
@@ -25,4 +25,32 @@ start_local_reducers() {
     read -r port _ <"$dir/r$i.port"
     reducers+="${reducers:+,}127.0.0.1:$port"
   done
+}
+
+# start_spec_reducer BIN LOG PORTFILE [VAR=value...]: starts BIN as Vertex AI starts a reducer,
+# the task workerpool2[0] of a CLUSTER_SPEC that names its data port (gRPC then listens on the
+# next one unless RS_GRPC_LISTEN says otherwise), with the given variables. The port is picked
+# below the kernel's ephemeral range (where other tests' sockets live), and another is tried if
+# it is taken anyway. Appends the pid to the caller's `pids` and sets `port` and `spec`. Fails if
+# no port file appeared within 60 s.
+start_spec_reducer() {
+  local bin=$1 log=$2 portfile=$3 attempt
+  shift 3
+  for attempt in 1 2 3 4 5; do
+    port=$(( 20000 + RANDOM % 12000 ))
+    spec="{\"cluster\":{\"workerpool0\":[\"w0:1\"],\"workerpool2\":[\"127.0.0.1:$port\"]},\"task\":{\"type\":\"workerpool2\",\"index\":0},\"environment\":\"cloud\"}"
+    rm -f "$portfile"
+    env CLUSTER_SPEC="$spec" RS_PORT_FILE="$portfile" "$@" "$bin" >"$log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 600); do
+      [[ -s "$portfile" ]] && return 0
+      kill -0 "${pids[-1]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    grep -qE "Address already in use|cannot listen" "$log" || break
+    echo "port $port taken (attempt $attempt), trying another"
+  done
+  echo "the reducer wrote no port file:" >&2
+  cat "$log" >&2
+  return 1
 }

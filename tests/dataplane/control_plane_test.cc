@@ -1,11 +1,11 @@
 // The gRPC control plane of a running reducer: GetInfo, JoinGroup, GetStats, LeaveGroup,
 // Drain, and the standard grpc.health.v1.Health service.
 #include <catch2/catch.hpp>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <thread>
 
+#include "proto/health.grpc.pb.h"
 #include "proto/reduction.grpc.pb.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/wait_until.h"
@@ -23,29 +23,14 @@ std::string idBytes(const GroupId& id) {
 }
 
 // grpc.health.v1.Health/Check with an empty service name; returns the ServingStatus enum
-// (1 SERVING, 2 NOT_SERVING), decoded by hand from the one-field response.
+// (1 SERVING, 2 NOT_SERVING), or -1 when the call fails.
 int healthStatus(const std::shared_ptr<grpc::Channel>& channel) {
-  grpc::GenericStub stub(channel);
+  auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  grpc::ByteBuffer request, response;  // an empty HealthCheckRequest is zero bytes
-  grpc::Slice empty;
-  request = grpc::ByteBuffer(&empty, 1);
-  grpc::CompletionQueue cq;
-  auto call = stub.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
-  call->StartCall();
-  grpc::Status status;
-  call->Finish(&response, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  cq.Next(&tag, &ok);
-  if (!status.ok()) return -1;
-  std::vector<grpc::Slice> slices;
-  (void)response.Dump(&slices);
-  std::string bytes;
-  for (auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  // field 1, varint: 0x08 <status>; an absent field means 0 (UNKNOWN).
-  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
+  grpc::health::v1::HealthCheckResponse response;
+  if (!stub->Check(&ctx, {}, &response).ok()) return -1;
+  return response.status();
 }
 
 }  // namespace

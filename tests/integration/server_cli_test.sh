@@ -37,23 +37,10 @@ expect_fail "metrics endpoint cannot listen on 203.0.113.1:0" "$server" --data-l
 # CLUSTER_SPEC names this task's port; RS_* variables set the rest. The port is picked below
 # the kernel's ephemeral range (where other tests' sockets live), and another is tried if it
 # is taken anyway.
-for attempt in 1 2 3 4 5; do
-  port=$(( 20000 + RANDOM % 12000 ))
-  rm -f "$tmp/ports"
-  CLUSTER_SPEC="{\"cluster\":{\"workerpool0\":[\"w0:1\"],\"workerpool2\":[\"127.0.0.1:$port\"]},\"task\":{\"type\":\"workerpool2\",\"index\":0},\"environment\":\"cloud\"}" \
-    RS_GRPC_LISTEN=127.0.0.1:0 RS_PORT_FILE="$tmp/ports" RS_IO_THREADS=1 RS_LOG_FORMAT=json \
-    "$server" >"$tmp/log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 1200); do
-    [[ -s "$tmp/ports" ]] && break
-    kill -0 "${pids[-1]}" 2>/dev/null || break
-    sleep 0.05
-  done
-  [[ -s "$tmp/ports" ]] && break
-  grep -q "Address already in use" "$tmp/log" || break
-  echo "port $port taken (attempt $attempt), trying another"
-done
-[[ -s "$tmp/ports" ]] || { echo "FAILED: no port file"; cat "$tmp/log"; exit 1; }
+# shellcheck source=scripts/lib/local_reducers.sh
+source "$(dirname "$0")/../../scripts/lib/local_reducers.sh"
+start_spec_reducer "$server" "$tmp/log" "$tmp/ports" \
+  RS_GRPC_LISTEN=127.0.0.1:0 RS_IO_THREADS=1 RS_LOG_FORMAT=json || exit 1
 read -r data grpc <"$tmp/ports"
 [[ $data == "$port" ]] || { echo "FAILED: data port $data, CLUSTER_SPEC said $port"; exit 1; }
 echo "ok: CLUSTER_SPEC port $port, gRPC port $grpc"
