@@ -20,14 +20,9 @@ python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 
   { echo "ddp-e2e: needs PyTorch with a CUDA GPU"; exit 2; }
 plugin=$(readlink -f "$bin/client/nccl_plugin/libnccl-net-reduction-server.so")
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
 # shellcheck source=scripts/lib/local_reducers.sh
 source scripts/lib/local_reducers.sh
-start_local_reducers "$bin/server/reduction-server" 2 "$tmp" --io-threads 2
+with_local_pool "$bin/server/reduction-server" 2 --io-threads 2  # sets tmp, pids, reducers
 
 # train <name> <port> [VAR=value...]: two ranks, each its own NCCL node on GPU 0.
 train() {

@@ -15,14 +15,9 @@ plugin=$(readlink -f "$bin/client/nccl_plugin/libnccl-net-reduction-server.so")
 [[ -x $bin/tests/gpu/nccl_allreduce_e2e ]] || { echo "gpu-e2e: CUDA/NCCL not found at build time"; exit 2; }
 nvidia-smi -L >/dev/null 2>&1 || { echo "gpu-e2e: no GPU here (nvidia-smi failed)"; exit 2; }
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
 # shellcheck source=scripts/lib/local_reducers.sh
 source scripts/lib/local_reducers.sh
-start_local_reducers "$bin/server/reduction-server" 2 "$tmp" --io-threads 2
+with_local_pool "$bin/server/reduction-server" 2 --io-threads 2  # sets tmp, pids, reducers
 
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export NCCL_NET_PLUGIN=$plugin NCCL_COLLNET_ENABLE=1 RS_REDUCERS=$reducers NCCL_RS_IFNAME=lo

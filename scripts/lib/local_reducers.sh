@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by scripts that need a reducer pool on loopback (scripts/gpu-e2e.sh,
-# tests/nccl_plugin/run_harness.sh) or one reducer started as on Vertex AI (tests/integration/).
+# scripts/ddp-e2e.sh, tests/nccl_plugin/run_harness.sh) or one reducer started as on Vertex AI (tests/integration/).
 #
 # start_local_reducers BIN N DIR [reducer flags...]: starts N reduction-server processes on
 # ephemeral loopback ports, logging to DIR/reducer<i>.log; appends their pids to the caller's
@@ -25,6 +25,16 @@ start_local_reducers() {
     read -r port _ <"$dir/r$i.port"
     reducers+="${reducers:+,}127.0.0.1:$port"
   done
+}
+
+# with_local_pool BIN N [reducer flags...]: for a script whose pool lives as long as it does:
+# makes the folder `tmp`, sets an EXIT trap that stops every pid in `pids` and removes `tmp`,
+# and starts N reducers there (start_local_reducers).
+with_local_pool() {
+  tmp=$(mktemp -d)
+  pids=()
+  trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
+  start_local_reducers "$1" "$2" "$tmp" "${@:3}"
 }
 
 # start_spec_reducer BIN LOG PORTFILE [VAR=value...]: starts BIN as Vertex AI starts a reducer,
