@@ -11,6 +11,7 @@
 #include "core/common/build_info.h"
 #include "core/common/byte_size.h"
 #include "core/reduce/reduce.h"
+#include "server/acceptor.h"
 
 namespace rs::server {
 
@@ -53,13 +54,11 @@ Status ServerConfig::validate() const {
   if (handshakeTimeoutMs < 1) return invalidArgument("--handshake-timeout-ms must be >= 1");
   if (statsIntervalSeconds < 0) return invalidArgument("--stats-interval must be >= 0");
   if (!metricsListen.empty()) {
-    const size_t colon = metricsListen.rfind(':');
-    const std::string port = colon == std::string::npos ? "" : metricsListen.substr(colon + 1);
-    if (colon == 0 || port.empty() || port.size() > 5 ||
-        metricsListen.find(',') != std::string::npos ||  // civetweb would listen on each
-        port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535)
+    // The data plane's own parse of a listen address; it also refuses civetweb's lists
+    // ("a:1,b:2", which would listen on each).
+    if (auto ep = resolveListenAddress(metricsListen); !ep)
       return invalidArgument("--metrics-listen must be HOST:PORT (port 0: any free port), got '" +
-                             metricsListen + "'");
+                             metricsListen + "': " + ep.status().message());
   }
   return Status::ok();
 }
