@@ -1,4 +1,4 @@
-// The NCCL net and CollNet plugin: a thin C shell over the client library.
+// The NCCL net and CollNet plugin: a thin C shell over rs_nccl and the client library.
 //
 // Every entry point catches everything and turns a Status into an ncclResult_t with a WARN
 // line (nothing is thrown across the C ABI). One implementation of each call serves every
@@ -8,11 +8,11 @@
 #include <exception>
 #include <memory>
 
-#include "client/collnet_group.h"
 #include "client/nccl_plugin/nccl_net_abi.h"
 #include "client/nccl_plugin/plugin_log.h"
 #include "client/nccl_plugin/plugin_state.h"
-#include "client/p2p/p2p.h"
+#include "rs/nccl/collnet_group.h"
+#include "rs/nccl/p2p.h"
 
 namespace rs::plugin {
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "client/net_interfaces.h"
-#include "client/p2p/p2p.h"
 #include "rs/client.h"
+#include "rs/nccl/net_interfaces.h"
+#include "rs/nccl/p2p.h"
 
 namespace rs::plugin {
 

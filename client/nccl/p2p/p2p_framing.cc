@@ -1,4 +1,4 @@
-#include "client/p2p/p2p_framing.h"
+#include "client/nccl/p2p/p2p_framing.h"
 
 #include <algorithm>
 #include <string>

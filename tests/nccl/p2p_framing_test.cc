@@ -1,13 +1,13 @@
-// The p2p transport's bytes (client/p2p/p2p_framing.h): piece ranges, and encode/decode of
+// The p2p transport's bytes (client/nccl/p2p/p2p_framing.h): piece ranges, and encode/decode of
 // the handle, hello, ack and piece header with every malformed field rejected. Pure, no I/O;
-// it lives here rather than in tests/unit because the framing is part of rs_client.
+// it lives here rather than in tests/unit because the framing is part of rs_nccl.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <vector>
 
-#include "client/p2p/p2p.h"
-#include "client/p2p/p2p_framing.h"
+#include "client/nccl/p2p/p2p_framing.h"
+#include "rs/nccl/p2p.h"
 
 namespace rs::client::p2p {
 namespace {

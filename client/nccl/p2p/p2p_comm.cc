@@ -1,4 +1,4 @@
-#include "client/p2p/p2p_comm.h"
+#include "client/nccl/p2p/p2p_comm.h"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>

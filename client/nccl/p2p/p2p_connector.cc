@@ -12,7 +12,7 @@
 #include <optional>
 #include <spdlog/spdlog.h>
 
-#include "client/p2p/p2p_comm.h"
+#include "client/nccl/p2p/p2p_comm.h"
 
 namespace rs::client::p2p {
 namespace {

@@ -1,4 +1,4 @@
-// The p2p transport (client/p2p/p2p.h) over real loopback sockets, driven the way NCCL's
+// The p2p transport (rs/nccl/p2p.h) over real loopback sockets, driven the way NCCL's
 // proxy drives ncclNet: listen, then poll connect and accept until both return a comm, then
 // isend/irecv/test without ever blocking. Every wait has a deadline; a hang is a failure.
 #include <catch2/catch.hpp>
@@ -17,9 +17,9 @@
 #include <set>
 #include <thread>
 
-#include "client/p2p/p2p.h"
-#include "client/p2p/p2p_engine.h"
-#include "client/p2p/p2p_framing.h"
+#include "client/nccl/p2p/p2p_engine.h"
+#include "client/nccl/p2p/p2p_framing.h"
+#include "rs/nccl/p2p.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/wait_until.h"
 

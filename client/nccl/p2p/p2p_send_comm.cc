@@ -4,7 +4,7 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 
-#include "client/p2p/p2p_comm.h"
+#include "client/nccl/p2p/p2p_comm.h"
 
 namespace rs::client::p2p {
 namespace {

@@ -18,7 +18,7 @@
 #include <spdlog/spdlog.h>
 #include <unordered_map>
 
-#include "client/p2p/p2p_comm.h"
+#include "client/nccl/p2p/p2p_comm.h"
 
 namespace rs::client::p2p {
 namespace {

@@ -1,4 +1,4 @@
-#include "client/collnet_group.h"
+#include "rs/nccl/collnet_group.h"
 
 #include <algorithm>
 #include <cstring>

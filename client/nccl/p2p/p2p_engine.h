@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "client/p2p/p2p.h"
+#include "rs/nccl/p2p.h"
 
 namespace rs::client::p2p {
 

@@ -33,10 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "client/p2p/p2p.h"
-#include "client/p2p/p2p_engine.h"
-#include "client/p2p/p2p_framing.h"
+#include "client/nccl/p2p/p2p_engine.h"
+#include "client/nccl/p2p/p2p_framing.h"
 #include "core/transport/pending_ops.h"
+#include "rs/nccl/p2p.h"
 
 namespace rs::client::p2p {
 

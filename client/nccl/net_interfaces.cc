@@ -1,4 +1,4 @@
-#include "client/net_interfaces.h"
+#include "rs/nccl/net_interfaces.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,4 +1,4 @@
-#include "client/p2p/p2p_engine.h"
+#include "client/nccl/p2p/p2p_engine.h"
 
 #include <algorithm>
 #include <spdlog/spdlog.h>

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "client/collnet_group.h"
-#include "client/net_interfaces.h"
+#include "rs/nccl/collnet_group.h"
+#include "rs/nccl/net_interfaces.h"
 #include "tests/support/local_pool.h"
 
 namespace rs::test {

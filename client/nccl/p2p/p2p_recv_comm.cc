@@ -4,7 +4,7 @@
 // buffer.
 #include <asio/read.hpp>
 
-#include "client/p2p/p2p_comm.h"
+#include "client/nccl/p2p/p2p_comm.h"
 
 namespace rs::client::p2p {
 
