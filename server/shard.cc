@@ -219,7 +219,8 @@ void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
   stats_.slotsOpen.fetch_sub(1, std::memory_order_relaxed);
   const auto dtype = static_cast<size_t>(slot.dtype()), op = static_cast<size_t>(slot.op());
   stats_.chunksReduced[dtype][op].fetch_add(1, std::memory_order_relaxed);
-  if (slot.elemOffset() == 0) stats_.collectivesReduced[dtype][op].fetch_add(1, std::memory_order_relaxed);
+  if (slot.elemOffset() == 0)
+    stats_.collectivesReduced[dtype][op].fetch_add(1, std::memory_order_relaxed);
   // The last part is queued; each queued part holds a reference, and the memory returns to
   // the pool when the last write completed. A quota slot is free now.
   scheduleWaiterService();
@@ -255,7 +256,8 @@ void Shard::memberLeft(Session& session) {
       failGroup(gs->group,
                 abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) still "
                                          "needed its contribution",
-                                         session.rank(), session.streamIndex(), chunk, slot->seq())));
+                                         session.rank(), session.streamIndex(), chunk,
+                                         slot->seq())));
       return;
     }
   }

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/common/aligned_buffer.h"
@@ -101,13 +102,18 @@ class Slot {
   template <typename Wake>
   void wakeHeldBack(Wake&& wake) {
     if (heldBack_.empty()) return;
-    waking_.swap(heldBack_);
-    for (uint32_t rank : waking_) wake(rank);
-    waking_.clear();
+    // Taken out first: wake may hold members back again (or, re-entered, wake others). The two
+    // vectors trade storage, so holding and waking allocate nothing once warm.
+    std::vector<uint32_t> waking = std::exchange(heldBack_, std::move(spare_));
+    for (uint32_t rank : waking) wake(rank);
+    waking.clear();
+    spare_ = std::move(waking);
   }
 
   // The finalized result from element `elem` on (elem < released()).
-  const std::byte* resultData(uint64_t elem) const { return accumulator_.data() + elem * elemSize_; }
+  const std::byte* resultData(uint64_t elem) const {
+    return accumulator_.data() + elem * elemSize_;
+  }
   uint64_t released() const { return released_; }
   uint64_t received(uint32_t rank) const { return members_[rank].received; }
 
@@ -167,7 +173,7 @@ class Slot {
   // (element i at i * elemSize), and handed out as RESULT parts.
   uint64_t released_ = 0;
   std::vector<uint32_t> heldBack_;  // members over the lead limit, not being read
-  std::vector<uint32_t> waking_;    // heldBack_'s storage while they are woken
+  std::vector<uint32_t> spare_;     // storage for heldBack_ while its members are woken
   // Members the chunk's last RESULT part was queued to and not yet written to; when it drops to
   // zero the chunk's reduce latency is recorded.
   uint32_t finalWritesPending_ = 0;

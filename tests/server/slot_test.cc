@@ -230,7 +230,7 @@ std::string typeOpName(const Shape& s) {
 
 }  // namespace
 
-TEST_CASE("uneven pieces from several members fold to the reference, every type and op") {
+TEST_CASE("slot: uneven pieces from several members fold to the reference, every type and op") {
   auto pool = std::make_shared<SlotPool>(64 << 20);
   for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
                      DataType::kInt32}) {
@@ -248,7 +248,7 @@ TEST_CASE("uneven pieces from several members fold to the reference, every type 
   CHECK(pool->inUse() == 0);  // every slot returned its buffer
 }
 
-TEST_CASE("an element split across reads is folded once it is whole") {
+TEST_CASE("slot: an element split across reads is folded once it is whole") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   SECTION("fp32 cut after 1 and after 3 bytes") {
     const Shape s{DataType::kFloat32, ReduceOp::kSum, 4, 2, 0, 4};  // parts of one element
@@ -296,7 +296,7 @@ TEST_CASE("an element split across reads is folded once it is whole") {
   }
 }
 
-TEST_CASE("avg is finalized in parts, in place, and earlier parts stay intact") {
+TEST_CASE("slot: avg is finalized in parts, in place, and earlier parts stay intact") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16}) {
     const Shape s{t, ReduceOp::kAvg, 600, 3, 0, 64};
@@ -325,7 +325,7 @@ TEST_CASE("avg is finalized in parts, in place, and earlier parts stay intact") 
   }
 }
 
-TEST_CASE("a part leaves once the common prefix grew by a part, the last one at the end") {
+TEST_CASE("slot: a part leaves once the common prefix grew by a part, the last one at the end") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   const Shape s{DataType::kFloat32, ReduceOp::kSum, 100, 2, 0, 64};  // parts of 16 elements
   auto slot = openSlot(pool, s);
@@ -348,7 +348,7 @@ TEST_CASE("a part leaves once the common prefix grew by a part, the last one at 
   CHECK(slot->complete());
 }
 
-TEST_CASE("the lead limit holds the members far ahead and releases the nearest first") {
+TEST_CASE("slot: the lead limit holds the members far ahead and releases the nearest first") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   // 1024 fp32 elements; a member 1 KiB (256 elements) or more past the released prefix waits;
   // parts of 256 bytes (64 elements).
@@ -398,7 +398,7 @@ TEST_CASE("the lead limit holds the members far ahead and releases the nearest f
   CHECK(released == std::vector<uint32_t>{1, 0});
 }
 
-TEST_CASE("under the lead limit the slowest member is never held back and the chunk completes") {
+TEST_CASE("slot: under the lead limit the slowest is never held back and the chunk completes") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     // As the configuration allows at its tightest: --max-lead equal to a part (and a piece).
@@ -417,7 +417,8 @@ TEST_CASE("under the lead limit the slowest member is never held back and the ch
       for (uint32_t r = 0; r < s.world; ++r)
         if (!held[r] && !slot->memberDone(r)) readable.push_back(r);
       REQUIRE_FALSE(readable.empty());
-      const uint32_t r = readable[std::uniform_int_distribution<size_t>(0, readable.size() - 1)(rng)];
+      const uint32_t r =
+          readable[std::uniform_int_distribution<size_t>(0, readable.size() - 1)(rng)];
       if (ms[r].send(*slot, pieceBytes(rng)) == 0) continue;
       const uint64_t before = results.received;
       results.collect(*slot);
@@ -435,7 +436,7 @@ TEST_CASE("under the lead limit the slowest member is never held back and the ch
   }
 }
 
-TEST_CASE("without a lead limit nobody is held back") {
+TEST_CASE("slot: without a lead limit nobody is held back") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   const Shape s{DataType::kFloat32, ReduceOp::kSum, 1024, 2, 0, 256};
   auto slot = openSlot(pool, s);
@@ -445,7 +446,7 @@ TEST_CASE("without a lead limit nobody is held back") {
   CHECK_FALSE(slot->holdBack(0));
 }
 
-TEST_CASE("a duplicate or disagreeing contribution is refused with its reason") {
+TEST_CASE("slot: a duplicate or disagreeing contribution is refused with its reason") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   const Shape s{DataType::kFloat32, ReduceOp::kSum, 64, 3};
   auto slot = openSlot(pool, s);
@@ -528,7 +529,7 @@ TEST_CASE("a duplicate or disagreeing contribution is refused with its reason") 
   }
 }
 
-TEST_CASE("a slot past its deadline names who never sent and who is mid-transfer") {
+TEST_CASE("slot: a slot past its deadline names who never sent and who is mid-transfer") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   const Shape s{DataType::kFloat32, ReduceOp::kSum, 64, 4};
   auto slot = openSlot(pool, s, 1000ms);
@@ -544,7 +545,7 @@ TEST_CASE("a slot past its deadline names who never sent and who is mid-transfer
                         "1: ranks 1 never sent it, ranks 0,2 are mid-transfer");
 }
 
-TEST_CASE("the chunk's latency counts once its last part is written to every member") {
+TEST_CASE("slot: the chunk's latency counts once its last part is written to every member") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   const Shape s{DataType::kFloat32, ReduceOp::kSum, 64, 2};
   auto slot = openSlot(pool, s);
@@ -560,7 +561,7 @@ TEST_CASE("the chunk's latency counts once its last part is written to every mem
   CHECK_FALSE(dead->lastPartWritten());  // an aborted group's chunk is not a reduction
 }
 
-TEST_CASE("the accumulator returns to the pool with the slot") {
+TEST_CASE("slot: the accumulator returns to the pool with the slot") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
   {
     auto slot = openSlot(pool, {DataType::kFloat16, ReduceOp::kSum, 1000, 2});
