@@ -18,7 +18,11 @@ Status DataPlane::start(asio::io_context& control) {
   RS_RETURN_IF_ERROR(acceptor_->listen(config_.dataListen));
   for (int i = 0; i < config_.ioThreads; ++i) {
     auto t = std::make_unique<IoThread>();
-    t->shard = std::make_unique<Shard>(t->io, config_, static_cast<uint32_t>(i), *this);
+    t->shard = std::make_unique<Shard>(
+        t->io, config_, static_cast<uint32_t>(i), registry_,
+        [this](const std::shared_ptr<Group>& group, const Status& reason) {
+          abortGroup(group, reason);
+        });
     threads_.push_back(std::move(t));
   }
   for (auto& t : threads_) {

@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "core/cluster/sharding.h"
-#include "core/reduce/reduce.h"
 #include "server/shard.h"
 
 namespace rs::server {
@@ -43,7 +42,7 @@ void Session::start(const wire::HelloAckPayload& ack) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Read side: header, then the payload in pieces, each summed into the slot as it lands.
+// Read side: header, then the payload in pieces, each folded into the slot as it lands.
 
 void Session::readHeader() {
   if (closed_ || aborting_) return;
@@ -180,25 +179,16 @@ void Session::onSlotReady(std::shared_ptr<Slot> slot) {
   beginContribution(std::move(slot));
 }
 
-bool Session::leadsTooFar(const Slot& slot) const {
-  const uint64_t limit = shard_.config().maxLeadBytes;
-  return limit != 0 && (doneElems_ - slot.released) * dataTypeSize(in_.dtype) >= limit;
-}
-
 void Session::onOthersCaughtUp() {
   if (!heldBack_ || closed_ || aborting_ || !slot_) return;
-  if (leadsTooFar(*slot_)) {
-    slot_->heldBack.push_back(weak_from_this());
-    return;
-  }
+  if (slot_->holdBack(rank_)) return;  // still too far ahead: wait for the next release
   heldBack_ = false;
   readPiece();
 }
 
 void Session::beginContribution(std::shared_ptr<Slot> slot) {
-  slot->members[rank_] = Slot::MemberState::kReceiving;
+  slot->startReceiving(rank_);
   slot_ = std::move(slot);
-  doneElems_ = 0;
   tailBytes_ = 0;
   readPiece();
 }
@@ -207,8 +197,7 @@ void Session::beginContribution(std::shared_ptr<Slot> slot) {
 // piece would hold back the RESULT parts of a chunk no larger than a piece until all of it is
 // in, and a worker's download would no longer overlap its upload.
 void Session::readPiece() {
-  const size_t elemSize = dataTypeSize(in_.dtype);
-  const uint64_t leftBytes = (in_.elemCount - doneElems_) * elemSize - tailBytes_;
+  const uint64_t leftBytes = slot_->bytesLeft(rank_) - tailBytes_;
   const size_t want = static_cast<size_t>(std::min<uint64_t>(leftBytes, staging_.size() - tailBytes_));
   readInFlight_ = true;
   stream_->asyncReadSome(
@@ -228,49 +217,31 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
     return;
   }
   Slot& slot = *slot_;
-  if (slot.dead) return;  // the group was aborted while this piece was in flight
+  if (slot.dead()) return;  // the group was aborted while this piece was in flight
   shard_.stats().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
   group_->counters().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
-  const size_t elemSize = dataTypeSize(in_.dtype);
-  const size_t accSize = accumulatorSize(in_.dtype);
   const size_t have = tailBytes_ + bytes;
-  const uint64_t elems = have / elemSize;
-  tailBytes_ = have - elems * elemSize;
-  if (elems == 0) {  // less than one element so far
+  const size_t folded = slot.fold(rank_, staging_.data(), have);
+  tailBytes_ = have - folded;
+  if (folded == 0) {  // less than one element so far
     readPiece();
     return;
   }
-  const auto* src = reinterpret_cast<const std::byte*>(staging_.data());
-  std::byte* acc = slot.accumulator.data();
-  const uint64_t begin = doneElems_;
-  const uint64_t end = begin + elems;
-  if (begin < slot.frontier) {
-    const uint64_t n = std::min(end, slot.frontier) - begin;
-    reduce::accumulate(in_.dtype, in_.op, src, acc + begin * accSize, n);
-  }
-  if (end > slot.frontier) {
-    const uint64_t from = std::max(begin, slot.frontier);
-    reduce::accumulateFirst(in_.dtype, src + (from - begin) * elemSize, acc + from * accSize,
-                            end - from);
-    slot.frontier = end;
-  }
-  doneElems_ = end;
   // The fold reads from the front of staging_, so a split element moves there.
-  if (tailBytes_ != 0) std::memmove(staging_.data(), src + elems * elemSize, tailBytes_);
+  if (tailBytes_ != 0) std::memmove(staging_.data(), staging_.data() + folded, tailBytes_);
 
-  if (doneElems_ < in_.elemCount) {
-    shard_.contributed(slot, rank_, doneElems_);
+  if (!slot.memberDone(rank_)) {
+    shard_.contributed(slot);
     if (closed_ || aborting_) return;
-    if (leadsTooFar(slot)) {
+    if (slot.holdBack(rank_)) {  // over the lead limit: the shard wakes it after a release
       heldBack_ = true;
-      slot.heldBack.push_back(weak_from_this());
       return;
     }
     readPiece();
     return;
   }
   std::shared_ptr<Slot> finished = std::move(slot_);
-  shard_.contributed(*finished, rank_, doneElems_);
+  shard_.contributed(*finished);
   readHeader();
 }
 
@@ -293,23 +264,21 @@ void Session::fail(const Status& reason) {
 
 void Session::sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint64_t to) {
   if (closed_ || aborting_) return;
-  const size_t elemSize = dataTypeSize(slot->dtype);
   wire::FrameHeader h;
   h.type = wire::FrameType::kResult;
-  h.group = slot->group;
+  h.group = slot->group();
   h.rank = rank_;
-  h.seq = slot->seq;
-  h.chunk = slot->chunk;
-  h.elemOffset = slot->elemOffset + from;
+  h.seq = slot->seq();
+  h.chunk = slot->chunk();
+  h.elemOffset = slot->elemOffset() + from;
   h.elemCount = static_cast<uint32_t>(to - from);
-  h.dtype = slot->dtype;
-  h.op = slot->op;
-  h.payloadLength = static_cast<uint32_t>(h.elemCount * elemSize);
-  const bool lastPart = to == slot->elemCount;
+  h.dtype = slot->dtype();
+  h.op = slot->op();
+  h.payloadLength = static_cast<uint32_t>(h.elemCount * dataTypeSize(h.dtype));
+  const bool lastPart = to == slot->elemCount();
   // Counted before the write starts: its completion handler never runs inside enqueue().
-  if (lastPart) ++slot->finalWritesPending;
-  enqueue({wire::encodeHeader(h), slot, slot->accumulator.data() + from * elemSize,
-           h.payloadLength, {}, lastPart});
+  if (lastPart) slot->lastPartQueued();
+  enqueue({wire::encodeHeader(h), slot, slot->resultData(from), h.payloadLength, {}, lastPart});
 }
 
 void Session::abort(const Status& reason) {
@@ -395,9 +364,9 @@ void Session::countWritten() {
   for (const OutFrame& f : inFlight_) {
     if (!f.slot) continue;  // HELLO_ACK, ABORT: not result payload
     payload += f.bytes;
-    if (f.lastPart && --f.slot->finalWritesPending == 0 && !f.slot->dead) {
+    if (f.lastPart && f.slot->lastPartWritten()) {
       if (!now) now = std::chrono::steady_clock::now();
-      shard_.stats().reduceLatency.observe(*now - f.slot->created);
+      shard_.stats().reduceLatency.observe(*now - f.slot->created());
     }
   }
   if (payload == 0) return;

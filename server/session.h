@@ -1,5 +1,6 @@
-// One worker stream on one io thread: reads REDUCE frames and sums each payload into its slot
-// piece by piece as it arrives; writes RESULT frames from the slot's single result buffer.
+// One worker stream on one io thread: reads REDUCE frames and hands each payload to its slot
+// piece by piece as it arrives (the slot folds it in); writes RESULT frames from the slot's
+// single result buffer.
 //
 // Lifetime: the Shard holds a session while it is a group member, and every pending operation
 // holds it through shared_from_this(), so a closed session lives until its last handler ran
@@ -73,7 +74,6 @@ class Session : public std::enable_shared_from_this<Session> {
   void beginContribution(std::shared_ptr<Slot> slot);
   void readPiece();
   void onPiece(const std::error_code& ec, size_t bytes);
-  bool leadsTooFar(const Slot& slot) const;
   // A protocol or I/O error on this stream: close it and fail the group's collectives.
   void fail(const Status& reason);
   // A frame that breaks the protocol: counted under `why`, then fail().
@@ -96,9 +96,10 @@ class Session : public std::enable_shared_from_this<Session> {
   wire::HeaderBytes inHeaderBytes_{};
   wire::FrameHeader in_;
   std::shared_ptr<Slot> slot_;  // the slot being filled
-  uint64_t doneElems_ = 0;      // elements of the current chunk folded in
   AlignedBuffer staging_;       // what one read brings, at most a piece (cache-sized)
-  size_t tailBytes_ = 0;        // a partial element at the front of staging_, from the last read
+  // A partial element at the front of staging_, which the slot could not fold yet (see
+  // Slot::fold): the next read lands right behind it.
+  size_t tailBytes_ = 0;
   bool parked_ = false;
   bool heldBack_ = false;  // over the lead limit: waiting for the others in this chunk
   bool readInFlight_ = false;

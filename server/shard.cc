@@ -5,31 +5,23 @@
 #include <spdlog/spdlog.h>
 
 #include "core/cluster/sharding.h"
-#include "core/reduce/reduce.h"
-#include "server/data_plane.h"
 #include "server/session.h"
 
 namespace rs::server {
 namespace {
 constexpr auto kTimeoutScanPeriod = std::chrono::milliseconds(200);
-constexpr uint64_t kMinResultPartBytes = 32 << 10;  // see releaseReady
-
-std::string rankList(const Slot& slot, Slot::MemberState state) {
-  std::string out;
-  for (size_t r = 0; r < slot.members.size(); ++r) {
-    if (slot.members[r] != state) continue;
-    if (!out.empty()) out += ",";
-    out += std::to_string(r);
-  }
-  return out.empty() ? "none" : out;
-}
+// A RESULT part goes out once the ready prefix grew by this much (or a piece, if smaller; see
+// Slot::releaseReady): a bounded frame count per chunk, a download trailing the upload by little.
+constexpr uint64_t kMinResultPartBytes = 32 << 10;
 }  // namespace
 
-Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, DataPlane& plane)
+Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
+             GroupRegistry& registry, AbortGroup abortGroup)
     : io_(io),
       config_(config),
       index_(index),
-      plane_(plane),
+      registry_(registry),
+      abortGroup_(std::move(abortGroup)),
       pool_(std::make_shared<SlotPool>(config.memoryLimitBytes /
                                        static_cast<uint64_t>(config.ioThreads))),
       timeoutTimer_(io) {
@@ -75,41 +67,24 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
   session->start(ack);
 }
 
-Status Shard::checkMatches(const Slot& slot, const wire::FrameHeader& h, uint32_t rank) const {
-  if (slot.seq != h.seq || slot.elemOffset != h.elemOffset || slot.elemCount != h.elemCount ||
-      slot.dtype != h.dtype || slot.op != h.op)
-    return invalidArgument(fmt::format(
-        "members disagree on chunk {}: rank {} sent seq {} offset {} count {} {} {}, but the "
-        "chunk was opened with seq {} offset {} count {} {} {} (every member must issue the "
-        "same collectives in the same order)",
-        h.chunk, rank, h.seq, h.elemOffset, h.elemCount, dataTypeName(h.dtype),
-        reduceOpName(h.op), slot.seq, slot.elemOffset, slot.elemCount, dataTypeName(slot.dtype),
-        reduceOpName(slot.op)));
-  if (slot.members[rank] != Slot::MemberState::kWaiting)
-    return protocolError(fmt::format("rank {} sent chunk {} twice", rank, h.chunk));
-  return Status::ok();
-}
-
-void Shard::countMismatch(const Status& mismatch) {
-  // checkMatches: a second copy of a chunk is a protocol error, anything else a disagreement.
-  stats_.countRejection(mismatch.code() == StatusCode::kProtocolError ? FrameRejection::kDuplicate
-                                                                      : FrameRejection::kDisagreement);
+Status Shard::admit(const Slot& slot, const wire::FrameHeader& h, uint32_t rank) {
+  FrameRejection why{};
+  Status s = slot.admit(h, rank, &why);
+  if (!s.isOk()) stats_.countRejection(why);
+  return s;
 }
 
 std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h,
                                       AlignedBuffer buffer) {
-  auto slot = std::make_shared<Slot>(pool_, std::move(buffer), gs.group->params().worldSize);
-  slot->group = h.group;
-  slot->stream = static_cast<uint16_t>(cluster::streamForChunk(
-      h.chunk, gs.group->params().reducerCount, gs.group->params().streamCount));
-  slot->chunk = h.chunk;
-  slot->seq = h.seq;
-  slot->elemOffset = h.elemOffset;
-  slot->elemCount = h.elemCount;
-  slot->dtype = h.dtype;
-  slot->op = h.op;
-  slot->created = std::chrono::steady_clock::now();
-  slot->deadline = slot->created + std::chrono::milliseconds(gs.group->timeoutMs());
+  const GroupParams& p = gs.group->params();
+  Slot::Setup setup;
+  setup.worldSize = p.worldSize;
+  setup.stream = static_cast<uint16_t>(
+      cluster::streamForChunk(h.chunk, p.reducerCount, p.streamCount));
+  setup.timeout = std::chrono::milliseconds(gs.group->timeoutMs());
+  setup.maxLeadBytes = config_.maxLeadBytes;
+  setup.minPartBytes = std::min<uint64_t>(kMinResultPartBytes, config_.pieceBytes);
+  auto slot = std::make_shared<Slot>(pool_, std::move(buffer), h, setup);
   gs.open.emplace(h.chunk, slot);
   gs.group->counters().openSlots.fetch_add(1, std::memory_order_relaxed);
   stats_.slotsOpen.fetch_add(1, std::memory_order_relaxed);
@@ -126,9 +101,8 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
     return Acquire::kFailed;
   }
   if (auto it = gs->open.find(h.chunk); it != gs->open.end()) {
-    Status s = checkMatches(*it->second, h, session->rank());
+    Status s = admit(*it->second, h, session->rank());
     if (!s.isOk()) {
-      countMismatch(s);
       *error = s;
       failGroup(gs->group, s);
       return Acquire::kFailed;
@@ -192,9 +166,8 @@ void Shard::serviceWaiters() {
     std::shared_ptr<Slot> slot;
     if (auto open = gs->open.find(it->header.chunk); open != gs->open.end()) {
       // Another member opened it meanwhile: no memory needed.
-      Status s = checkMatches(*open->second, it->header, session->rank());
+      Status s = admit(*open->second, it->header, session->rank());
       if (!s.isOk()) {
-        countMismatch(s);
         it = waiters_.erase(it);
         failGroup(gs->group, s);
         continue;
@@ -216,60 +189,38 @@ void Shard::serviceWaiters() {
   stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
 }
 
-void Shard::contributed(Slot& slot, uint32_t rank, uint64_t elems) {
-  slot.received[rank] = elems;
-  const bool last = elems == slot.elemCount;
-  if (last) slot.members[rank] = Slot::MemberState::kDone;
-  if (slot.dead) return;
-  GroupShard* gs = findGroup(slot.group);
+void Shard::contributed(Slot& slot) {
+  if (slot.dead()) return;
+  GroupShard* gs = findGroup(slot.group());
   if (gs == nullptr) return;
-  auto it = gs->open.find(slot.chunk);
+  auto it = gs->open.find(slot.chunk());
   if (it == gs->open.end() || it->second.get() != &slot) return;
   std::shared_ptr<Slot> self = it->second;
-  releaseReady(*gs, self);
-  if (!last || ++slot.membersDone < slot.members.size()) return;
+  sendReady(*gs, self);
+  if (!slot.complete()) return;
   gs->open.erase(it);
   completeSlot(*gs, slot);
 }
 
-void Shard::releaseReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
-  // Members fold in whatever their sockets delivered, so the common prefix grows in uneven
-  // steps: a part goes out once it has grown by kMinResultPartBytes (or the chunk is complete),
-  // which keeps the frame count per chunk bounded while the download still trails the upload
-  // by only that much. A member's lead is measured from `released`, and the lead limit is at
-  // least a piece, which is at least a part: the slowest member is never held back.
-  const uint64_t ready = *std::min_element(slot->received.begin(), slot->received.end());
-  if (ready <= slot->released) return;
-  const uint64_t minPartElems =
-      std::min<uint64_t>(kMinResultPartBytes, config_.pieceBytes) / dataTypeSize(slot->dtype);
-  if (ready < slot->elemCount && ready - slot->released < minPartElems) return;
-  const uint64_t from = slot->released;
-  if (!reduce::finalizeIsIdentity(slot->dtype, slot->op)) {
-    // In place and in order: the wire-typed part lands at or below its accumulator elements,
-    // behind everything not yet finalized (reduce.h allows dst to trail acc).
-    std::byte* acc = slot->accumulator.data();
-    reduce::finalize(slot->dtype, slot->op, acc + from * accumulatorSize(slot->dtype),
-                     acc + from * dataTypeSize(slot->dtype), ready - from,
-                     static_cast<uint32_t>(slot->members.size()));
-  }
-  slot->released = ready;
-  for (const auto& member : gs.members[slot->stream])
-    if (member && !member->closed()) member->sendResult(slot, from, ready);
-  if (!slot->heldBack.empty()) {
-    auto held = std::move(slot->heldBack);
-    slot->heldBack.clear();
-    for (const auto& waiting : held)
-      if (auto session = waiting.lock()) session->onOthersCaughtUp();
-  }
+void Shard::sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
+  const std::optional<Slot::Part> part = slot->releaseReady();
+  if (!part) return;
+  const auto& members = gs.members[slot->stream()];
+  for (const auto& member : members)
+    if (member && !member->closed()) member->sendResult(slot, part->from, part->to);
+  slot->wakeHeldBack([&](uint32_t rank) {
+    if (rank < members.size() && members[rank]) members[rank]->onOthersCaughtUp();
+  });
 }
 
 void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
   gs.group->counters().openSlots.fetch_sub(1, std::memory_order_relaxed);
   gs.group->counters().reductions.fetch_add(1, std::memory_order_relaxed);
   stats_.slotsOpen.fetch_sub(1, std::memory_order_relaxed);
-  const auto dtype = static_cast<size_t>(slot.dtype), op = static_cast<size_t>(slot.op);
+  const auto dtype = static_cast<size_t>(slot.dtype()), op = static_cast<size_t>(slot.op());
   stats_.chunksReduced[dtype][op].fetch_add(1, std::memory_order_relaxed);
-  if (slot.elemOffset == 0) stats_.collectivesReduced[dtype][op].fetch_add(1, std::memory_order_relaxed);
+  if (slot.elemOffset() == 0)
+    stats_.collectivesReduced[dtype][op].fetch_add(1, std::memory_order_relaxed);
   // The last part is queued; each queued part holds a reference, and the memory returns to
   // the pool when the last write completed. A quota slot is free now.
   scheduleWaiterService();
@@ -277,7 +228,7 @@ void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
 
 void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason) {
   group->counters().errors.fetch_add(1, std::memory_order_relaxed);
-  plane_.abortGroup(group, reason);
+  abortGroup_(group, reason);
 }
 
 void Shard::abortGroup(const GroupId& id, const Status& reason) {
@@ -285,7 +236,7 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
   if (it == groups_.end()) return;
   GroupShard gs = std::move(it->second);
   groups_.erase(it);
-  for (auto& [chunk, slot] : gs.open) slot->dead = true;
+  for (auto& [chunk, slot] : gs.open) slot->markDead();
   gs.group->counters().openSlots.fetch_sub(static_cast<int64_t>(gs.open.size()),
                                            std::memory_order_relaxed);
   stats_.slotsOpen.fetch_sub(static_cast<int64_t>(gs.open.size()), std::memory_order_relaxed);
@@ -301,12 +252,12 @@ void Shard::memberLeft(Session& session) {
   GroupShard* gs = findGroup(session.group()->id());
   if (gs == nullptr) return;
   for (const auto& [chunk, slot] : gs->open) {
-    if (slot->stream == session.streamIndex() &&
-        slot->members[session.rank()] != Slot::MemberState::kDone) {
+    if (slot->stream() == session.streamIndex() && !slot->memberDone(session.rank())) {
       failGroup(gs->group,
                 abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) still "
                                          "needed its contribution",
-                                         session.rank(), session.streamIndex(), chunk, slot->seq)));
+                                         session.rank(), session.streamIndex(), chunk,
+                                         slot->seq())));
       return;
     }
   }
@@ -316,7 +267,7 @@ void Shard::memberLeft(Session& session) {
 
 void Shard::detach(Session& session) {
   stats_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
-  plane_.registry().streamClosed(*session.group(), session.rank(), session.streamIndex());
+  registry_.streamClosed(*session.group(), session.rank(), session.streamIndex());
   const GroupId id = session.group()->id();
   GroupShard* gs = findGroup(id);
   if (gs == nullptr) return;
@@ -340,7 +291,7 @@ void Shard::closeAll(const Status& reason) {
   timeoutTimer_.cancel();
   std::vector<std::shared_ptr<Session>> sessions;
   for (auto& [id, gs] : groups_) {
-    for (auto& [chunk, slot] : gs.open) slot->dead = true;
+    for (auto& [chunk, slot] : gs.open) slot->markDead();
     stats_.slotsOpen.fetch_sub(static_cast<int64_t>(gs.open.size()), std::memory_order_relaxed);
     for (auto& [stream, members] : gs.members)
       for (auto& s : members)
@@ -365,17 +316,9 @@ void Shard::checkTimeouts() {
   std::vector<std::pair<std::shared_ptr<Group>, Status>> expired;
   for (auto& [id, gs] : groups_) {
     for (auto& [chunk, slot] : gs.open) {
-      if (now < slot->deadline) continue;
-      const auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - slot->created).count();
-      expired.emplace_back(
-          gs.group,
-          timeoutError(fmt::format(
-              "chunk {} of collective seq {} waited {} ms (timeout {} ms) on stream {}: "
-              "ranks {} never sent it, ranks {} are mid-transfer",
-              chunk, slot->seq, waited, gs.group->timeoutMs(), slot->stream,
-              rankList(*slot, Slot::MemberState::kWaiting),
-              rankList(*slot, Slot::MemberState::kReceiving))));
+      Status overdue = slot->overdue(now);
+      if (overdue.isOk()) continue;
+      expired.emplace_back(gs.group, std::move(overdue));
       break;  // one reason per group is enough
     }
   }

@@ -27,6 +27,7 @@
 #include <asio/steady_timer.hpp>
 #include <array>
 #include <atomic>
+#include <functional>
 #include <list>
 #include <memory>
 #include <unordered_map>
@@ -44,7 +45,6 @@
 
 namespace rs::server {
 
-class DataPlane;
 class Session;
 
 // Per-thread counters, written only by this shard's thread (relaxed atomics, no lock) and summed
@@ -74,7 +74,12 @@ struct alignas(64) ShardStats {
 
 class Shard {
  public:
-  Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, DataPlane& plane);
+  // Aborts a group on every io thread (the data plane's broadcast). Any thread.
+  using AbortGroup = std::function<void(const std::shared_ptr<Group>&, const Status&)>;
+
+  // `registry` is told when a stream closes; `abortGroup` fails a group everywhere.
+  Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, GroupRegistry& registry,
+        AbortGroup abortGroup);
   ~Shard();
 
   asio::io_context& io() { return io_; }
@@ -99,10 +104,10 @@ class Shard {
   // Session::onSlotReady. kFailed: *error says why (the group has been aborted).
   Acquire acquireSlot(const std::shared_ptr<Session>& session, const wire::FrameHeader& header,
                       std::shared_ptr<Slot>* slot, Status* error);
-  // `rank` has folded in the first `elems` elements of the slot's chunk. Queues the RESULT
-  // part that every member has now contributed to, and completes the slot when it was the
-  // last element of the last member.
-  void contributed(Slot& slot, uint32_t rank, uint64_t elems);
+  // A member folded more of its contribution into the slot: queues the RESULT part that every
+  // member has now contributed to, wakes the members held back, and completes the slot when
+  // that was the last element of the last member.
+  void contributed(Slot& slot);
   // The member closed its stream at a frame boundary. If a chunk still open on that stream
   // lacks its contribution, the group fails; otherwise later chunks on the stream will.
   void memberLeft(Session& session);
@@ -127,11 +132,11 @@ class Shard {
   };
 
   GroupShard* findGroup(const GroupId& id);
-  Status checkMatches(const Slot& slot, const wire::FrameHeader& header, uint32_t rank) const;
-  void countMismatch(const Status& mismatch);
+  // The members-agree check of a header for an open slot; a refusal is counted.
+  Status admit(const Slot& slot, const wire::FrameHeader& header, uint32_t rank);
   std::shared_ptr<Slot> openSlot(GroupShard& gs, const wire::FrameHeader& header,
                                  AlignedBuffer buffer);
-  void releaseReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);
+  void sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);
   void completeSlot(GroupShard& gs, const Slot& slot);
   void serviceWaiters();
   void scheduleWaiterService();
@@ -142,7 +147,8 @@ class Shard {
   asio::io_context& io_;
   const ServerConfig& config_;
   const uint32_t index_;
-  DataPlane& plane_;
+  GroupRegistry& registry_;
+  const AbortGroup abortGroup_;
   std::shared_ptr<SlotPool> pool_;
   ShardStats stats_;
   std::unordered_map<GroupId, GroupShard, GroupIdHash> groups_;

@@ -1,4 +1,10 @@
 // One reduction slot: chunk `chunk` of one group, summed from all members on one io thread.
+// The slot owns the chunk's state machine; the session only reads bytes and hands them over,
+// the shard only keeps the table of open slots and sends what the slot releases.
+//
+//   open (first REDUCE header) -> admit (each later header: the members agree)
+//   -> fold (each piece of each member, front to back) -> releaseReady (the common prefix,
+//   finalized in place, as [from, to) RESULT parts) -> complete (every member's last element)
 //
 // Cut-through: the result leaves in parts as soon as every member's contribution to a prefix
 // is in, not after the whole chunk, so a worker's download overlaps its upload (with K streams
@@ -8,67 +14,172 @@
 // Lead limit: the result leaves at the pace of the slowest member, so bytes a faster member
 // sends ahead only wait in the slot while they take link capacity from the slow one (TCP
 // shares a reducer's link between its workers unevenly over short spans), and the backlog
-// is paid at the end of every collective. A member more than --max-lead ahead in a chunk is
-// not read until the others catch up, which hands the reducer's link to the ones behind. The
-// slowest member of the oldest open chunk is never held back, so this cannot deadlock.
+// is paid at the end of every collective. A member more than --max-lead ahead of the released
+// prefix is not read (holdBack) until the others catch up (wakeHeldBack after a release),
+// which hands the reducer's link to the ones behind; as the prefix grows the members nearest
+// to it fall under the limit first. The slowest member is never held back: its lead is less
+// than a RESULT part, and a part is at most a piece, which --max-lead is at least. With the
+// shard's argument in shard.h (the oldest open chunk of a stream always completes) this
+// cannot deadlock.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/common/aligned_buffer.h"
+#include "core/common/status.h"
 #include "core/reduce/dtype.h"
+#include "core/wire/frame.h"
 #include "core/wire/group_id.h"
+#include "server/failure_reason.h"
 #include "server/slot_pool.h"
 
 namespace rs::server {
 
-class Session;
-
-struct Slot {
+class Slot {
+ public:
   enum class MemberState : uint8_t { kWaiting, kReceiving, kDone };
 
-  Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, uint32_t worldSize)
-      : pool_(std::move(pool)),
-        accumulator(std::move(buffer)),
-        members(worldSize),
-        received(worldSize, 0) {}
-  ~Slot() { pool_->release(std::move(accumulator)); }
+  // What the slot needs to know beyond the header that opened it.
+  struct Setup {
+    uint32_t worldSize = 0;
+    uint16_t stream = 0;  // the stream index the chunk travels on (from every member)
+    std::chrono::milliseconds timeout{0};
+    uint64_t maxLeadBytes = 0;   // 0: no lead limit; otherwise at least minPartBytes
+    uint64_t minPartBytes = 0;   // a RESULT part goes out once the ready prefix grew this much
+  };
+  // [from, to): elements finalized (wire-typed at resultData(from)) and ready to send.
+  struct Part {
+    uint64_t from = 0;
+    uint64_t to = 0;
+  };
+
+  // Opened by the first REDUCE header of the chunk; `buffer` holds at least
+  // elemCount * accumulatorSize(dtype) bytes and returns to `pool` with the slot.
+  Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::FrameHeader& opener,
+       const Setup& setup);
+  ~Slot();
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
 
-  // What every contribution must agree on (from the first header that opened the slot).
-  GroupId group;
-  uint16_t stream = 0;
-  uint64_t chunk = 0;
-  uint64_t seq = 0;
-  uint64_t elemOffset = 0;
-  uint32_t elemCount = 0;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
+  // The members-agree check for a later REDUCE header of `rank`: ok, or why not, with the
+  // rejection it is counted under: kDisagreement (seq, offset, count, dtype or op differ),
+  // kDuplicate (a second copy from the same rank), kMisrouted (another group or chunk).
+  Status admit(const wire::FrameHeader& header, uint32_t rank, FrameRejection* why) const;
+  // `rank` starts sending its contribution (its header was admitted or opened the slot).
+  void startReceiving(uint32_t rank);
+
+  // Folds rank's next `bytes` bytes (the contribution continues where the last fold ended)
+  // and returns how many it consumed: whole elements only, at most the rest of the chunk.
+  // The caller keeps the rest (less than one element) and passes it again at the front of
+  // the next call. Why the caller keeps a split element rather than the slot: the bytes are
+  // already in the caller's aligned staging buffer, the next read lands right behind them,
+  // so the fold always starts at the buffer's aligned front and reads the split element in
+  // one piece, with no per-member tail here and no one-element stitching path.
+  size_t fold(uint32_t rank, const std::byte* data, size_t bytes);
+  // Bytes `rank` has still to send.
+  uint64_t bytesLeft(uint32_t rank) const {
+    return (elemCount_ - members_[rank].received) * elemSize_;
+  }
+  bool memberDone(uint32_t rank) const { return members_[rank].state == MemberState::kDone; }
+  // Every member's last element is in.
+  bool complete() const { return membersDone_ == members_.size(); }
+
+  // The lead limit: true, and `rank` is queued to be woken (wakeHeldBack), when rank is
+  // --max-lead or more ahead of the released prefix and must not be read for now.
+  bool holdBack(uint32_t rank);
+  // After a fold: finalizes what every member has contributed beyond the released prefix, in
+  // place, and returns it once it grew by a part (or reached the end of the chunk).
+  std::optional<Part> releaseReady();
+  // Calls wake(rank) for each member held back, in the order they were held. wake may hold a
+  // member back again (holdBack) if it is still too far ahead.
+  template <typename Wake>
+  void wakeHeldBack(Wake&& wake) {
+    if (heldBack_.empty()) return;
+    // Taken out first: wake may hold members back again (or, re-entered, wake others). The two
+    // vectors trade storage, so holding and waking allocate nothing once warm.
+    std::vector<uint32_t> waking = std::exchange(heldBack_, std::move(spare_));
+    for (uint32_t rank : waking) wake(rank);
+    waking.clear();
+    spare_ = std::move(waking);
+  }
+
+  // The finalized result from element `elem` on (elem < released()).
+  const std::byte* resultData(uint64_t elem) const {
+    return accumulator_.data() + elem * elemSize_;
+  }
+  uint64_t released() const { return released_; }
+  uint64_t received(uint32_t rank) const { return members_[rank].received; }
+
+  // The chunk's last RESULT part was queued to one more member / written to one: the latter
+  // returns true when it was the last write and the slot is not dead (its latency counts).
+  void lastPartQueued() { ++finalWritesPending_; }
+  bool lastPartWritten() { return --finalWritesPending_ == 0 && !dead_; }
+
+  // Its group was aborted: no more folds, releases or latency.
+  void markDead() { dead_ = true; }
+  bool dead() const { return dead_; }
+  std::chrono::steady_clock::time_point created() const { return created_; }
+  // Ok while the deadline has not passed; then the timeout naming who has not sent.
+  Status overdue(std::chrono::steady_clock::time_point now) const;
+
+  const GroupId& group() const { return group_; }
+  uint16_t stream() const { return stream_; }
+  uint64_t chunk() const { return chunk_; }
+  uint64_t seq() const { return seq_; }
+  uint64_t elemOffset() const { return elemOffset_; }
+  uint32_t elemCount() const { return elemCount_; }
+  DataType dtype() const { return dtype_; }
+  ReduceOp op() const { return op_; }
+
+ private:
+  struct Member {
+    MemberState state = MemberState::kWaiting;
+    uint64_t received = 0;  // elements folded in (a prefix of the chunk)
+  };
+  std::string ranksIn(MemberState state) const;
+
+  // What every contribution must agree on (from the header that opened the slot).
+  const GroupId group_;
+  const uint16_t stream_;
+  const uint64_t chunk_;
+  const uint64_t seq_;
+  const uint64_t elemOffset_;
+  const uint32_t elemCount_;
+  const DataType dtype_;
+  const ReduceOp op_;
+  const size_t elemSize_;  // on the wire
+  const size_t accSize_;   // in the accumulator
+  const uint64_t maxLeadBytes_;
+  const uint64_t minPartElems_;
+  const std::chrono::milliseconds timeout_;
 
   std::shared_ptr<SlotPool> pool_;  // shared: a slot may outlive its shard at shutdown
-  AlignedBuffer accumulator;        // elemCount * accumulatorSize(dtype) bytes
+  AlignedBuffer accumulator_;       // elemCount * accSize bytes
 
   // Elements [0, frontier) hold at least one contribution: a piece below the frontier is
   // folded in, a piece above it initialises. Every member sends its chunk front to back, so
   // the initialised region is always a prefix.
-  uint64_t frontier = 0;
-  std::vector<MemberState> members;
-  std::vector<uint64_t> received;  // per member: elements folded in (a prefix of the chunk)
-  uint32_t membersDone = 0;
+  uint64_t frontier_ = 0;
+  std::vector<Member> members_;
+  uint32_t membersDone_ = 0;
   // Elements [0, released) are finalized in place, wire-typed at the front of the accumulator
-  // (element i at i * dataTypeSize), and queued to every member as RESULT parts.
-  uint64_t released = 0;
-  std::vector<std::weak_ptr<Session>> heldBack;  // members over the lead limit, not being read
+  // (element i at i * elemSize), and handed out as RESULT parts.
+  uint64_t released_ = 0;
+  std::vector<uint32_t> heldBack_;  // members over the lead limit, not being read
+  std::vector<uint32_t> spare_;     // storage for heldBack_ while its members are woken
   // Members the chunk's last RESULT part was queued to and not yet written to; when it drops to
-  // zero the chunk's reduce latency is recorded (Session::onWritten).
-  uint32_t finalWritesPending = 0;
-  bool dead = false;      // its group was aborted
-  std::chrono::steady_clock::time_point created;  // opened: the first REDUCE header was in
-  std::chrono::steady_clock::time_point deadline;
+  // zero the chunk's reduce latency is recorded.
+  uint32_t finalWritesPending_ = 0;
+  bool dead_ = false;
+  const std::chrono::steady_clock::time_point created_;
+  const std::chrono::steady_clock::time_point deadline_;
 };
 
 }  // namespace rs::server

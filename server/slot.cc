@@ -1,0 +1,136 @@
+#include "server/slot.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/reduce/reduce.h"
+
+namespace rs::server {
+
+Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::FrameHeader& h,
+           const Setup& setup)
+    : group_(h.group),
+      stream_(setup.stream),
+      chunk_(h.chunk),
+      seq_(h.seq),
+      elemOffset_(h.elemOffset),
+      elemCount_(h.elemCount),
+      dtype_(h.dtype),
+      op_(h.op),
+      elemSize_(dataTypeSize(h.dtype)),
+      accSize_(accumulatorSize(h.dtype)),
+      maxLeadBytes_(setup.maxLeadBytes),
+      minPartElems_(setup.minPartBytes / dataTypeSize(h.dtype)),
+      timeout_(setup.timeout),
+      pool_(std::move(pool)),
+      accumulator_(std::move(buffer)),
+      members_(setup.worldSize),
+      created_(std::chrono::steady_clock::now()),
+      deadline_(created_ + setup.timeout) {}
+
+Slot::~Slot() { pool_->release(std::move(accumulator_)); }
+
+Status Slot::admit(const wire::FrameHeader& h, uint32_t rank, FrameRejection* why) const {
+  // The shard finds a slot by group and chunk, so this cannot fail through it; it keeps a
+  // slot from folding a stranger's bytes if a caller ever routes a header wrongly.
+  if (group_ != h.group || chunk_ != h.chunk) {
+    *why = FrameRejection::kMisrouted;
+    return protocolError(fmt::format("rank {} sent chunk {} of group {} to the slot of chunk {} "
+                                     "of group {}",
+                                     rank, h.chunk, h.group.toString(), chunk_,
+                                     group_.toString()));
+  }
+  if (seq_ != h.seq || elemOffset_ != h.elemOffset || elemCount_ != h.elemCount ||
+      dtype_ != h.dtype || op_ != h.op) {
+    *why = FrameRejection::kDisagreement;
+    return invalidArgument(fmt::format(
+        "members disagree on chunk {}: rank {} sent seq {} offset {} count {} {} {}, but the "
+        "chunk was opened with seq {} offset {} count {} {} {} (every member must issue the "
+        "same collectives in the same order)",
+        h.chunk, rank, h.seq, h.elemOffset, h.elemCount, dataTypeName(h.dtype),
+        reduceOpName(h.op), seq_, elemOffset_, elemCount_, dataTypeName(dtype_),
+        reduceOpName(op_)));
+  }
+  if (members_[rank].state != MemberState::kWaiting) {
+    *why = FrameRejection::kDuplicate;
+    return protocolError(fmt::format("rank {} sent chunk {} twice", rank, h.chunk));
+  }
+  return Status::ok();
+}
+
+void Slot::startReceiving(uint32_t rank) { members_[rank].state = MemberState::kReceiving; }
+
+size_t Slot::fold(uint32_t rank, const std::byte* src, size_t bytes) {
+  Member& m = members_[rank];
+  const uint64_t begin = m.received;
+  const uint64_t end = begin + std::min<uint64_t>(bytes / elemSize_, elemCount_ - begin);
+  if (end == begin) return 0;
+  std::byte* acc = accumulator_.data();
+  if (begin < frontier_) {
+    const uint64_t n = std::min(end, frontier_) - begin;
+    reduce::accumulate(dtype_, op_, src, acc + begin * accSize_, n);
+  }
+  if (end > frontier_) {
+    const uint64_t from = std::max(begin, frontier_);
+    reduce::accumulateFirst(dtype_, src + (from - begin) * elemSize_, acc + from * accSize_,
+                            end - from);
+    frontier_ = end;
+  }
+  m.received = end;
+  if (end == elemCount_) {
+    m.state = MemberState::kDone;
+    ++membersDone_;
+  }
+  return static_cast<size_t>((end - begin) * elemSize_);
+}
+
+bool Slot::holdBack(uint32_t rank) {
+  if (maxLeadBytes_ == 0 || (members_[rank].received - released_) * elemSize_ < maxLeadBytes_)
+    return false;
+  heldBack_.push_back(rank);
+  return true;
+}
+
+std::optional<Slot::Part> Slot::releaseReady() {
+  // Members fold in whatever their sockets delivered, so the common prefix grows in uneven
+  // steps: a part goes out once it has grown by minPartElems (or the chunk is complete),
+  // which keeps the frame count per chunk bounded while the download still trails the upload
+  // by only that much.
+  uint64_t ready = members_.front().received;
+  for (const Member& m : members_) ready = std::min(ready, m.received);
+  if (ready <= released_) return std::nullopt;
+  if (ready < elemCount_ && ready - released_ < minPartElems_) return std::nullopt;
+  const uint64_t from = released_;
+  if (!reduce::finalizeIsIdentity(dtype_, op_)) {
+    // In place and in order: the wire-typed part lands at or below its accumulator elements,
+    // behind everything not yet finalized (reduce.h allows dst to trail acc).
+    std::byte* acc = accumulator_.data();
+    reduce::finalize(dtype_, op_, acc + from * accSize_, acc + from * elemSize_, ready - from,
+                     static_cast<uint32_t>(members_.size()));
+  }
+  released_ = ready;
+  return Part{from, ready};
+}
+
+std::string Slot::ranksIn(MemberState state) const {
+  std::string out;
+  for (size_t r = 0; r < members_.size(); ++r) {
+    if (members_[r].state != state) continue;
+    if (!out.empty()) out += ",";
+    out += std::to_string(r);
+  }
+  return out.empty() ? "none" : out;
+}
+
+Status Slot::overdue(std::chrono::steady_clock::time_point now) const {
+  if (now < deadline_) return Status::ok();
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - created_).count();
+  return timeoutError(fmt::format(
+      "chunk {} of collective seq {} waited {} ms (timeout {} ms) on stream {}: "
+      "ranks {} never sent it, ranks {} are mid-transfer",
+      chunk_, seq_, waited, timeout_.count(), stream_, ranksIn(MemberState::kWaiting),
+      ranksIn(MemberState::kReceiving)));
+}
+
+}  // namespace rs::server
