@@ -379,8 +379,9 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
   for (const transport::FrameWriter::Frame& f : frames) {
     if (f.tag == kControlFrame) continue;  // not result payload
     payload += f.payload.size;
+    if (f.tag != kLastResultPart) continue;
     auto& slot = *static_cast<Slot*>(f.owner.get());  // a RESULT part's owner is its slot
-    if (f.tag == kLastResultPart && --slot.finalWritesPending == 0 && !slot.dead) {
+    if (--slot.finalWritesPending == 0 && !slot.dead) {
       if (!now) now = std::chrono::steady_clock::now();
       shard_.stats().reduceLatency.observe(*now - slot.created);
     }
