@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/common/log.h"
+#include "core/wire/control_frames.h"
 
 namespace rs::client {
 
@@ -129,16 +130,14 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
     const uint64_t offset = i * plan.chunkElems;
     ChunkTransfer t;
     t.request = request;
-    t.header.type = wire::FrameType::kReduce;
-    t.header.group = group_.id;
-    t.header.rank = group_.rank;
-    t.header.seq = seq;
-    t.header.chunk = chunk;
-    t.header.elemOffset = offset;
-    t.header.elemCount = static_cast<uint32_t>(plan.elemsInChunk(i, count));
-    t.header.dtype = type;
-    t.header.op = op;
-    t.header.payloadLength = static_cast<uint32_t>(t.header.elemCount * elemSize);
+    t.header = wire::reduceHeader({.group = group_.id,
+                                   .rank = group_.rank,
+                                   .seq = seq,
+                                   .chunk = chunk,
+                                   .elemOffset = offset,
+                                   .elemCount = static_cast<uint32_t>(plan.elemsInChunk(i, count)),
+                                   .dtype = type,
+                                   .op = op});
     t.src = src + offset * elemSize;
     t.dst = dst + offset * elemSize;
     const uint32_t r = cluster::reducerForChunk(chunk, reducers_);

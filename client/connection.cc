@@ -6,10 +6,10 @@
 
 #include "client/communicator_core.h"
 #include "client/request_state.h"
+#include "core/wire/control_frames.h"
 
 namespace rs::client {
 namespace {
-constexpr size_t kMaxFramesPerWrite = 16;
 constexpr auto kMaxRetry = std::chrono::milliseconds(1000);
 constexpr auto kReasonGrace = std::chrono::milliseconds(2000);
 }  // namespace
@@ -25,7 +25,16 @@ Connection::Connection(CommunicatorCore& comm, asio::io_context& io, uint32_t re
                         streamIndex)),
       resolver_(io),
       socket_(io),
-      retryTimer_(io) {}
+      retryTimer_(io),
+      writer_(
+          // Each write is counted like every other operation, so that drain stays exact.
+          [this](transport::IoHandler done) -> transport::IoHandler {
+            return transport::countedHandler(shared_from_this(), pendingOps_,
+                                             &Connection::opDone, std::move(done));
+          },
+          [this](const std::error_code& ec, transport::FrameWriter::Written frames) {
+            onWritten(ec, frames);
+          }) {}
 
 template <typename F>
 auto Connection::counted(F&& handler) {
@@ -37,9 +46,9 @@ void Connection::opDone() {
   if (!pendingOps_.done() || !closed_ || drained_) return;
   drained_ = true;
   std::vector<std::shared_ptr<RequestState>> touched;
-  for (auto& c : sendQueue_) touched.push_back(std::move(c.request));
+  for (auto& c : held_) touched.push_back(std::move(c.request));
   for (auto& c : expected_) touched.push_back(std::move(c.request));
-  sendQueue_.clear();
+  held_.clear();
   expected_.clear();
   comm_.onDrained(*this, std::move(touched));
 }
@@ -113,23 +122,17 @@ void Connection::sendHello() {
   hello.reducerIndex = static_cast<uint16_t>(reducerIndex_);
   hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
   hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
-  helloBytes_ = wire::encodeHello(hello);
+  const auto helloBytes = wire::encodeHello(hello);
   wire::FrameHeader h;
   h.type = wire::FrameType::kHello;
   h.group = g.id;
   h.rank = g.rank;
   h.payloadLength = wire::kHelloPayloadSize;
-  outHeaders_.assign(1, wire::encodeHeader(h));
-  gather_ = {{outHeaders_[0].data(), outHeaders_[0].size()},
-             {helloBytes_.data(), helloBytes_.size()}};
-  writing_ = true;
-  stream_->asyncWriteAll(gather_.data(), gather_.size(),
-                         counted([this](const std::error_code& ec, size_t) {
-                           writing_ = false;
-                           if (closed_) return;
-                           if (ec) return fail(ioError("sending HELLO: " + ec.message()));
-                           flush();
-                         }));
+  // The first frame on the stream: nothing else is handed to the writer before the handshake.
+  writer_.enqueue(transport::ownedFrame(
+      wire::encodeHeader(h),
+      std::string(reinterpret_cast<const char*>(helloBytes.data()), helloBytes.size())));
+  writer_.flush(*stream_);
   readHeader();
 }
 
@@ -210,6 +213,9 @@ void Connection::onHelloAck(const std::error_code& ec) {
         "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
         name_, ack.maxPayloadBytes, comm_.options().maxChunkBytes)));
   handshaken_ = true;
+  for (const ChunkTransfer& c : held_) enqueueReduce(c);
+  held_.clear();
+  flush();
   comm_.onConnected(*this, Status::ok());
   readHeader();
 }
@@ -230,18 +236,17 @@ void Connection::onResult(const std::error_code& ec) {
 
 void Connection::onErrorText(const std::error_code& ec) {
   if (closed_) return;
-  std::string text;
-  if (ec || !wire::decodeErrorMessage(reinterpret_cast<const uint8_t*>(errorText_.data()),
-                                      errorText_.size(), &text)
-                 .isOk())
-    text = "(no readable reason)";
-  auto code = in_.status >= 1 && in_.status <= static_cast<uint32_t>(StatusCode::kInternal)
-                  ? static_cast<StatusCode>(in_.status)
-                  : StatusCode::kAborted;
-  fail(Status(code, fmt::format("{} {}: {}", name_,
-                                in_.type == wire::FrameType::kAbort ? "aborted the group"
-                                                                    : "refused",
-                                text)));
+  wire::PeerError peer;
+  if (ec || !wire::parseErrorFrame(in_, reinterpret_cast<const uint8_t*>(errorText_.data()),
+                                   errorText_.size(), &peer)
+                 .isOk()) {
+    peer.abort = in_.type == wire::FrameType::kAbort;
+    peer.code = wire::errorCode(in_);
+    peer.reason = "(no readable reason)";
+  }
+  fail(Status(peer.code, fmt::format("{} {}: {}", name_,
+                                     peer.abort ? "aborted the group" : "refused",
+                                     peer.reason)));
 }
 
 // --- Writing ---------------------------------------------------------------------------------
@@ -253,41 +258,36 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
     if (drained_) {
       comm_.onLateRequests(std::move(late));
     } else {
-      for (auto& c : chunks) sendQueue_.push_back(std::move(c));
+      for (auto& c : chunks) held_.push_back(std::move(c));
     }
     return;
   }
   for (auto& c : chunks) {
     expected_.push_back({c.request, c.header, nullptr, c.dst});
-    sendQueue_.push_back(std::move(c));
+    if (handshaken_) enqueueReduce(c);
+    else held_.push_back(std::move(c));
   }
   flush();
 }
 
-void Connection::flush() {
-  if (writing_ || writeBroken_ || closed_ || !handshaken_ || sendQueue_.empty()) return;
-  framesInFlight_ = std::min(sendQueue_.size(), kMaxFramesPerWrite);
-  outHeaders_.resize(framesInFlight_);
-  gather_.clear();
-  for (size_t i = 0; i < framesInFlight_; ++i) {
-    const ChunkTransfer& c = sendQueue_[i];
-    outHeaders_[i] = wire::encodeHeader(c.header);
-    gather_.push_back({outHeaders_[i].data(), outHeaders_[i].size()});
-    gather_.push_back({c.src, c.header.payloadLength});
-  }
-  writing_ = true;
-  stream_->asyncWriteAll(gather_.data(), gather_.size(),
-                         counted([this](const std::error_code& ec, size_t) { onWritten(ec); }));
+// No owner: the caller's buffer stays valid until its request is finished, and a request is
+// failed only once every connection has drained (its writes included).
+void Connection::enqueueReduce(const ChunkTransfer& c) {
+  writer_.enqueue({wire::encodeHeader(c.header), {c.src, c.header.payloadLength}, nullptr, 0});
 }
 
-void Connection::onWritten(const std::error_code& ec) {
-  writing_ = false;
+void Connection::flush() {
+  if (closed_ || !handshaken_) return;
+  writer_.flush(*stream_);
+}
+
+void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Written) {
   if (closed_) return;
+  if (ec && !handshaken_) return fail(ioError("sending HELLO: " + ec.message()));
   if (ec) {
     // A reducer that aborts the group closes the stream after its ABORT frame, so a write can
     // fail first while the reason still waits to be read. Give the read side a moment to
     // deliver it; only if nothing better arrives is the write error the verdict.
-    writeBroken_ = true;
     const Status writeError = ioError(name_ + ": write failed: " + ec.message());
     retryTimer_.expires_after(kReasonGrace);
     retryTimer_.async_wait(counted([this, writeError](const std::error_code& e) {
@@ -295,9 +295,6 @@ void Connection::onWritten(const std::error_code& ec) {
     }));
     return;
   }
-  sendQueue_.erase(sendQueue_.begin(),
-                   sendQueue_.begin() + static_cast<std::ptrdiff_t>(framesInFlight_));
-  framesInFlight_ = 0;
   flush();
 }
 
@@ -311,17 +308,10 @@ void Connection::fail(const Status& status) {
 
 void Connection::abortAndClose(const Status& reason) {
   if (closed_) return;
-  if (handshaken_ && !writing_ && !writeBroken_ && stream_) {
-    wire::FrameHeader h;
-    h.type = wire::FrameType::kAbort;
-    h.group = comm_.group().id;
-    h.rank = comm_.group().rank;
-    h.status = static_cast<uint32_t>(reason.code());
-    const std::string text = wire::encodeErrorMessage(reason.message());
-    h.payloadLength = static_cast<uint32_t>(text.size());
-    const wire::HeaderBytes header = wire::encodeHeader(h);
-    std::string frame(reinterpret_cast<const char*>(header.data()), header.size());
-    frame += text;
+  if (handshaken_ && !writer_.writing() && !writer_.failed() && stream_) {
+    const wire::ErrorFrame last = wire::abortFrame(comm_.group().id, comm_.group().rank, reason);
+    std::string frame(reinterpret_cast<const char*>(last.header.data()), last.header.size());
+    frame += last.reason;
     // Non-blocking and all-or-nothing in practice: an idle socket's send buffer takes a frame
     // of at most ~1 KiB. A short write just leaves the reducer to notice the close instead.
     std::error_code ignored;
@@ -341,6 +331,7 @@ void Connection::close() {
   std::error_code ignored;
   socket_.close(ignored);
   if (stream_) stream_->close();
+  writer_.close();
   opDone();
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/cluster/cluster_spec.h"
+#include "core/transport/frame_writer.h"
 #include "core/transport/pending_ops.h"
 #include "core/transport/tcp_stream.h"
 #include "core/wire/frame.h"
@@ -70,8 +71,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void onHelloAck(const std::error_code& ec);
   void onResult(const std::error_code& ec);
   void onErrorText(const std::error_code& ec);
+  // Hands a chunk's REDUCE frame to the writer.
+  void enqueueReduce(const ChunkTransfer& chunk);
   void flush();
-  void onWritten(const std::error_code& ec);
+  void onWritten(const std::error_code& ec, transport::FrameWriter::Written frames);
   void fail(const Status& status);
   // Every async operation is counted so that drain is exact.
   template <typename F>
@@ -99,14 +102,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::array<uint8_t, wire::kHelloAckPayloadSize> ackBytes_{};
   std::string errorText_;
 
-  std::deque<ChunkTransfer> sendQueue_;
+  // Chunks not handed to the writer: submitted before the handshake (sent after it) or after
+  // close (failed once drained).
+  std::vector<ChunkTransfer> held_;
   std::deque<ChunkTransfer> expected_;
-  std::vector<wire::HeaderBytes> outHeaders_;
-  std::vector<transport::ConstBuffer> gather_;
-  std::array<uint8_t, wire::kHelloPayloadSize> helloBytes_{};
-  size_t framesInFlight_ = 0;
-  bool writing_ = false;
-  bool writeBroken_ = false;  // a write failed: the read side may still bring the reason
+  // HELLO, then REDUCE frames straight from the caller's buffer. A failed write leaves it
+  // failed(): the read side may still bring the reason.
+  transport::FrameWriter writer_;
 
   bool closed_ = false;
   transport::PendingOps pendingOps_;

@@ -5,6 +5,7 @@
 
 #include "core/cluster/cluster_spec.h"
 #include "core/transport/tcp_stream.h"
+#include "core/wire/control_frames.h"
 #include "core/wire/frame.h"
 #include "server/data_plane.h"
 
@@ -122,16 +123,9 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
       stream_->close();
       return;
     }
-    wire::FrameHeader h;
-    h.type = wire::FrameType::kError;
-    h.group = hello_.group;
-    h.rank = hello_.rank;
-    h.status = static_cast<uint32_t>(reason.code());
-    reply_ = wire::encodeErrorMessage(reason.message());
-    h.payloadLength = static_cast<uint32_t>(reply_.size());
-    replyHeader_ = wire::encodeHeader(h);
-    buffers_[0] = {replyHeader_.data(), replyHeader_.size()};
-    buffers_[1] = {reply_.data(), reply_.size()};
+    reply_ = wire::errorFrame(hello_.group, hello_.rank, reason);
+    buffers_[0] = {reply_.header.data(), reply_.header.size()};
+    buffers_[1] = {reply_.reason.data(), reply_.reason.size()};
     stream_->asyncWriteAll(buffers_, 2, [self = shared_from_this()](const std::error_code&, size_t) {
       self->stream_->close();
     });
@@ -144,8 +138,7 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
   std::array<uint8_t, wire::kHelloPayloadSize> payload_{};
   wire::FrameHeader hello_;
   bool finished_ = false;
-  wire::HeaderBytes replyHeader_{};
-  std::string reply_;
+  wire::ErrorFrame reply_;
   transport::ConstBuffer buffers_[2]{};
 };
 

@@ -8,12 +8,16 @@
 #include <optional>
 
 #include "core/cluster/sharding.h"
+#include "core/wire/control_frames.h"
 #include "server/shard.h"
 
 namespace rs::server {
 namespace {
-constexpr size_t kMaxFramesPerWrite = 16;  // gather limit: 2 buffers per frame
 constexpr auto kAbortGrace = std::chrono::seconds(2);
+// Frame tags. A RESULT part's owner is its slot.
+constexpr uint32_t kControlFrame = 0;  // HELLO_ACK, ABORT
+constexpr uint32_t kResultPart = 1;
+constexpr uint32_t kLastResultPart = 2;  // carries the end of its chunk's result
 }  // namespace
 
 Session::Session(Shard& shard, std::unique_ptr<transport::Stream> stream,
@@ -25,19 +29,27 @@ Session::Session(Shard& shard, std::unique_ptr<transport::Stream> stream,
       streamIndex_(streamIndex),
       name_(fmt::format("{} rank {} stream {} ({})", group_->name(), rank, streamIndex,
                         stream_->peerName())),
-      staging_(shard.config().pieceBytes) {}
+      staging_(shard.config().pieceBytes),
+      writer_(
+          [this](transport::IoHandler done) -> transport::IoHandler {
+            return [self = shared_from_this(), done = std::move(done)](
+                       const std::error_code& ec, size_t n) { done(ec, n); };
+          },
+          [this](const std::error_code& ec, transport::FrameWriter::Written frames) {
+            onWritten(ec, frames);
+          }) {}
 
 void Session::start(const wire::HelloAckPayload& ack) {
-  OutFrame frame;
   wire::FrameHeader h;
   h.type = wire::FrameType::kHelloAck;
   h.group = group_->id();
   h.rank = rank_;
   h.payloadLength = wire::kHelloAckPayloadSize;
-  frame.header = wire::encodeHeader(h);
   auto payload = wire::encodeHelloAck(ack);
-  frame.text.assign(reinterpret_cast<const char*>(payload.data()), payload.size());
-  enqueue(std::move(frame));
+  writer_.enqueue(transport::ownedFrame(
+      wire::encodeHeader(h), std::string(reinterpret_cast<const char*>(payload.data()),
+                                         payload.size())));
+  flush();
   readHeader();
 }
 
@@ -97,12 +109,12 @@ void Session::onHeader(const std::error_code& ec) {
 
 void Session::onPeerAbort(const std::error_code& ec) {
   if (!readDone()) return;
-  std::string reason;
-  if (ec || !wire::decodeErrorMessage(reinterpret_cast<const uint8_t*>(peerReason_.data()),
-                                      peerReason_.size(), &reason)
+  wire::PeerError peer;
+  if (ec || !wire::parseErrorFrame(in_, reinterpret_cast<const uint8_t*>(peerReason_.data()),
+                                   peerReason_.size(), &peer)
                  .isOk())
-    reason = "no readable reason";
-  fail(abortedError(fmt::format("rank {} gave up: {}", rank_, reason)));
+    peer.reason = "no readable reason";
+  fail(abortedError(fmt::format("rank {} gave up: {}", rank_, peer.reason)));
 }
 
 void Session::handleReduce() {
@@ -260,40 +272,34 @@ void Session::fail(const Status& reason) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Write side: a FIFO of frames, written as gather writes of up to kMaxFramesPerWrite frames.
+// Write side: the frame writer's FIFO, written as gather writes.
 
 void Session::sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint64_t to) {
   if (closed_ || aborting_) return;
-  wire::FrameHeader h;
-  h.type = wire::FrameType::kResult;
-  h.group = slot->group();
-  h.rank = rank_;
-  h.seq = slot->seq();
-  h.chunk = slot->chunk();
-  h.elemOffset = slot->elemOffset() + from;
-  h.elemCount = static_cast<uint32_t>(to - from);
-  h.dtype = slot->dtype();
-  h.op = slot->op();
-  h.payloadLength = static_cast<uint32_t>(h.elemCount * dataTypeSize(h.dtype));
+  const wire::FrameHeader h = wire::resultHeader({.group = slot->group(),
+                                                   .rank = rank_,
+                                                   .seq = slot->seq(),
+                                                   .chunk = slot->chunk(),
+                                                   .elemOffset = slot->elemOffset() + from,
+                                                   .elemCount = static_cast<uint32_t>(to - from),
+                                                   .dtype = slot->dtype(),
+                                                   .op = slot->op()});
   const bool lastPart = to == slot->elemCount();
-  // Counted before the write starts: its completion handler never runs inside enqueue().
+  // Counted before the write starts: its completion handler never runs inside flush().
   if (lastPart) slot->lastPartQueued();
-  enqueue({wire::encodeHeader(h), slot, slot->resultData(from), h.payloadLength, {}, lastPart});
+  writer_.enqueue({wire::encodeHeader(h),
+                   {slot->resultData(from), h.payloadLength},
+                   slot,
+                   lastPart ? kLastResultPart : kResultPart});
+  flush();
 }
 
 void Session::abort(const Status& reason) {
   if (closed_ || aborting_) return;
   aborting_ = true;
-  queue_.clear();  // results of an aborted group are void
-  wire::FrameHeader h;
-  h.type = wire::FrameType::kAbort;
-  h.group = group_->id();
-  h.rank = rank_;
-  h.status = static_cast<uint32_t>(reason.code());
-  std::string text = wire::encodeErrorMessage(reason.message());
-  h.payloadLength = static_cast<uint32_t>(text.size());
-  OutFrame frame{wire::encodeHeader(h), nullptr, nullptr, 0, std::move(text)};
-  queue_.push_back(std::move(frame));
+  writer_.dropQueued();  // results of an aborted group are void
+  wire::ErrorFrame frame = wire::abortFrame(group_->id(), rank_, reason);
+  writer_.enqueue(transport::ownedFrame(frame.header, std::move(frame.reason)));
   graceTimer_ = std::make_unique<asio::steady_timer>(shard_.io(), kAbortGrace);
   graceTimer_->async_wait([self = shared_from_this(), reason](const std::error_code& ec) {
     if (!ec) self->close(reason);
@@ -309,47 +315,26 @@ void Session::close(const Status& reason) {
   spdlog::debug("{}: closing: {}", name_, reason.message());
   if (graceTimer_) graceTimer_->cancel();
   stream_->close();
-  queue_.clear();
+  writer_.close();
   slot_.reset();
   shard_.detach(*this);
 }
 
-void Session::enqueue(OutFrame frame) {
-  queue_.push_back(std::move(frame));
-  flush();
-}
-
 void Session::flush() {
-  if (writing_ || closed_ || queue_.empty()) return;
-  inFlight_.clear();
-  gather_.clear();
-  while (!queue_.empty() && inFlight_.size() < kMaxFramesPerWrite) {
-    inFlight_.push_back(std::move(queue_.front()));
-    queue_.pop_front();
-  }
-  for (const OutFrame& f : inFlight_) {
-    gather_.push_back({f.header.data(), f.header.size()});
-    if (f.slot) gather_.push_back({f.data, f.bytes});
-    else if (!f.text.empty()) gather_.push_back({f.text.data(), f.text.size()});
-  }
-  writing_ = true;
-  stream_->asyncWriteAll(gather_.data(), gather_.size(),
-                         [self = shared_from_this()](const std::error_code& ec, size_t) {
-                           self->onWritten(ec);
-                         });
+  if (closed_) return;
+  writer_.flush(*stream_);
 }
 
-void Session::onWritten(const std::error_code& ec) {
-  writing_ = false;
-  if (!ec && !closed_) countWritten();
-  inFlight_.clear();  // releases the slots whose results went out
+// The writer releases the frames' slots once this returns.
+void Session::onWritten(const std::error_code& ec, transport::FrameWriter::Written frames) {
+  if (!ec && !closed_) countWritten(frames);
   if (closed_) return;
   if (ec) {
     if (aborting_) close(ioError("write failed while aborting: " + ec.message()));
     else fail(ioError("write failed: " + ec.message()));
     return;
   }
-  if (aborting_ && queue_.empty()) {
+  if (aborting_ && writer_.queued() == 0) {
     // The ABORT is out: send FIN, and close once the member has closed too (or at the grace
     // timer), so that it reads the reason before its connection goes away.
     stream_->shutdownSend();
@@ -358,15 +343,17 @@ void Session::onWritten(const std::error_code& ec) {
   flush();
 }
 
-void Session::countWritten() {
+void Session::countWritten(transport::FrameWriter::Written frames) {
   uint64_t payload = 0;
   std::optional<std::chrono::steady_clock::time_point> now;
-  for (const OutFrame& f : inFlight_) {
-    if (!f.slot) continue;  // HELLO_ACK, ABORT: not result payload
-    payload += f.bytes;
-    if (f.lastPart && f.slot->lastPartWritten()) {
+  for (const transport::FrameWriter::Frame& f : frames) {
+    if (f.tag == kControlFrame) continue;  // not result payload
+    payload += f.payload.size;
+    if (f.tag != kLastResultPart) continue;
+    auto& slot = *static_cast<Slot*>(f.owner.get());  // a RESULT part's owner is its slot
+    if (slot.lastPartWritten()) {
       if (!now) now = std::chrono::steady_clock::now();
-      shard_.stats().reduceLatency.observe(*now - f.slot->created());
+      shard_.stats().reduceLatency.observe(*now - slot.created());
     }
   }
   if (payload == 0) return;

@@ -8,13 +8,13 @@
 #pragma once
 
 #include <asio/steady_timer.hpp>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/common/aligned_buffer.h"
 #include "core/common/status.h"
+#include "core/transport/frame_writer.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
 #include "server/failure_reason.h"
@@ -54,15 +54,6 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string& name() const { return name_; }
 
  private:
-  struct OutFrame {
-    wire::HeaderBytes header;
-    std::shared_ptr<Slot> slot;  // RESULT payload, kept alive until written
-    const std::byte* data = nullptr;  // the part of the slot's result it carries
-    size_t bytes = 0;
-    std::string text;  // ERROR/ABORT payload
-    bool lastPart = false;  // carries the end of its chunk's result
-  };
-
   // Every read handler starts here: false when the session is closed or aborting (then the
   // input is drained instead of parsed).
   bool readDone();
@@ -78,12 +69,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void fail(const Status& reason);
   // A frame that breaks the protocol: counted under `why`, then fail().
   void reject(FrameRejection why, const Status& reason);
-  void enqueue(OutFrame frame);
   void flush();
-  void onWritten(const std::error_code& ec);
+  void onWritten(const std::error_code& ec, transport::FrameWriter::Written frames);
   // Counts the result payload of the frames just written, and the reduce latency of each chunk
   // whose last part has now been written to every member.
-  void countWritten();
+  void countWritten(transport::FrameWriter::Written frames);
 
   Shard& shard_;
   std::unique_ptr<transport::Stream> stream_;
@@ -107,11 +97,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool haveLastChunk_ = false;
   uint64_t lastChunk_ = 0;
 
-  // Write side.
-  std::deque<OutFrame> queue_;
-  std::vector<OutFrame> inFlight_;
-  std::vector<transport::ConstBuffer> gather_;
-  bool writing_ = false;
+  // Write side: HELLO_ACK, RESULT parts (each owned by its slot until written), ABORT.
+  transport::FrameWriter writer_;
 
   bool aborting_ = false;
   bool closed_ = false;

@@ -1,12 +1,15 @@
-// libFuzzer target for the data-plane decoders: decodeHeader, decodeHello, decodeHelloAck and
-// decodeErrorMessage get arbitrary bytes. Beyond "no crash, no sanitizer report" it checks
-// properties the server relies on:
+// libFuzzer target for the data-plane decoders: decodeHeader, decodeHello, decodeHelloAck,
+// decodeErrorMessage and parseErrorFrame get arbitrary bytes. Beyond "no crash, no sanitizer
+// report" it checks properties the server relies on:
 //   - a header that decodes re-encodes to the identical 72 bytes (nothing is dropped or
 //     normalised), and satisfies the invariants callers allocate by (lengths, ranges);
 //   - a rejected header is a ProtocolError with a message;
 //   - the same for the payloads (hello and hello-ack re-encode identically; a decoded error
 //     message passes through encodeErrorMessage unchanged);
-//   - encodeErrorMessage of any bytes is something decodeErrorMessage accepts.
+//   - encodeErrorMessage of any bytes is something decodeErrorMessage accepts, and an ERROR or
+//     ABORT frame built from them (errorFrame, abortFrame) decodes and parses back;
+//   - parseErrorFrame accepts the payload after an ERROR/ABORT header exactly when it is as
+//     long as the header says and a valid message, and what it parsed rebuilds to the same frame.
 // Random bytes almost never carry a valid CRC-32C, so each input is also decoded with its
 // checksum repaired: that lets the fuzzer reach the per-type rules behind the checksum.
 //
@@ -14,6 +17,7 @@
 // payload, with fixed field values. They are written by this binary:
 //   RS_FUZZ_WRITE_SEEDS=tests/fuzz/corpus/frame_decoder_fuzz build/fuzz/tests/fuzz/frame_decoder_fuzz
 // which writes the files and exits; rerun it after a format change and commit the result.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/wire/control_frames.h"
 #include "core/wire/crc32c.h"
 #include "core/wire/frame.h"
 
@@ -120,12 +125,58 @@ void fuzzPayloads(const uint8_t* data, size_t size) {
     checkRejected(s, "error message: ");
   }
 
-  std::string encoded = encodeErrorMessage(
-      std::string_view(reinterpret_cast<const char*>(data), size));
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::string encoded = encodeErrorMessage(text);
   require(encoded.size() <= kMaxErrorMessageBytes, "encoded message within the limit");
   s = decodeErrorMessage(reinterpret_cast<const uint8_t*>(encoded.data()), encoded.size(),
                          &message);
   require(s.isOk(), "encodeErrorMessage output always decodes");
+
+  // A frame built from any reason and any code (OK included) decodes and parses back.
+  const auto code = static_cast<rs::StatusCode>(size % 10);
+  const bool abort = size % 2 == 1;
+  const rs::GroupId group{size, ~uint64_t{size}};
+  const auto rank = static_cast<uint32_t>(size);
+  const rs::Status reason(code, std::string(text));
+  const ErrorFrame frame =
+      abort ? abortFrame(group, rank, reason) : errorFrame(group, rank, reason);
+  require(frame.reason == encoded, "a built frame carries the encoded reason");
+  FrameHeader h;
+  require(decodeHeader(frame.header.data(), frame.header.size(), {}, &h).isOk(),
+          "a built ERROR/ABORT header always decodes");
+  PeerError peer;
+  require(parseErrorFrame(h, reinterpret_cast<const uint8_t*>(frame.reason.data()),
+                          frame.reason.size(), &peer)
+              .isOk(),
+          "a built ERROR/ABORT frame always parses");
+  require(peer.abort == abort && peer.reason == encoded && h.group == group,
+          "a built frame parses back to what it was built from");
+  require(peer.code == (code == rs::StatusCode::kOk ? rs::StatusCode::kInternal : code),
+          "a built frame keeps its failure code");
+}
+
+// The payload after a header that decoded: an ERROR or ABORT payload parses exactly when the
+// message decodes at the header's length, and rebuilds to the same bytes.
+void fuzzErrorFrame(const FrameHeader& h, const uint8_t* payload, size_t size) {
+  PeerError peer;
+  rs::Status s = parseErrorFrame(h, payload, size, &peer);
+  const bool isError = h.type == FrameType::kError || h.type == FrameType::kAbort;
+  std::string message;
+  const bool valid = isError && size == h.payloadLength &&
+                     decodeErrorMessage(payload, size, &message).isOk();
+  require(s.isOk() == valid, "parseErrorFrame accepts exactly a valid payload of the right size");
+  if (!s.isOk()) {
+    checkRejected(s, "error message: ");
+    return;
+  }
+  const rs::Status reason(peer.code, peer.reason);
+  const ErrorFrame again = peer.abort ? abortFrame(h.group, h.rank, reason)
+                                      : errorFrame(h.group, h.rank, reason);
+  FrameHeader rebuilt = h;
+  rebuilt.seq = 0;  // the builders leave seq and chunk zero
+  rebuilt.chunk = 0;
+  require(again.header == encodeHeader(rebuilt) && again.reason == message,
+          "a parsed ERROR/ABORT frame rebuilds to the same frame");
 }
 
 // Seeds: one frame of each type with the payload the type expects.
@@ -231,7 +282,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       require(!decodeHeader(data, kHeaderSize, defaults, &unsealed).isOk(),
               "a wrong checksum is never accepted");
     }
-    decodeAndCheck(sealed.data(), kHeaderSize, defaults, &header);
+    if (decodeAndCheck(sealed.data(), kHeaderSize, defaults, &header)) {
+      // The rest of the input as its payload, and that cut to the length the header names.
+      fuzzErrorFrame(header, data + kHeaderSize, size - kHeaderSize);
+      fuzzErrorFrame(header, data + kHeaderSize, std::min<size_t>(size - kHeaderSize,
+                                                                  header.payloadLength));
+    }
     FrameHeader limited;
     decodeAndCheck(sealed.data(), kHeaderSize, small, &limited);
     fuzzPayloads(data + kHeaderSize, size - kHeaderSize);  // the payload after a header

@@ -1,0 +1,87 @@
+#include "core/wire/control_frames.h"
+
+#include <string_view>
+
+namespace rs::wire {
+namespace {
+
+constexpr uint32_t kMaxStatusCode = static_cast<uint32_t>(StatusCode::kInternal);
+
+FrameHeader dataHeader(FrameType type, const ChunkFields& c) {
+  FrameHeader h;
+  h.type = type;
+  h.group = c.group;
+  h.rank = c.rank;
+  h.seq = c.seq;
+  h.chunk = c.chunk;
+  h.elemOffset = c.elemOffset;
+  h.elemCount = c.elemCount;
+  h.dtype = c.dtype;
+  h.op = c.op;
+  h.payloadLength = static_cast<uint32_t>(uint64_t{c.elemCount} * dataTypeSize(c.dtype));
+  return h;
+}
+
+ErrorFrame failureFrame(FrameType type, const GroupId& group, uint32_t rank,
+                        const Status& reason) {
+  ErrorFrame frame;
+  frame.reason = encodeErrorMessage(reason.message());
+  FrameHeader h;
+  h.type = type;
+  h.group = group;
+  h.rank = rank;
+  h.status = static_cast<uint32_t>(reason.isOk() ? StatusCode::kInternal : reason.code());
+  h.payloadLength = static_cast<uint32_t>(frame.reason.size());
+  encodeHeader(h, frame.header.data());
+  return frame;
+}
+
+Status messageError(const std::string& what) { return protocolError("error message: " + what); }
+
+}  // namespace
+
+FrameHeader reduceHeader(const ChunkFields& chunk) {
+  return dataHeader(FrameType::kReduce, chunk);
+}
+
+FrameHeader resultHeader(const ChunkFields& chunk) {
+  return dataHeader(FrameType::kResult, chunk);
+}
+
+ErrorFrame errorFrame(const GroupId& group, uint32_t rank, const Status& reason) {
+  return failureFrame(FrameType::kError, group, rank, reason);
+}
+
+ErrorFrame abortFrame(const GroupId& group, uint32_t rank, const Status& reason) {
+  return failureFrame(FrameType::kAbort, group, rank, reason);
+}
+
+StatusCode errorCode(const FrameHeader& header) {
+  return header.status >= 1 && header.status <= kMaxStatusCode
+             ? static_cast<StatusCode>(header.status)
+             : StatusCode::kAborted;
+}
+
+Status parseErrorFrame(const FrameHeader& header, const uint8_t* payload, size_t size,
+                       PeerError* out) {
+  if (header.type != FrameType::kError && header.type != FrameType::kAbort) {
+    return messageError("frame type " + std::string(frameTypeName(header.type)) +
+                        " (expected ERROR or ABORT)");
+  }
+  if (header.status == 0 || header.status > kMaxStatusCode) {
+    return messageError("header status " + std::to_string(header.status) +
+                        " (expected a failure code 1.." + std::to_string(kMaxStatusCode) + ")");
+  }
+  if (size != header.payloadLength) {
+    return messageError(std::to_string(size) + " bytes (expected the header's payloadLength " +
+                        std::to_string(header.payloadLength) + ")");
+  }
+  std::string reason;
+  RS_RETURN_IF_ERROR(decodeErrorMessage(payload, size, &reason));  // the limit and the text
+  out->abort = header.type == FrameType::kAbort;
+  out->code = static_cast<StatusCode>(header.status);
+  out->reason = std::move(reason);
+  return Status::ok();
+}
+
+}  // namespace rs::wire

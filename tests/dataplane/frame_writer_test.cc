@@ -1,0 +1,308 @@
+// FrameWriter over a real loopback TCP connection: frames arrive whole and in order, more than
+// kMaxFramesPerWrite frames go out in several gather writes, a payload's owner lives until the
+// write that carries it has ended, dropped frames are released at once and never sent, and a
+// failed or closed stream ends the write in flight through its handler (drain stays exact).
+//
+// The writer's io_context runs on the test thread; the peer reads with blocking calls on a
+// thread of its own. A 64 MiB payload cannot fit in the two sockets' buffers (at most 4 MiB
+// to send and 32 MiB to receive here), so its write stays pending until the peer reads.
+#include "core/transport/frame_writer.h"
+
+#include <catch2/catch.hpp>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <algorithm>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "core/transport/pending_ops.h"
+#include "core/transport/tcp_stream.h"
+#include "core/wire/control_frames.h"
+#include "tests/support/wait_until.h"
+
+namespace rs::transport {
+namespace {
+
+using Frame = FrameWriter::Frame;
+constexpr uint32_t kBigPayload = 64u << 20;  // the decoder's default limit
+
+// A frame whose header names `chunk` and whose `bytes` payload bytes all equal chunk mod 256.
+Frame makeFrame(uint64_t chunk, uint32_t bytes, std::weak_ptr<void>* owner = nullptr) {
+  auto payload = std::make_shared<std::vector<uint8_t>>(bytes, static_cast<uint8_t>(chunk));
+  if (owner) *owner = payload;
+  wire::ChunkFields fields;
+  fields.chunk = chunk;
+  fields.elemCount = bytes;
+  fields.dtype = DataType::kInt8;
+  const wire::FrameHeader h = wire::reduceHeader(fields);
+  return {wire::encodeHeader(h), {payload->data(), payload->size()}, payload,
+          static_cast<uint32_t>(chunk)};
+}
+
+struct Received {
+  uint64_t chunk = 0;
+  uint32_t bytes = 0;
+  bool intact = false;  // the payload is all chunk mod 256
+};
+
+// One loopback connection: the writer's stream on `io`, the peer's blocking socket.
+struct Loopback {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::unique_ptr<TcpStream> stream;
+  asio::io_context peerIo;
+  asio::ip::tcp::socket peer{peerIo};
+  std::vector<Received> received;
+  std::thread reader;
+
+  Loopback() {
+    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    peer.connect(acceptor.local_endpoint());
+    asio::ip::tcp::socket accepted(io);
+    acceptor.accept(accepted);
+    stream = std::make_unique<TcpStream>(std::move(accepted));
+  }
+  ~Loopback() { joinReader(); }
+
+  // Runs the writer's handlers on this thread until `done` holds (the deadline only turns a
+  // hang into a failure).
+  bool runUntil(const std::function<bool()>& done) {
+    const auto end = std::chrono::steady_clock::now() + test::kStateDeadline;
+    while (!done() && std::chrono::steady_clock::now() < end)
+      io.run_one_for(std::chrono::milliseconds(100));
+    return done();
+  }
+
+  // The peer reads frames on its own thread until end of stream or `max` frames. Catch2's
+  // assertions are not thread-safe, so it only records; the test checks after joinReader().
+  void startReading(size_t max) {
+    reader = std::thread([this, max] {
+      std::vector<uint8_t> payload;
+      while (received.size() < max) {
+        wire::HeaderBytes bytes;
+        wire::FrameHeader h;
+        std::error_code ec;
+        asio::read(peer, asio::buffer(bytes), ec);
+        if (ec || !wire::decodeHeader(bytes.data(), bytes.size(), {}, &h).isOk()) return;
+        payload.resize(h.payloadLength);
+        asio::read(peer, asio::buffer(payload), ec);
+        if (ec) return;
+        const auto want = static_cast<uint8_t>(h.chunk);
+        received.push_back({h.chunk, h.payloadLength,
+                            std::all_of(payload.begin(), payload.end(),
+                                        [want](uint8_t b) { return b == want; })});
+      }
+    });
+  }
+  void joinReader() {
+    if (reader.joinable()) reader.join();
+  }
+};
+
+// What OnWritten saw, write by write.
+struct Completions {
+  std::vector<size_t> batches;  // frames per write
+  std::vector<std::error_code> errors;
+  size_t frames = 0;
+};
+
+}  // namespace
+
+TEST_CASE("frame writer: frames arrive whole and in order, at most 16 per gather write",
+          "[transport]") {
+  Loopback p;
+  Completions seen;
+  int holds = 0;
+  FrameWriter writer(
+      [&](IoHandler h) {
+        ++holds;
+        return h;
+      },
+      [&](const std::error_code& ec, FrameWriter::Written frames) {
+        seen.batches.push_back(frames.size());
+        seen.errors.push_back(ec);
+        seen.frames += frames.size();
+        if (!ec) writer.flush(*p.stream);
+      });
+
+  constexpr uint64_t kFrames = 40;
+  for (uint64_t i = 0; i < kFrames; ++i) writer.enqueue(makeFrame(i, 1000 + 37 * i));
+  CHECK(writer.queued() == kFrames);
+  CHECK_FALSE(writer.writing());  // enqueue writes nothing by itself
+  p.startReading(kFrames);
+  REQUIRE(writer.flush(*p.stream));
+  CHECK(writer.writing());
+  CHECK(writer.queued() == kFrames - FrameWriter::kMaxFramesPerWrite);
+  REQUIRE(p.runUntil([&] { return seen.frames == kFrames; }));
+  p.joinReader();
+
+  CHECK(seen.batches == std::vector<size_t>{16, 16, 8});
+  CHECK(holds == 3);  // once per write
+  for (const auto& ec : seen.errors) CHECK(!ec);
+  REQUIRE(p.received.size() == kFrames);
+  for (uint64_t i = 0; i < kFrames; ++i) {
+    CHECK(p.received[i].chunk == i);
+    CHECK(p.received[i].bytes == 1000 + 37 * i);
+    CHECK(p.received[i].intact);
+  }
+  CHECK_FALSE(writer.failed());
+  CHECK(writer.queued() == 0);
+}
+
+TEST_CASE("frame writer: a payload's owner is released only after its write completed",
+          "[transport]") {
+  Loopback p;
+  Completions seen;
+  std::weak_ptr<void> big, small;
+  bool ownersHeldInCallback = false;
+  FrameWriter writer(nullptr, [&](const std::error_code& ec, FrameWriter::Written frames) {
+    seen.batches.push_back(frames.size());
+    seen.errors.push_back(ec);
+    seen.frames += frames.size();
+    if (frames.size() == 1 && frames[0].tag == 1)
+      ownersHeldInCallback = frames[0].owner != nullptr && !big.expired();
+    if (!ec) writer.flush(*p.stream);
+  });
+
+  writer.enqueue(makeFrame(1, kBigPayload, &big));  // the test keeps no reference of its own
+  REQUIRE(writer.flush(*p.stream));
+  writer.enqueue(makeFrame(2, 100, &small));
+  // The write is stuck until the peer reads: nothing completed, the owners live, and a second
+  // write is not started while the first is in flight.
+  while (p.io.poll() > 0) {
+  }
+  CHECK(seen.frames == 0);
+  CHECK(writer.writing());
+  CHECK_FALSE(big.expired());
+  CHECK_FALSE(small.expired());
+  CHECK_FALSE(writer.flush(*p.stream));
+  CHECK(writer.queued() == 1);
+
+  p.startReading(2);
+  REQUIRE(p.runUntil([&] { return seen.frames == 2; }));
+  p.joinReader();
+  CHECK(ownersHeldInCallback);
+  CHECK(seen.batches == std::vector<size_t>{1, 1});
+  CHECK(big.expired());
+  CHECK(small.expired());
+  REQUIRE(p.received.size() == 2);
+  CHECK((p.received[0].chunk == 1 && p.received[0].bytes == kBigPayload && p.received[0].intact));
+  CHECK((p.received[1].chunk == 2 && p.received[1].intact));
+}
+
+TEST_CASE("frame writer: dropped frames are released at once and never sent", "[transport]") {
+  Loopback p;
+  Completions seen;
+  FrameWriter writer(nullptr, [&](const std::error_code& ec, FrameWriter::Written frames) {
+    seen.errors.push_back(ec);
+    seen.frames += frames.size();
+    if (!ec) writer.flush(*p.stream);
+  });
+  std::weak_ptr<void> inFlight, queued1, queued2, after;
+  writer.enqueue(makeFrame(1, kBigPayload, &inFlight));
+  REQUIRE(writer.flush(*p.stream));
+  writer.enqueue(makeFrame(2, 100, &queued1));
+  writer.enqueue(makeFrame(3, 100, &queued2));
+
+  writer.dropQueued();
+  CHECK(writer.queued() == 0);
+  CHECK(queued1.expired());
+  CHECK(queued2.expired());
+  CHECK_FALSE(inFlight.expired());  // the write in flight goes on
+  writer.enqueue(makeFrame(4, 100, &after));  // dropping is not closing: later frames go out
+
+  p.startReading(3);
+  REQUIRE(p.runUntil([&] { return seen.frames == 2; }));
+  p.stream->shutdownSend();  // the peer reads end-of-stream after what was written
+  p.joinReader();
+  REQUIRE(p.received.size() == 2);
+  CHECK((p.received[0].chunk == 1 && p.received[0].bytes == kBigPayload && p.received[0].intact));
+  CHECK((p.received[1].chunk == 4 && p.received[1].intact));
+  CHECK(inFlight.expired());
+  CHECK(after.expired());
+}
+
+TEST_CASE("frame writer: a failed write reports its frames, releases them and stops the writer",
+          "[transport]") {
+  Loopback p;
+  Completions seen;
+  bool ownerHeldInCallback = false;
+  std::weak_ptr<void> big, queued;
+  FrameWriter writer(nullptr, [&](const std::error_code& ec, FrameWriter::Written frames) {
+    seen.batches.push_back(frames.size());
+    seen.errors.push_back(ec);
+    ownerHeldInCallback = !big.expired();
+  });
+  writer.enqueue(makeFrame(1, kBigPayload, &big));
+  REQUIRE(writer.flush(*p.stream));
+  writer.enqueue(makeFrame(2, 100, &queued));
+  while (p.io.poll() > 0) {
+  }
+  // The peer goes away with unread bytes: its kernel answers with a reset.
+  p.peer.close();
+  REQUIRE(p.runUntil([&] { return !seen.errors.empty(); }));
+
+  // A broken pipe or a reset, whichever the kernel reports first.
+  CHECK(static_cast<bool>(seen.errors[0]));
+  CHECK(seen.batches == std::vector<size_t>{1});
+  CHECK(ownerHeldInCallback);
+  CHECK(big.expired());
+  CHECK(writer.failed());
+  CHECK_FALSE(writer.writing());
+  // No write after a failure; the queued frame waits until the owner drops or closes.
+  CHECK_FALSE(writer.flush(*p.stream));
+  CHECK(writer.queued() == 1);
+  CHECK_FALSE(queued.expired());
+  writer.close();
+  CHECK(queued.expired());
+  CHECK(seen.errors.size() == 1);
+}
+
+TEST_CASE("frame writer: closing ends the write in flight through its handler, drain stays exact",
+          "[transport]") {
+  Loopback p;
+  PendingOps ops;
+  Completions seen;
+  std::weak_ptr<void> big, queued, late;
+  // How Connection counts: every write is one pending operation until its handler has run.
+  FrameWriter writer(
+      [&](IoHandler h) -> IoHandler {
+        ops.add();
+        return [&ops, h = std::move(h)](const std::error_code& ec, size_t n) {
+          h(ec, n);
+          ops.done();
+        };
+      },
+      [&](const std::error_code& ec, FrameWriter::Written frames) {
+        seen.batches.push_back(frames.size());
+        seen.errors.push_back(ec);
+        if (!ec) writer.flush(*p.stream);
+      });
+  writer.enqueue(makeFrame(1, kBigPayload, &big));
+  REQUIRE(writer.flush(*p.stream));
+  writer.enqueue(makeFrame(2, 100, &queued));
+  CHECK(ops.count() == 1);
+
+  writer.close();
+  p.stream->close();
+  CHECK(queued.expired());  // dropped at close
+  CHECK_FALSE(big.expired());  // the stream may still read from it until the handler ran
+  writer.enqueue(makeFrame(3, 100, &late));
+  CHECK(late.expired());  // nothing is taken after close
+  CHECK(writer.queued() == 0);
+
+  REQUIRE(p.runUntil([&] { return ops.count() == 0; }));
+  REQUIRE(seen.errors.size() == 1);
+  // operation_aborted, or bad_descriptor when the stream's composed write was between two
+  // system calls: an error either way.
+  CHECK(static_cast<bool>(seen.errors[0]));
+  CHECK(seen.batches == std::vector<size_t>{1});
+  CHECK(big.expired());
+  CHECK_FALSE(writer.flush(*p.stream));
+}
+
+}  // namespace rs::transport
