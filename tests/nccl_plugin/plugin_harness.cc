@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "core/common/aligned_buffer.h"
-#include "core/reduce/verify_pattern.h"
 #include "tests/nccl_plugin/plugin_api.h"
+#include "tests/support/verify_pattern.h"
 
 namespace rs::harness {
 namespace {
@@ -161,7 +161,7 @@ void checkResult(const Pending& p, const char* recv, int world) {
   const auto o = static_cast<ReduceOp>(p.op);
   uint64_t wrong = 0, first = 0;
   for (uint64_t i = 0; i < p.count; ++i)
-    if (reduce::loadAs(t, recv + p.recvOffset, i) != reduce::expectedResult(t, o, world, i)) {
+    if (test::loadAs(t, recv + p.recvOffset, i) != test::expectedResult(t, o, world, i)) {
       if (wrong++ == 0) first = i;
     }
   EXPECT(wrong == 0, "type %d op %d count %zu: %llu wrong elements, first at %llu", p.type, p.op,
@@ -234,8 +234,8 @@ void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun) {
       // NCCL's slots: the 9th call reuses the slot of the 1st, which has just been drained.
       const size_t offset = (slot++ % 8) * (half / 8);
       for (uint64_t i = 0; i < count; ++i)
-        reduce::storeAs(static_cast<DataType>(t), send + offset, i,
-                        reduce::exactInput(a.rank, i, static_cast<ReduceOp>(o)));
+        test::storeAs(static_cast<DataType>(t), send + offset, i,
+                      test::exactInput(a.rank, i, static_cast<ReduceOp>(o)));
       void* req = nullptr;
       for (int tries = 0; req == nullptr && tries < 1000000; ++tries) {
         ncclResult_t r = api.collIallreduce(cc, send + offset, recv + offset, count, t, o,
