@@ -224,8 +224,7 @@ int runLocalPool(Options o, const std::vector<std::string>& passThrough) {
     std::remove(portFile.c_str());
   }
   ::rmdir(dir.c_str());
-  std::string reducerList;
-  for (const auto& e : endpoints) reducerList += (reducerList.empty() ? "" : ",") + e;
+  const std::string reducerList = fmt::format("{}", fmt::join(endpoints, ","));
   fmt::print("# local pool: {} reducer processes ({}), {} worker processes\n", o.localPool,
              reducerList, workers);
   std::fflush(stdout);  // before the workers write to the same terminal
