@@ -24,8 +24,8 @@
 #include "core/common/aligned_buffer.h"
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
-#include "core/reduce/verify_pattern.h"
 #include "rs/client.h"
+#include "tests/support/verify_pattern.h"
 
 namespace rs::bench {
 namespace {
@@ -122,7 +122,7 @@ int runWorker(const Options& o) {
   for (uint64_t bytes = *minBytes; bytes <= *maxBytes; bytes *= static_cast<uint64_t>(o.factor)) {
     const uint64_t count = std::max<uint64_t>(1, bytes / elemSize);
     for (uint64_t i = 0; i < count; ++i)
-      reduce::storeAs(*type, send.data(), i, reduce::exactInput(o.rank, i, *op));
+      test::storeAs(*type, send.data(), i, test::exactInput(o.rank, i, *op));
     std::vector<double> iterationSeconds;
     auto runIters = [&](int n) -> Status {
       std::vector<std::shared_ptr<client::AllReduceRequest>> window;
@@ -158,7 +158,7 @@ int runWorker(const Options& o) {
     if (s.isOk() && o.check) {
       s = (*comm)->allReduce(send.data(), recv[0].data(), count, *type, *op);
       for (uint64_t i = 0; s.isOk() && i < count; ++i)
-        if (reduce::loadAs(*type, recv[0].data(), i) != reduce::expectedResult(*type, *op, o.world, i))
+        if (test::loadAs(*type, recv[0].data(), i) != test::expectedResult(*type, *op, o.world, i))
           ++wrong;
     }
     // The slowest member's time and everyone's errors, through the service itself.
@@ -224,8 +224,7 @@ int runLocalPool(Options o, const std::vector<std::string>& passThrough) {
     std::remove(portFile.c_str());
   }
   ::rmdir(dir.c_str());
-  std::string reducerList;
-  for (const auto& e : endpoints) reducerList += (reducerList.empty() ? "" : ",") + e;
+  const std::string reducerList = fmt::format("{}", fmt::join(endpoints, ","));
   fmt::print("# local pool: {} reducer processes ({}), {} worker processes\n", o.localPool,
              reducerList, workers);
   std::fflush(stdout);  // before the workers write to the same terminal

@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/common/byte_size.h"
+#include "core/common/text.h"
 #include "core/reduce/reduce.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -92,34 +94,6 @@ void usage() {
                "                    [--target NAME] [--stagger BYTES (a multiple of 64)]\n");
 }
 
-std::optional<size_t> parseSize(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  size_t shift = 0;
-  switch (s.back()) {
-    case 'K':
-    case 'k': shift = 10; break;
-    case 'M':
-    case 'm': shift = 20; break;
-    case 'G':
-    case 'g': shift = 30; break;
-    default: break;
-  }
-  if (shift != 0) s.remove_suffix(1);
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
-  return std::stoull(std::string(s)) << shift;
-}
-
-std::vector<std::string_view> splitCommas(std::string_view s) {
-  std::vector<std::string_view> out;
-  while (!s.empty()) {
-    const size_t comma = s.find(',');
-    out.push_back(s.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
 std::optional<Options> parseOptions(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -127,29 +101,29 @@ std::optional<Options> parseOptions(int argc, char** argv) {
     if (flag == "--help" || flag == "-h" || i + 1 >= argc) return std::nullopt;
     const std::string_view value = argv[++i];
     if (flag == "--min-size" || flag == "--max-size") {
-      const auto size = parseSize(value);
+      const auto size = rs::parseByteSize(value);
       if (!size || *size < 1024) return std::nullopt;
       (flag == "--min-size" ? o.min_size : o.max_size) = *size;
     } else if (flag == "--reps" || flag == "--threads") {
-      const auto n = parseSize(value);
+      const auto n = rs::parseUnsigned(value);
       if (!n || *n < 1 || *n > 1000) return std::nullopt;
       (flag == "--reps" ? o.reps : o.threads) = static_cast<int>(*n);
     } else if (flag == "--types") {
       o.types.clear();
-      for (auto name : splitCommas(value)) {
+      for (auto name : rs::split(value, ',')) {
         const auto t = parseDataType(name);
         if (!t || !rs::isFloatingPoint(*t) || *t == DataType::kFloat64) return std::nullopt;
         o.types.push_back(*t);
       }
     } else if (flag == "--inputs") {
       o.inputs.clear();
-      for (auto part : splitCommas(value)) {
-        const auto n = parseSize(part);
+      for (auto part : rs::split(value, ',')) {
+        const auto n = rs::parseUnsigned(part);
         if (!n || *n < 1 || *n > 64) return std::nullopt;
         o.inputs.push_back(*n);
       }
     } else if (flag == "--stagger") {
-      const auto n = parseSize(value);
+      const auto n = rs::parseByteSize(value);
       if (!n || *n % 64 != 0) return std::nullopt;
       o.stagger = *n;
     } else if (flag == "--target") {

@@ -1,34 +1,17 @@
-#include <cstdlib>
 #include <string>
 
 #include "core/common/byte_size.h"
+#include "core/common/env.h"
 #include "rs/client.h"
 
 namespace rs::client {
 namespace {
 
-// Reads an unsigned integer knob; unset leaves *out alone.
 Status readNumber(const char* name, uint64_t min, uint64_t max, uint64_t* out) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return Status::ok();
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long n = std::strtoull(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || n < min || n > max)
-    return invalidArgument(std::string(name) + "='" + v + "' is not an integer in " +
-                           std::to_string(min) + ".." + std::to_string(max));
-  *out = n;
-  return Status::ok();
+  return assignIfSet(envUnsigned(name, min, max), out);
 }
 
-Status readBytes(const char* name, uint64_t* out) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return Status::ok();
-  auto parsed = parseByteSize(v);
-  if (!parsed) return invalidArgument(std::string(name) + ": " + parsed.status().message());
-  *out = *parsed;
-  return Status::ok();
-}
+Status readBytes(const char* name, uint64_t* out) { return assignIfSet(envByteSize(name), out); }
 
 }  // namespace
 
@@ -46,11 +29,7 @@ Result<ClientOptions> ClientOptions::fromEnvironment() {
   RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &o.minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &o.maxChunkBytes));
-  if (const char* p = std::getenv("RS_CLIENT_PROGRESS"); p != nullptr && *p != '\0') {
-    auto progress = parseProgress(p);
-    if (!progress) return invalidArgument("RS_CLIENT_PROGRESS: " + progress.status().message());
-    o.progress = *progress;
-  }
+  RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &o.progress));
   o.streamsPerReducer = static_cast<uint32_t>(streams);
   o.ioThreads = static_cast<uint32_t>(threads);
   o.collectiveTimeout = std::chrono::milliseconds(timeoutMs);

@@ -12,7 +12,7 @@ set -euo pipefail
 build_pkgs=(
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config git
   libasio-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libibverbs-dev librdmacm-dev libspdlog-dev libfmt-dev catch2 libhwy-dev
+  libspdlog-dev libfmt-dev catch2 libhwy-dev
   nlohmann-json3-dev libcli11-dev
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
@@ -30,7 +30,7 @@ if [[ "${1:-}" != "--no-deploy-check" && "${1:-}" != "--build" ]]; then
     build_pkgs+=(nodejs npm)
   fi
 fi
-runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libibverbs1 ca-certificates
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 ca-certificates
   # metrics: the /metrics endpoint (prometheus-cpp over civetweb)
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
 )

@@ -3,13 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <thread>
 
 #include "core/cluster/cluster_spec.h"
 #include "core/common/build_info.h"
 #include "core/common/byte_size.h"
+#include "core/common/env.h"
 #include "core/reduce/reduce.h"
 #include "server/acceptor.h"
 
@@ -99,9 +99,9 @@ CLI::Option* addByteSizeOption(CLI::App& app, const std::string& flag, T* target
 
 // The port CLUSTER_SPEC gives this task, when it is a reducer; 0 otherwise.
 Result<uint16_t> reducerPortFromClusterSpec() {
-  const char* spec = std::getenv("CLUSTER_SPEC");
-  if (spec == nullptr || *spec == '\0') return uint16_t{0};
-  auto parsed = cluster::parseClusterSpec(spec);
+  const std::optional<std::string> spec = envString("CLUSTER_SPEC");
+  if (!spec) return uint16_t{0};
+  auto parsed = cluster::parseClusterSpec(*spec);
   if (!parsed) return parsed.status();
   if (!parsed->isReducerTask()) return uint16_t{0};
   const auto& reducers = parsed->reducers();
@@ -215,7 +215,7 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(c.maxLeadBytes, INT32_MAX));
   if (c.ioThreads == 0) c.ioThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  if (dataOpt->count() == 0 && std::getenv("RS_DATA_LISTEN") == nullptr) {
+  if (dataOpt->count() == 0 && !envRaw("RS_DATA_LISTEN")) {
     auto port = reducerPortFromClusterSpec();
     if (!port) {
       fmt::print(stderr, "reduction-server: {}\n", port.status().message());

@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <future>
 
 #include "core/common/build_info.h"
 #include "core/common/byte_size.h"
@@ -32,7 +31,8 @@ Server::Server(ServerConfig config)
                 config_.collectiveTimeoutMs),
       dataPlane_(config_, registry_),
       statsTimer_(control_),
-      drainTimer_(control_) {}
+      drainTimer_(control_),
+      signals_(control_) {}
 
 Server::~Server() { stop(); }
 
@@ -97,30 +97,36 @@ Status Server::writePortFile() const {
 }
 
 void Server::run() {
-  asio::signal_set signals(control_, SIGINT, SIGTERM);
-  std::promise<void> done;
-  std::function<void(const std::error_code&, int)> onSignal = [&](const std::error_code& ec,
-                                                                  int sig) {
-    if (ec) return;
-    if (!draining_) {
-      spdlog::info("signal {}: draining (a second signal stops at once)", sig);
-      drain();
-      signals.async_wait(onSignal);
-    } else {
-      spdlog::info("signal {}: stopping now", sig);
-      asio::post(control_, [this] { stopped_ = true; });
-    }
-  };
-  signals.async_wait(onSignal);
-  while (!stopped_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::promise<void> cancelled;
-  asio::post(control_, [&] {
-    std::error_code ignored;
-    signals.cancel(ignored);
-    cancelled.set_value();
-  });
-  cancelled.get_future().wait();
+  // Caught only while run() waits; stop() removes them again on the control thread.
+  std::error_code ignored;
+  signals_.add(SIGINT, ignored);
+  signals_.add(SIGTERM, ignored);
+  signals_.async_wait([this](const std::error_code& ec, int sig) { onSignal(ec, sig); });
+  {
+    std::unique_lock lock(stopMu_);
+    stopCv_.wait(lock, [this] { return stopped_.load(); });
+  }
   stop();
+}
+
+void Server::onSignal(const std::error_code& ec, int sig) {
+  if (ec) return;  // cancelled by stop()
+  if (!draining_) {
+    spdlog::info("signal {}: draining (a second signal stops at once)", sig);
+    drain();
+    signals_.async_wait([this](const std::error_code& e, int s) { onSignal(e, s); });
+  } else {
+    spdlog::info("signal {}: stopping now", sig);
+    requestStop();
+  }
+}
+
+void Server::requestStop() {
+  {
+    std::lock_guard lock(stopMu_);
+    stopped_ = true;
+  }
+  stopCv_.notify_all();
 }
 
 void Server::drain() {
@@ -141,7 +147,7 @@ void Server::checkDrained() {
   if (registry_.size() == 0 || std::chrono::steady_clock::now() >= drainDeadline_) {
     if (registry_.size() != 0)
       spdlog::warn("drain timeout: stopping with {} groups still active", registry_.size());
-    stopped_ = true;
+    requestStop();
     return;
   }
   drainTimer_.expires_after(kDrainPoll);
@@ -151,7 +157,8 @@ void Server::checkDrained() {
 }
 
 void Server::stop() {
-  stopped_ = true;
+  std::lock_guard teardown(teardownMu_);
+  requestStop();
   metrics_.reset();  // a scrape reads the data plane: no scrape may run once it stops
   if (grpcServer_) {
     grpcServer_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -162,6 +169,9 @@ void Server::stop() {
     asio::post(control_, [this] {
       statsTimer_.cancel();
       drainTimer_.cancel();
+      std::error_code ignored;
+      signals_.cancel(ignored);
+      signals_.clear(ignored);  // the default dispositions again
       control_.stop();
     });
     controlThread_.join();

@@ -8,7 +8,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "core/common/status.h"
@@ -27,9 +29,11 @@ class Server {
 
   // Binds both listeners and starts every thread. Errors name the address that failed.
   Status start();
-  // Blocks until SIGINT/SIGTERM (first: drain, second: stop at once) or stop().
+  // Blocks until SIGINT/SIGTERM (first: drain, second: stop at once), the end of a drain, or
+  // stop(); then stops everything.
   void run();
-  // Stops everything (any thread but the data plane's own).
+  // Stops everything (any thread but the data plane's and the control thread's own); wakes
+  // run(). Calls from several threads are serialised.
   void stop();
   // Refuses new groups and stops once the active ones are gone (or after the drain timeout).
   // Any thread.
@@ -42,6 +46,8 @@ class Server {
   GroupRegistry& registry() { return registry_; }
 
  private:
+  void onSignal(const std::error_code& ec, int signal);
+  void requestStop();  // marks the server stopped and wakes run()
   void scheduleStatsLine();
   void logStats();
   void checkDrained();
@@ -54,11 +60,15 @@ class Server {
   std::thread controlThread_;
   asio::steady_timer statsTimer_;
   asio::steady_timer drainTimer_;
+  asio::signal_set signals_;  // SIGINT and SIGTERM while run() waits; handled on control_
   std::unique_ptr<ControlService> controlService_;
   std::unique_ptr<grpc::Server> grpcServer_;
   uint16_t grpcPort_ = 0;
   std::unique_ptr<MetricsEndpoint> metrics_;  // reads dataPlane_ and registry_: stopped first
-  std::atomic<bool> stopped_{false};
+  std::atomic<bool> stopped_{false};  // set through requestStop()
+  std::mutex stopMu_;                 // with stopCv_: run() sleeps until stopped_
+  std::condition_variable stopCv_;
+  std::mutex teardownMu_;  // one stop() at a time
   std::atomic<bool> draining_{false};
   std::chrono::steady_clock::time_point drainDeadline_;
   DataPlaneStats lastStats_;

@@ -4,16 +4,12 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "core/common/text.h"
+
 namespace rs::sizer {
 
-std::string_view trimBlanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 Result<double> parseNumber(std::string_view text, std::string_view what) {
-  const std::string_view t = trimBlanks(text);
+  const std::string_view t = trim(text);
   double value = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
   if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(value))
@@ -22,7 +18,7 @@ Result<double> parseNumber(std::string_view text, std::string_view what) {
 }
 
 Result<int64_t> parseInteger(std::string_view text, std::string_view what) {
-  const std::string_view t = trimBlanks(text);
+  const std::string_view t = trim(text);
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
   if (t.empty() || ec != std::errc() || end != t.data() + t.size())

@@ -9,9 +9,6 @@
 
 namespace rs::sizer {
 
-// `s` without leading and trailing blanks (spaces, tabs, a CR from a CRLF file).
-std::string_view trimBlanks(std::string_view s);
-
 // A finite decimal number ("32", "2.5", "1e2"). `what` names the input in the error
 // ("--worker-gbps", "prices.csv:3: price").
 Result<double> parseNumber(std::string_view text, std::string_view what);

@@ -90,11 +90,10 @@ ParsedOptions parseOptions(int argc, char** argv) {
   app.add_flag("--list-types", o.listTypes,
                "Print the built-in machine table with each row's source, and exit");
 
-  std::string kinds;
-  for (std::string_view k : kEmitKinds) kinds += (kinds.empty() ? "" : ", ") + std::string(k);
   auto* emit = app.add_option("--emit", o.emitKind,
-                              "Write the launch file for the sized pool instead of the report: " +
-                                  kinds + " (deploy/README.md)")
+                              fmt::format("Write the launch file for the sized pool instead of "
+                                          "the report: {} (deploy/README.md)",
+                                          fmt::join(kEmitKinds, ", ")))
                    ->type_name("KIND");
   EmitPlan& names = o.emitNames;
   app.add_option("--worker-image", names.workerImage,

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/common/text.h"
 #include "sizer/machine_types.h"
 #include "sizer/numbers.h"
 
@@ -35,7 +36,7 @@ Result<PriceList> parsePrices(std::string_view text, std::string_view fileName) 
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = trimBlanks(line);
+    line = trim(line);
     if (line.empty()) continue;
 
     const std::string where = fmt::format("{}:{}", fileName, lineNo);
@@ -45,8 +46,8 @@ Result<PriceList> parsePrices(std::string_view text, std::string_view fileName) 
           fmt::format("{}: expected 'type,dollars_per_hour', got '{}'", where, line));
       continue;
     }
-    const std::string type(trimBlanks(line.substr(0, comma)));
-    const std::string_view priceText = trimBlanks(line.substr(comma + 1));
+    const std::string type(trim(line.substr(0, comma)));
+    const std::string_view priceText = trim(line.substr(comma + 1));
     if (type.empty()) {
       errors.push_back(fmt::format("{}: no machine type before the comma", where));
       continue;

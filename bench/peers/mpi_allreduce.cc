@@ -6,16 +6,15 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include "bench/peers/peer_bench.h"
+#include "core/common/env.h"
 
 namespace {
 
 std::string envOr(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
+  return rs::envString(name).value_or(fallback);
 }
 
 int run(const std::string& label, const rs::bench::SweepOptions& sweep) {

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "core/common/byte_size.h"
-#include "core/reduce/verify_pattern.h"
+#include "tests/support/verify_pattern.h"
 
 namespace rs::bench {
 
@@ -35,7 +35,7 @@ std::vector<uint64_t> SweepOptions::sizes() const {
 
 void fillInput(float* data, uint64_t count, int rank) {
   for (uint64_t i = 0; i < count; ++i)
-    data[i] = static_cast<float>(reduce::exactInput(rank, i, ReduceOp::kSum));
+    data[i] = static_cast<float>(test::exactInput(rank, i, ReduceOp::kSum));
 }
 
 uint64_t countWrong(const float* result, uint64_t count, int world) {
@@ -46,15 +46,15 @@ uint64_t countWrong(const float* result, uint64_t count, int world) {
   bool periodic = true;
   for (uint64_t i = 0; i < 4 * kPeriod && periodic; ++i)
     for (int r = 0; r < world && periodic; ++r)
-      periodic = reduce::exactInput(r, i, ReduceOp::kSum) ==
-                 reduce::exactInput(r, i + kPeriod, ReduceOp::kSum);
+      periodic = test::exactInput(r, i, ReduceOp::kSum) ==
+                 test::exactInput(r, i + kPeriod, ReduceOp::kSum);
   float table[kPeriod];
   for (uint64_t i = 0; i < kPeriod; ++i)
-    table[i] = static_cast<float>(reduce::expectedResult(DataType::kFloat32, ReduceOp::kSum, world, i));
+    table[i] = static_cast<float>(test::expectedResult(DataType::kFloat32, ReduceOp::kSum, world, i));
   uint64_t wrong = 0;
   for (uint64_t i = 0; i < count; ++i) {
     const float want = periodic ? table[i % kPeriod]
-                                : static_cast<float>(reduce::expectedResult(
+                                : static_cast<float>(test::expectedResult(
                                       DataType::kFloat32, ReduceOp::kSum, world, i));
     wrong += result[i] != want;
   }

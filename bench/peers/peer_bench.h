@@ -1,5 +1,5 @@
 // What the ring all-reduce peers (gloo_allreduce, mpi_allreduce) share with allreduce_perf: the
-// size sweep, the checked fp32 input pattern (core/reduce/verify_pattern.h, so every program
+// size sweep, the checked fp32 input pattern (tests/support/verify_pattern.h, so every program
 // checks the same sums), and the output: allreduce_perf's nccl-tests table, so one parser reads
 // all of them, plus one machine-readable CSV line per size.
 #pragma once

@@ -1,8 +1,14 @@
 // NCCL's net and CollNet plugin ABI, as NCCL 2.24 .. 2.28 load it (versions v9, v10, v11).
 //
-// Written from ../shared/spec/nccl-plugin-abi.md (checked against NCCL v2.28.9), because NCCL
-// does not install these headers. Only what a host-memory TCP plugin needs is declared; member
-// order and types are the ABI and must not change. Offsets in comments are for x86-64.
+// NCCL does not install its plugin headers, so this is a copy of the declarations, checked
+// against NCCL's source tree at tag v2.28.9-1: the tables and property structs of
+// src/include/plugin/net/net_v9.h, net_v10.h and net_v11.h (each declares ncclNet_vN_t and
+// ncclCollNet_vN_t; ext-net/example/nccl/ holds the same for plugin authors), the shared types of
+// src/include/plugin/nccl_net.h, and ncclResult_t, ncclDataType_t and ncclRedOp_t of NCCL's public
+// nccl.h (installed with NCCL, e.g. by libnccl-dev). ext-net/README.md explains how
+// NCCL finds a plugin (NCCL_NET_PLUGIN, the ncclNetPlugin_vN / ncclCollNetPlugin_vN symbols).
+// Only what a host-memory TCP plugin needs is declared; member order and types are the ABI and
+// must not change. Offsets in comments are for x86-64.
 #pragma once
 
 #include <cstddef>

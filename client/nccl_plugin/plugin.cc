@@ -1,14 +1,16 @@
 // The NCCL net and CollNet plugin: a thin C shell over rs_nccl and the client library.
 //
 // Every entry point catches everything and turns a Status into an ncclResult_t with a WARN
-// line (nothing is thrown across the C ABI). One implementation of each call serves every
-// exported version; the per-version functions below only adapt argument lists (v9 has no
-// phandle, v10 no per-communicator context, v11 both contexts and finalize).
+// line (nothing is thrown across the C ABI; nccl_result.h maps the codes). One implementation
+// of each call serves every exported version; the per-version functions below only adapt
+// argument lists (v9 has no phandle, v10 no per-communicator context, v11 both contexts and
+// finalize).
 #include <cstring>
 #include <exception>
 #include <memory>
 
 #include "client/nccl_plugin/nccl_net_abi.h"
+#include "client/nccl_plugin/nccl_result.h"
 #include "client/nccl_plugin/plugin_log.h"
 #include "client/nccl_plugin/plugin_state.h"
 #include "rs/nccl/collnet_group.h"
@@ -27,15 +29,11 @@ constexpr const char* kPluginName = "ReductionServer";
 
 // --- error mapping ----------------------------------------------------------------------------
 
-ncclResult_t toNccl(const Status& s, const char* call) {
+// A failed call's WARN line and its code (nccl_result.h says which code and why).
+ncclResult_t toNccl(const Status& s, const char* call, CallSide side) {
   if (s.isOk()) return ncclSuccess;
   RS_PLUGIN_WARN("{} failed: {}", call, s.toString());
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kFailedPrecondition:
-    case StatusCode::kInternal: return ncclInternalError;
-    default: return ncclSystemError;  // the network, a peer, a reducer, a timeout
-  }
+  return ncclResultFor(s.code(), side);
 }
 
 // Runs `body` (returning ncclResult_t), turning any exception into an internal error.
@@ -108,7 +106,7 @@ struct CollRequest {
 ncclResult_t initCommon(ncclDebugLogger_t logger) {
   setNcclLogger(logger);
   PluginState& s = pluginState();
-  return toNccl(s.initStatus, "init");
+  return toNccl(s.initStatus, "init", CallSide::kLocal);
 }
 
 ncclResult_t netDevices(int* ndev) {
@@ -163,7 +161,7 @@ ncclResult_t netListen(int dev, void* handle, void** listenComm) {
     client::p2p::P2pOptions o = s.p2p;
     o.listenAddress = s.devices[static_cast<size_t>(dev)].address;
     auto listener = P2pListener::listen(s.engine, o, handle);
-    if (!listener) return toNccl(listener.status(), "listen");
+    if (!listener) return toNccl(listener.status(), "listen", CallSide::kLocal);
     std::memset(static_cast<char*>(handle) + kPendingOffset, 0, sizeof(PendingConnect));
     *listenComm = new ListenComm{std::move(*listener)};
     return ncclSuccess;
@@ -180,7 +178,7 @@ ncclResult_t netConnect(int dev, void* handle, void** sendComm) {
     std::memcpy(&pending, static_cast<char*>(handle) + kPendingOffset, sizeof pending);
     if (pending.magic != PendingConnect::kMagic) {
       auto started = P2pConnector::start(s.engine, s.p2p, handle);
-      if (!started) return toNccl(started.status(), "connect");
+      if (!started) return toNccl(started.status(), "connect", CallSide::kPeers);
       pending = {PendingConnect::kMagic, started->release()};
       std::memcpy(static_cast<char*>(handle) + kPendingOffset, &pending, sizeof pending);
     }
@@ -188,7 +186,7 @@ ncclResult_t netConnect(int dev, void* handle, void** sendComm) {
     if (done.isOk() && *done == nullptr) return ncclSuccess;  // not yet: NCCL calls again
     delete pending.connector;
     std::memset(static_cast<char*>(handle) + kPendingOffset, 0, sizeof pending);
-    if (!done) return toNccl(done.status(), "connect");
+    if (!done) return toNccl(done.status(), "connect", CallSide::kPeers);
     *sendComm = new SendComm{std::move(*done)};
     return ncclSuccess;
   });
@@ -198,7 +196,7 @@ ncclResult_t netAccept(void* listenComm, void** recvComm) {
   return guarded("accept", [&] {
     *recvComm = nullptr;
     auto accepted = static_cast<ListenComm*>(listenComm)->listener->tryAccept();
-    if (!accepted) return toNccl(accepted.status(), "accept");
+    if (!accepted) return toNccl(accepted.status(), "accept", CallSide::kPeers);
     if (*accepted != nullptr) *recvComm = new RecvComm{std::move(*accepted)};
     return ncclSuccess;
   });
@@ -221,7 +219,7 @@ ncclResult_t deregMr(void*, void* mhandle) {
 ncclResult_t netIsend(void* sendComm, void* data, size_t size, int tag, void** request) {
   return guarded("isend", [&] {
     auto r = static_cast<SendComm*>(sendComm)->comm->isend(data, size, tag);
-    if (!r) return toNccl(r.status(), "isend");
+    if (!r) return toNccl(r.status(), "isend", CallSide::kPeers);
     *request = *r;  // nullptr: busy, NCCL retries
     return ncclSuccess;
   });
@@ -232,7 +230,7 @@ ncclResult_t netIrecv(void* recvComm, int n, void** data, size_t* sizes, int* ta
   return guarded("irecv", [&] {
     RS_REQUIRE(n == 1, "irecv", "{} grouped receives asked for; maxRecvs is 1", n);
     auto r = static_cast<RecvComm*>(recvComm)->comm->irecv(data[0], sizes[0], tags[0]);
-    if (!r) return toNccl(r.status(), "irecv");
+    if (!r) return toNccl(r.status(), "irecv", CallSide::kPeers);
     *request = *r;
     return ncclSuccess;
   });
@@ -248,7 +246,7 @@ ncclResult_t netTest(void* request, int* done, int* sizes) {
     bool finished = false;
     size_t bytes = 0;
     Status s = client::p2p::testRequest(static_cast<P2pRequest*>(request), &finished, &bytes);
-    if (!s.isOk()) return toNccl(s, "test");
+    if (!s.isOk()) return toNccl(s, "test", CallSide::kPeers);
     *done = finished ? 1 : 0;
     if (finished && sizes != nullptr) sizes[0] = static_cast<int>(bytes);
     return ncclSuccess;
@@ -292,7 +290,7 @@ ncclResult_t collConnect(void* handles[], int nranks, int rank, void*, void** co
     PluginState& s = pluginState();
     auto group = client::CollNetGroup::connect(s.client, handles, nranks, rank,
                                                s.rendezvousTimeout);
-    if (!group) return toNccl(group.status(), "collnet connect");
+    if (!group) return toNccl(group.status(), "collnet connect", CallSide::kPeers);
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "CollNet group {} up: node {} of {}",
                    (*group)->id().toString().substr(0, 8), rank, nranks);
     *collComm = new CollComm{std::move(*group)};
@@ -316,7 +314,7 @@ ncclResult_t collIallreduce(void* collComm, void* sendData, void* recvData, size
     const auto type = static_cast<DataType>(dataType);
     auto r = static_cast<CollComm*>(collComm)->group->allReduceAsync(
         sendData, recvData, count, type, static_cast<ReduceOp>(redOp));
-    if (!r) return toNccl(r.status(), "iallreduce");
+    if (!r) return toNccl(r.status(), "iallreduce", CallSide::kPeers);
     *request = new CollRequest{std::move(*r), count * dataTypeSize(type)};
     return ncclSuccess;
   });
@@ -337,7 +335,7 @@ ncclResult_t collTest(void* request, int* done, int* size) {
     }
     const size_t bytes = r->bytes;
     delete r;  // a finished request is dead to NCCL
-    if (!status.isOk()) return toNccl(status, "collnet test");
+    if (!status.isOk()) return toNccl(status, "collnet test", CallSide::kPeers);
     *done = 1;
     if (size != nullptr) *size = static_cast<int>(bytes);
     return ncclSuccess;

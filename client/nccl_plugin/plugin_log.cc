@@ -6,6 +6,8 @@
 #include <atomic>
 #include <mutex>
 
+#include "core/common/log.h"
+
 namespace rs::plugin {
 namespace {
 
@@ -29,10 +31,11 @@ class NcclSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 void setNcclLogger(ncclDebugLogger_t logger) {
   if (logger == nullptr || gLogger.exchange(logger) != nullptr) return;
-  auto sink = std::make_shared<NcclSink>();
-  auto forwarded = std::make_shared<spdlog::logger>("rs", sink);
-  forwarded->set_level(spdlog::level::info);  // NCCL filters further by NCCL_DEBUG
-  spdlog::set_default_logger(forwarded);
+  // Only the project's named logger: spdlog's default belongs to the host process. NCCL calls
+  // init before it creates any communicator, so no thread of ours logs yet.
+  spdlog::logger& project = rs::logger();
+  project.sinks().assign(1, std::make_shared<NcclSink>());
+  project.set_level(spdlog::level::info);  // NCCL filters further by NCCL_DEBUG
 }
 
 void logLine(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,

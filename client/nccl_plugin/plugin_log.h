@@ -11,7 +11,8 @@
 
 namespace rs::plugin {
 
-// Installs NCCL's logger; the client library's own log lines are forwarded to it too.
+// Installs NCCL's logger; the client library's own log lines (rs::logger()) are forwarded to it
+// too. spdlog's default logger, the host's, is left alone.
 void setNcclLogger(ncclDebugLogger_t logger);
 void logLine(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
              const std::string& message);

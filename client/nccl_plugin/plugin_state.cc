@@ -1,36 +1,38 @@
 #include "client/nccl_plugin/plugin_state.h"
 
-#include <cstdlib>
+#include <fmt/format.h>
+
 #include <mutex>
 
 #include "client/nccl_plugin/plugin_log.h"
 #include "core/common/build_info.h"
+#include "core/common/env.h"
 #include "core/reduce/reduce.h"
 
 namespace rs::plugin {
 namespace {
 
-// NCCL_RS_<NAME>: a positive integer knob; bad values are logged and the default kept.
+// NCCL_RS_<NAME>: a positive integer knob; a bad value is logged and the default kept (NCCL's
+// own knobs behave so: a typo must not take the network away from a training job).
 uint64_t knob(const char* name, uint64_t fallback, uint64_t max) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (end == v || *end != '\0' || n == 0 || n > max) {
-    RS_PLUGIN_WARN("{}={} is not an integer in 1..{}; using {}", name, v, max, fallback);
+  auto n = envUnsigned(name, 1, max);
+  if (!n) {
+    RS_PLUGIN_WARN("{}; using {}", n.status().message(), fallback);
     return fallback;
   }
-  RS_PLUGIN_INFO(NCCL_ENV | NCCL_INIT, "{} set by environment to {}", name, n);
-  return n;
+  if (!*n) return fallback;
+  RS_PLUGIN_INFO(NCCL_ENV | NCCL_INIT, "{} set by environment to {}", name, **n);
+  return **n;
 }
 
 PluginState* create() {
   auto* s = new PluginState();
   RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "{}",
                  versionLine("libnccl-net-reduction-server", reduce::activeTargetName()));
-  const char* ifname = std::getenv("NCCL_RS_IFNAME");
-  if (ifname == nullptr) ifname = std::getenv("NCCL_SOCKET_IFNAME");
-  auto devices = client::findInterfaces(ifname ? ifname : "");
+  // Set but empty still counts: NCCL_RS_IFNAME= takes any interface, whatever NCCL's own says.
+  const std::string ifname =
+      envRaw("NCCL_RS_IFNAME").value_or(envRaw("NCCL_SOCKET_IFNAME").value_or(""));
+  auto devices = client::findInterfaces(ifname);
   if (!devices) {
     s->initStatus = devices.status();
     return s;
@@ -50,10 +52,10 @@ PluginState* create() {
   if (client) {
     s->client = std::move(*client);
     s->collnetEnabled = true;
-    std::string list;
-    for (const auto& r : s->client.reducers) list += (list.empty() ? "" : ",") + r.toString();
+    std::vector<std::string> list;
+    for (const auto& r : s->client.reducers) list.push_back(r.toString());
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "CollNet through {} reducers ({}), {} streams each",
-                   s->client.reducers.size(), list, s->client.streamsPerReducer);
+                   s->client.reducers.size(), fmt::join(list, ","), s->client.streamsPerReducer);
   } else {
     s->collnetOffReason = client.status().message();
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "CollNet off: {}", s->collnetOffReason);

@@ -3,44 +3,16 @@
 #include <arpa/inet.h>
 
 #include <climits>
-#include <cstdlib>
 #include <exception>
 #include <nlohmann/json.hpp>
+
+#include "core/common/env.h"
+#include "core/common/text.h"
 
 namespace rs::cluster {
 namespace {
 
 using Json = nlohmann::json;
-
-constexpr std::string_view kSpaces = " \t\r\n";
-
-std::string_view trim(std::string_view s) {
-  const size_t first = s.find_first_not_of(kSpaces);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(kSpaces) - first + 1);
-}
-
-// Untrusted text in an error message: quoted, escaped, and cut if long.
-std::string quoteText(std::string_view s) {
-  constexpr size_t kMaxShown = 80;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c >= 0x20 && c < 0x7F) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  if (s.size() > kMaxShown) out += "...";
-  return out + "\"";
-}
 
 // A JSON value as it appeared, for "got ..." in error messages.
 std::string describe(const Json& v) {
@@ -394,13 +366,8 @@ Result<std::vector<Endpoint>> parseReducerList(std::string_view text) {
   if (trim(text).empty()) {
     return invalidArgument("RS_REDUCERS is empty (expected host:port,host:port,...)");
   }
-  std::vector<std::string_view> entries;
-  for (size_t start = 0;;) {
-    const size_t comma = text.find(',', start);
-    entries.push_back(trim(text.substr(start, comma - start)));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
+  std::vector<std::string_view> entries = split(text, ',');
+  for (std::string_view& entry : entries) entry = trim(entry);
   std::vector<Endpoint> out;
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string what = "RS_REDUCERS: entry " + std::to_string(i + 1);
@@ -424,19 +391,19 @@ Result<std::vector<Endpoint>> parseReducerList(std::string_view text) {
 Result<std::vector<Endpoint>> reducersFromEnvironment() {
   // First set wins. A set but broken variable is an error rather than a reason to look at the
   // next one: silently using another list would connect workers to the wrong reducers.
-  if (const char* list = std::getenv("RS_REDUCERS")) {
-    if (trim(list).empty()) {
+  if (const auto list = envRaw("RS_REDUCERS")) {
+    if (trim(*list).empty()) {
       return invalidArgument(
           "RS_REDUCERS is set but empty (expected host:port,host:port,...; unset it to use "
           "CLUSTER_SPEC or TF_CONFIG)");
     }
-    return parseReducerList(list);
+    return parseReducerList(*list);
   }
-  if (const char* spec = std::getenv("CLUSTER_SPEC")) {
-    return reducerPool(parseClusterSpec(spec), "CLUSTER_SPEC", kReducerPool);
+  if (const auto spec = envRaw("CLUSTER_SPEC")) {
+    return reducerPool(parseClusterSpec(*spec), "CLUSTER_SPEC", kReducerPool);
   }
-  if (const char* tf = std::getenv("TF_CONFIG")) {
-    return reducerPool(parseTfConfig(tf), "TF_CONFIG", "ps");
+  if (const auto tf = envRaw("TF_CONFIG")) {
+    return reducerPool(parseTfConfig(*tf), "TF_CONFIG", "ps");
   }
   return invalidArgument(
       "no reducers configured: RS_REDUCERS, CLUSTER_SPEC and TF_CONFIG are all unset (set "

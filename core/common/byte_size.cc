@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "core/common/text.h"
+
 namespace rs {
 
 Result<uint64_t> parseByteSize(std::string_view text) {
@@ -19,17 +21,18 @@ Result<uint64_t> parseByteSize(std::string_view text) {
   if (ec != std::errc() || ptr != text.data() + digits) return bad("number out of range");
   std::string suffix;
   for (char c : text.substr(digits))
-    if (c != ' ') suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (c != ' ') suffix += c;
+  suffix = toLower(suffix);
   uint64_t scale = 1;
-  if (suffix.empty() || suffix == "B") scale = 1;
-  else if (suffix == "K" || suffix == "KIB") scale = 1ull << 10;
-  else if (suffix == "M" || suffix == "MIB") scale = 1ull << 20;
-  else if (suffix == "G" || suffix == "GIB") scale = 1ull << 30;
-  else if (suffix == "T" || suffix == "TIB") scale = 1ull << 40;
-  else if (suffix == "KB") scale = 1000ull;
-  else if (suffix == "MB") scale = 1000ull * 1000;
-  else if (suffix == "GB") scale = 1000ull * 1000 * 1000;
-  else if (suffix == "TB") scale = 1000ull * 1000 * 1000 * 1000;
+  if (suffix.empty() || suffix == "b") scale = 1;
+  else if (suffix == "k" || suffix == "kib") scale = 1ull << 10;
+  else if (suffix == "m" || suffix == "mib") scale = 1ull << 20;
+  else if (suffix == "g" || suffix == "gib") scale = 1ull << 30;
+  else if (suffix == "t" || suffix == "tib") scale = 1ull << 40;
+  else if (suffix == "kb") scale = 1000ull;
+  else if (suffix == "mb") scale = 1000ull * 1000;
+  else if (suffix == "gb") scale = 1000ull * 1000 * 1000;
+  else if (suffix == "tb") scale = 1000ull * 1000 * 1000 * 1000;
   else return bad("unknown unit");
   if (value > UINT64_MAX / scale) return bad("too large");
   return value * scale;

@@ -69,20 +69,32 @@ class JsonFormatter final : public spdlog::formatter {
   }
 };
 
+const std::shared_ptr<spdlog::logger>& projectLogger() {
+  // Never destroyed: threads of a host process may still log while it exits.
+  static const auto* const project = new std::shared_ptr<spdlog::logger>(
+      std::make_shared<spdlog::logger>(kLoggerName,
+                                       std::make_shared<spdlog::sinks::stdout_color_sink_mt>()));
+  return *project;
+}
+
 }  // namespace
+
+spdlog::logger& logger() { return *projectLogger(); }
 
 Status configureLogging(const std::string& level, const std::string& format) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off")
     return invalidArgument("log level '" + level +
                            "' is not one of trace, debug, info, warn, error, critical, off");
+  if (format != "json" && format != "text")
+    return invalidArgument("log format '" + format + "' is not 'text' or 'json'");
+  // Default first: set_level and set_formatter below reach every logger spdlog knows.
+  spdlog::set_default_logger(projectLogger());
   spdlog::set_level(lvl);
   if (format == "json") {
     spdlog::set_formatter(std::make_unique<JsonFormatter>());
-  } else if (format == "text") {
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%f %^%l%$ [%n] %v");
   } else {
-    return invalidArgument("log format '" + format + "' is not 'text' or 'json'");
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%f %^%l%$ [%n] %v");
   }
   return Status::ok();
 }

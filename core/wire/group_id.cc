@@ -5,6 +5,8 @@
 #include <random>
 #include <string_view>
 
+#include "core/common/text.h"
+
 namespace rs {
 namespace {
 
@@ -21,24 +23,8 @@ void appendHex(uint64_t v, std::string* out) {
   for (int shift = 60; shift >= 0; shift -= 4) out->push_back(kHexDigits[(v >> shift) & 0xF]);
 }
 
-// A short printable rendering of untrusted text for error messages.
-std::string quoteForError(std::string_view s) {
-  constexpr size_t kMaxShown = 48;
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHexDigits[c >> 4]);
-      out.push_back(kHexDigits[c & 0xF]);
-    }
-  }
-  if (s.size() > kMaxShown) out += "...";
-  out += "\"";
-  return out;
-}
+// How much of an untrusted id an error message shows: more than an id's 32 digits, not a page.
+constexpr size_t kMaxShown = 48;
 
 }  // namespace
 
@@ -53,14 +39,14 @@ std::string GroupId::toString() const {
 Result<GroupId> GroupId::parse(std::string_view hex) {
   if (hex.size() != 32) {
     return invalidArgument("group id: expected 32 hex digits, got " + std::to_string(hex.size()) +
-                           " characters " + quoteForError(hex));
+                           " characters " + quoteText(hex, kMaxShown));
   }
   GroupId id;
   for (size_t i = 0; i < hex.size(); ++i) {
     int v = hexValue(hex[i]);
     if (v < 0) {
       return invalidArgument("group id: character " + std::to_string(i) + " of " +
-                             quoteForError(hex) + " is not a hex digit");
+                             quoteText(hex, kMaxShown) + " is not a hex digit");
     }
     uint64_t& half = i < 16 ? id.hi : id.lo;
     half = (half << 4) | static_cast<uint64_t>(v);

@@ -148,9 +148,8 @@ Result<std::string> emitSpec(std::string_view kind, const EmitPlan& plan) {
   if (kind == "vertex-python") return emitVertexPython(plan);
   if (kind == "k8s") return emitKubernetesJobSet(plan);
   if (kind == "k8s-pool") return emitKubernetesReducerPool(plan);
-  std::string known;
-  for (std::string_view k : kEmitKinds) known += (known.empty() ? "" : ", ") + std::string(k);
-  return invalidArgument(fmt::format("--emit '{}' is not one of {}", kind, known));
+  return invalidArgument(
+      fmt::format("--emit '{}' is not one of {}", kind, fmt::join(kEmitKinds, ", ")));
 }
 
 }  // namespace rs::sizer

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "core/common/log.h"
+#include "core/common/text.h"
 
 namespace rs::sizer {
 namespace {
@@ -27,9 +28,7 @@ bool isPlainSafe(const std::string& text) {
     }
   }
   if (text.back() == ':') return false;
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = toLower(text);
   static const char* const kReserved[] = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"};
   return std::none_of(std::begin(kReserved), std::end(kReserved),
                       [&](const char* word) { return lower == word; });

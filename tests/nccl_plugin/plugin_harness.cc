@@ -9,9 +9,9 @@
 //                  deregMr, closeColl, finalize; twice (a second communicator)
 //   p2p            a ring: listen, connect/accept polled until both are up, 32 isend/irecv in
 //                  flight of many sizes, contents and sizes checked
-//   collnet-down   the reducers are down: connect must fail with an error, on every node
-//   collnet-die    rank 1 exits mid-run; the others' test() must return an error, not hang
-//   p2p-die        rank 1 exits after connecting; rank 0's pending irecv must fail
+//   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node
+//   collnet-die    rank 1 exits mid-run; the others' test() must return ncclRemoteError, not hang
+//   p2p-die        rank 1 exits after connecting; rank 0's pending irecv must fail (ncclRemoteError)
 //   bad-handle     connect with handles this plugin did not make: errors, no crash
 // Exit code 0 means every check passed; failures print one line each to stderr.
 #include <fcntl.h>
@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "core/common/aligned_buffer.h"
-#include "core/reduce/verify_pattern.h"
 #include "tests/nccl_plugin/plugin_api.h"
+#include "tests/support/verify_pattern.h"
 
 namespace rs::harness {
 namespace {
@@ -161,7 +161,7 @@ void checkResult(const Pending& p, const char* recv, int world) {
   const auto o = static_cast<ReduceOp>(p.op);
   uint64_t wrong = 0, first = 0;
   for (uint64_t i = 0; i < p.count; ++i)
-    if (reduce::loadAs(t, recv + p.recvOffset, i) != reduce::expectedResult(t, o, world, i)) {
+    if (test::loadAs(t, recv + p.recvOffset, i) != test::expectedResult(t, o, world, i)) {
       if (wrong++ == 0) first = i;
     }
   EXPECT(wrong == 0, "type %d op %d count %zu: %llu wrong elements, first at %llu", p.type, p.op,
@@ -214,6 +214,8 @@ void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun) {
     const bool finished = waitDone(api, true, p.req, withSize ? &size : nullptr, &r);
     EXPECT(finished, "collnet test() did not finish within 60 s (a hang)");
     if (r != ncclSuccess && dieMidRun) {
+      EXPECT(r == ncclRemoteError, "collnet test() returned %d after node 1 died, not "
+             "ncclRemoteError", r);
       sawError = true;
       return;
     }
@@ -234,14 +236,14 @@ void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun) {
       // NCCL's slots: the 9th call reuses the slot of the 1st, which has just been drained.
       const size_t offset = (slot++ % 8) * (half / 8);
       for (uint64_t i = 0; i < count; ++i)
-        reduce::storeAs(static_cast<DataType>(t), send + offset, i,
-                        reduce::exactInput(a.rank, i, static_cast<ReduceOp>(o)));
+        test::storeAs(static_cast<DataType>(t), send + offset, i,
+                      test::exactInput(a.rank, i, static_cast<ReduceOp>(o)));
       void* req = nullptr;
       for (int tries = 0; req == nullptr && tries < 1000000; ++tries) {
         ncclResult_t r = api.collIallreduce(cc, send + offset, recv + offset, count, t, o,
                                             handles[1], handles[0], &req);
         if (r != ncclSuccess) {
-          EXPECT(dieMidRun, "iallreduce returned %d", r);
+          EXPECT(dieMidRun && r == ncclRemoteError, "iallreduce returned %d", r);
           sawError = true;
           break;
         }
@@ -318,7 +320,7 @@ void runP2p(PluginApi& api, const Args& a, bool dieAfterConnect) {
       ncclResult_t rr = api.netIrecv(rc, in[static_cast<size_t>(posted % 32)].data(), maxSize,
                                      posted, rmh, &rreq);
       if (rr != ncclSuccess) {
-        EXPECT(dieAfterConnect, "irecv returned %d", rr);
+        EXPECT(dieAfterConnect && rr == ncclRemoteError, "irecv returned %d", rr);
         std::fprintf(stderr, "rank %d: receive refused after the peer died, as it must\n", a.rank);
         return;
       }
@@ -327,7 +329,7 @@ void runP2p(PluginApi& api, const Args& a, bool dieAfterConnect) {
       while (sreq == nullptr && Clock::now() < stop) {
         ncclResult_t r = api.netIsend(sc, o.data(), size(posted), posted, smh, &sreq);
         if (r != ncclSuccess) {
-          EXPECT(dieAfterConnect, "isend returned %d", r);
+          EXPECT(dieAfterConnect && r == ncclRemoteError, "isend returned %d", r);
           std::fprintf(stderr, "rank %d: send failed after the peer died, as it must\n", a.rank);
           return;
         }
@@ -339,7 +341,7 @@ void runP2p(PluginApi& api, const Args& a, bool dieAfterConnect) {
       int done = 0, bytes = -1;
       ncclResult_t r = api.netTest(sends.front().first, &done, &bytes);
       if (r != ncclSuccess) {
-        EXPECT(dieAfterConnect, "isend test returned %d", r);
+        EXPECT(dieAfterConnect && r == ncclRemoteError, "isend test returned %d", r);
         std::fprintf(stderr, "rank %d: pending send failed after the peer died, as it must\n", a.rank);
         return;
       }
@@ -353,7 +355,7 @@ void runP2p(PluginApi& api, const Args& a, bool dieAfterConnect) {
       int done = 0, bytes = -1;
       ncclResult_t r = api.netTest(recvs.front().first, &done, &bytes);
       if (r != ncclSuccess) {
-        EXPECT(dieAfterConnect, "irecv test returned %d", r);
+        EXPECT(dieAfterConnect && r == ncclRemoteError, "irecv test returned %d", r);
         std::fprintf(stderr, "rank %d: pending receive failed after the peer died, as it must\n", a.rank);
         return;
       }
@@ -398,6 +400,8 @@ void runCollnetDown(PluginApi& api, const Args& a) {
   void* cc = collnetConnect(api, collCtx, a, "down", &result);
   EXPECT(result != ncclSuccess && cc == nullptr,
          "collnet connect succeeded with the reducers down");
+  EXPECT(result == ncclRemoteError,
+         "collnet connect with the reducers down returned %d, not ncclRemoteError", result);
   std::fprintf(stderr, "rank %d: collnet connect failed as expected after %.1f s\n", a.rank,
                std::chrono::duration<double>(Clock::now() - start).count());
   EXPECT_OK(api.collFinalize(collCtx));

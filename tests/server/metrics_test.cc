@@ -26,10 +26,6 @@ bool hasLine(const std::string& text, const std::string& line) {
   return false;
 }
 
-bool endsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 MetricsSnapshot sample() {
   MetricsSnapshot s;
   s.plane.bytesIn = 1234;
@@ -69,7 +65,7 @@ TEST_CASE("metrics: names follow Prometheus naming, and no label can carry a gro
     CHECK(f.name.rfind("rs_", 0) == 0);
     CHECK(!f.help.empty());
     CHECK(!f.metric.empty());
-    if (f.type == MetricType::Counter) CHECK(endsWith(f.name, "_total"));
+    if (f.type == MetricType::Counter) CHECK(f.name.ends_with("_total"));
     else CHECK(f.name.find("_total") == std::string::npos);
     // Base units only, as the last word (or before _total).
     for (const char* unit : {"_milliseconds", "_microseconds", "_kilobytes", "_megabytes"})

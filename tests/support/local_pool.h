@@ -8,17 +8,12 @@
 #include <vector>
 
 #include "core/cluster/cluster_spec.h"
-#include "core/reduce/verify_pattern.h"
 #include "rs/client.h"
 #include "server/config.h"
 #include "server/server.h"
+#include "tests/support/verify_pattern.h"
 
 namespace rs::test {
-
-using reduce::exactInput;
-using reduce::expectedResult;
-using reduce::loadAs;
-using reduce::storeAs;
 
 // Small and quiet: ephemeral ports on 127.0.0.1, two io threads, no stats line.
 server::ServerConfig testServerConfig();

@@ -1,6 +1,7 @@
-// Keeps what the default spdlog logger writes while it lives, so that a test can assert on a
-// logged event (a state) instead of on elapsed time. Create it before the test starts any
-// thread that logs, and let it die after they are gone: spdlog's sink list is not guarded.
+// Keeps what the project's logger (rs::logger()) writes while it lives, so that a test can assert
+// on a logged event (a state) instead of on elapsed time. spdlog's default logger is watched too
+// where it is another logger. Create it before the test starts any thread that logs, and let it
+// die after they are gone: spdlog's sink list is not guarded.
 #pragma once
 
 #include <spdlog/sinks/ringbuffer_sink.h>
@@ -9,17 +10,25 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "core/common/log.h"
 
 namespace rs::test {
 
 class LogCapture {
  public:
   LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
+    watched_.push_back(&rs::logger());
+    if (spdlog::default_logger_raw() != &rs::logger())
+      watched_.push_back(spdlog::default_logger_raw());
+    for (spdlog::logger* l : watched_) l->sinks().push_back(sink_);
   }
   ~LogCapture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    for (spdlog::logger* l : watched_) {
+      auto& sinks = l->sinks();
+      sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    }
   }
   LogCapture(const LogCapture&) = delete;
   LogCapture& operator=(const LogCapture&) = delete;
@@ -33,6 +42,7 @@ class LogCapture {
 
  private:
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::vector<spdlog::logger*> watched_;
 };
 
 }  // namespace rs::test

@@ -1,13 +1,15 @@
 // Inputs whose all-reduce is exact in every type, to check results end to end (tests, the
 // all-reduce benchmark, the NCCL plugin harness): small integers, representable even in bf16,
 // whose sums, products, maxima and minima over up to 12 members stay exact and in range.
+// Library rs_verify_pattern, for tests and benchmarks only: the daemon and the plugin never
+// link it.
 #pragma once
 
 #include <cstdint>
 
 #include "core/reduce/dtype.h"
 
-namespace rs::reduce {
+namespace rs::test {
 
 // Member `rank`'s input at element i.
 double exactInput(int rank, uint64_t i, ReduceOp op);
@@ -17,4 +19,4 @@ double expectedResult(DataType type, ReduceOp op, int world, uint64_t i);
 void storeAs(DataType type, void* buffer, uint64_t i, double value);
 double loadAs(DataType type, const void* buffer, uint64_t i);
 
-}  // namespace rs::reduce
+}  // namespace rs::test

@@ -1,11 +1,11 @@
-#include "core/reduce/verify_pattern.h"
+#include "tests/support/verify_pattern.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/reduce/float16.h"
 
-namespace rs::reduce {
+namespace rs::test {
 
 double exactInput(int rank, uint64_t i, ReduceOp op) {
   // Products stay exact and small with factors 1 and 2 only.
@@ -22,10 +22,10 @@ void storeAs(DataType t, void* buffer, uint64_t i, double v) {
     case DataType::kInt64: static_cast<int64_t*>(buffer)[i] = static_cast<int64_t>(v); break;
     case DataType::kUint64: static_cast<uint64_t*>(buffer)[i] = static_cast<uint64_t>(v); break;
     case DataType::kFloat16:
-      static_cast<uint16_t*>(buffer)[i] = floatToHalf(static_cast<float>(v));
+      static_cast<uint16_t*>(buffer)[i] = reduce::floatToHalf(static_cast<float>(v));
       break;
     case DataType::kBfloat16:
-      static_cast<uint16_t*>(buffer)[i] = floatToBfloat16(static_cast<float>(v));
+      static_cast<uint16_t*>(buffer)[i] = reduce::floatToBfloat16(static_cast<float>(v));
       break;
     case DataType::kFloat32: static_cast<float*>(buffer)[i] = static_cast<float>(v); break;
     case DataType::kFloat64: static_cast<double*>(buffer)[i] = v; break;
@@ -41,9 +41,9 @@ double loadAs(DataType t, const void* buffer, uint64_t i) {
     case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(buffer)[i]);
     case DataType::kUint64: return static_cast<double>(static_cast<const uint64_t*>(buffer)[i]);
     case DataType::kFloat16:
-      return halfToFloat(static_cast<const uint16_t*>(buffer)[i]);
+      return reduce::halfToFloat(static_cast<const uint16_t*>(buffer)[i]);
     case DataType::kBfloat16:
-      return bfloat16ToFloat(static_cast<const uint16_t*>(buffer)[i]);
+      return reduce::bfloat16ToFloat(static_cast<const uint16_t*>(buffer)[i]);
     case DataType::kFloat32: return static_cast<const float*>(buffer)[i];
     case DataType::kFloat64: return static_cast<const double*>(buffer)[i];
   }
@@ -75,4 +75,4 @@ double expectedResult(DataType t, ReduceOp op, int world, uint64_t i) {
   return acc;
 }
 
-}  // namespace rs::reduce
+}  // namespace rs::test
