@@ -1,6 +1,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/cluster/cluster_spec.h"
 #include "core/common/byte_size.h"
 #include "rs/client.h"
 
