@@ -123,7 +123,8 @@ Status Acceptor::listen(const std::string& hostPort) {
       PortZero::kAllowed);
   if (!endpoint) return endpoint.status();
   auto listener = transport::listen(io_, *endpoint, config_.transport, PortZero::kAllowed);
-  if (!listener) return Status(listener.status().code(), "data plane " + listener.status().message());
+  if (!listener)
+    return Status(listener.status().code(), "data plane " + listener.status().message());
   listener_ = std::move(*listener);
   return Status::ok();
 }

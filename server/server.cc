@@ -26,7 +26,8 @@ Result<std::string> defaultGrpcAddress(const std::string& dataListen, uint16_t d
   if (!data) return data.status();
   if (data->port == 0) return data->toString();
   if (dataPort == UINT16_MAX)
-    return invalidArgument("the data port is 65535, so gRPC has no data port + 1: set --grpc-listen");
+    return invalidArgument(
+        "the data port is 65535, so gRPC has no data port + 1: set --grpc-listen");
   return data->withPort(static_cast<uint16_t>(dataPort + 1)).toString();
 }
 }  // namespace

@@ -10,25 +10,15 @@
 
 #include "core/transport/connector.h"
 #include "core/transport/listener.h"
-#include "tests/support/wait_until.h"
+#include "tests/support/run_until.h"
 
 namespace rs::transport {
 namespace {
 
+using Catch::Matchers::Contains;
+using test::runUntil;
+
 using namespace std::chrono_literals;
-
-bool runUntil(asio::io_context& io, const std::function<bool()>& done) {
-  const bool ok = test::waitUntil([&] {
-    io.poll();
-    return done();
-  });
-  io.restart();
-  return ok;
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 // A loopback port where nothing listens now (it did a moment ago: connects are refused).
 uint16_t closedPort(asio::io_context& io) {
@@ -118,9 +108,9 @@ TEST_CASE("connector: the time limit ends the dial, naming the endpoint and the 
   const Status& s = out.result->status();
   INFO(s.toString());
   CHECK(s.code() == StatusCode::kTimeout);
-  CHECK(contains(s.message(), "cannot connect to 127.0.0.1:" + std::to_string(port)));
-  CHECK(contains(s.message(), "within 300 ms"));
-  CHECK(contains(s.message(), "refused"));
+  CHECK_THAT(s.message(), Contains("cannot connect to 127.0.0.1:" + std::to_string(port)));
+  CHECK_THAT(s.message(), Contains("within 300 ms"));
+  CHECK_THAT(s.message(), Contains("refused"));
   CHECK(connector->failedAttempts() >= 1);
   io.run();  // nothing of the dial is left pending
   CHECK(out.calls == 1);
@@ -140,7 +130,7 @@ TEST_CASE("connector: cancel ends a retrying dial at once, with its handler run 
   io.run();               // returns once the dial's resolver, socket and timers are done
   REQUIRE(out.calls == 1);
   CHECK(out.result->status().code() == StatusCode::kAborted);
-  CHECK(contains(out.result->status().message(), "127.0.0.1:" + std::to_string(port)));
+  CHECK_THAT(out.result->status().message(), Contains("127.0.0.1:" + std::to_string(port)));
 }
 
 TEST_CASE("connector: destroying it ends the dial like cancel", "[transport]") {

@@ -10,26 +10,12 @@
 #include <string>
 
 #include "core/transport/listener.h"
-#include "tests/support/wait_until.h"
+#include "tests/support/run_until.h"
 
 namespace rs::transport {
-namespace {
 
-// Runs `io` on this thread until `done()`, within a deadline that only catches a hang.
-bool runUntil(asio::io_context& io, const std::function<bool()>& done) {
-  const bool ok = test::waitUntil([&] {
-    io.poll();
-    return done();
-  });
-  io.restart();
-  return ok;
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-}  // namespace
+using Catch::Matchers::Contains;
+using test::runUntil;
 
 TEST_CASE("listener: port 0 binds a free port that a peer reaches", "[transport]") {
   asio::io_context io;
@@ -79,8 +65,8 @@ TEST_CASE("listener: port 0 is refused where the caller did not ask for it", "[t
   auto listener = listen(io, {"127.0.0.1", 0}, {});
   REQUIRE_FALSE(listener.isOk());
   CHECK(listener.status().code() == StatusCode::kInvalidArgument);
-  CHECK(contains(listener.status().message(), "127.0.0.1:0"));
-  CHECK(contains(listener.status().message(), "port 0"));
+  CHECK_THAT(listener.status().message(), Contains("127.0.0.1:0"));
+  CHECK_THAT(listener.status().message(), Contains("port 0"));
 }
 
 TEST_CASE("listener: a name is resolved; a taken port is an error naming the address",
@@ -93,12 +79,12 @@ TEST_CASE("listener: a name is resolved; a taken port is an error naming the add
   REQUIRE_FALSE(second.isOk());
   INFO(second.status().toString());
   CHECK(second.status().code() == StatusCode::kIoError);
-  CHECK(contains(second.status().message(), "cannot listen on " + taken.toString()));
-  CHECK(contains(second.status().message(), "in use"));
+  CHECK_THAT(second.status().message(), Contains("cannot listen on " + taken.toString()));
+  CHECK_THAT(second.status().message(), Contains("in use"));
 
   auto unknown = listen(io, {"no-such-host.invalid", 0}, {}, PortZero::kAllowed);
   REQUIRE_FALSE(unknown.isOk());
-  CHECK(contains(unknown.status().message(), "no-such-host.invalid"));
+  CHECK_THAT(unknown.status().message(), Contains("no-such-host.invalid"));
 }
 
 TEST_CASE("listener: close ends a pending accept with operation_aborted", "[transport]") {

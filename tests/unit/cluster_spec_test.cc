@@ -7,21 +7,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/require_invalid.h"
+
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using namespace rs::cluster;
 using rs::Endpoint;
-using rs::StatusCode;
+using rs::test::requireInvalid;
 
 namespace {
-
-template <typename T>
-void requireInvalid(const rs::Result<T>& r, const std::string& fragment) {
-  INFO("status: " << r.status().toString());
-  REQUIRE_FALSE(r.isOk());
-  REQUIRE(r.status().code() == StatusCode::kInvalidArgument);
-  REQUIRE_THAT(r.status().message(), Contains(fragment));
-}
 
 Endpoint ep(std::string host, uint16_t port) { return Endpoint{std::move(host), port}; }
 

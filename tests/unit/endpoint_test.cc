@@ -6,25 +6,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/require_invalid.h"
+
 using Catch::Matchers::Contains;
 using rs::Endpoint;
 using rs::parseEndpoint;
 using rs::PortZero;
-using rs::StatusCode;
-
-namespace {
-
-template <typename T>
-void requireInvalid(const rs::Result<T>& r, const std::string& fragment) {
-  INFO("status: " << r.status().toString());
-  REQUIRE_FALSE(r.isOk());
-  REQUIRE(r.status().code() == StatusCode::kInvalidArgument);
-  REQUIRE_THAT(r.status().message(), Contains(fragment));
-}
-
-Endpoint ep(std::string host, uint16_t port) { return Endpoint{std::move(host), port}; }
-
-}  // namespace
+using rs::test::requireInvalid;
 
 TEST_CASE("endpoint: v4, v6 in brackets and names parse and print back") {
   struct Case {
@@ -33,20 +21,20 @@ TEST_CASE("endpoint: v4, v6 in brackets and names parse and print back") {
     const char* printed;
   };
   const Case cases[] = {
-      {"localhost:8000", ep("localhost", 8000), "localhost:8000"},
-      {"cmle-training-workerpool2-ab12-0:2222", ep("cmle-training-workerpool2-ab12-0", 2222),
+      {"localhost:8000", Endpoint{"localhost", 8000}, "localhost:8000"},
+      {"cmle-training-workerpool2-ab12-0:2222", Endpoint{"cmle-training-workerpool2-ab12-0", 2222},
        "cmle-training-workerpool2-ab12-0:2222"},
-      {"rs-0.rs.default.svc.cluster.local:1", ep("rs-0.rs.default.svc.cluster.local", 1),
+      {"rs-0.rs.default.svc.cluster.local:1", Endpoint{"rs-0.rs.default.svc.cluster.local", 1},
        "rs-0.rs.default.svc.cluster.local:1"},
-      {"host.example.:65535", ep("host.example.", 65535), "host.example.:65535"},
-      {"under_score:80", ep("under_score", 80), "under_score:80"},
-      {"10.0.0.255:80", ep("10.0.0.255", 80), "10.0.0.255:80"},
-      {"0.0.0.0:9000", ep("0.0.0.0", 9000), "0.0.0.0:9000"},
-      {"[::1]:8000", ep("::1", 8000), "[::1]:8000"},
-      {"[2001:db8::a:1]:443", ep("2001:db8::a:1", 443), "[2001:db8::a:1]:443"},
-      {"[::ffff:10.1.2.3]:80", ep("::ffff:10.1.2.3", 80), "[::ffff:10.1.2.3]:80"},
-      {"[fe80::1%eth0]:80", ep("fe80::1%eth0", 80), "[fe80::1%eth0]:80"},
-      {"h:08080", ep("h", 8080), "h:8080"},
+      {"host.example.:65535", Endpoint{"host.example.", 65535}, "host.example.:65535"},
+      {"under_score:80", Endpoint{"under_score", 80}, "under_score:80"},
+      {"10.0.0.255:80", Endpoint{"10.0.0.255", 80}, "10.0.0.255:80"},
+      {"0.0.0.0:9000", Endpoint{"0.0.0.0", 9000}, "0.0.0.0:9000"},
+      {"[::1]:8000", Endpoint{"::1", 8000}, "[::1]:8000"},
+      {"[2001:db8::a:1]:443", Endpoint{"2001:db8::a:1", 443}, "[2001:db8::a:1]:443"},
+      {"[::ffff:10.1.2.3]:80", Endpoint{"::ffff:10.1.2.3", 80}, "[::ffff:10.1.2.3]:80"},
+      {"[fe80::1%eth0]:80", Endpoint{"fe80::1%eth0", 80}, "[fe80::1%eth0]:80"},
+      {"h:08080", Endpoint{"h", 8080}, "h:8080"},
   };
   for (const Case& c : cases) {
     INFO(c.text);
@@ -128,10 +116,10 @@ TEST_CASE("endpoint: port 0 is refused unless the caller allows it") {
   auto any = parseEndpoint("127.0.0.1:0", "--data-listen", PortZero::kAllowed);
   INFO(any.status().toString());
   REQUIRE(any.isOk());
-  CHECK(*any == ep("127.0.0.1", 0));
+  CHECK(*any == Endpoint{"127.0.0.1", 0});
   auto v6 = parseEndpoint("[::]:0", "x", PortZero::kAllowed);
   REQUIRE(v6.isOk());
-  CHECK(*v6 == ep("::", 0));
+  CHECK(*v6 == Endpoint{"::", 0});
   CHECK(v6->toString() == "[::]:0");
   // Allowing 0 widens the range and nothing else.
   requireInvalid(parseEndpoint("host:65536", "x", PortZero::kAllowed), "(expected 0..65535)");
@@ -141,7 +129,7 @@ TEST_CASE("endpoint: port 0 is refused unless the caller allows it") {
 }
 
 TEST_CASE("endpoint: withPort keeps the host, brackets included") {
-  CHECK(ep("10.1.2.3", 5000).withPort(5001) == ep("10.1.2.3", 5001));
-  CHECK(ep("::1", 5000).withPort(5001).toString() == "[::1]:5001");
-  CHECK(ep("rs-0.rs.svc", 2222).withPort(0).toString() == "rs-0.rs.svc:0");
+  CHECK(Endpoint{"10.1.2.3", 5000}.withPort(5001) == Endpoint{"10.1.2.3", 5001});
+  CHECK(Endpoint{"::1", 5000}.withPort(5001).toString() == "[::1]:5001");
+  CHECK(Endpoint{"rs-0.rs.svc", 2222}.withPort(0).toString() == "rs-0.rs.svc:0");
 }

@@ -144,7 +144,8 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
   void onConnect(ConnectSocket& s, Result<std::unique_ptr<transport::Stream>> stream) {
     if (closing()) return;
     // Out of time (kTimeout, with the last error) or an error not worth retrying.
-    if (!stream) return fail(Status(stream.status().code(), where(s) + ": " + stream.status().message()));
+    if (!stream)
+      return fail(Status(stream.status().code(), where(s) + ": " + stream.status().message()));
     s.stream = std::move(*stream);
     // The listener's ack must come by the same deadline.
     s.watchdog.expires_at(deadline_);
@@ -162,7 +163,8 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
     s.stream->asyncWriteAll(&s.helloBuffer, 1,
                             counted([this, &s](const std::error_code& e, size_t) {
                               if (e)
-                                return fail(ioError(where(s) + ": sending the hello: " + e.message()));
+                                return fail(
+                                    ioError(where(s) + ": sending the hello: " + e.message()));
                               s.helloSent = true;
                               stepDone(s);
                             }));

@@ -51,7 +51,9 @@ class TcpConnector::Dial : public std::enable_shared_from_this<Dial> {
     attempt();
   }
 
-  void cancel() { finish(abortedError("connecting to " + endpoint_.toString() + " was cancelled")); }
+  void cancel() {
+    finish(abortedError("connecting to " + endpoint_.toString() + " was cancelled"));
+  }
 
  private:
   void attempt() {
@@ -120,7 +122,8 @@ class TcpConnector::Dial : public std::enable_shared_from_this<Dial> {
     deadlineTimer_.cancel();
     std::error_code ignored;
     socket_.close(ignored);
-    asio::post(io_, [h = std::move(handler_), r = std::move(result)]() mutable { h(std::move(r)); });
+    asio::post(io_,
+               [h = std::move(handler_), r = std::move(result)]() mutable { h(std::move(r)); });
   }
 
   asio::io_context& io_;
