@@ -21,6 +21,7 @@
 
 #include "bench/process_pool.h"
 #include "bench/tcp_probe.h"
+#include "core/cluster/cluster_spec.h"
 #include "core/common/aligned_buffer.h"
 #include "core/common/byte_size.h"
 #include "core/common/log.h"

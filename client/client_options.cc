@@ -1,5 +1,6 @@
 #include <string>
 
+#include "core/cluster/cluster_spec.h"
 #include "core/common/byte_size.h"
 #include "core/common/env.h"
 #include "rs/client.h"

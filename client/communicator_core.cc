@@ -32,15 +32,13 @@ Status CommunicatorCore::start() {
       // Streams of one reducer go to different threads first, so K streams use K threads.
       asio::io_context& io = *ios_[(r * streams_ + s) % ios_.size()];
       connections_.push_back(
-          std::make_shared<Connection>(*this, io, r, s, options_.reducers[r]));
+          std::make_shared<Connection>(*this, options_, group_, io, r, s, options_.reducers[r]));
     }
   buildLoggerBeforeThreads();
   if (!caller)
     for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });
 
-  const auto deadline = std::chrono::steady_clock::now() + options_.connectTimeout;
-  for (auto& c : connections_)
-    asio::post(c->executorContext(), [c, deadline] { c->start(deadline); });
+  for (auto& c : connections_) asio::post(c->executorContext(), [c] { c->start(); });
 
   waitLocked([&] { return failed_ || connected_ == connections_.size(); });
   std::lock_guard lock(mu_);
@@ -81,8 +79,7 @@ void CommunicatorCore::poll() {
   if (callerDriven()) progress_->poll();
 }
 
-void CommunicatorCore::onConnected(Connection&, const Status& status) {
-  if (!status.isOk()) return fail(status);
+void CommunicatorCore::onConnected(Connection&) {
   std::lock_guard lock(mu_);
   ++connected_;
   cv_.notify_all();

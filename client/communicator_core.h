@@ -24,7 +24,8 @@
 
 namespace rs::client {
 
-class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore> {
+class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore>,
+                         public ConnectionOwner {
  public:
   CommunicatorCore(ClientOptions options, GroupSpec group);
   ~CommunicatorCore();
@@ -54,11 +55,13 @@ class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore> {
   const ClientOptions& options() const { return options_; }
   const GroupSpec& group() const { return group_; }
 
-  // --- From connections, on their io threads ---
-  void onConnected(Connection& connection, const Status& status);
-  void onDrained(Connection& connection, std::vector<std::shared_ptr<RequestState>> touched);
+  // --- ConnectionOwner: from connections, on their io threads ---
+  void onConnected(Connection& connection) override;
+  void onFailed(const Status& reason) override { fail(reason); }
+  void onDrained(Connection& connection,
+                 std::vector<std::shared_ptr<RequestState>> touched) override;
   // Requests that reached a connection after it drained: fail them with the others.
-  void onLateRequests(std::vector<std::shared_ptr<RequestState>> requests);
+  void onLateRequests(std::vector<std::shared_ptr<RequestState>> requests) override;
 
  private:
   Connection& connectionFor(uint64_t chunk);

@@ -1,31 +1,28 @@
 #include "client/connection.h"
 
-#include <asio/connect.hpp>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
-#include "client/communicator_core.h"
 #include "client/request_state.h"
 #include "core/wire/control_frames.h"
 
 namespace rs::client {
 namespace {
-constexpr auto kMaxRetry = std::chrono::milliseconds(1000);
 constexpr auto kReasonGrace = std::chrono::milliseconds(2000);
 }  // namespace
 
-Connection::Connection(CommunicatorCore& comm, asio::io_context& io, uint32_t reducerIndex,
-                       uint32_t streamIndex, cluster::Endpoint endpoint)
-    : comm_(comm),
+Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
+                       const GroupSpec& group, asio::io_context& io, uint32_t reducerIndex,
+                       uint32_t streamIndex, Endpoint endpoint)
+    : owner_(owner),
+      options_(options),
+      group_(group),
       io_(io),
       reducerIndex_(reducerIndex),
       streamIndex_(streamIndex),
       endpoint_(std::move(endpoint)),
       name_(fmt::format("reducer {} ({}) stream {}", reducerIndex, endpoint_.toString(),
                         streamIndex)),
-      resolver_(io),
-      socket_(io),
-      retryTimer_(io),
+      graceTimer_(io),
       writer_(
           // Each write is counted like every other operation, so that drain stays exact.
           [this](transport::IoHandler done) -> transport::IoHandler {
@@ -50,71 +47,40 @@ void Connection::opDone() {
   for (auto& c : expected_) touched.push_back(std::move(c.request));
   held_.clear();
   expected_.clear();
-  comm_.onDrained(*this, std::move(touched));
+  owner_.onDrained(*this, std::move(touched));
 }
 
 // --- Connecting ------------------------------------------------------------------------------
 
-void Connection::start(std::chrono::steady_clock::time_point deadline) {
-  connectDeadline_ = deadline;
-  pendingOps_.add();  // held until the first resolve is issued, so an early close drains exactly
-  resolve();
+void Connection::start() {
+  pendingOps_.add();  // held until the dial is issued, so an early close drains exactly
+  if (!closed_) {
+    connector_ = transport::makeConnector(io_, options_.transport);
+    connector_->connect(endpoint_, options_.connectTimeout,
+                        counted([this](Result<std::unique_ptr<transport::Stream>> stream) {
+                          onConnect(std::move(stream));
+                        }));
+  }
   opDone();
 }
 
-void Connection::resolve() {
+void Connection::onConnect(Result<std::unique_ptr<transport::Stream>> stream) {
   if (closed_) return;
-  resolver_.async_resolve(endpoint_.host, std::to_string(endpoint_.port),
-                          counted([this](const std::error_code& ec,
-                                         asio::ip::tcp::resolver::results_type results) {
-                            onResolved(ec, std::move(results));
-                          }));
-}
-
-void Connection::onResolved(const std::error_code& ec,
-                            asio::ip::tcp::resolver::results_type results) {
-  if (closed_) return;
-  if (ec) return retryLater("cannot resolve: " + ec.message());
-  asio::async_connect(socket_, results,
-                      counted([this](const std::error_code& e, const asio::ip::tcp::endpoint&) {
-                        onConnect(e);
-                      }));
-}
-
-void Connection::onConnect(const std::error_code& ec) {
-  if (closed_) return;
-  if (ec) {
-    std::error_code ignored;
-    socket_.close(ignored);
-    return retryLater(ec.message());
+  if (!stream) {
+    // A reducer that never answered is unavailable to this member's callers, whether the
+    // connector ran out of time or met an error not worth retrying.
+    const Status& s = stream.status();
+    return fail(Status(s.code() == StatusCode::kTimeout ? StatusCode::kUnavailable : s.code(),
+                       fmt::format("reducer {} stream {}: {}", reducerIndex_, streamIndex_,
+                                   s.message())));
   }
-  if (Status s = transport::configureTcpSocket(socket_, comm_.options().tcp); !s.isOk())
-    return fail(s);
-  stream_ = std::make_unique<transport::TcpStream>(std::move(socket_));
+  stream_ = std::move(*stream);
   sendHello();
 }
 
-void Connection::retryLater(const std::string& why) {
-  lastConnectError_ = why;
-  const auto now = std::chrono::steady_clock::now();
-  if (now >= connectDeadline_) {
-    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(
-        comm_.options().connectTimeout).count();
-    return fail(unavailableError(fmt::format("cannot connect to {} within {} s: {}", name_,
-                                             waited, why)));
-  }
-  retryBackoff_ = std::min(kMaxRetry, retryBackoff_ * 2);
-  spdlog::debug("{}: {}; retrying", name_, why);
-  retryTimer_.expires_after(std::min<std::chrono::steady_clock::duration>(
-      retryBackoff_, connectDeadline_ - now));
-  retryTimer_.async_wait(counted([this](const std::error_code& ec) {
-    if (!ec) resolve();
-  }));
-}
-
 void Connection::sendHello() {
-  const GroupSpec& g = comm_.group();
-  const ClientOptions& o = comm_.options();
+  const GroupSpec& g = group_;
+  const ClientOptions& o = options_;
   wire::HelloPayload hello;
   hello.worldSize = g.worldSize;
   hello.streamIndex = static_cast<uint16_t>(streamIndex_);
@@ -152,7 +118,7 @@ void Connection::onHeader(const std::error_code& ec) {
                     : ioError(name_ + ": read failed: " + ec.message()));
   }
   wire::DecodeLimits limits;
-  limits.maxPayloadBytes = static_cast<uint32_t>(comm_.options().maxChunkBytes);
+  limits.maxPayloadBytes = static_cast<uint32_t>(options_.maxChunkBytes);
   if (Status s = wire::decodeHeader(inHeaderBytes_.data(), inHeaderBytes_.size(), limits, &in_);
       !s.isOk())
     return fail(protocolError(name_ + ": " + s.message()));
@@ -207,16 +173,16 @@ void Connection::onHelloAck(const std::error_code& ec) {
   wire::HelloAckPayload ack;
   if (Status s = wire::decodeHelloAck(ackBytes_.data(), ackBytes_.size(), &ack); !s.isOk())
     return fail(protocolError(name_ + ": " + s.message()));
-  if (ack.maxPayloadBytes < comm_.options().maxChunkBytes)
+  if (ack.maxPayloadBytes < options_.maxChunkBytes)
     return fail(invalidArgument(fmt::format(
         "{} accepts chunks of at most {} bytes, but this client's maximum chunk is {} bytes "
         "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
-        name_, ack.maxPayloadBytes, comm_.options().maxChunkBytes)));
+        name_, ack.maxPayloadBytes, options_.maxChunkBytes)));
   handshaken_ = true;
   for (const ChunkTransfer& c : held_) enqueueReduce(c);
   held_.clear();
   flush();
-  comm_.onConnected(*this, Status::ok());
+  owner_.onConnected(*this);
   readHeader();
 }
 
@@ -256,7 +222,7 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
     std::vector<std::shared_ptr<RequestState>> late;
     for (auto& c : chunks) late.push_back(c.request);
     if (drained_) {
-      comm_.onLateRequests(std::move(late));
+      owner_.onLateRequests(std::move(late));
     } else {
       for (auto& c : chunks) held_.push_back(std::move(c));
     }
@@ -289,8 +255,8 @@ void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Wr
     // fail first while the reason still waits to be read. Give the read side a moment to
     // deliver it; only if nothing better arrives is the write error the verdict.
     const Status writeError = ioError(name_ + ": write failed: " + ec.message());
-    retryTimer_.expires_after(kReasonGrace);
-    retryTimer_.async_wait(counted([this, writeError](const std::error_code& e) {
+    graceTimer_.expires_after(kReasonGrace);
+    graceTimer_.async_wait(counted([this, writeError](const std::error_code& e) {
       if (!e) fail(writeError);
     }));
     return;
@@ -302,22 +268,19 @@ void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Wr
 
 void Connection::fail(const Status& status) {
   if (closed_) return;
-  comm_.fail(status);  // posts close() to every connection, this one included
+  owner_.onFailed(status);  // posts close() to every connection, this one included
   close();
 }
 
 void Connection::abortAndClose(const Status& reason) {
   if (closed_) return;
   if (handshaken_ && !writer_.writing() && !writer_.failed() && stream_) {
-    const wire::ErrorFrame last = wire::abortFrame(comm_.group().id, comm_.group().rank, reason);
+    const wire::ErrorFrame last = wire::abortFrame(group_.id, group_.rank, reason);
     std::string frame(reinterpret_cast<const char*>(last.header.data()), last.header.size());
     frame += last.reason;
-    // Non-blocking and all-or-nothing in practice: an idle socket's send buffer takes a frame
-    // of at most ~1 KiB. A short write just leaves the reducer to notice the close instead.
-    std::error_code ignored;
-    stream_->socket().non_blocking(true, ignored);
-    (void)::send(stream_->socket().native_handle(), frame.data(), frame.size(),
-                 MSG_DONTWAIT | MSG_NOSIGNAL);
+    // Whole or not at all, never blocking: if it cannot go out now, the reducer notices the
+    // close instead.
+    (void)stream_->trySendNow(frame.data(), frame.size());
   }
   close();
 }
@@ -326,10 +289,8 @@ void Connection::close() {
   if (closed_) return;
   closed_ = true;
   pendingOps_.add();  // so that the cancellations below cannot drain before we are done here
-  resolver_.cancel();
-  retryTimer_.cancel();
-  std::error_code ignored;
-  socket_.close(ignored);
+  if (connector_) connector_->cancel();
+  graceTimer_.cancel();
   if (stream_) stream_->close();
   writer_.close();
   opDone();

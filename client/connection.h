@@ -11,23 +11,43 @@
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/cluster/cluster_spec.h"
+#include "core/common/endpoint.h"
+#include "core/transport/connector.h"
 #include "core/transport/frame_writer.h"
 #include "core/transport/pending_ops.h"
-#include "core/transport/tcp_stream.h"
+#include "core/transport/stream.h"
 #include "core/wire/frame.h"
+#include "rs/client.h"
 
 namespace rs::client {
 
-class CommunicatorCore;
+class Connection;
 class RequestState;
+
+// What a connection tells the communicator that owns it, on the connection's io thread.
+class ConnectionOwner {
+ public:
+  // The stream is up and handshaken.
+  virtual void onConnected(Connection& connection) = 0;
+  // The first error on any connection fails the communicator: the owner closes every
+  // connection, this one included.
+  virtual void onFailed(const Status& reason) = 0;
+  // Closed and every handler has run: `touched` (the requests this connection held) may be
+  // failed now, since no I/O can write into their buffers any more.
+  virtual void onDrained(Connection& connection,
+                         std::vector<std::shared_ptr<RequestState>> touched) = 0;
+  // Requests that reached this connection after it drained.
+  virtual void onLateRequests(std::vector<std::shared_ptr<RequestState>> requests) = 0;
+
+ protected:
+  ~ConnectionOwner() = default;
+};
 
 // One chunk of one collective on this stream.
 struct ChunkTransfer {
@@ -40,14 +60,17 @@ struct ChunkTransfer {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(CommunicatorCore& comm, asio::io_context& io, uint32_t reducerIndex,
-             uint32_t streamIndex, cluster::Endpoint endpoint);
+  // `options` and `group` must outlive the connection (the owner holds them).
+  Connection(ConnectionOwner& owner, const ClientOptions& options, const GroupSpec& group,
+             asio::io_context& io, uint32_t reducerIndex, uint32_t streamIndex,
+             Endpoint endpoint);
 
-  // Connects and handshakes until `deadline`; reports through CommunicatorCore::onConnected.
-  void start(std::chrono::steady_clock::time_point deadline);
+  // Connects (within options.connectTimeout) and handshakes; reports through
+  // ConnectionOwner::onConnected, or onFailed.
+  void start();
   // Queues chunks (on the io thread).
   void submit(std::vector<ChunkTransfer> chunks);
-  // Closes and cancels (on the io thread); CommunicatorCore::onDrained follows.
+  // Closes and cancels (on the io thread); ConnectionOwner::onDrained follows.
   void close();
   // Tells the reducer that this member gives up (an ABORT frame, sent only if it can go out
   // at once and whole, between frames), then closes. The reducer fails the group everywhere
@@ -61,10 +84,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::string& name() const { return name_; }
 
  private:
-  void resolve();
-  void onResolved(const std::error_code& ec, asio::ip::tcp::resolver::results_type results);
-  void onConnect(const std::error_code& ec);
-  void retryLater(const std::string& why);
+  void onConnect(Result<std::unique_ptr<transport::Stream>> stream);
   void sendHello();
   void readHeader();
   void onHeader(const std::error_code& ec);
@@ -81,20 +101,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   auto counted(F&& handler);
   void opDone();
 
-  CommunicatorCore& comm_;
+  ConnectionOwner& owner_;
+  const ClientOptions& options_;
+  const GroupSpec& group_;
   asio::io_context& io_;
   const uint32_t reducerIndex_;
   const uint32_t streamIndex_;
-  const cluster::Endpoint endpoint_;
+  const Endpoint endpoint_;
   const std::string name_;
 
-  std::chrono::steady_clock::time_point connectDeadline_;
-  std::string lastConnectError_;
-  std::chrono::milliseconds retryBackoff_{25};
-  asio::ip::tcp::resolver resolver_;
-  asio::ip::tcp::socket socket_;
-  asio::steady_timer retryTimer_;
-  std::unique_ptr<transport::TcpStream> stream_;
+  std::unique_ptr<transport::Connector> connector_;
+  asio::steady_timer graceTimer_;  // after a failed write, for the reason to arrive
+  std::unique_ptr<transport::Stream> stream_;
   bool handshaken_ = false;
 
   wire::HeaderBytes inHeaderBytes_{};

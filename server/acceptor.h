@@ -1,29 +1,38 @@
 // Accepts data connections and runs their handshake: the first frame must be a valid HELLO
 // within the handshake timeout; the registry then admits the stream into its group and the
-// data plane moves it to the io thread that owns its stream index. A refused connection gets
+// hand-off moves it to the io thread that owns its stream index. A refused connection gets
 // an ERROR frame with the reason before it is closed.
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
 #include <array>
 #include <atomic>
+#include <functional>
+#include <memory>
 
 #include "core/common/status.h"
+#include "core/transport/listener.h"
 #include "server/config.h"
 #include "server/failure_reason.h"
+#include "server/group_registry.h"
 
 namespace rs::server {
 
-class DataPlane;
-
 class Acceptor {
  public:
-  Acceptor(asio::io_context& io, const ServerConfig& config, DataPlane& plane);
+  // Takes a handshaken stream, admitted into `group` as `rank`'s stream `streamIndex`.
+  using HandOff = std::function<void(std::unique_ptr<transport::Stream> stream,
+                                     std::shared_ptr<Group> group, uint32_t rank,
+                                     uint16_t streamIndex)>;
+
+  // Handshakes run on `io`.
+  Acceptor(asio::io_context& io, const ServerConfig& config, GroupRegistry& registry,
+           HandOff handOff);
+  // Binds `hostPort` (port 0: any free port).
   Status listen(const std::string& hostPort);
   void start();
   void stop();
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return listener_ ? listener_->port() : 0; }
   // Counters for stats and metrics (any thread).
   uint64_t accepted() const { return accepted_.load(std::memory_order_relaxed); }
   uint64_t handshakeFailures(HandshakeFailure why) const {
@@ -40,15 +49,12 @@ class Acceptor {
 
   asio::io_context& io_;
   const ServerConfig& config_;
-  DataPlane& plane_;
-  asio::ip::tcp::acceptor acceptor_;
-  uint16_t port_ = 0;
+  GroupRegistry& registry_;
+  const HandOff handOff_;
+  std::unique_ptr<transport::Listener> listener_;
   std::atomic<uint64_t> accepted_{0};  // TCP connections accepted, before their handshake
   std::array<std::atomic<uint64_t>, kNumHandshakeFailures> handshakeFailures_{};
   std::atomic<int> pendingHandshakes_{0};
 };
-
-// Splits "host:port" / "[v6]:port" and resolves it numerically or by name.
-Result<asio::ip::tcp::endpoint> resolveListenAddress(const std::string& hostPort);
 
 }  // namespace rs::server

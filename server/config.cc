@@ -11,7 +11,7 @@
 #include "core/common/byte_size.h"
 #include "core/common/env.h"
 #include "core/reduce/reduce.h"
-#include "server/acceptor.h"
+#include "core/common/endpoint.h"
 
 namespace rs::server {
 
@@ -25,7 +25,7 @@ std::string ServerConfig::describe() const {
       formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
       handshakeTimeoutMs, formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
       formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
-      tcp.sendBufferBytes, tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
+      transport.tcp.sendBufferBytes, transport.tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
 }
 
 Status ServerConfig::validate() const {
@@ -54,11 +54,13 @@ Status ServerConfig::validate() const {
   if (handshakeTimeoutMs < 1) return invalidArgument("--handshake-timeout-ms must be >= 1");
   if (statsIntervalSeconds < 0) return invalidArgument("--stats-interval must be >= 0");
   if (!metricsListen.empty()) {
-    // The data plane's own parse of a listen address; it also refuses civetweb's lists
-    // ("a:1,b:2", which would listen on each).
-    if (auto ep = resolveListenAddress(metricsListen); !ep)
-      return invalidArgument("--metrics-listen must be HOST:PORT (port 0: any free port), got '" +
-                             metricsListen + "': " + ep.status().message());
+    // The parse of every listen address; it also refuses civetweb's lists ("a:1,b:2", which
+    // would listen on each).
+    if (auto ep = parseEndpoint(metricsListen,
+                                "--metrics-listen must be HOST:PORT (port 0: any free port)",
+                                PortZero::kAllowed);
+        !ep)
+      return ep.status();
   }
   return Status::ok();
 }
@@ -180,9 +182,9 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                     "--socket-recv-buffer is given: keep it above each stream's share of the "
                     "bandwidth-delay product",
                     "RS_MAX_LEAD");
-  addByteSizeOption(app, "--socket-send-buffer", &c.tcp.sendBufferBytes,
+  addByteSizeOption(app, "--socket-send-buffer", &c.transport.tcp.sendBufferBytes,
                     "SO_SNDBUF for data sockets (0: autotune)", "RS_SOCKET_SEND_BUFFER");
-  addByteSizeOption(app, "--socket-recv-buffer", &c.tcp.recvBufferBytes,
+  addByteSizeOption(app, "--socket-recv-buffer", &c.transport.tcp.recvBufferBytes,
                     "SO_RCVBUF for data sockets (0: autotune)", "RS_SOCKET_RECV_BUFFER");
   addOption(app, "--stats-interval", &c.statsIntervalSeconds,
             "Seconds between throughput log lines (0: off)",
@@ -211,8 +213,8 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     return out;
   }
   out.healthProbe = probeOpt->count() > 0;
-  if (c.maxLeadBytes != 0 && c.tcp.recvBufferBytes == 0)
-    c.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(c.maxLeadBytes, INT32_MAX));
+  if (c.maxLeadBytes != 0 && c.transport.tcp.recvBufferBytes == 0)
+    c.transport.tcp.recvBufferBytes = static_cast<int>(std::min<uint64_t>(c.maxLeadBytes, INT32_MAX));
   if (c.ioThreads == 0) c.ioThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   if (dataOpt->count() == 0 && !envRaw("RS_DATA_LISTEN")) {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/common/status.h"
-#include "core/transport/tcp_stream.h"
+#include "core/transport/options.h"
 
 namespace rs::server {
 
@@ -35,7 +35,7 @@ struct ServerConfig {
   // before the newline when metrics are on.
   std::string portFile;
   std::string metricsListen;  // host:port of the Prometheus endpoint; empty: off; port 0 picks one
-  transport::TcpOptions tcp;
+  transport::Options transport;  // socket tuning of the data connections
 
   // "data=0.0.0.0:2222 grpc=... io_threads=2 ..." for the start-up log line.
   std::string describe() const;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/common/build_info.h"
+#include "core/common/endpoint.h"
 #include "core/reduce/dtype.h"
 #include "core/wire/frame.h"
 
@@ -60,9 +61,10 @@ ControlService::ControlService(const ServerConfig& config, GroupRegistry& regist
 
 std::vector<std::string> ControlService::dataEndpoints() const {
   // The listen host as configured; a wildcard address is the caller's business to replace
-  // with the address it used to reach us.
-  std::string host = config_.dataListen.substr(0, config_.dataListen.rfind(':'));
-  return {host + ":" + std::to_string(plane_.port())};
+  // with the address it used to reach us. The data plane listens, so the address parses.
+  auto listen = parseEndpoint(config_.dataListen, "--data-listen", PortZero::kAllowed);
+  if (!listen) return {};
+  return {listen->withPort(plane_.port()).toString()};
 }
 
 grpc::Status ControlService::GetInfo(grpc::ServerContext*, const rs::v1::GetInfoRequest*,

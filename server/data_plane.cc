@@ -14,7 +14,12 @@ DataPlane::DataPlane(const ServerConfig& config, GroupRegistry& registry)
 DataPlane::~DataPlane() { stop(); }
 
 Status DataPlane::start(asio::io_context& control) {
-  acceptor_ = std::make_unique<Acceptor>(control, config_, *this);
+  acceptor_ = std::make_unique<Acceptor>(
+      control, config_, registry_,
+      [this](std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
+             uint32_t rank, uint16_t streamIndex) {
+        handOff(std::move(stream), std::move(group), rank, streamIndex);
+      });
   RS_RETURN_IF_ERROR(acceptor_->listen(config_.dataListen));
   for (int i = 0; i < config_.ioThreads; ++i) {
     auto t = std::make_unique<IoThread>();
@@ -55,10 +60,10 @@ void DataPlane::stop() {
 
 uint16_t DataPlane::port() const { return acceptor_ ? acceptor_->port() : 0; }
 
-void DataPlane::handOff(std::unique_ptr<transport::TcpStream> stream,
+void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
                         std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex) {
   IoThread& t = *threads_[group->threadFor(streamIndex, static_cast<uint32_t>(threads_.size()))];
-  auto moved = transport::TcpStream::moveTo(std::move(stream), t.io);
+  auto moved = stream->moveTo(t.io);
   if (!moved) {
     spdlog::error("{} rank {} stream {}: {}", group->name(), rank, streamIndex,
                   moved.status().message());

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -11,7 +10,7 @@
 #include <vector>
 
 #include "core/common/status.h"
-#include "core/transport/tcp_stream.h"
+#include "core/transport/stream.h"
 #include "server/config.h"
 #include "server/failure_reason.h"
 #include "server/group_registry.h"
@@ -59,7 +58,7 @@ class DataPlane {
   DataPlaneStats stats() const;
 
   // Hands a handshaken stream to the io thread that owns its stream index. Any thread.
-  void handOff(std::unique_ptr<transport::TcpStream> stream, std::shared_ptr<Group> group,
+  void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
                uint32_t rank, uint16_t streamIndex);
   // Aborts the group on every io thread (first reason wins, and is counted). Any thread.
   void abortGroup(const std::shared_ptr<Group>& group, const Status& reason);

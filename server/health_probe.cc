@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "core/cluster/cluster_spec.h"
+#include "core/common/endpoint.h"
 #include "proto/health.grpc.pb.h"
 
 namespace rs::server {
@@ -13,13 +13,6 @@ namespace rs::server {
 namespace {
 
 using grpc::health::v1::HealthCheckResponse;
-
-// A listen address that accepts on every interface is reached from this host on loopback.
-std::string reachableHost(const std::string& host) {
-  if (host == "0.0.0.0") return "127.0.0.1";
-  if (host == "::") return "::1";
-  return host;
-}
 
 void say(const std::string& address, const std::string& what) {
   fmt::print("reduction-server health probe: {} {}\n", address, what);
@@ -29,15 +22,15 @@ void say(const std::string& address, const std::string& what) {
 }  // namespace
 
 Result<std::string> healthProbeAddress(const ServerConfig& config) {
-  cluster::Endpoint grpc;
+  Endpoint grpc;
   if (!config.grpcListen.empty()) {
-    auto ep = cluster::parseEndpoint(config.grpcListen, "--grpc-listen (RS_GRPC_LISTEN)");
+    auto ep = parseEndpoint(config.grpcListen, "--grpc-listen (RS_GRPC_LISTEN)");
     if (!ep)
       return invalidArgument(ep.status().message() +
                              "; an ephemeral port cannot be probed: pass --health-probe HOST:PORT");
     grpc = *ep;
   } else {
-    auto data = cluster::parseEndpoint(
+    auto data = parseEndpoint(
         config.dataListen, "the data address (--data-listen, RS_DATA_LISTEN or CLUSTER_SPEC)");
     if (!data)
       return invalidArgument(data.status().message() +
@@ -45,10 +38,9 @@ Result<std::string> healthProbeAddress(const ServerConfig& config) {
     if (data->port == UINT16_MAX)
       return invalidArgument("the data port is 65535, so gRPC has no data port + 1: set "
                              "--grpc-listen or pass --health-probe HOST:PORT");
-    grpc = {data->host, static_cast<uint16_t>(data->port + 1)};
+    grpc = data->withPort(static_cast<uint16_t>(data->port + 1));
   }
-  grpc.host = reachableHost(grpc.host);
-  return grpc.toString();
+  return grpc.reachableLocally().toString();
 }
 
 int runHealthProbe(const std::string& address, std::chrono::milliseconds timeout) {

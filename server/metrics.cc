@@ -11,10 +11,13 @@
 
 #include "core/common/build_info.h"
 #include "core/reduce/reduce.h"
-#include "server/acceptor.h"
+#include "core/transport/connector.h"
 
 namespace rs::server {
 namespace {
+
+// How long one knock on the stopping endpoint may take (see ~MetricsEndpoint).
+constexpr std::chrono::milliseconds kKnockTimeout{50};
 
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
@@ -189,10 +192,9 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const ServerConf
   const std::vector<int> ports = e->exposer_->GetListeningPorts();
   if (ports.empty()) return ioError("metrics endpoint on " + config.metricsListen + " has no port");
   e->port_ = static_cast<uint16_t>(ports.front());
-  auto self = resolveListenAddress(config.metricsListen);
+  auto self = parseEndpoint(config.metricsListen, "--metrics-listen", PortZero::kAllowed);
   if (!self) return self.status();
-  e->self_ = {self->address(), e->port_};
-  if (e->self_.address().is_unspecified()) e->self_.address(asio::ip::address_v4::loopback());
+  e->self_ = self->withPort(e->port_).reachableLocally();
   return e;
 }
 
@@ -203,11 +205,15 @@ MetricsEndpoint::~MetricsEndpoint() {
   std::atomic<bool> stopped{false};
   std::thread knocker([this, &stopped] {
     asio::io_context io;
+    // One attempt per knock: a knock that is refused (civetweb stopped listening) is not
+    // worth repeating before `stopped` is looked at again.
+    auto connector = transport::makeConnector(io, {}, {kKnockTimeout, kKnockTimeout});
     while (!stopped.load()) {
-      asio::ip::tcp::socket s(io);
-      std::error_code ignored;
-      s.connect(self_, ignored);
-      s.close(ignored);
+      connector->connect(self_, kKnockTimeout, [](Result<std::unique_ptr<transport::Stream>>) {
+        // Connected (and closed again at once) or not: either way the knock is done.
+      });
+      io.run();
+      io.restart();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });

@@ -8,13 +8,13 @@
 // data plane. server/README.md lists every metric.
 #pragma once
 
-#include <asio/ip/tcp.hpp>
 #include <prometheus/metric_family.h>
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "core/common/endpoint.h"
 #include "core/common/status.h"
 #include "server/config.h"
 #include "server/data_plane.h"
@@ -58,7 +58,7 @@ class MetricsEndpoint {
   std::shared_ptr<Collector> collector_;  // the exposer holds it weakly
   std::unique_ptr<prometheus::Exposer> exposer_;
   uint16_t port_ = 0;
-  asio::ip::tcp::endpoint self_;  // where a connection reaches the endpoint (see the destructor)
+  Endpoint self_;  // where a connection reaches the endpoint (see the destructor)
 };
 
 }  // namespace rs::server

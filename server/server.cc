@@ -10,6 +10,7 @@
 
 #include "core/common/build_info.h"
 #include "core/common/byte_size.h"
+#include "core/common/endpoint.h"
 #include "core/reduce/reduce.h"
 
 namespace rs::server {
@@ -17,11 +18,16 @@ namespace {
 constexpr auto kDrainTimeout = std::chrono::seconds(60);
 constexpr auto kDrainPoll = std::chrono::milliseconds(200);
 
-std::string defaultGrpcAddress(const std::string& dataListen, uint16_t dataPort) {
-  const std::string host = dataListen.substr(0, dataListen.rfind(':'));
-  // An ephemeral data port asks for an ephemeral gRPC port too.
-  const unsigned port = dataPort == 0 || dataListen.ends_with(":0") ? 0 : dataPort + 1u;
-  return host + ":" + std::to_string(port);
+// gRPC on the data host and the data port + 1; an ephemeral data port asks for an ephemeral
+// gRPC port too.
+Result<std::string> defaultGrpcAddress(const std::string& dataListen, uint16_t dataPort) {
+  auto data = parseEndpoint(dataListen, "--data-listen", PortZero::kAllowed);
+  if (!data) return data.status();
+  if (data->port == 0) return data->toString();
+  if (dataPort == UINT16_MAX)
+    return invalidArgument(
+        "the data port is 65535, so gRPC has no data port + 1: set --grpc-listen");
+  return data->withPort(static_cast<uint16_t>(dataPort + 1)).toString();
 }
 }  // namespace
 
@@ -45,9 +51,12 @@ Status Server::start() {
       std::make_unique<ControlService>(config_, registry_, dataPlane_, [this] { drain(); });
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  const std::string grpcAddress = config_.grpcListen.empty()
-                                      ? defaultGrpcAddress(config_.dataListen, dataPlane_.port())
-                                      : config_.grpcListen;
+  auto defaultGrpc = defaultGrpcAddress(config_.dataListen, dataPlane_.port());
+  if (config_.grpcListen.empty() && !defaultGrpc) {
+    dataPlane_.stop();
+    return defaultGrpc.status();
+  }
+  const std::string grpcAddress = config_.grpcListen.empty() ? *defaultGrpc : config_.grpcListen;
   int selected = 0;
   builder.AddListeningPort(grpcAddress, grpc::InsecureServerCredentials(), &selected);
   builder.RegisterService(controlService_.get());

@@ -8,22 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/common/endpoint.h"
 #include "core/common/status.h"
 
 namespace rs::cluster {
-
-struct Endpoint {
-  std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets
-  uint16_t port = 0;
-
-  // "host:port", with brackets around an IPv6 address.
-  std::string toString() const;
-  friend bool operator==(const Endpoint&, const Endpoint&) = default;
-};
-
-// "host:port", "1.2.3.4:port" or "[v6]:port"; port 1..65535. `what` names the value in errors,
-// e.g. "CLUSTER_SPEC cluster.workerpool2[1]".
-Result<Endpoint> parseEndpoint(std::string_view text, std::string_view what = "endpoint");
 
 // Vertex AI's pools: workerpool0 primary, workerpool1 workers, workerpool2 reducers (or
 // parameter servers), workerpool3 evaluators.

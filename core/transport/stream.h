@@ -6,13 +6,18 @@
 // implementation needs no locks. At most one read and one write may be pending at a time (the
 // callers keep their own queues). Handlers always run, also after close() (with
 // asio::error::operation_aborted), which is what lets an owner know when its buffers are free.
+// Streams come from a Listener (listener.h) or a Connector (connector.h).
 #pragma once
 
 #include <asio/any_io_executor.hpp>
+#include <asio/io_context.hpp>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <system_error>
+
+#include "core/common/status.h"
 
 namespace rs::transport {
 
@@ -38,6 +43,16 @@ class Stream {
   // Writes every buffer, in order, as one gather write. The buffers (the array and the bytes)
   // must stay valid until the handler runs.
   virtual void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) = 0;
+
+  // A last small message before close (an ABORT): sent at once and whole, or not at all when
+  // the stream cannot take all of it now. Never blocks. No write may be pending (the bytes
+  // would land inside another frame). True when it went out.
+  virtual bool trySendNow(const void* data, size_t size) = 0;
+
+  // Moves the stream onto `target`, for the hand-off from the thread that accepted it to the
+  // io thread that will own it. No operation may be pending. This stream is left closed; the
+  // returned one carries on with the same connection (and the same tuning) on `target`.
+  virtual Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) = 0;
 
   // Half-close: the peer reads end-of-stream after what was written; reading goes on.
   virtual void shutdownSend() = 0;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/transport/pending_ops.h"
-#include "core/transport/tcp_stream.h"
+#include "core/transport/tcp/tcp_stream.h"
 #include "core/wire/control_frames.h"
 #include "tests/support/wait_until.h"
 
@@ -53,7 +53,7 @@ struct Received {
 struct Loopback {
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  std::unique_ptr<TcpStream> stream;
+  std::unique_ptr<tcp::TcpStream> stream;
   asio::io_context peerIo;
   asio::ip::tcp::socket peer{peerIo};
   std::vector<Received> received;
@@ -64,7 +64,7 @@ struct Loopback {
     peer.connect(acceptor.local_endpoint());
     asio::ip::tcp::socket accepted(io);
     acceptor.accept(accepted);
-    stream = std::make_unique<TcpStream>(std::move(accepted));
+    stream = std::make_unique<tcp::TcpStream>(std::move(accepted));
   }
   ~Loopback() { joinReader(); }
 

@@ -1,18 +1,24 @@
-// TcpStream's SO_RCVLOWAT handling on a real loopback connection: the mark a read leaves on the
-// socket decides when epoll wakes the reader, so it is read back with getsockopt.
+// TcpStream on a real loopback connection: its SO_RCVLOWAT handling (the mark a read leaves on
+// the socket decides when epoll wakes the reader, so it is read back with getsockopt), the
+// move to another io_context, and the best-effort send of a last frame.
 #include <catch2/catch.hpp>
 
 #include <asio/connect.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
 #include <asio/write.hpp>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <algorithm>
+#include <string>
 #include <vector>
 
-#include "core/transport/tcp_stream.h"
+#include "core/transport/tcp/tcp_stream.h"
 #include "tests/support/wait_until.h"
 
-namespace rs::transport {
+namespace rs::transport::tcp {
 namespace {
 
 struct LoopbackPair {
@@ -27,21 +33,24 @@ struct LoopbackPair {
     acceptor.accept(accepted);
     reader = std::make_unique<TcpStream>(std::move(accepted));
   }
-  int lowWatermark() {
+  int lowWatermark() { return lowWatermarkOf(*reader); }
+  static int lowWatermarkOf(TcpStream& stream) {
     int value = 0;
     socklen_t len = sizeof(value);
-    REQUIRE(::getsockopt(reader->socket().native_handle(), SOL_SOCKET, SO_RCVLOWAT, &value, &len) == 0);
+    REQUIRE(::getsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_RCVLOWAT, &value,
+                         &len) == 0);
     return value;
   }
-  // Writes `bytes` and runs until the pending read completed; returns what it read.
-  size_t feed(size_t bytes, size_t* got) {
+  // Writes `bytes` and runs `context` until the pending read completed; returns what it read.
+  size_t feed(size_t bytes, size_t* got) { return feedOn(io, bytes, got); }
+  size_t feedOn(asio::io_context& context, size_t bytes, size_t* got) {
     std::vector<char> data(bytes, 'x');
     asio::write(writer, asio::buffer(data));
     // Until the read's handler ran (a state), within a deadline that only catches a hang.
     const auto end = std::chrono::steady_clock::now() + test::kStateDeadline;
     while (*got == 0 && std::chrono::steady_clock::now() < end)
-      io.run_one_for(std::chrono::seconds(1));
-    io.restart();
+      context.run_one_for(std::chrono::seconds(1));
+    context.restart();
     return *got;
   }
 };
@@ -87,4 +96,113 @@ TEST_CASE("small reads leave SO_RCVLOWAT alone; large ones raise it; exact reads
   CHECK(p.feed(16, &got) == 16);
 }
 
-}  // namespace rs::transport
+TEST_CASE("moveTo carries the connection, its name and its SO_RCVLOWAT to another io_context",
+          "[transport]") {
+  LoopbackPair p;
+  std::vector<char> buf(256 << 10);
+  size_t got = 0;
+  auto handler = [&](const std::error_code& ec, size_t n) {
+    REQUIRE(!ec);
+    got = n;
+  };
+  p.reader->asyncReadSome(buf.data(), buf.size(), handler, 64 << 10);
+  REQUIRE(p.feed(64 << 10, &got) == (64 << 10));
+  REQUIRE(p.lowWatermark() == (64 << 10));
+  const std::string name = p.reader->peerName();
+
+  asio::io_context target;
+  auto moved = p.reader->moveTo(target);
+  REQUIRE(moved.isOk());
+  std::unique_ptr<Stream> stream = std::move(*moved);
+  CHECK_FALSE(p.reader->isOpen());  // the old one holds nothing any more
+  CHECK(stream->isOpen());
+  CHECK(stream->peerName() == name);
+  CHECK(stream->executor() == asio::any_io_executor(target.get_executor()));
+  auto& tcp = dynamic_cast<TcpStream&>(*stream);
+  CHECK(LoopbackPair::lowWatermarkOf(tcp) == (64 << 10));
+
+  // The same mark is known to the new stream: a wake at 64 KiB makes no setsockopt, and the
+  // read completes on the target context.
+  got = 0;
+  stream->asyncReadSome(buf.data(), buf.size(), handler, 64 << 10);
+  CHECK(LoopbackPair::lowWatermarkOf(tcp) == (64 << 10));
+  CHECK(p.feedOn(target, 64 << 10, &got) == (64 << 10));
+  // And it writes back to the same peer.
+  const char hello[] = "hi";
+  ConstBuffer out{hello, 2};
+  bool written = false;
+  stream->asyncWriteAll(&out, 1, [&](const std::error_code& ec, size_t n) {
+    REQUIRE(!ec);
+    REQUIRE(n == 2);
+    written = true;
+  });
+  REQUIRE(test::waitUntil([&] {
+    target.poll();
+    return written;
+  }));
+  char back[2] = {};
+  asio::read(p.writer, asio::buffer(back));
+  CHECK(std::string(back, 2) == "hi");
+}
+
+TEST_CASE("trySendNow sends a small frame whole, or nothing when the send buffer is full",
+          "[transport]") {
+  LoopbackPair p;  // here the TcpStream sends and the plain socket receives
+  const std::string frame(300, 'A');
+  REQUIRE(p.reader->trySendNow(frame.data(), frame.size()));
+  std::string first(frame.size(), '\0');
+  asio::read(p.writer, asio::buffer(first));
+  CHECK(first == frame);
+
+  // The peer stops reading: fill the stream's send buffer until the kernel takes no more.
+  const int fd = p.reader->socket().native_handle();
+  const int small = 64 << 10;
+  REQUIRE(::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)) == 0);
+  const std::vector<char> filler(16 << 10, 'f');
+  size_t queued = 0;
+  auto fill = [&] {  // until the kernel takes no more
+    for (;;) {
+      const ssize_t n = ::send(fd, filler.data(), filler.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) {
+        REQUIRE((errno == EAGAIN || errno == EWOULDBLOCK));
+        return;
+      }
+      queued += static_cast<size_t>(n);
+    }
+  };
+  // Until the peer's window is shut: all that was sent is acknowledged and the rest waits, so
+  // no acknowledgement can make room any more.
+  REQUIRE(test::waitUntil([&] {
+    fill();
+    int outq = 0, unsent = 0;
+    REQUIRE(::ioctl(fd, SIOCOUTQ, &outq) == 0);
+    REQUIRE(::ioctl(fd, SIOCOUTQNSD, &unsent) == 0);
+    return unsent > 0 && outq == unsent;
+  }));
+  fill();
+  CHECK_FALSE(p.reader->trySendNow(frame.data(), frame.size()));
+
+  // Everything the peer receives before the end of the stream is filler: the frame did not go
+  // out, not even in part.
+  p.reader->close();
+  std::string rest;
+  std::vector<char> chunk(64 << 10);
+  std::error_code ec;
+  for (;;) {
+    const size_t n = p.writer.read_some(asio::buffer(chunk), ec);
+    rest.append(chunk.data(), n);
+    if (ec) break;
+  }
+  CHECK(ec == asio::error::eof);
+  CHECK(rest.size() == queued);
+  CHECK(std::count(rest.begin(), rest.end(), 'f') == static_cast<std::ptrdiff_t>(rest.size()));
+}
+
+TEST_CASE("trySendNow on a closed stream sends nothing", "[transport]") {
+  LoopbackPair p;
+  p.reader->close();
+  const char byte = 'x';
+  CHECK_FALSE(p.reader->trySendNow(&byte, 1));
+}
+
+}  // namespace rs::transport::tcp

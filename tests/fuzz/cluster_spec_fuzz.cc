@@ -20,8 +20,8 @@ void checkRejection(const rs::Status& status) {
           (status.code() == rs::StatusCode::kInvalidArgument && !status.message().empty()));
 }
 
-void checkEndpointRoundTrip(const rs::cluster::Endpoint& e) {
-  auto again = rs::cluster::parseEndpoint(e.toString());
+void checkEndpointRoundTrip(const rs::Endpoint& e) {
+  auto again = rs::parseEndpoint(e.toString());
   require(again.isOk() && *again == e);
 }
 
@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (list)
     for (const auto& e : *list) checkEndpointRoundTrip(e);
 
-  auto endpoint = parseEndpoint(text);
+  auto endpoint = rs::parseEndpoint(text);
   checkRejection(endpoint.status());
   if (endpoint) checkEndpointRoundTrip(*endpoint);
 

@@ -567,8 +567,8 @@ TEST_CASE("p2p: the 33rd request in flight is refused with nullptr until one is 
 TEST_CASE("p2p: the receiver closing mid-transfer fails the pending send, no hang", "[p2p]") {
   auto engine = makeEngine(2);
   P2pOptions o = testOptions();
-  o.tcp.sendBufferBytes = 64 << 10;  // small buffers: they hold a small part of the message
-  o.tcp.recvBufferBytes = 64 << 10;
+  o.transport.tcp.sendBufferBytes = 64 << 10;  // small buffers: they hold a small part of the message
+  o.transport.tcp.recvBufferBytes = 64 << 10;
   Listening l = listenOn(engine, o);
   Pair p = connectPair(engine, *l.listener, l.handle.data(), o);
   // No receive is posted, so the receiver reads the pieces' headers and leaves their bytes in
@@ -592,8 +592,8 @@ TEST_CASE("p2p: the sender closing mid-transfer fails the pending receive, no ha
   auto sendEngine = makeEngine(2);
   auto recvEngine = makeEngine(2);
   P2pOptions o = testOptions();
-  o.tcp.sendBufferBytes = 64 << 10;
-  o.tcp.recvBufferBytes = 64 << 10;
+  o.transport.tcp.sendBufferBytes = 64 << 10;
+  o.transport.tcp.recvBufferBytes = 64 << 10;
   Listening l = listenOn(recvEngine, o);
   Pair p = connectPair(sendEngine, *l.listener, l.handle.data(), o);
   std::vector<uint8_t> big(48 << 20, 7), in(big.size());

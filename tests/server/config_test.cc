@@ -43,9 +43,9 @@ TEST_CASE("server config: size flags take units and land in their fields") {
   CHECK(c.pieceBytes == 128u << 10);
   CHECK(c.readWakeBytes == 32u << 10);
   CHECK(c.maxLeadBytes == 1u << 20);
-  CHECK(c.tcp.sendBufferBytes == 512 << 10);
+  CHECK(c.transport.tcp.sendBufferBytes == 512 << 10);
   // --max-lead bounds the receive window unless --socket-recv-buffer is given.
-  CHECK(c.tcp.recvBufferBytes == 1 << 20);
+  CHECK(c.transport.tcp.recvBufferBytes == 1 << 20);
   CHECK(c.validate().isOk());
 }
 
@@ -58,7 +58,7 @@ TEST_CASE("server config: defaults stand when no size flag is given") {
   CHECK(parsed.config.pieceBytes == defaults.pieceBytes);
   CHECK(parsed.config.readWakeBytes == defaults.readWakeBytes);
   CHECK(parsed.config.maxLeadBytes == 0);
-  CHECK(parsed.config.tcp.recvBufferBytes == 0);
+  CHECK(parsed.config.transport.tcp.recvBufferBytes == 0);
 }
 
 TEST_CASE("server config: RS_* variables set flags and sizes, and flags win over them") {
@@ -73,14 +73,14 @@ TEST_CASE("server config: RS_* variables set flags and sizes, and flags win over
   CHECK(parsed.config.collectiveTimeoutMs == 1234);
   CHECK(parsed.config.maxLeadBytes == 2u << 20);
   CHECK(parsed.config.pieceBytes == 256u << 10);        // the flag, not RS_PIECE
-  CHECK(parsed.config.tcp.recvBufferBytes == 8 << 20);  // given, so --max-lead leaves it
+  CHECK(parsed.config.transport.tcp.recvBufferBytes == 8 << 20);  // given, so --max-lead leaves it
 }
 
 TEST_CASE("server config: sizes beyond a field's type saturate instead of wrapping") {
   auto parsed = parse({"--data-listen", "127.0.0.1:0", "--socket-send-buffer", "8GiB",
                        "--max-chunk", "16GiB", "--memory-limit", "64GiB", "--io-threads", "1"});
   REQUIRE(parsed.exitCode == -1);
-  CHECK(parsed.config.tcp.sendBufferBytes == INT_MAX);
+  CHECK(parsed.config.transport.tcp.sendBufferBytes == INT_MAX);
   CHECK(parsed.config.maxChunkBytes == UINT32_MAX);
 }
 

@@ -40,15 +40,15 @@ LocalPool::~LocalPool() {
     if (s) s->stop();
 }
 
-std::vector<cluster::Endpoint> LocalPool::endpoints() const {
-  std::vector<cluster::Endpoint> out;
+std::vector<Endpoint> LocalPool::endpoints() const {
+  std::vector<Endpoint> out;
   for (const auto& s : servers_) out.push_back({"127.0.0.1", s->dataPort()});
   return out;
 }
 
 void LocalPool::stopReducer(int i) { servers_[static_cast<size_t>(i)]->stop(); }
 
-client::ClientOptions testClientOptions(const std::vector<cluster::Endpoint>& reducers,
+client::ClientOptions testClientOptions(const std::vector<Endpoint>& reducers,
                                         uint32_t streams) {
   client::ClientOptions o;
   o.reducers = reducers;

@@ -23,7 +23,7 @@ class LocalPool {
   explicit LocalPool(int reducers, const server::ServerConfig& config = testServerConfig());
   ~LocalPool();
 
-  std::vector<cluster::Endpoint> endpoints() const;
+  std::vector<Endpoint> endpoints() const;
   server::Server& reducer(int i) { return *servers_[static_cast<size_t>(i)]; }
   int size() const { return static_cast<int>(servers_.size()); }
   // Stops reducer i (its streams close, as when the process dies).
@@ -33,7 +33,7 @@ class LocalPool {
   std::vector<std::unique_ptr<server::Server>> servers_;
 };
 
-client::ClientOptions testClientOptions(const std::vector<cluster::Endpoint>& reducers,
+client::ClientOptions testClientOptions(const std::vector<Endpoint>& reducers,
                                         uint32_t streams = 2);
 
 // Runs fn(rank) on `world` threads and returns the first failure (rank-prefixed), or OK.

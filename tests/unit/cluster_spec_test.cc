@@ -7,20 +7,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/require_invalid.h"
+
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using namespace rs::cluster;
-using rs::StatusCode;
+using rs::Endpoint;
+using rs::test::requireInvalid;
 
 namespace {
-
-template <typename T>
-void requireInvalid(const rs::Result<T>& r, const std::string& fragment) {
-  INFO("status: " << r.status().toString());
-  REQUIRE_FALSE(r.isOk());
-  REQUIRE(r.status().code() == StatusCode::kInvalidArgument);
-  REQUIRE_THAT(r.status().message(), Contains(fragment));
-}
 
 Endpoint ep(std::string host, uint16_t port) { return Endpoint{std::move(host), port}; }
 
@@ -68,103 +63,6 @@ class EnvGuard {
 };
 
 }  // namespace
-
-// --- Endpoints -------------------------------------------------------------------------
-
-TEST_CASE("cluster spec: endpoints that parse") {
-  struct Case {
-    const char* text;
-    Endpoint expected;
-    const char* printed;
-  };
-  const Case cases[] = {
-      {"localhost:8000", ep("localhost", 8000), "localhost:8000"},
-      {"cmle-training-workerpool2-ab12-0:2222", ep("cmle-training-workerpool2-ab12-0", 2222),
-       "cmle-training-workerpool2-ab12-0:2222"},
-      {"rs-0.rs.default.svc.cluster.local:1", ep("rs-0.rs.default.svc.cluster.local", 1),
-       "rs-0.rs.default.svc.cluster.local:1"},
-      {"host.example.:65535", ep("host.example.", 65535), "host.example.:65535"},
-      {"under_score:80", ep("under_score", 80), "under_score:80"},
-      {"10.0.0.255:80", ep("10.0.0.255", 80), "10.0.0.255:80"},
-      {"0.0.0.0:9000", ep("0.0.0.0", 9000), "0.0.0.0:9000"},
-      {"[::1]:8000", ep("::1", 8000), "[::1]:8000"},
-      {"[2001:db8::a:1]:443", ep("2001:db8::a:1", 443), "[2001:db8::a:1]:443"},
-      {"[::ffff:10.1.2.3]:80", ep("::ffff:10.1.2.3", 80), "[::ffff:10.1.2.3]:80"},
-      {"[fe80::1%eth0]:80", ep("fe80::1%eth0", 80), "[fe80::1%eth0]:80"},
-      {"h:08080", ep("h", 8080), "h:8080"},
-  };
-  for (const Case& c : cases) {
-    INFO(c.text);
-    auto r = parseEndpoint(c.text);
-    INFO(r.status().toString());
-    REQUIRE(r.isOk());
-    REQUIRE(*r == c.expected);
-    REQUIRE(r->toString() == c.printed);
-    auto again = parseEndpoint(r->toString());
-    REQUIRE(again.isOk());
-    REQUIRE(*again == *r);
-  }
-}
-
-TEST_CASE("cluster spec: endpoint errors say what is wrong and where") {
-  struct Case {
-    const char* text;
-    const char* fragment;
-  };
-  const Case cases[] = {
-      {"host", "x: \"host\" has no port (expected host:port)"},
-      {"host:", "\"host:\" has an empty port"},
-      {":80", "\":80\" has no host"},
-      {"host:0", "has port 0 (expected 1..65535)"},
-      {"host:65536", "has port 65536 (expected 1..65535)"},
-      {"host:99999999999999999999", "(expected 1..65535)"},
-      {"host:-1", "has port \"-1\", not a decimal number"},
-      {"host:+80", "has port \"+80\", not a decimal number"},
-      {"host:0x50", "has port \"0x50\", not a decimal number"},
-      {"host:80 ", "has port \"80 \", not a decimal number"},
-      {"host:http", "has port \"http\", not a decimal number"},
-      {"::1:80", "has more than one ':'"},
-      {"fe80::1", "an IPv6 address needs brackets, e.g. [::1]:8000"},
-      {"a:b:c", "has more than one ':'"},
-      {"[::1]", "\"[::1]\" has no port (expected [IPv6]:port)"},
-      {"[::1", "has no closing ']'"},
-      {"[::1]8000", "has text after ']'"},
-      {"[::1]:", "has an empty port"},
-      {"[zz::1]:80", "has \"zz::1\", not a valid IPv6 address"},
-      {"[1.2.3.4]:80", "not a valid IPv6 address"},
-      {"[]:80", "not a valid IPv6 address"},
-      {"[fe80::1%]:80", "not a valid IPv6 address"},
-      {"1.2.3.256:80", "has host \"1.2.3.256\", not a valid IPv4 address"},
-      {"1.2.3:80", "not a valid IPv4 address"},
-      {"01.2.3.4:80", "not a valid IPv4 address"},
-      {"1.2.3.4.5:80", "not a valid IPv4 address"},
-      {"http/host:80", "has character \"/\" in its host"},
-      {"ho st:80", "has character \" \" in its host"},
-      {"-host:80", "starts or ends with '-'"},
-      {"host-.example:80", "starts or ends with '-'"},
-      {"a..b:80", "has an empty label"},
-      {".a:80", "has an empty label"},
-      {"h\x01:80", "has character \"\\x01\""},
-  };
-  for (const Case& c : cases) {
-    auto r = parseEndpoint(c.text, "x");
-    INFO(c.text);
-    requireInvalid(r, c.fragment);
-    REQUIRE_THAT(r.status().message(), Catch::Matchers::StartsWith("x: "));
-  }
-  requireInvalid(parseEndpoint("", "RS_X"), "RS_X: is empty (expected host:port)");
-  requireInvalid(parseEndpoint(std::string(64, 'a') + ":80"), "label longer than 63");
-  requireInvalid(parseEndpoint(std::string(254, 'a') + ":80"), "longer than 253");
-  requireInvalid(parseEndpoint("host"), "endpoint: \"host\" has no port");  // default `what`
-}
-
-TEST_CASE("cluster spec: long or odd input is quoted and cut in messages") {
-  std::string longHost(500, 'h');
-  auto r = parseEndpoint(longHost, "x");
-  REQUIRE_FALSE(r.isOk());
-  REQUIRE(r.status().message().size() < 300);
-  REQUIRE_THAT(r.status().message(), Contains("...\""));
-}
 
 // --- CLUSTER_SPEC ----------------------------------------------------------------------
 

@@ -21,10 +21,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/cluster/cluster_spec.h"
+#include "core/common/endpoint.h"
 #include "core/common/status.h"
 #include "core/reduce/dtype.h"
-#include "core/transport/tcp_stream.h"
+#include "core/transport/options.h"
 #include "core/wire/group_id.h"
 
 namespace rs::client {
@@ -37,7 +37,7 @@ struct ClientOptions {
   // waits on or tests a request of the communicator.
   enum class Progress { kIoThreads, kCaller };
 
-  std::vector<cluster::Endpoint> reducers;  // in the same order on every member
+  std::vector<Endpoint> reducers;           // in the same order on every member
   uint32_t streamsPerReducer = 4;           // TCP streams to each reducer
   Progress progress = Progress::kIoThreads;
   uint32_t ioThreads = 2;                   // threads driving the streams (kIoThreads)
@@ -45,7 +45,7 @@ struct ClientOptions {
   uint64_t maxChunkBytes = 1 << 20;         // and no chunk is larger than this
   std::chrono::milliseconds collectiveTimeout{300000};
   std::chrono::milliseconds connectTimeout{120000};  // reducers may start after the workers
-  transport::TcpOptions tcp;
+  transport::Options transport;  // socket tuning of the streams
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,

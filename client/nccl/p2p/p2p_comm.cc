@@ -7,13 +7,13 @@
 
 namespace rs::client::p2p {
 
-CommCore::CommCore(std::vector<asio::ip::tcp::socket> sockets, uint64_t minStripeBytes,
-                   std::string peerName, bool channelsStartWaiting)
-    : count_(static_cast<uint32_t>(sockets.size())),
+CommCore::CommCore(std::vector<std::unique_ptr<transport::Stream>> streams,
+                   uint64_t minStripeBytes, std::string peerName, bool channelsStartWaiting)
+    : count_(static_cast<uint32_t>(streams.size())),
       minStripe_(minStripeBytes),
       peerName_(std::move(peerName)) {
   for (uint32_t i = 0; i < count_; ++i) {
-    channels_.push_back(std::make_unique<Channel>(std::move(sockets[i]), i));
+    channels_.push_back(std::make_unique<Channel>(std::move(streams[i]), i));
     channels_.back()->waiting = channelsStartWaiting;
   }
   free_.reserve(pool_.size());
@@ -80,11 +80,7 @@ void CommCore::fail(Status status) {
   failure_ = std::move(status);
   // Counted under mu_, so the drain cannot be declared before these have run.
   for (auto& ch : channels_)
-    asio::post(ch->executor, counted([c = ch.get()] {
-                 std::error_code ignored;
-                 c->socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-                 c->socket.close(ignored);
-               }));
+    asio::post(ch->executor, counted([c = ch.get()] { c->stream->close(); }));
 }
 
 void CommCore::opDone() {
@@ -154,13 +150,6 @@ Status testRequest(P2pRequest* request, bool* done, size_t* bytes) {
       break;
   }
   return failedPrecondition("testRequest: the request was already completed and freed");
-}
-
-std::string describeEndpoint(const asio::ip::tcp::endpoint& endpoint) {
-  const auto address = endpoint.address();
-  const std::string host =
-      address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
-  return "tcp://" + host + ":" + std::to_string(endpoint.port());
 }
 
 uint64_t randomId() {

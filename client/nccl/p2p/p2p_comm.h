@@ -22,8 +22,6 @@
 
 #include <array>
 #include <asio/any_io_executor.hpp>
-#include <asio/buffer.hpp>
-#include <asio/ip/tcp.hpp>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -36,6 +34,7 @@
 #include "client/nccl/p2p/p2p_engine.h"
 #include "client/nccl/p2p/p2p_framing.h"
 #include "core/transport/pending_ops.h"
+#include "core/transport/stream.h"
 #include "rs/nccl/p2p.h"
 
 namespace rs::client::p2p {
@@ -67,10 +66,10 @@ class P2pRequest {
 
 // One socket of a connection.
 struct Channel {
-  Channel(asio::ip::tcp::socket s, uint32_t i)
-      : socket(std::move(s)), executor(socket.get_executor()), index(i) {}
+  Channel(std::unique_ptr<transport::Stream> s, uint32_t i)
+      : stream(std::move(s)), executor(stream->executor()), index(i) {}
 
-  asio::ip::tcp::socket socket;
+  std::unique_ptr<transport::Stream> stream;
   const asio::any_io_executor executor;
   const uint32_t index;
   bool waiting = false;  // guarded by the comm's mutex: idle until a request is posted
@@ -80,7 +79,7 @@ struct Channel {
   // Sending: one gather write of up to kMaxBatch messages' pieces.
   std::vector<P2pRequest*> batch;
   std::vector<PieceHeaderBytes> outHeaders;
-  std::vector<asio::const_buffer> gather;
+  std::vector<transport::ConstBuffer> gather;
   uint8_t probe = 0;  // a read that only ends when the receiver goes away
   // Receiving: the header of message nextSeq, waiting for its irecv when none is posted yet.
   PieceHeaderBytes inBytes{};
@@ -89,8 +88,8 @@ struct Channel {
 
 class CommCore : public std::enable_shared_from_this<CommCore> {
  public:
-  // `sockets` are connected and introduced, with no operation pending; socket i is piece i.
-  CommCore(std::vector<asio::ip::tcp::socket> sockets, uint64_t minStripeBytes,
+  // `streams` are connected and introduced, with no operation pending; stream i is piece i.
+  CommCore(std::vector<std::unique_ptr<transport::Stream>> streams, uint64_t minStripeBytes,
            std::string peerName, bool channelsStartWaiting);
   virtual ~CommCore();
   CommCore(const CommCore&) = delete;
@@ -154,9 +153,9 @@ class CommCore : public std::enable_shared_from_this<CommCore> {
 
 class SendCore final : public CommCore {
  public:
-  SendCore(std::vector<asio::ip::tcp::socket> sockets, uint64_t minStripeBytes,
+  SendCore(std::vector<std::unique_ptr<transport::Stream>> streams, uint64_t minStripeBytes,
            std::string peerName)
-      : CommCore(std::move(sockets), minStripeBytes, std::move(peerName), true) {}
+      : CommCore(std::move(streams), minStripeBytes, std::move(peerName), true) {}
   Result<P2pRequest*> isend(const void* data, size_t size);
 
  private:
@@ -168,9 +167,9 @@ class SendCore final : public CommCore {
 
 class RecvCore final : public CommCore {
  public:
-  RecvCore(std::vector<asio::ip::tcp::socket> sockets, uint64_t minStripeBytes,
+  RecvCore(std::vector<std::unique_ptr<transport::Stream>> streams, uint64_t minStripeBytes,
            std::string peerName)
-      : CommCore(std::move(sockets), minStripeBytes, std::move(peerName), false) {}
+      : CommCore(std::move(streams), minStripeBytes, std::move(peerName), false) {}
   Result<P2pRequest*> irecv(void* data, size_t capacity);
 
  private:
@@ -208,16 +207,13 @@ class P2pRecvComm::Impl {
   std::shared_ptr<RecvCore> core_;
 };
 
-// For the connector and the listener: a started comm over `sockets`.
+// For the connector and the listener: a started comm over `streams`.
 std::unique_ptr<P2pSendComm> makeSendComm(std::shared_ptr<P2pEngine> engine,
-                                          std::vector<asio::ip::tcp::socket> sockets,
+                                          std::vector<std::unique_ptr<transport::Stream>> streams,
                                           uint64_t minStripeBytes, std::string peerName);
 std::unique_ptr<P2pRecvComm> makeRecvComm(std::shared_ptr<P2pEngine> engine,
-                                          std::vector<asio::ip::tcp::socket> sockets,
+                                          std::vector<std::unique_ptr<transport::Stream>> streams,
                                           uint64_t minStripeBytes, std::string peerName);
-
-// "tcp://1.2.3.4:5" or "tcp://[::1]:5".
-std::string describeEndpoint(const asio::ip::tcp::endpoint& endpoint);
 // A random non-zero 64-bit id (listener and connection ids).
 uint64_t randomId();
 

@@ -1,47 +1,40 @@
-// The connecting end: opens options.socketsPerConnection sockets to the listener named by the
-// handle, each on its own io thread, retrying refused connects until options.connectTimeout,
-// and introduces each with a hello (listener id, this connection's random id, socket index
-// and count, striping threshold). The connection is up when every socket's hello went out and
-// the listener acked it; a listener that closes instead refused us (a stale or foreign handle).
-#include <asio/connect.hpp>
+// The connecting end: opens options.socketsPerConnection streams to the listener named by the
+// handle, each on its own io thread with its own transport::Connector (which retries refused
+// connects until options.connectTimeout), and introduces each with a hello (listener id, this
+// connection's random id, socket index and count, striping threshold). The connection is up
+// when every socket's hello went out and the listener acked it; a listener that closes
+// instead refused us (a stale or foreign handle).
+#include <asio/ip/address.hpp>
 #include <asio/post.hpp>
-#include <asio/read.hpp>
 #include <asio/steady_timer.hpp>
-#include <asio/write.hpp>
 #include <condition_variable>
 #include <optional>
 #include <spdlog/spdlog.h>
 
 #include "client/nccl/p2p/p2p_comm.h"
+#include "core/transport/connector.h"
 
 namespace rs::client::p2p {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kFirstRetry = std::chrono::milliseconds(10);
-constexpr auto kMaxRetry = std::chrono::milliseconds(500);
-
-// Worth another try before the deadline: nobody listening yet, or the network hiccuped.
-bool retryableConnectError(const std::error_code& ec) {
-  return ec == asio::error::connection_refused || ec == asio::error::timed_out ||
-         ec == asio::error::try_again || ec == asio::error::connection_reset ||
-         ec == asio::error::connection_aborted || ec == asio::error::host_unreachable ||
-         ec == asio::error::network_unreachable || ec == asio::error::no_buffer_space;
-}
+// NCCL's peers listen before they hand out the handle: a refusal is rare and brief.
+constexpr transport::Backoff kBackoff{std::chrono::milliseconds(10),
+                                      std::chrono::milliseconds(500)};
 
 struct ConnectSocket {
-  ConnectSocket(asio::io_context& io, uint32_t i)
-      : socket(io), executor(io.get_executor()), retry(io), watchdog(io), index(i) {}
+  ConnectSocket(asio::io_context& io, const transport::Options& options, uint32_t i)
+      : connector(transport::makeConnector(io, options, kBackoff)), executor(io.get_executor()),
+        watchdog(io), index(i) {}
 
-  asio::ip::tcp::socket socket;
+  const std::unique_ptr<transport::Connector> connector;
+  std::unique_ptr<transport::Stream> stream;  // once connected
   const asio::any_io_executor executor;
-  asio::steady_timer retry;
-  asio::steady_timer watchdog;  // fires at the deadline unless the socket is up by then
+  asio::steady_timer watchdog;  // from connected to the deadline, for the listener's ack
   const uint32_t index;
   // The socket's io thread only.
-  std::chrono::milliseconds backoff = kFirstRetry;
-  std::string lastError;
   HelloBytes hello{};
+  transport::ConstBuffer helloBuffer{};
   AckBytes ack{};
   bool helloSent = false;
   bool acked = false;
@@ -57,33 +50,27 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
   }
 
  public:
-  ConnectorCore(P2pEngine& engine, const P2pOptions& options, asio::ip::tcp::endpoint endpoint,
+  ConnectorCore(P2pEngine& engine, const P2pOptions& options, Endpoint endpoint,
                 uint64_t listenerId)
       : options_(options),
         endpoint_(std::move(endpoint)),
         listenerId_(listenerId),
         connectionId_(randomId()),
-        peerName_(describeEndpoint(endpoint_) + " (" +
+        peerName_("tcp://" + endpoint_.toString() + " (" +
                   std::to_string(options.socketsPerConnection) + " sockets)") {
     const size_t base = engine.nextIndex();
     for (uint32_t i = 0; i < options.socketsPerConnection; ++i)
-      sockets_.push_back(std::make_unique<ConnectSocket>(engine.io(base + i), i));
+      sockets_.push_back(
+          std::make_unique<ConnectSocket>(engine.io(base + i), options.transport, i));
   }
 
   void start() {
     deadline_ = Clock::now() + options_.connectTimeout;
-    for (auto& s : sockets_)
-      asio::post(s->executor, counted([this, s = s.get()] {
-                   s->watchdog.expires_at(deadline_);
-                   s->watchdog.async_wait(counted([this, s](const std::error_code& ec) {
-                     if (!ec) onDeadline(*s);
-                   }));
-                   connect(*s);
-                 }));
+    for (auto& s : sockets_) asio::post(s->executor, counted([this, s = s.get()] { connect(*s); }));
   }
 
   struct Connected {
-    std::vector<asio::ip::tcp::socket> sockets;
+    std::vector<std::unique_ptr<transport::Stream>> streams;
     uint64_t minStripeBytes = 0;
     std::string peer;
   };
@@ -101,7 +88,7 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
     Connected c;
     c.minStripeBytes = options_.minStripeBytes;
     c.peer = peerName_;
-    for (auto& s : sockets_) c.sockets.push_back(std::move(s->socket));
+    for (auto& s : sockets_) c.streams.push_back(std::move(s->stream));
     return std::optional<Connected>(std::move(c));
   }
 
@@ -134,9 +121,8 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
     failure_ = std::move(status);
     for (auto& s : sockets_)
       asio::post(s->executor, counted([s = s.get()] {
-                   std::error_code ignored;
-                   s->socket.close(ignored);
-                   s->retry.cancel();
+                   s->connector->cancel();
+                   if (s->stream) s->stream->close();
                    s->watchdog.cancel();
                  }));
   }
@@ -149,29 +135,23 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
 
   void connect(ConnectSocket& s) {
     if (closing()) return;
-    s.socket.async_connect(endpoint_, counted([this, &s](const std::error_code& ec) {
-      onConnect(s, ec);
-    }));
+    s.connector->connect(endpoint_, options_.connectTimeout,
+                         counted([this, &s](Result<std::unique_ptr<transport::Stream>> stream) {
+                           onConnect(s, std::move(stream));
+                         }));
   }
 
-  void onConnect(ConnectSocket& s, const std::error_code& ec) {
+  void onConnect(ConnectSocket& s, Result<std::unique_ptr<transport::Stream>> stream) {
     if (closing()) return;
-    if (ec) {
-      std::error_code ignored;
-      s.socket.close(ignored);
-      if (!retryableConnectError(ec))
-        return fail(unavailableError(where(s) + ": " + ec.message()));
-      // The watchdog ends the retries at the deadline.
-      s.lastError = ec.message();
-      s.retry.expires_after(s.backoff);
-      s.backoff = std::min(s.backoff * 2, kMaxRetry);
-      s.retry.async_wait(counted([this, &s](const std::error_code& e) {
-        if (!e) connect(s);
-      }));
-      return;
-    }
-    if (Status st = transport::configureTcpSocket(s.socket, options_.tcp); !st.isOk())
-      return fail(Status(st.code(), where(s) + ": " + st.message()));
+    // Out of time (kTimeout, with the last error) or an error not worth retrying.
+    if (!stream)
+      return fail(Status(stream.status().code(), where(s) + ": " + stream.status().message()));
+    s.stream = std::move(*stream);
+    // The listener's ack must come by the same deadline.
+    s.watchdog.expires_at(deadline_);
+    s.watchdog.async_wait(counted([this, &s](const std::error_code& ec) {
+      if (!ec) onDeadline(s);
+    }));
     Hello h;
     h.socketIndex = static_cast<uint16_t>(s.index);
     h.socketCount = static_cast<uint16_t>(sockets_.size());
@@ -179,15 +159,19 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
     h.connectionId = connectionId_;
     h.minStripeBytes = options_.minStripeBytes;
     s.hello = encodeHello(h);
-    asio::async_write(s.socket, asio::buffer(s.hello),
-                      counted([this, &s](const std::error_code& e, size_t) {
-                        if (e)
-                          return fail(ioError(where(s) + ": sending the hello: " + e.message()));
-                        s.helloSent = true;
-                        stepDone(s);
-                      }));
-    asio::async_read(s.socket, asio::buffer(s.ack),
-                     counted([this, &s](const std::error_code& e, size_t) { onAck(s, e); }));
+    s.helloBuffer = {s.hello.data(), s.hello.size()};
+    s.stream->asyncWriteAll(&s.helloBuffer, 1,
+                            counted([this, &s](const std::error_code& e, size_t) {
+                              if (e)
+                                return fail(
+                                    ioError(where(s) + ": sending the hello: " + e.message()));
+                              s.helloSent = true;
+                              stepDone(s);
+                            }));
+    s.stream->asyncReadExactly(s.ack.data(), s.ack.size(),
+                               counted([this, &s](const std::error_code& e, size_t) {
+                                 onAck(s, e);
+                               }));
   }
 
   void onAck(ConnectSocket& s, const std::error_code& ec) {
@@ -212,13 +196,12 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
   void onDeadline(ConnectSocket& s) {
     if (s.helloSent && s.acked) return;
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.connectTimeout);
-    fail(timeoutError(where(s) + ": not connected within " + std::to_string(ms.count()) + " ms" +
-                      (s.lastError.empty() ? std::string(" (no ack from the listener)")
-                                           : " (last error: " + s.lastError + ")")));
+    fail(timeoutError(where(s) + ": not connected within " + std::to_string(ms.count()) +
+                      " ms (no ack from the listener)"));
   }
 
   const P2pOptions options_;
-  const asio::ip::tcp::endpoint endpoint_;
+  const Endpoint endpoint_;
   const uint64_t listenerId_;
   const uint64_t connectionId_;
   const std::string peerName_;
@@ -247,7 +230,7 @@ class P2pConnector::Impl {
     if (!connected.isOk()) return connected.status();
     if (!connected->has_value()) return std::unique_ptr<P2pSendComm>();
     auto& c = **connected;
-    return makeSendComm(engine_, std::move(c.sockets), c.minStripeBytes, std::move(c.peer));
+    return makeSendComm(engine_, std::move(c.streams), c.minStripeBytes, std::move(c.peer));
   }
 
  private:
@@ -280,9 +263,8 @@ Result<std::unique_ptr<P2pConnector>> P2pConnector::start(std::shared_ptr<P2pEng
     std::copy(h.address.begin(), h.address.end(), b.begin());
     address = asio::ip::address_v6(b, h.scopeId);
   }
-  auto core = std::make_shared<ConnectorCore>(*engine, options,
-                                              asio::ip::tcp::endpoint(address, h.port),
-                                              h.listenerId);
+  auto core = std::make_shared<ConnectorCore>(
+      *engine, options, Endpoint{address.to_string(), h.port}, h.listenerId);
   core->start();
   return std::unique_ptr<P2pConnector>(
       new P2pConnector(std::make_unique<Impl>(std::move(engine), std::move(core))));

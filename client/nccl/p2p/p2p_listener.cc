@@ -5,12 +5,11 @@
 //
 // A socket that speaks anything else, names another listener, or does not complete its
 // connection's set by options.connectTimeout is closed (all of its set with it) and never
-// surfaces in tryAccept(). Accepted sockets go round-robin to the engine's io threads; the
-// acceptor and the expiry timer live on one of them. Shared state is guarded by mu_.
+// surfaces in tryAccept(). Accepted sockets move round-robin to the engine's io threads; the
+// listener and the expiry timer live on one of them. Shared state is guarded by mu_.
+#include <asio/ip/address.hpp>
 #include <asio/post.hpp>
-#include <asio/read.hpp>
 #include <asio/steady_timer.hpp>
-#include <asio/write.hpp>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -19,6 +18,7 @@
 #include <unordered_map>
 
 #include "client/nccl/p2p/p2p_comm.h"
+#include "core/transport/listener.h"
 
 namespace rs::client::p2p {
 namespace {
@@ -26,13 +26,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct PendingSocket {
-  PendingSocket(asio::ip::tcp::socket s, uint64_t i, Clock::time_point d)
-      : socket(std::move(s)), executor(socket.get_executor()), id(i), deadline(d),
-        peer(transport::describePeer(socket)) {}
+  PendingSocket(std::unique_ptr<transport::Stream> s, uint64_t i, Clock::time_point d)
+      : stream(std::move(s)), executor(stream->executor()), id(i), deadline(d),
+        peer(stream->peerName()) {}
 
   enum class State { kHello, kAcking, kAcked, kHanded, kDropped };
 
-  asio::ip::tcp::socket socket;
+  std::unique_ptr<transport::Stream> stream;
   const asio::any_io_executor executor;
   const uint64_t id;  // accept order, so the map of pending sockets is in deadline order
   const Clock::time_point deadline;
@@ -41,6 +41,7 @@ struct PendingSocket {
   HelloBytes helloBytes{};
   Hello hello;
   AckBytes ack{};
+  transport::ConstBuffer ackBuffer{};
 };
 
 // One connector's sockets, by index.
@@ -52,19 +53,10 @@ struct Group {
 };
 
 struct ReadyConnection {
-  std::vector<asio::ip::tcp::socket> sockets;
+  std::vector<std::unique_ptr<transport::Stream>> streams;
   uint64_t minStripeBytes = 0;
   std::string peer;
 };
-
-bool transientAcceptError(const std::error_code& ec) {
-  // The connection died in the backlog, or the process is short of descriptors or memory for
-  // a moment: keep listening.
-  return ec == asio::error::connection_aborted || ec == asio::error::no_descriptors ||
-         ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
-         ec == asio::error::connection_reset || ec == std::errc::too_many_files_open_in_system ||
-         ec == std::errc::protocol_error || ec == asio::error::try_again;
-}
 
 class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
  private:
@@ -76,13 +68,15 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   }
 
  public:
-  ListenerCore(P2pEngine& engine, asio::io_context& io, asio::ip::tcp::acceptor acceptor,
-               const P2pOptions& options, uint64_t listenerId, std::string name)
-      : engine_(engine), options_(options), listenerId_(listenerId), name_(std::move(name)),
-        acceptor_(std::move(acceptor)), sweep_(io), acceptRetry_(io) {}
+  ListenerCore(P2pEngine& engine, asio::io_context& io,
+               std::unique_ptr<transport::Listener> listener, const P2pOptions& options,
+               uint64_t listenerId)
+      : engine_(engine), io_(io), options_(options), listenerId_(listenerId),
+        name_("tcp://" + listener->localEndpoint().toString()), listener_(std::move(listener)),
+        sweep_(io) {}
 
   void start() {
-    asio::post(acceptor_.get_executor(), counted([this] { accept(); }));
+    asio::post(io_, counted([this] { accept(); }));
   }
 
   // A complete connection, nothing yet, or the listener's final error.
@@ -105,11 +99,9 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
       for (auto& [id, ps] : pending_) all.push_back(ps);
       for (auto& ps : all) dropLocked(ps, "the listener was closed");
       unclaimed.swap(ready_);
-      asio::post(acceptor_.get_executor(), counted([this] {
-                   std::error_code ignored;
-                   acceptor_.close(ignored);
+      asio::post(io_, counted([this] {
+                   listener_->close();
                    sweep_.cancel();
-                   acceptRetry_.cancel();
                  }));
     }
     unclaimed.clear();
@@ -127,36 +119,30 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     if (closing_) drainedCv_.notify_all();
   }
 
-  // --- Accepting (acceptor's io thread) ---
+  // --- Accepting (the listener's io thread) ---
 
   void accept() {
-    asio::any_io_executor target = engine_.io(engine_.nextIndex()).get_executor();
-    acceptor_.async_accept(target, counted([this](const std::error_code& ec,
-                                                  asio::ip::tcp::socket socket) {
-      onAccept(ec, std::move(socket));
+    listener_->asyncAccept(counted([this](const std::error_code& ec,
+                                          std::unique_ptr<transport::Stream> stream) {
+      onAccept(ec, std::move(stream));
     }));
   }
 
-  void onAccept(const std::error_code& ec, asio::ip::tcp::socket socket) {
+  void onAccept(const std::error_code& ec, std::unique_ptr<transport::Stream> stream) {
     std::lock_guard lock(mu_);
     if (closing_) return;
-    if (ec) {
-      if (!transientAcceptError(ec)) {
-        failure_ = ioError("p2p listener " + name_ + ": accept failed: " + ec.message());
-        spdlog::debug("{}", failure_.message());
-        return;
-      }
-      acceptRetry_.expires_after(std::chrono::milliseconds(50));
-      acceptRetry_.async_wait(counted([this](const std::error_code& e) {
-        if (!e) accept();
-      }));
+    if (ec) {  // the listener retried what passes; this does not
+      failure_ = ioError("p2p listener " + name_ + ": accept failed: " + ec.message());
+      spdlog::debug("{}", failure_.message());
       return;
     }
-    if (Status s = transport::configureTcpSocket(socket, options_.tcp); !s.isOk()) {
-      spdlog::debug("p2p listener {}: dropping {}: {}", name_,
-                    transport::describePeer(socket), s.message());
+    // Round-robin over the engine's io threads; the handshake runs on the stream's new one.
+    auto moved = stream->moveTo(engine_.io(engine_.nextIndex()));
+    if (!moved) {
+      spdlog::debug("p2p listener {}: dropping {}: {}", name_, stream->peerName(),
+                    moved.status().message());
     } else {
-      auto ps = std::make_shared<PendingSocket>(std::move(socket), nextId_++,
+      auto ps = std::make_shared<PendingSocket>(std::move(*moved), nextId_++,
                                                 Clock::now() + options_.connectTimeout);
       pending_.emplace(ps->id, ps);
       asio::post(ps->executor, counted([this, ps] { readHello(ps); }));
@@ -172,10 +158,10 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
       std::lock_guard lock(mu_);
       if (ps->state != PendingSocket::State::kHello) return;
     }
-    asio::async_read(ps->socket, asio::buffer(ps->helloBytes),
-                     counted([this, ps](const std::error_code& ec, size_t) {
-                       onHello(ps, ec);
-                     }));
+    ps->stream->asyncReadExactly(ps->helloBytes.data(), ps->helloBytes.size(),
+                                 counted([this, ps](const std::error_code& ec, size_t) {
+                                   onHello(ps, ec);
+                                 }));
   }
 
   void onHello(const std::shared_ptr<PendingSocket>& ps, const std::error_code& ec) {
@@ -199,10 +185,11 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     ps->hello = h;
     ps->state = PendingSocket::State::kAcking;
     ps->ack = encodeAck(h.connectionId);
-    asio::async_write(ps->socket, asio::buffer(ps->ack),
-                      counted([this, ps](const std::error_code& e, size_t) {
-                        onAckWritten(ps, e);
-                      }));
+    ps->ackBuffer = {ps->ack.data(), ps->ack.size()};
+    ps->stream->asyncWriteAll(&ps->ackBuffer, 1,
+                              counted([this, ps](const std::error_code& e, size_t) {
+                                onAckWritten(ps, e);
+                              }));
   }
 
   void onAckWritten(const std::shared_ptr<PendingSocket>& ps, const std::error_code& ec) {
@@ -213,14 +200,14 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     auto it = groups_.find(ps->hello.connectionId);
     Group& g = it->second;
     if (++g.acked < g.count) return;
-    // Complete. Every member is past its last operation, so its socket may change hands.
+    // Complete. Every member is past its last operation, so its stream may change hands.
     ReadyConnection c;
     c.minStripeBytes = g.minStripeBytes;
     c.peer = g.members[0]->peer + " (" + std::to_string(g.count) + " sockets)";
     for (auto& m : g.members) {
       m->state = PendingSocket::State::kHanded;
       pending_.erase(m->id);
-      c.sockets.push_back(std::move(m->socket));
+      c.streams.push_back(std::move(m->stream));
     }
     groups_.erase(it);
     ready_.push_back(std::move(c));
@@ -237,10 +224,7 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     if (!closing_) spdlog::debug("p2p listener {}: refusing {}: {}", name_, ps->peer, why);
     ps->state = State::kDropped;
     pending_.erase(ps->id);
-    asio::post(ps->executor, counted([ps] {
-                 std::error_code ignored;
-                 ps->socket.close(ignored);
-               }));
+    asio::post(ps->executor, counted([ps] { ps->stream->close(); }));
   }
 
   void dropGroupLocked(uint64_t connectionId, const std::string& why) {
@@ -253,15 +237,12 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
       if (!m || m->state == PendingSocket::State::kDropped) continue;
       m->state = PendingSocket::State::kDropped;
       pending_.erase(m->id);
-      asio::post(m->executor, counted([m] {
-                   std::error_code ignored;
-                   m->socket.close(ignored);
-                 }));
+      asio::post(m->executor, counted([m] { m->stream->close(); }));
     }
   }
 
   // One timer for every pending socket: deadlines grow with accept order, so it waits for the
-  // oldest. Runs on the acceptor's thread, like everything that touches the timer.
+  // oldest. Runs on the listener's thread, like everything that touches the timer.
   void armSweepLocked() {
     if (sweepArmed_ || pending_.empty() || closing_) return;
     sweepArmed_ = true;
@@ -284,12 +265,12 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   }
 
   P2pEngine& engine_;  // the Impl holds the engine until close() has drained
+  asio::io_context& io_;  // the listener's and the sweep's
   const P2pOptions options_;
   const uint64_t listenerId_;
   const std::string name_;
-  asio::ip::tcp::acceptor acceptor_;
+  std::unique_ptr<transport::Listener> listener_;
   asio::steady_timer sweep_;
-  asio::steady_timer acceptRetry_;
 
   std::mutex mu_;
   bool closing_ = false;
@@ -316,7 +297,7 @@ class P2pListener::Impl {
     if (!ready.isOk()) return ready.status();
     if (!ready->has_value()) return std::unique_ptr<P2pRecvComm>();
     ReadyConnection& c = **ready;
-    return makeRecvComm(engine_, std::move(c.sockets), c.minStripeBytes, std::move(c.peer));
+    return makeRecvComm(engine_, std::move(c.streams), c.minStripeBytes, std::move(c.peer));
   }
 
  private:
@@ -341,38 +322,30 @@ Result<std::unique_ptr<P2pListener>> P2pListener::listen(std::shared_ptr<P2pEngi
 
   const size_t index = engine->nextIndex();
   asio::io_context& io = engine->io(index);
-  asio::ip::tcp::acceptor acceptor(io);
-  const asio::ip::tcp::endpoint want(address, 0);
-  auto fail = [&](const char* step) {
-    return ioError("p2p listen on " + options.listenAddress + ": " + step + ": " + ec.message());
-  };
-  acceptor.open(want.protocol(), ec);
-  if (ec) return fail("socket");
-  acceptor.bind(want, ec);
-  if (ec) return fail("bind");
-  acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return fail("listen");
-  const asio::ip::tcp::endpoint bound = acceptor.local_endpoint(ec);
-  if (ec) return fail("getsockname");
+  // An ephemeral port: NCCL carries the handle, with the port in it, to the peer.
+  auto listener = transport::listen(io, {options.listenAddress, 0}, options.transport,
+                                    PortZero::kAllowed);
+  if (!listener) return Status(listener.status().code(), "p2p " + listener.status().message());
+  const uint16_t port = (*listener)->port();
 
   Handle h;
   h.listenerId = randomId();
-  h.port = bound.port();
-  if (bound.address().is_v4()) {
+  h.port = port;
+  if (address.is_v4()) {
     h.family = 4;
-    const auto bytes = bound.address().to_v4().to_bytes();
+    const auto bytes = address.to_v4().to_bytes();
     std::copy(bytes.begin(), bytes.end(), h.address.begin());
   } else {
     h.family = 6;
-    const auto v6 = bound.address().to_v6();
+    const auto v6 = address.to_v6();
     const auto bytes = v6.to_bytes();
     std::copy(bytes.begin(), bytes.end(), h.address.begin());
     h.scopeId = static_cast<uint32_t>(v6.scope_id());
   }
   encodeHandle(h, static_cast<uint8_t*>(handle));
 
-  auto core = std::make_shared<ListenerCore>(*engine, io, std::move(acceptor), options,
-                                             h.listenerId, describeEndpoint(bound));
+  auto core = std::make_shared<ListenerCore>(*engine, io, std::move(*listener), options,
+                                             h.listenerId);
   core->start();
   return std::unique_ptr<P2pListener>(
       new P2pListener(std::make_unique<Impl>(std::move(engine), std::move(core))));

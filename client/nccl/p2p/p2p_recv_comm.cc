@@ -2,8 +2,6 @@
 // (so a peer that goes away is noticed even with no receive posted), matches it with the
 // posted receive of the same seq, checks it, and reads the piece straight into the caller's
 // buffer.
-#include <asio/read.hpp>
-
 #include "client/nccl/p2p/p2p_comm.h"
 
 namespace rs::client::p2p {
@@ -16,10 +14,10 @@ Result<P2pRequest*> RecvCore::irecv(void* data, size_t capacity) {
 }
 
 void RecvCore::readHeader(Channel& ch) {
-  asio::async_read(ch.socket, asio::buffer(ch.inBytes),
-                   counted([this, &ch](const std::error_code& ec, size_t) {
-                     onHeader(ch, ec);
-                   }));
+  ch.stream->asyncReadExactly(ch.inBytes.data(), ch.inBytes.size(),
+                              counted([this, &ch](const std::error_code& ec, size_t) {
+                                onHeader(ch, ec);
+                              }));
 }
 
 void RecvCore::onHeader(Channel& ch, const std::error_code& error) {
@@ -56,11 +54,11 @@ void RecvCore::match(Channel& ch) {
   if (!bad.isOk()) return fail(Status(bad.code(), where(ch) + ": " + bad.message()));
   const PieceRange range = pieceRange(ch.in.totalBytes, ch.in.seq, count_, minStripe_, ch.index);
   if (range.length == 0) return pieceDone(ch, r);
-  asio::async_read(ch.socket, asio::buffer(r->data + range.offset, range.length),
-                   counted([this, &ch, r](const std::error_code& ec, size_t) {
-                     if (ec) return fail(socketError(ch, "reading a message", ec));
-                     pieceDone(ch, r);
-                   }));
+  ch.stream->asyncReadExactly(r->data + range.offset, range.length,
+                              counted([this, &ch, r](const std::error_code& ec, size_t) {
+                                if (ec) return fail(socketError(ch, "reading a message", ec));
+                                pieceDone(ch, r);
+                              }));
 }
 
 void RecvCore::pieceDone(Channel& ch, P2pRequest* request) {
@@ -82,9 +80,9 @@ Result<P2pRequest*> P2pRecvComm::irecv(void* data, size_t capacity, int /*tag*/)
 const std::string& P2pRecvComm::peerName() const { return impl_->core().peerName(); }
 
 std::unique_ptr<P2pRecvComm> makeRecvComm(std::shared_ptr<P2pEngine> engine,
-                                          std::vector<asio::ip::tcp::socket> sockets,
+                                          std::vector<std::unique_ptr<transport::Stream>> streams,
                                           uint64_t minStripeBytes, std::string peerName) {
-  auto core = std::make_shared<RecvCore>(std::move(sockets), minStripeBytes, std::move(peerName));
+  auto core = std::make_shared<RecvCore>(std::move(streams), minStripeBytes, std::move(peerName));
   core->start();
   return std::make_unique<P2pRecvComm>(
       std::make_unique<P2pRecvComm::Impl>(std::move(engine), std::move(core)));

@@ -1,8 +1,6 @@
 // The sending end: per socket, a loop that writes each posted message's piece header and
 // piece straight from the caller's buffer, several messages per gather write.
 #include <algorithm>
-#include <asio/read.hpp>
-#include <asio/write.hpp>
 
 #include "client/nccl/p2p/p2p_comm.h"
 
@@ -25,14 +23,14 @@ Result<P2pRequest*> SendCore::isend(const void* data, size_t size) {
 void SendCore::startChannel(Channel& ch) {
   // The receiver never writes after the handshake, so this read ends only when it goes away:
   // an idle connection learns of that at once, not at its next send.
-  asio::async_read(ch.socket, asio::buffer(&ch.probe, 1),
-                   counted([this, &ch](const std::error_code& ec, size_t) {
-                     if (!ec)
-                       return fail(protocolError(where(ch) +
-                                                 ": the receiver sent bytes on a send-only "
-                                                 "connection"));
-                     fail(socketError(ch, "waiting on the receiver", ec));
-                   }));
+  ch.stream->asyncReadExactly(&ch.probe, 1,
+                              counted([this, &ch](const std::error_code& ec, size_t) {
+                                if (!ec)
+                                  return fail(protocolError(
+                                      where(ch) +
+                                      ": the receiver sent bytes on a send-only connection"));
+                                fail(socketError(ch, "waiting on the receiver", ec));
+                              }));
 }
 
 void SendCore::pump(Channel& ch) {
@@ -54,14 +52,14 @@ void SendCore::pump(Channel& ch) {
     const P2pRequest* r = ch.batch[i];
     ch.outHeaders[i] = encodePieceHeader({static_cast<uint16_t>(ch.index),
                                           static_cast<uint16_t>(count_), r->seq, r->size});
-    ch.gather.emplace_back(ch.outHeaders[i].data(), ch.outHeaders[i].size());
+    ch.gather.push_back({ch.outHeaders[i].data(), ch.outHeaders[i].size()});
     const PieceRange range = pieceRange(r->size, r->seq, count_, minStripe_, ch.index);
-    if (range.length > 0) ch.gather.emplace_back(r->data + range.offset, range.length);
+    if (range.length > 0) ch.gather.push_back({r->data + range.offset, range.length});
   }
-  asio::async_write(ch.socket, ch.gather,
-                    counted([this, &ch](const std::error_code& ec, size_t) {
-                      onWritten(ch, ec);
-                    }));
+  ch.stream->asyncWriteAll(ch.gather.data(), ch.gather.size(),
+                           counted([this, &ch](const std::error_code& ec, size_t) {
+                             onWritten(ch, ec);
+                           }));
 }
 
 void SendCore::onWritten(Channel& ch, const std::error_code& error) {
@@ -85,9 +83,9 @@ Result<P2pRequest*> P2pSendComm::isend(const void* data, size_t size, int /*tag*
 const std::string& P2pSendComm::peerName() const { return impl_->core().peerName(); }
 
 std::unique_ptr<P2pSendComm> makeSendComm(std::shared_ptr<P2pEngine> engine,
-                                          std::vector<asio::ip::tcp::socket> sockets,
+                                          std::vector<std::unique_ptr<transport::Stream>> streams,
                                           uint64_t minStripeBytes, std::string peerName) {
-  auto core = std::make_shared<SendCore>(std::move(sockets), minStripeBytes, std::move(peerName));
+  auto core = std::make_shared<SendCore>(std::move(streams), minStripeBytes, std::move(peerName));
   core->start();
   return std::make_unique<P2pSendComm>(
       std::make_unique<P2pSendComm::Impl>(std::move(engine), std::move(core)));

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "core/common/status.h"
-#include "core/transport/tcp_stream.h"
+#include "core/transport/options.h"
 
 namespace rs::client::p2p {
 
@@ -30,7 +30,7 @@ struct P2pOptions {
   uint64_t minStripeBytes = 64 << 10;  // smaller messages travel whole on one socket
   std::string listenAddress = "127.0.0.1";  // the interface address this device listens on
   std::chrono::milliseconds connectTimeout{120000};
-  transport::TcpOptions tcp;
+  transport::Options transport;  // socket tuning
 };
 
 inline constexpr size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE

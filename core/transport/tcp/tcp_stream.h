@@ -1,5 +1,4 @@
-// TCP implementation of transport::Stream over an Asio socket, plus the socket tuning that
-// every data connection gets (TCP_NODELAY, keep-alive, optional fixed buffer sizes).
+// TCP implementation of transport::Stream over an Asio socket.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -10,36 +9,19 @@
 #include "core/common/status.h"
 #include "core/transport/stream.h"
 
-namespace rs::transport {
-
-struct TcpOptions {
-  // 0 leaves the kernel's autotuning on, which on Linux usually beats a fixed size because a
-  // fixed SO_RCVBUF is capped by net.core.rmem_max (often 208 KiB).
-  int sendBufferBytes = 0;
-  int recvBufferBytes = 0;
-  // Keep-alive finds a peer that vanished without a FIN while no collective is in flight.
-  bool keepAlive = true;
-  int keepAliveIdleSeconds = 30;
-  int keepAliveIntervalSeconds = 5;
-  int keepAliveProbes = 4;
-};
-
-// Applies TCP_NODELAY and `options` to a connected socket.
-Status configureTcpSocket(asio::ip::tcp::socket& socket, const TcpOptions& options);
+namespace rs::transport::tcp {
 
 class TcpStream final : public Stream {
  public:
+  // A connected socket, already tuned (socket_options.h).
   explicit TcpStream(asio::ip::tcp::socket socket);
   ~TcpStream() override;
-
-  // Moves the connected socket onto another io_context (a session leaves the acceptor's thread
-  // for the io thread that owns its stream index). No operation may be pending.
-  static Result<std::unique_ptr<TcpStream>> moveTo(std::unique_ptr<TcpStream> stream,
-                                                   asio::io_context& target);
 
   void asyncReadExactly(void* data, size_t size, IoHandler handler) override;
   void asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt = 1) override;
   void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) override;
+  bool trySendNow(const void* data, size_t size) override;
+  Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override;
   void shutdownSend() override;
   void close() override;
   bool isOpen() const override { return socket_.is_open(); }
@@ -59,7 +41,4 @@ class TcpStream final : public Stream {
   int lowWatermark_ = 1;                    // SO_RCVLOWAT now set (the kernel's default is 1)
 };
 
-// "tcp://host:port" of the remote end, or "tcp://?" when the socket has none.
-std::string describePeer(const asio::ip::tcp::socket& socket);
-
-}  // namespace rs::transport
+}  // namespace rs::transport::tcp

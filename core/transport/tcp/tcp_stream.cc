@@ -1,4 +1,4 @@
-#include "core/transport/tcp_stream.h"
+#include "core/transport/tcp/tcp_stream.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,69 +7,35 @@
 #include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/sock_diag.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-namespace rs::transport {
+#include "core/transport/tcp/address.h"
 
-Status configureTcpSocket(asio::ip::tcp::socket& socket, const TcpOptions& options) {
-  std::error_code ec;
-  socket.set_option(asio::ip::tcp::no_delay(true), ec);
-  if (ec) return ioError("setting TCP_NODELAY: " + ec.message());
-  if (options.sendBufferBytes > 0) {
-    socket.set_option(asio::socket_base::send_buffer_size(options.sendBufferBytes), ec);
-    if (ec) return ioError("setting SO_SNDBUF: " + ec.message());
-  }
-  if (options.recvBufferBytes > 0) {
-    socket.set_option(asio::socket_base::receive_buffer_size(options.recvBufferBytes), ec);
-    if (ec) return ioError("setting SO_RCVBUF: " + ec.message());
-  }
-  if (options.keepAlive) {
-    socket.set_option(asio::socket_base::keep_alive(true), ec);
-    if (ec) return ioError("setting SO_KEEPALIVE: " + ec.message());
-    const int fd = socket.native_handle();
-    const int values[3] = {options.keepAliveIdleSeconds, options.keepAliveIntervalSeconds,
-                           options.keepAliveProbes};
-    const int names[3] = {TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT};
-    for (int i = 0; i < 3; ++i) {
-      if (::setsockopt(fd, IPPROTO_TCP, names[i], &values[i], sizeof(int)) != 0)
-        return ioError("setting TCP keep-alive: " + std::system_category().message(errno));
-    }
-  }
-  return Status::ok();
-}
-
-std::string describePeer(const asio::ip::tcp::socket& socket) {
-  std::error_code ec;
-  auto ep = socket.remote_endpoint(ec);
-  if (ec) return "tcp://?";
-  auto addr = ep.address();
-  std::string host = addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string();
-  return "tcp://" + host + ":" + std::to_string(ep.port());
-}
+namespace rs::transport::tcp {
 
 TcpStream::TcpStream(asio::ip::tcp::socket socket)
     : socket_(std::move(socket)), peerName_(describePeer(socket_)) {}
 
 TcpStream::~TcpStream() { close(); }
 
-Result<std::unique_ptr<TcpStream>> TcpStream::moveTo(std::unique_ptr<TcpStream> stream,
-                                                     asio::io_context& target) {
+Result<std::unique_ptr<Stream>> TcpStream::moveTo(asio::io_context& target) {
   std::error_code ec;
-  auto protocol = stream->socket_.local_endpoint(ec).protocol();
-  if (ec) return ioError("moving " + stream->peerName_ + ": " + ec.message());
-  int fd = stream->socket_.release(ec);
-  if (ec) return ioError("moving " + stream->peerName_ + ": " + ec.message());
+  auto protocol = socket_.local_endpoint(ec).protocol();
+  if (ec) return ioError("moving " + peerName_ + ": " + ec.message());
+  int fd = socket_.release(ec);
+  if (ec) return ioError("moving " + peerName_ + ": " + ec.message());
   asio::ip::tcp::socket moved(target);
   moved.assign(protocol, fd, ec);
   if (ec) {
     ::close(fd);
-    return ioError("moving " + stream->peerName_ + ": " + ec.message());
+    return ioError("moving " + peerName_ + ": " + ec.message());
   }
   auto result = std::make_unique<TcpStream>(std::move(moved));
-  result->peerName_ = stream->peerName_;
-  result->lowWatermark_ = stream->lowWatermark_;  // the socket keeps its SO_RCVLOWAT
-  return result;
+  result->peerName_ = peerName_;
+  result->lowWatermark_ = lowWatermark_;  // the socket keeps its SO_RCVLOWAT
+  return std::unique_ptr<Stream>(std::move(result));
 }
 
 void TcpStream::asyncReadExactly(void* data, size_t size, IoHandler handler) {
@@ -136,6 +102,27 @@ void TcpStream::asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandle
   asio::async_write(socket_, gather_, std::move(handler));
 }
 
+// The kernel queues a small send whole when its send buffer has room for the bytes and one
+// buffer's overhead, by its own accounting (SO_MEMINFO); only then is the send tried, so it
+// cannot leave a cut frame behind.
+constexpr uint32_t kSendOverheadBytes = 4096;
+
+bool TcpStream::trySendNow(const void* data, size_t size) {
+  if (!socket_.is_open()) return false;
+  const int fd = socket_.native_handle();
+  uint32_t memory[SK_MEMINFO_VARS] = {};
+  socklen_t length = sizeof(memory);
+  if (::getsockopt(fd, SOL_SOCKET, SO_MEMINFO, memory, &length) != 0 ||
+      length < sizeof(uint32_t) * (SK_MEMINFO_WMEM_QUEUED + 1))
+    return false;
+  const uint64_t room = memory[SK_MEMINFO_SNDBUF] > memory[SK_MEMINFO_WMEM_QUEUED]
+                            ? memory[SK_MEMINFO_SNDBUF] - memory[SK_MEMINFO_WMEM_QUEUED]
+                            : 0;
+  if (room < size + kSendOverheadBytes) return false;
+  const ssize_t sent = ::send(fd, data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return sent == static_cast<ssize_t>(size);
+}
+
 void TcpStream::close() {
   if (!socket_.is_open()) return;
   std::error_code ignored;
@@ -143,4 +130,4 @@ void TcpStream::close() {
   socket_.close(ignored);
 }
 
-}  // namespace rs::transport
+}  // namespace rs::transport::tcp

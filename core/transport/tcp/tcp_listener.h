@@ -1,0 +1,36 @@
+// TCP implementation of transport::Listener over an Asio acceptor.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <memory>
+
+#include "core/transport/listener.h"
+
+namespace rs::transport::tcp {
+
+class TcpListener final : public Listener {
+ public:
+  // Resolves, binds (SO_REUSEADDR) and listens. Port 0 only with PortZero::kAllowed.
+  static Result<std::unique_ptr<TcpListener>> open(asio::io_context& io, const Endpoint& endpoint,
+                                                   const TcpOptions& options, PortZero portZero);
+  ~TcpListener() override;
+
+  void asyncAccept(AcceptHandler handler) override;
+  uint16_t port() const override { return local_.port; }
+  const Endpoint& localEndpoint() const override { return local_; }
+  void close() override;
+
+ private:
+  TcpListener(asio::io_context& io, const TcpOptions& options);
+  void onAccept(const std::error_code& ec, asio::ip::tcp::socket socket, AcceptHandler handler);
+
+  const TcpOptions options_;
+  asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer retry_;  // the pause after a passing accept error
+  Endpoint local_;
+  std::string name_;  // "tcp://127.0.0.1:41000", for logs
+};
+
+}  // namespace rs::transport::tcp
