@@ -1,7 +1,6 @@
 #include "client/communicator_core.h"
 
 #include <asio/post.hpp>
-#include <spdlog/spdlog.h>
 
 #include "core/common/log.h"
 #include "core/wire/control_frames.h"
@@ -43,9 +42,9 @@ Status CommunicatorCore::start() {
   waitLocked([&] { return failed_ || connected_ == connections_.size(); });
   std::lock_guard lock(mu_);
   if (failed_) return failure_;
-  spdlog::info("group {} rank {}/{}: connected to {} reducers x {} streams ({} progress)",
-               group_.id.toString().substr(0, 8), group_.rank, group_.worldSize, reducers_,
-               streams_, caller ? "caller" : "io-thread");
+  rs::logger().info("group {} rank {}/{}: connected to {} reducers x {} streams ({} progress)",
+                    group_.id.toString().substr(0, 8), group_.rank, group_.worldSize, reducers_,
+                    streams_, caller ? "caller" : "io-thread");
   return Status::ok();
 }
 
@@ -163,8 +162,8 @@ void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
     cv_.notify_all();
   }
   if (!closing)
-    spdlog::error("group {} rank {}: {}", group_.id.toString().substr(0, 8), group_.rank,
-                  reason.toString());
+    rs::logger().error("group {} rank {}: {}", group_.id.toString().substr(0, 8), group_.rank,
+                       reason.toString());
   for (auto& c : connections_)
     asio::post(c->executorContext(), [c, reason, tellReducers] {
       if (tellReducers) c->abortAndClose(reason);

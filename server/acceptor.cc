@@ -1,9 +1,9 @@
 #include "server/acceptor.h"
 
 #include <asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "core/common/endpoint.h"
+#include "core/common/log.h"
 #include "core/wire/control_frames.h"
 #include "core/wire/frame.h"
 
@@ -82,7 +82,8 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     timer_.cancel();
     owner_.pendingHandshakes_.fetch_sub(1);
     owner_.countFailure(why);
-    spdlog::warn("refused data connection from {}: {}", stream_->peerName(), reason.toString());
+    rs::logger().warn("refused data connection from {}: {}", stream_->peerName(),
+                      reason.toString());
     if (!reply) {
       stream_->close();
       return;
@@ -133,15 +134,15 @@ void Acceptor::acceptNext() {
                                 std::unique_ptr<transport::Stream> stream) {
     if (ec == asio::error::operation_aborted) return;
     if (ec) {
-      spdlog::warn("accept failed: {}", ec.message());
+      rs::logger().warn("accept failed: {}", ec.message());
       acceptNext();
       return;
     }
     accepted_.fetch_add(1, std::memory_order_relaxed);
     if (pendingHandshakes_.load() >= kMaxPendingHandshakes) {
       countFailure(HandshakeFailure::kLimit);
-      spdlog::warn("refused {}: {} handshakes already pending", stream->peerName(),
-                   kMaxPendingHandshakes);
+      rs::logger().warn("refused {}: {} handshakes already pending", stream->peerName(),
+                        kMaxPendingHandshakes);
     } else {
       pendingHandshakes_.fetch_add(1);
       std::make_shared<Handshake>(*this, std::move(stream))->run();

@@ -1,9 +1,8 @@
 #include "server/control_service.h"
 
-#include <spdlog/spdlog.h>
-
 #include "core/common/build_info.h"
 #include "core/common/endpoint.h"
+#include "core/common/log.h"
 #include "core/reduce/dtype.h"
 #include "core/wire/frame.h"
 
@@ -99,8 +98,8 @@ grpc::Status ControlService::JoinGroup(grpc::ServerContext*, const rs::v1::JoinG
                      static_cast<uint16_t>(in->reducer_count()), in->timeout_ms()};
   auto known = registry_.declareMember(*id, in->rank(), params);
   if (!known) return toGrpc(known.status());
-  spdlog::info("group {} rank {} joined over gRPC ({} members known)",
-               id->toString().substr(0, 8), in->rank(), *known);
+  rs::logger().info("group {} rank {} joined over gRPC ({} members known)",
+                    id->toString().substr(0, 8), in->rank(), *known);
   for (auto& e : dataEndpoints()) out->add_data_endpoints(e);
   out->set_max_chunk_bytes(config_.maxChunkBytes);
   out->set_io_threads(static_cast<uint32_t>(config_.ioThreads));
@@ -113,7 +112,7 @@ grpc::Status ControlService::LeaveGroup(grpc::ServerContext*, const rs::v1::Leav
   auto id = groupIdFromBytes(in->group_id());
   if (!id) return toGrpc(id.status());
   registry_.leaveMember(*id, in->rank());
-  spdlog::info("group {} rank {} left over gRPC", id->toString().substr(0, 8), in->rank());
+  rs::logger().info("group {} rank {} left over gRPC", id->toString().substr(0, 8), in->rank());
   return grpc::Status::OK;
 }
 
@@ -148,7 +147,7 @@ grpc::Status ControlService::Drain(grpc::ServerContext*, const rs::v1::DrainRequ
                                    rs::v1::DrainResponse* out) {
   registry_.setDraining(true);
   out->set_groups_active(static_cast<uint32_t>(registry_.size()));
-  spdlog::info("drain requested over gRPC: {} groups active", registry_.size());
+  rs::logger().info("drain requested over gRPC: {} groups active", registry_.size());
   if (onDrain_) onDrain_();
   return grpc::Status::OK;
 }

@@ -2,8 +2,8 @@
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
-#include <spdlog/spdlog.h>
 
+#include "core/common/log.h"
 #include "server/acceptor.h"
 
 namespace rs::server {
@@ -65,8 +65,8 @@ void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
   IoThread& t = *threads_[group->threadFor(streamIndex, static_cast<uint32_t>(threads_.size()))];
   auto moved = stream->moveTo(t.io);
   if (!moved) {
-    spdlog::error("{} rank {} stream {}: {}", group->name(), rank, streamIndex,
-                  moved.status().message());
+    rs::logger().error("{} rank {} stream {}: {}", group->name(), rank, streamIndex,
+                       moved.status().message());
     registry_.streamClosed(*group, rank, streamIndex);
     abortGroup(group, moved.status());
     return;
@@ -81,7 +81,7 @@ void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& re
   if (!group->markAborted(reason)) return;
   groupAborts_[static_cast<size_t>(abortReasonFor(reason.code()))].fetch_add(
       1, std::memory_order_relaxed);
-  spdlog::error("{} aborted: {}", group->name(), reason.toString());
+  rs::logger().error("{} aborted: {}", group->name(), reason.toString());
   for (auto& t : threads_)
     asio::post(t->io, [shard = t->shard.get(), id = group->id(), reason] {
       shard->abortGroup(id, reason);

@@ -1,6 +1,6 @@
 #include "server/group_registry.h"
 
-#include <spdlog/spdlog.h>
+#include "core/common/log.h"
 
 namespace rs::server {
 namespace {
@@ -70,9 +70,9 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
   auto group = std::make_shared<Group>(id, params, offset,
                                        params.timeoutMs ? params.timeoutMs : defaultTimeoutMs_);
   groups_.emplace(id, group);
-  spdlog::info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}", group->name(),
-               params.worldSize, params.streamCount, params.reducerIndex, params.reducerCount,
-               group->timeoutMs());
+  rs::logger().info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}",
+                    group->name(), params.worldSize, params.streamCount, params.reducerIndex,
+                    params.reducerCount, group->timeoutMs());
   return group;
 }
 
@@ -94,8 +94,8 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint
   ++g.openStreams_;
   g.everConnected_ = true;
   if (streamsOfRankLocked(g, rank) == 1)
-    spdlog::info("{}: rank {} joined ({} of {} members connected)", g.name(), rank,
-                 membersKnownLocked(g), params.worldSize);
+    rs::logger().info("{}: rank {} joined ({} of {} members connected)", g.name(), rank,
+                      membersKnownLocked(g), params.worldSize);
   return *found;
 }
 
@@ -108,7 +108,7 @@ void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t str
   if (slot >= g.streamConnected_.size() || !g.streamConnected_[slot]) return;
   g.streamConnected_[slot] = false;
   --g.openStreams_;
-  if (streamsOfRankLocked(g, rank) == 0) spdlog::info("{}: rank {} left", g.name(), rank);
+  if (streamsOfRankLocked(g, rank) == 0) rs::logger().info("{}: rank {} left", g.name(), rank);
   if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) eraseLocked(g);
 }
 
@@ -136,9 +136,9 @@ void GroupRegistry::eraseLocked(const Group& g) {
     tombstones_[g.id()] = {g.abortReason().message(),
                            std::chrono::steady_clock::now() + kTombstoneLifetime};
   }
-  spdlog::info("{} closed: {} reductions, {} in, {} out{}", g.name(),
-               g.counters_.reductions.load(), g.counters_.bytesIn.load(),
-               g.counters_.bytesOut.load(), g.aborted() ? " (aborted)" : "");
+  rs::logger().info("{} closed: {} reductions, {} in, {} out{}", g.name(),
+                    g.counters_.reductions.load(), g.counters_.bytesIn.load(),
+                    g.counters_.bytesOut.load(), g.aborted() ? " (aborted)" : "");
   const GroupId id = g.id();  // erasing may destroy g
   groups_.erase(id);
 }

@@ -1,6 +1,5 @@
 // reduction-server: flags and environment -> ServerConfig -> Server::run (or, with
 // --health-probe, a health check of a running daemon).
-#include <spdlog/spdlog.h>
 
 #include "core/common/log.h"
 #include "server/config.h"
@@ -36,7 +35,7 @@ int main(int argc, char** argv) {
   }
   rs::server::Server server(parsed.config);
   if (rs::Status s = server.start(); !s.isOk()) {
-    spdlog::critical("cannot start: {}", s.toString());
+    rs::logger().critical("cannot start: {}", s.toString());
     return 1;
   }
   server.run();

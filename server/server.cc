@@ -3,7 +3,6 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
 #include <grpcpp/health_check_service_interface.h>
-#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "core/common/build_info.h"
 #include "core/common/byte_size.h"
 #include "core/common/endpoint.h"
+#include "core/common/log.h"
 #include "core/reduce/reduce.h"
 
 namespace rs::server {
@@ -43,8 +43,8 @@ Server::Server(ServerConfig config)
 Server::~Server() { stop(); }
 
 Status Server::start() {
-  spdlog::info("{} starting: {}", versionLine("reduction-server", reduce::activeTargetName()),
-               config_.describe());
+  rs::logger().info("{} starting: {}", versionLine("reduction-server", reduce::activeTargetName()),
+                    config_.describe());
   RS_RETURN_IF_ERROR(dataPlane_.start(control_));
 
   controlService_ =
@@ -81,11 +81,11 @@ Status Server::start() {
     control_.run();
   });
   RS_RETURN_IF_ERROR(writePortFile());
-  spdlog::info("listening: data port {}, gRPC port {}, {}, {} io threads, {} of slot memory",
-               dataPlane_.port(), grpcPort_,
-               metrics_ ? fmt::format("metrics on port {} (/metrics)", metrics_->port())
-                        : std::string("metrics off"),
-               config_.ioThreads, formatByteSize(config_.memoryLimitBytes));
+  rs::logger().info("listening: data port {}, gRPC port {}, {}, {} io threads, {} of slot memory",
+                    dataPlane_.port(), grpcPort_,
+                    metrics_ ? fmt::format("metrics on port {} (/metrics)", metrics_->port())
+                             : std::string("metrics off"),
+                    config_.ioThreads, formatByteSize(config_.memoryLimitBytes));
   return Status::ok();
 }
 
@@ -121,11 +121,11 @@ void Server::run() {
 void Server::onSignal(const std::error_code& ec, int sig) {
   if (ec) return;  // cancelled by stop()
   if (!draining_) {
-    spdlog::info("signal {}: draining (a second signal stops at once)", sig);
+    rs::logger().info("signal {}: draining (a second signal stops at once)", sig);
     drain();
     signals_.async_wait([this](const std::error_code& e, int s) { onSignal(e, s); });
   } else {
-    spdlog::info("signal {}: stopping now", sig);
+    rs::logger().info("signal {}: stopping now", sig);
     requestStop();
   }
 }
@@ -144,8 +144,8 @@ void Server::drain() {
   // RPC's caller may look at once); the wait for active groups runs on the control thread.
   registry_.setDraining(true);
   if (grpcServer_) grpcServer_->GetHealthCheckService()->SetServingStatus(false);
-  spdlog::info("draining: {} groups active; stopping when they finish (at most {} s)",
-               registry_.size(), kDrainTimeout.count());
+  rs::logger().info("draining: {} groups active; stopping when they finish (at most {} s)",
+                    registry_.size(), kDrainTimeout.count());
   asio::post(control_, [this] {
     drainDeadline_ = std::chrono::steady_clock::now() + kDrainTimeout;
     checkDrained();
@@ -155,7 +155,7 @@ void Server::drain() {
 void Server::checkDrained() {
   if (registry_.size() == 0 || std::chrono::steady_clock::now() >= drainDeadline_) {
     if (registry_.size() != 0)
-      spdlog::warn("drain timeout: stopping with {} groups still active", registry_.size());
+      rs::logger().warn("drain timeout: stopping with {} groups still active", registry_.size());
     requestStop();
     return;
   }
@@ -185,7 +185,7 @@ void Server::stop() {
     });
     controlThread_.join();
     logStats();
-    spdlog::info("reduction-server stopped");
+    rs::logger().info("reduction-server stopped");
   }
 }
 
@@ -206,11 +206,12 @@ void Server::logStats() {
   const double inGbps = static_cast<double>(now.bytesIn - lastStats_.bytesIn) * 8 / secs / 1e9;
   const double outGbps = static_cast<double>(now.bytesOut - lastStats_.bytesOut) * 8 / secs / 1e9;
   const double reductionsPerSec = static_cast<double>(now.reductions - lastStats_.reductions) / secs;
-  spdlog::info("throughput: in {:.3f} Gbit/s, out {:.3f} Gbit/s, {:.1f} reductions/s; "
-               "{} groups, {} connections, slots {} of {}, {} parked, {} protocol errors",
-               inGbps, outGbps, reductionsPerSec, registry_.size(), now.connectionsOpen,
-               formatByteSize(now.slotBytesInUse), formatByteSize(now.slotBytesLimit),
-               now.parkedSessions, now.protocolErrors);
+  rs::logger().info(
+      "throughput: in {:.3f} Gbit/s, out {:.3f} Gbit/s, {:.1f} reductions/s; "
+      "{} groups, {} connections, slots {} of {}, {} parked, {} protocol errors",
+      inGbps, outGbps, reductionsPerSec, registry_.size(), now.connectionsOpen,
+      formatByteSize(now.slotBytesInUse), formatByteSize(now.slotBytesLimit), now.parkedSessions,
+      now.protocolErrors);
   lastStats_ = now;
   lastStatsTime_ = t;
 }

@@ -2,12 +2,12 @@
 
 #include <asio/error.hpp>
 #include <asio/post.hpp>
-#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <optional>
 
 #include "core/cluster/sharding.h"
+#include "core/common/log.h"
 #include "core/wire/control_frames.h"
 #include "server/shard.h"
 
@@ -265,7 +265,7 @@ void Session::reject(FrameRejection why, const Status& reason) {
 
 void Session::fail(const Status& reason) {
   if (closed_) return;
-  spdlog::error("{}: {}", name_, reason.message());
+  rs::logger().error("{}: {}", name_, reason.message());
   close(reason);
   shard_.failGroup(group_, Status(reason.code(), fmt::format("rank {} stream {}: {}", rank_,
                                                               streamIndex_, reason.message())));
@@ -312,7 +312,7 @@ void Session::close(const Status& reason) {
   if (closed_) return;
   auto self = shared_from_this();  // detach() drops the shard's reference
   closed_ = true;
-  spdlog::debug("{}: closing: {}", name_, reason.message());
+  rs::logger().debug("{}: closing: {}", name_, reason.message());
   if (graceTimer_) graceTimer_->cancel();
   stream_->close();
   writer_.close();

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <asio/post.hpp>
-#include <spdlog/spdlog.h>
 
 #include "core/cluster/sharding.h"
+#include "core/common/log.h"
 #include "server/session.h"
 
 namespace rs::server {
@@ -63,7 +63,7 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
   ack.maxPayloadBytes = config_.maxChunkBytes;
   ack.ioThreads = static_cast<uint32_t>(config_.ioThreads);
   ack.serverVersion = (0u << 16) | (1u << 8) | 0u;
-  spdlog::debug("{}: joined", session->name());
+  rs::logger().debug("{}: joined", session->name());
   session->start(ack);
 }
 
@@ -139,8 +139,8 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
   waiters_.push_back({session, h});
   stats_.parks.fetch_add(1, std::memory_order_relaxed);
   stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
-  spdlog::debug("{}: parked for chunk {} ({} waiting, {} of {} bytes in use)", session->name(),
-                h.chunk, waiters_.size(), pool_->inUse(), pool_->budget());
+  rs::logger().debug("{}: parked for chunk {} ({} waiting, {} of {} bytes in use)", session->name(),
+                     h.chunk, waiters_.size(), pool_->inUse(), pool_->budget());
   return Acquire::kParked;
 }
 
@@ -262,7 +262,7 @@ void Shard::memberLeft(Session& session) {
     }
   }
   gs->departed[session.streamIndex()][session.rank()] = true;
-  spdlog::debug("{}: left", session.name());
+  rs::logger().debug("{}: left", session.name());
 }
 
 void Shard::detach(Session& session) {

@@ -10,20 +10,10 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/common/text.h"
+
 namespace rs::client {
 namespace {
-
-std::vector<std::string_view> splitCommas(std::string_view s) {
-  std::vector<std::string_view> out;
-  while (!s.empty()) {
-    const size_t comma = s.find(',');
-    std::string_view item = s.substr(0, comma);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  return out;
-}
 
 int readSpeed(const std::string& name) {
   std::ifstream f("/sys/class/net/" + name + "/speed");
@@ -52,8 +42,8 @@ bool interfaceMatches(std::string_view spec, std::string_view name) {
     spec.remove_prefix(1);
   }
   bool hit = false;
-  for (std::string_view item : splitCommas(spec))
-    hit = hit || (exact ? name == item : name.substr(0, item.size()) == item);
+  for (std::string_view item : split(spec, ','))
+    hit = hit || (!item.empty() && (exact ? name == item : name.substr(0, item.size()) == item));
   return exclude ? !hit : hit;
 }
 

@@ -1,13 +1,12 @@
 #include "tests/support/local_pool.h"
 
-#include "core/common/log.h"
-
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "core/common/env.h"
+#include "core/common/log.h"
 
 namespace rs::test {
 
@@ -25,8 +24,7 @@ server::ServerConfig testServerConfig() {
 
 LocalPool::LocalPool(int reducers, const server::ServerConfig& config) {
   // Quiet by default; RS_TEST_LOG_LEVEL=info (or debug) shows the reducers' logs.
-  const char* level = std::getenv("RS_TEST_LOG_LEVEL");
-  (void)configureLogging(level ? level : "warn", "text");
+  (void)configureLogging(envString("RS_TEST_LOG_LEVEL").value_or("warn"), "text");
   for (int i = 0; i < reducers; ++i) {
     auto s = std::make_unique<server::Server>(config);
     if (Status st = s->start(); !st.isOk())

@@ -1,8 +1,8 @@
 #include "client/nccl/p2p/p2p_comm.h"
 
 #include <asio/post.hpp>
-#include <spdlog/spdlog.h>
 
+#include "core/common/log.h"
 #include "core/wire/group_id.h"
 
 namespace rs::client::p2p {
@@ -76,7 +76,7 @@ void CommCore::fail(Status status) {
   if (closing_) return;
   closing_ = true;
   if (status.code() != StatusCode::kAborted)
-    spdlog::debug("p2p {}: {}", peerName_, status.toString());
+    rs::logger().debug("p2p {}: {}", peerName_, status.toString());
   failure_ = std::move(status);
   // Counted under mu_, so the drain cannot be declared before these have run.
   for (auto& ch : channels_)
@@ -106,8 +106,8 @@ void CommCore::close() {
   fail(abortedError(peerName_ + ": the connection was closed"));
   std::unique_lock lock(mu_);
   if (!drainedCv_.wait_for(lock, kDrainTimeout, [this] { return drainedLocked(); }))
-    spdlog::warn("p2p {}: closed, but its socket handlers did not finish within {} s", peerName_,
-                 kDrainTimeout.count());
+    rs::logger().warn("p2p {}: closed, but its socket handlers did not finish within {} s",
+                      peerName_, kDrainTimeout.count());
 }
 
 std::string CommCore::where(const Channel& channel) const {

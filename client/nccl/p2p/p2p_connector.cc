@@ -9,9 +9,9 @@
 #include <asio/steady_timer.hpp>
 #include <condition_variable>
 #include <optional>
-#include <spdlog/spdlog.h>
 
 #include "client/nccl/p2p/p2p_comm.h"
+#include "core/common/log.h"
 #include "core/transport/connector.h"
 
 namespace rs::client::p2p {
@@ -96,8 +96,8 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
     fail(abortedError("p2p connect to " + peerName_ + ": closed before it completed"));
     std::unique_lock lock(mu_);
     if (!drainedCv_.wait_for(lock, kDrainTimeout, [this] { return pendingOps_.count() == 0; }))
-      spdlog::warn("p2p connect to {}: closed, but its handlers did not finish within {} s",
-                   peerName_, kDrainTimeout.count());
+      rs::logger().warn("p2p connect to {}: closed, but its handlers did not finish within {} s",
+                        peerName_, kDrainTimeout.count());
   }
 
  private:
@@ -117,7 +117,7 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
     std::lock_guard lock(mu_);
     if (closing_) return;
     closing_ = true;
-    if (status.code() != StatusCode::kAborted) spdlog::debug("{}", status.toString());
+    if (status.code() != StatusCode::kAborted) rs::logger().debug("{}", status.toString());
     failure_ = std::move(status);
     for (auto& s : sockets_)
       asio::post(s->executor, counted([s = s.get()] {

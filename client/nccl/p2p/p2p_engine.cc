@@ -1,7 +1,6 @@
 #include "client/nccl/p2p/p2p_engine.h"
 
 #include <algorithm>
-#include <spdlog/spdlog.h>
 
 #include "core/common/log.h"
 
@@ -30,7 +29,7 @@ P2pEngine::~P2pEngine() {
     if (threads_[i].get_id() == std::this_thread::get_id()) {
       // Only a bug gets here (the last owner released on an io thread): joining would hang
       // and freeing the io_context would pull it from under this very thread, so leak both.
-      spdlog::error("p2p engine destroyed on its own io thread; leaking that thread");
+      rs::logger().error("p2p engine destroyed on its own io thread; leaking that thread");
       threads_[i].detach();
       (void)ios_[i].release();
       continue;

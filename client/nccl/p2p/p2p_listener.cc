@@ -14,10 +14,10 @@
 #include <deque>
 #include <map>
 #include <optional>
-#include <spdlog/spdlog.h>
 #include <unordered_map>
 
 #include "client/nccl/p2p/p2p_comm.h"
+#include "core/common/log.h"
 #include "core/transport/listener.h"
 
 namespace rs::client::p2p {
@@ -108,8 +108,8 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     std::unique_lock lock(mu_);
     if (!drainedCv_.wait_for(lock, kDrainTimeout,
                              [this] { return pendingOps_.count() == 0; }))
-      spdlog::warn("p2p listener {}: closed, but its handlers did not finish within {} s", name_,
-                   kDrainTimeout.count());
+      rs::logger().warn("p2p listener {}: closed, but its handlers did not finish within {} s",
+                        name_, kDrainTimeout.count());
   }
 
  private:
@@ -133,14 +133,14 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     if (closing_) return;
     if (ec) {  // the listener retried what passes; this does not
       failure_ = ioError("p2p listener " + name_ + ": accept failed: " + ec.message());
-      spdlog::debug("{}", failure_.message());
+      rs::logger().debug("{}", failure_.message());
       return;
     }
     // Round-robin over the engine's io threads; the handshake runs on the stream's new one.
     auto moved = stream->moveTo(engine_.io(engine_.nextIndex()));
     if (!moved) {
-      spdlog::debug("p2p listener {}: dropping {}: {}", name_, stream->peerName(),
-                    moved.status().message());
+      rs::logger().debug("p2p listener {}: dropping {}: {}", name_, stream->peerName(),
+                         moved.status().message());
     } else {
       auto ps = std::make_shared<PendingSocket>(std::move(*moved), nextId_++,
                                                 Clock::now() + options_.connectTimeout);
@@ -221,7 +221,7 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     if (ps->state == State::kHanded || ps->state == State::kDropped) return;
     if (ps->state == State::kAcking || ps->state == State::kAcked)
       return dropGroupLocked(ps->hello.connectionId, ps->peer + ": " + why);
-    if (!closing_) spdlog::debug("p2p listener {}: refusing {}: {}", name_, ps->peer, why);
+    if (!closing_) rs::logger().debug("p2p listener {}: refusing {}: {}", name_, ps->peer, why);
     ps->state = State::kDropped;
     pending_.erase(ps->id);
     asio::post(ps->executor, counted([ps] { ps->stream->close(); }));
@@ -232,7 +232,7 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
     if (it == groups_.end()) return;
     std::vector<std::shared_ptr<PendingSocket>> members = std::move(it->second.members);
     groups_.erase(it);
-    if (!closing_) spdlog::debug("p2p listener {}: dropping a connection: {}", name_, why);
+    if (!closing_) rs::logger().debug("p2p listener {}: dropping a connection: {}", name_, why);
     for (auto& m : members) {
       if (!m || m->state == PendingSocket::State::kDropped) continue;
       m->state = PendingSocket::State::kDropped;

@@ -1,7 +1,6 @@
 #include "core/transport/tcp/tcp_listener.h"
 
-#include <spdlog/spdlog.h>
-
+#include "core/common/log.h"
 #include "core/transport/tcp/address.h"
 #include "core/transport/tcp/socket_options.h"
 #include "core/transport/tcp/tcp_stream.h"
@@ -71,8 +70,8 @@ void TcpListener::onAccept(const std::error_code& ec, asio::ip::tcp::socket sock
   }
   if (ec && !passingAcceptError(ec)) return handler(ec, nullptr);
   if (ec) {
-    spdlog::warn("{}: accept failed: {}; retrying in {} ms", name_, ec.message(),
-                  kAcceptRetry.count());
+    rs::logger().warn("{}: accept failed: {}; retrying in {} ms", name_, ec.message(),
+                      kAcceptRetry.count());
     retry_.expires_after(kAcceptRetry);
     retry_.async_wait([this, h = std::move(handler)](const std::error_code& e) mutable {
       if (e) return h(asio::error::operation_aborted, nullptr);  // closed: as above
@@ -83,7 +82,7 @@ void TcpListener::onAccept(const std::error_code& ec, asio::ip::tcp::socket sock
   }
   if (Status s = configureSocket(socket, options_); !s.isOk()) {
     // A socket the kernel will not tune is dropped; the listener carries on.
-    spdlog::warn("{}: dropping {}: {}", name_, describePeer(socket), s.message());
+    rs::logger().warn("{}: dropping {}: {}", name_, describePeer(socket), s.message());
     std::error_code ignored;
     socket.close(ignored);
     return asyncAccept(std::move(handler));
