@@ -9,7 +9,6 @@
 #include "core/cluster/sharding.h"
 #include "core/common/log.h"
 #include "core/wire/control_frames.h"
-#include "server/shard.h"
 
 namespace rs::server {
 namespace {
@@ -20,16 +19,20 @@ constexpr uint32_t kResultPart = 1;
 constexpr uint32_t kLastResultPart = 2;  // carries the end of its chunk's result
 }  // namespace
 
-Session::Session(Shard& shard, std::unique_ptr<transport::Stream> stream,
+Session::Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& config,
+                 ShardStats& stats, std::unique_ptr<transport::Stream> stream,
                  std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex)
-    : shard_(shard),
+    : owner_(owner),
+      io_(io),
+      config_(config),
+      stats_(stats),
       stream_(std::move(stream)),
       group_(std::move(group)),
       rank_(rank),
       streamIndex_(streamIndex),
       name_(fmt::format("{} rank {} stream {} ({})", group_->name(), rank, streamIndex,
                         stream_->peerName())),
-      staging_(shard.config().pieceBytes),
+      staging_(config.pieceBytes),
       writer_(
           [this](transport::IoHandler done) -> transport::IoHandler {
             return [self = shared_from_this(), done = std::move(done)](
@@ -70,7 +73,7 @@ void Session::onHeader(const std::error_code& ec) {
   if (ec) {
     // End of stream between frames is how a member leaves; anything else is a failure.
     if (ec == asio::error::eof) {
-      shard_.memberLeft(*this);
+      owner_.memberLeft(*this);
       close(unavailableError("the member closed the stream"));
     } else {
       fail(ioError("read failed: " + ec.message()));
@@ -78,7 +81,7 @@ void Session::onHeader(const std::error_code& ec) {
     return;
   }
   wire::DecodeLimits limits;
-  limits.maxPayloadBytes = shard_.config().maxChunkBytes;
+  limits.maxPayloadBytes = config_.maxChunkBytes;
   if (Status s = wire::decodeHeader(inHeaderBytes_.data(), inHeaderBytes_.size(), limits, &in_);
       !s.isOk()) {
     reject(FrameRejection::kMalformed, s);
@@ -147,14 +150,14 @@ void Session::handleReduce() {
 
   std::shared_ptr<Slot> slot;
   Status error;
-  switch (shard_.acquireSlot(shared_from_this(), in_, &slot, &error)) {
-    case Shard::Acquire::kReady:
+  switch (owner_.acquireSlot(shared_from_this(), in_, &slot, &error)) {
+    case SessionOwner::Acquire::kReady:
       beginContribution(std::move(slot));
       return;
-    case Shard::Acquire::kParked:
+    case SessionOwner::Acquire::kParked:
       parked_ = true;
       return;
-    case Shard::Acquire::kFailed:
+    case SessionOwner::Acquire::kFailed:
       // The shard has aborted the group (this session included) with the reason.
       return;
   }
@@ -215,7 +218,7 @@ void Session::readPiece() {
   stream_->asyncReadSome(
       staging_.data() + tailBytes_, want,
       [self = shared_from_this()](const std::error_code& ec, size_t n) { self->onPiece(ec, n); },
-      shard_.config().readWakeBytes);  // the stream caps the wake at `want`
+      config_.readWakeBytes);  // the stream caps the wake at `want`
 }
 
 void Session::onPiece(const std::error_code& ec, size_t bytes) {
@@ -230,7 +233,7 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   }
   Slot& slot = *slot_;
   if (slot.dead()) return;  // the group was aborted while this piece was in flight
-  shard_.stats().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+  stats_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
   group_->counters().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
   const size_t have = tailBytes_ + bytes;
   const size_t folded = slot.fold(rank_, staging_.data(), have);
@@ -243,7 +246,7 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   if (tailBytes_ != 0) std::memmove(staging_.data(), staging_.data() + folded, tailBytes_);
 
   if (!slot.memberDone(rank_)) {
-    shard_.contributed(slot);
+    owner_.contributed(slot);
     if (closed_ || aborting_) return;
     if (slot.holdBack(rank_)) {  // over the lead limit: the shard wakes it after a release
       heldBack_ = true;
@@ -253,13 +256,13 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
     return;
   }
   std::shared_ptr<Slot> finished = std::move(slot_);
-  shard_.contributed(*finished);
+  owner_.contributed(*finished);
   readHeader();
 }
 
 void Session::reject(FrameRejection why, const Status& reason) {
   if (closed_) return;
-  shard_.stats().countRejection(why);
+  stats_.countRejection(why);
   fail(reason);
 }
 
@@ -267,7 +270,7 @@ void Session::fail(const Status& reason) {
   if (closed_) return;
   rs::logger().error("{}: {}", name_, reason.message());
   close(reason);
-  shard_.failGroup(group_, Status(reason.code(), fmt::format("rank {} stream {}: {}", rank_,
+  owner_.failGroup(group_, Status(reason.code(), fmt::format("rank {} stream {}: {}", rank_,
                                                               streamIndex_, reason.message())));
 }
 
@@ -300,7 +303,7 @@ void Session::abort(const Status& reason) {
   writer_.dropQueued();  // results of an aborted group are void
   wire::ErrorFrame frame = wire::abortFrame(group_->id(), rank_, reason);
   writer_.enqueue(transport::ownedFrame(frame.header, std::move(frame.reason)));
-  graceTimer_ = std::make_unique<asio::steady_timer>(shard_.io(), kAbortGrace);
+  graceTimer_ = std::make_unique<asio::steady_timer>(io_, kAbortGrace);
   graceTimer_->async_wait([self = shared_from_this(), reason](const std::error_code& ec) {
     if (!ec) self->close(reason);
   });
@@ -317,7 +320,7 @@ void Session::close(const Status& reason) {
   stream_->close();
   writer_.close();
   slot_.reset();
-  shard_.detach(*this);
+  owner_.detach(*this);
 }
 
 void Session::flush() {
@@ -353,11 +356,11 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
     auto& slot = *static_cast<Slot*>(f.owner.get());  // a RESULT part's owner is its slot
     if (slot.lastPartWritten()) {
       if (!now) now = std::chrono::steady_clock::now();
-      shard_.stats().reduceLatency.observe(*now - slot.created());
+      stats_.reduceLatency.observe(*now - slot.created());
     }
   }
   if (payload == 0) return;
-  shard_.stats().bytesOut.fetch_add(payload, std::memory_order_relaxed);
+  stats_.bytesOut.fetch_add(payload, std::memory_order_relaxed);
   group_->counters().bytesOut.fetch_add(payload, std::memory_order_relaxed);
 }
 

@@ -2,11 +2,12 @@
 // piece by piece as it arrives (the slot folds it in); writes RESULT frames from the slot's
 // single result buffer.
 //
-// Lifetime: the Shard holds a session while it is a group member, and every pending operation
+// Lifetime: its SessionOwner (the Shard) holds a session while it is a group member, and every pending operation
 // holds it through shared_from_this(), so a closed session lives until its last handler ran
 // (the asio http/server2 pattern). Nothing here blocks, and nothing throws.
 #pragma once
 
+#include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <memory>
 #include <string>
@@ -17,18 +18,48 @@
 #include "core/transport/frame_writer.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
+#include "server/config.h"
 #include "server/failure_reason.h"
 #include "server/group_registry.h"
+#include "server/shard_stats.h"
 #include "server/slot.h"
 
 namespace rs::server {
 
-class Shard;
+class Session;
+
+// What a session asks of the io thread that holds it (the Shard): the table of open slots and
+// the group's fate. A session knows nothing else of its shard.
+class SessionOwner {
+ public:
+  enum class Acquire { kReady, kParked, kFailed };
+  // Finds or opens the slot for a REDUCE header. kParked: the session is resumed later through
+  // Session::onSlotReady. kFailed: *error says why (the group has been aborted).
+  virtual Acquire acquireSlot(const std::shared_ptr<Session>& session,
+                              const wire::FrameHeader& header, std::shared_ptr<Slot>* slot,
+                              Status* error) = 0;
+  // A member folded more of its contribution into the slot: queues the RESULT part that every
+  // member has now contributed to, wakes the members held back, and completes the slot when
+  // that was the last element of the last member.
+  virtual void contributed(Slot& slot) = 0;
+  // The member closed its stream at a frame boundary. If a chunk still open on that stream
+  // lacks its contribution, the group fails; otherwise later chunks on the stream will.
+  virtual void memberLeft(Session& session) = 0;
+  // The session closed (for any reason): forget it.
+  virtual void detach(Session& session) = 0;
+  // A session hit an error that dooms its group.
+  virtual void failGroup(const std::shared_ptr<Group>& group, const Status& reason) = 0;
+
+ protected:
+  ~SessionOwner() = default;
+};
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Shard& shard, std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-          uint32_t rank, uint16_t streamIndex);
+  // `owner`, `config` and `stats` belong to the io thread that runs `io`, and outlive the session.
+  Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& config, ShardStats& stats,
+          std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group, uint32_t rank,
+          uint16_t streamIndex);
 
   // Sends HELLO_ACK and starts reading.
   void start(const wire::HelloAckPayload& ack);
@@ -75,7 +106,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // whose last part has now been written to every member.
   void countWritten(transport::FrameWriter::Written frames);
 
-  Shard& shard_;
+  SessionOwner& owner_;
+  asio::io_context& io_;
+  const ServerConfig& config_;
+  ShardStats& stats_;
   std::unique_ptr<transport::Stream> stream_;
   std::shared_ptr<Group> group_;
   const uint32_t rank_;

@@ -43,7 +43,8 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
                    uint32_t rank, uint16_t streamIndex) {
   stats_.streamsJoined.fetch_add(1, std::memory_order_relaxed);
   stats_.connectionsOpen.fetch_add(1, std::memory_order_relaxed);
-  auto session = std::make_shared<Session>(*this, std::move(stream), group, rank, streamIndex);
+  auto session = std::make_shared<Session>(*this, io_, config_, stats_, std::move(stream), group, rank,
+                                           streamIndex);
   GroupShard& gs = groups_[group->id()];
   gs.group = group;
   auto& slots = gs.members[streamIndex];

@@ -39,40 +39,14 @@
 #include "server/config.h"
 #include "server/failure_reason.h"
 #include "server/group_registry.h"
-#include "server/latency_histogram.h"
+#include "server/session.h"
+#include "server/shard_stats.h"
 #include "server/slot.h"
 #include "server/slot_pool.h"
 
 namespace rs::server {
 
-class Session;
-
-// Per-thread counters, written only by this shard's thread (relaxed atomics, no lock) and summed
-// at read time by GetStats, the throughput log line and the metrics scrape (DataPlane::stats).
-// Byte counts are payload bytes (REDUCE in, RESULT out); frame headers are not counted.
-struct alignas(64) ShardStats {
-  std::atomic<uint64_t> bytesIn{0};
-  std::atomic<uint64_t> bytesOut{0};
-  // Completed chunks by [dtype][op], and the collectives whose first chunk (element offset 0)
-  // completed here: exactly one reducer of a pool reduces that chunk of each collective.
-  std::array<std::array<std::atomic<uint64_t>, kNumReduceOps>, kNumDataTypes> chunksReduced{};
-  std::array<std::array<std::atomic<uint64_t>, kNumReduceOps>, kNumDataTypes> collectivesReduced{};
-  std::array<std::atomic<uint64_t>, kNumFrameRejections> framesRejected{};
-  std::atomic<uint64_t> streamsJoined{0};  // streams handed to this thread after their handshake
-  std::atomic<int64_t> connectionsOpen{0};
-  std::atomic<int64_t> slotsOpen{0};
-  std::atomic<uint64_t> slotBytesInUse{0};
-  std::atomic<uint64_t> parkedSessions{0};  // parked now
-  std::atomic<uint64_t> parks{0};           // parked ever (backpressure events)
-  // From a chunk's slot opening to its result written to every member; see Session::onWritten.
-  LatencyHistogram reduceLatency;
-
-  void countRejection(FrameRejection r) {
-    framesRejected[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
-  }
-};
-
-class Shard {
+class Shard final : public SessionOwner {
  public:
   // Aborts a group on every io thread (the data plane's broadcast). Any thread.
   using AbortGroup = std::function<void(const std::shared_ptr<Group>&, const Status&)>;
@@ -98,23 +72,13 @@ class Shard {
   // Closes every session (shutdown).
   void closeAll(const Status& reason);
 
-  // --- Called by sessions ---
-  enum class Acquire { kReady, kParked, kFailed };
-  // Finds or opens the slot for a REDUCE header. kParked: the session is resumed later through
-  // Session::onSlotReady. kFailed: *error says why (the group has been aborted).
+  // SessionOwner: called by this shard's sessions.
   Acquire acquireSlot(const std::shared_ptr<Session>& session, const wire::FrameHeader& header,
-                      std::shared_ptr<Slot>* slot, Status* error);
-  // A member folded more of its contribution into the slot: queues the RESULT part that every
-  // member has now contributed to, wakes the members held back, and completes the slot when
-  // that was the last element of the last member.
-  void contributed(Slot& slot);
-  // The member closed its stream at a frame boundary. If a chunk still open on that stream
-  // lacks its contribution, the group fails; otherwise later chunks on the stream will.
-  void memberLeft(Session& session);
-  // The session closed (for any reason): forget it.
-  void detach(Session& session);
-  // A session hit an error that dooms its group.
-  void failGroup(const std::shared_ptr<Group>& group, const Status& reason);
+                      std::shared_ptr<Slot>* slot, Status* error) override;
+  void contributed(Slot& slot) override;
+  void memberLeft(Session& session) override;
+  void detach(Session& session) override;
+  void failGroup(const std::shared_ptr<Group>& group, const Status& reason) override;
 
  private:
   struct Waiter {
