@@ -5,7 +5,7 @@
 
 #include "core/reduce/dtype.h"
 
-namespace rs::client {
+namespace rs::nccl {
 namespace {
 
 // splitmix64's finaliser: a strong 64-bit mix, so ids of different handle sets differ.
@@ -43,7 +43,7 @@ Result<GroupId> groupIdFromHandles(const void* const* handles, int nranks) {
 }
 
 Result<std::unique_ptr<CollNetGroup>> CollNetGroup::connect(
-    const ClientOptions& options, const void* const* handles, int nranks, int rank,
+    const client::ClientOptions& options, const void* const* handles, int nranks, int rank,
     std::chrono::milliseconds rendezvousTimeout) {
   if (rank < 0 || rank >= nranks)
     return invalidArgument("CollNet rank " + std::to_string(rank) + " of " +
@@ -52,9 +52,9 @@ Result<std::unique_ptr<CollNetGroup>> CollNetGroup::connect(
   if (!id) return id.status();
   // The reducers time a chunk out after the longer of the two waits; the client times the
   // rendezvous barrier by its own deadline.
-  ClientOptions o = options;
+  client::ClientOptions o = options;
   o.collectiveTimeout = std::max(options.collectiveTimeout, rendezvousTimeout);
-  auto comm = Communicator::connect(
+  auto comm = client::Communicator::connect(
       o, {*id, static_cast<uint32_t>(nranks), static_cast<uint32_t>(rank)});
   if (!comm) return comm.status();
   uint32_t present = 1;
@@ -76,4 +76,4 @@ bool CollNetGroup::supports(int ncclDataType, int ncclRedOp) {
          ncclRedOp < kNumReduceOps;
 }
 
-}  // namespace rs::client
+}  // namespace rs::nccl

@@ -12,7 +12,7 @@
 
 #include "core/common/text.h"
 
-namespace rs::client {
+namespace rs::nccl {
 namespace {
 
 int readSpeed(const std::string& name) {
@@ -89,4 +89,4 @@ Result<std::vector<NetInterface>> findInterfaces(std::string_view spec, size_t m
   return found;
 }
 
-}  // namespace rs::client
+}  // namespace rs::nccl

@@ -19,11 +19,11 @@
 namespace rs::plugin {
 namespace {
 
-using client::p2p::P2pConnector;
-using client::p2p::P2pListener;
-using client::p2p::P2pRecvComm;
-using client::p2p::P2pRequest;
-using client::p2p::P2pSendComm;
+using nccl::p2p::P2pConnector;
+using nccl::p2p::P2pListener;
+using nccl::p2p::P2pRecvComm;
+using nccl::p2p::P2pRequest;
+using nccl::p2p::P2pSendComm;
 
 constexpr const char* kPluginName = "ReductionServer";
 
@@ -94,7 +94,7 @@ static_assert(kPendingOffset + sizeof(PendingConnect) <= NCCL_NET_HANDLE_MAXSIZE
 // drops rather than closes it when connect fails; so it is one static token, never allocated.
 char gCollListenToken;
 struct CollComm {
-  std::unique_ptr<client::CollNetGroup> group;
+  std::unique_ptr<nccl::CollNetGroup> group;
 };
 struct CollRequest {
   std::shared_ptr<client::AllReduceRequest> request;
@@ -117,7 +117,7 @@ ncclResult_t netDevices(int* ndev) {
 }
 
 void fillProperties(int dev, ncclNetProperties_v11_t* p, bool collnet) {
-  const client::NetInterface& nic = pluginState().devices[static_cast<size_t>(dev)];
+  const nccl::NetInterface& nic = pluginState().devices[static_cast<size_t>(dev)];
   std::memset(p, 0, sizeof *p);
   // NCCL keys its topology on the name, so CollNet device i and net device i are one NIC.
   p->name = const_cast<char*>(nic.name.c_str());
@@ -158,7 +158,7 @@ ncclResult_t netListen(int dev, void* handle, void** listenComm) {
     RS_REQUIRE(dev >= 0 && static_cast<size_t>(dev) < s.devices.size(), "listen",
                "device {} does not exist", dev);
     std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
-    client::p2p::P2pOptions o = s.p2p;
+    nccl::p2p::P2pOptions o = s.p2p;
     o.listenAddress = s.devices[static_cast<size_t>(dev)].address;
     auto listener = P2pListener::listen(s.engine, o, handle);
     if (!listener) return toNccl(listener.status(), "listen", CallSide::kLocal);
@@ -245,7 +245,7 @@ ncclResult_t netTest(void* request, int* done, int* sizes) {
   return guarded("test", [&] {
     bool finished = false;
     size_t bytes = 0;
-    Status s = client::p2p::testRequest(static_cast<P2pRequest*>(request), &finished, &bytes);
+    Status s = nccl::p2p::testRequest(static_cast<P2pRequest*>(request), &finished, &bytes);
     if (!s.isOk()) return toNccl(s, "test", CallSide::kPeers);
     *done = finished ? 1 : 0;
     if (finished && sizes != nullptr) sizes[0] = static_cast<int>(bytes);
@@ -276,7 +276,7 @@ ncclResult_t collListen(int dev, void* handle, void** listenComm) {
   return guarded("collnet listen", [&] {
     RS_REQUIRE(dev >= 0 && static_cast<size_t>(dev) < pluginState().devices.size(),
                "collnet listen", "device {} does not exist", dev);
-    const client::CollNetHandle fresh = client::CollNetHandle::fresh();
+    const nccl::CollNetHandle fresh = nccl::CollNetHandle::fresh();
     std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
     std::memcpy(handle, &fresh, sizeof fresh);
     *listenComm = &gCollListenToken;
@@ -288,7 +288,7 @@ ncclResult_t collConnect(void* handles[], int nranks, int rank, void*, void** co
   return guarded("collnet connect", [&] {
     *collComm = nullptr;
     PluginState& s = pluginState();
-    auto group = client::CollNetGroup::connect(s.client, handles, nranks, rank,
+    auto group = nccl::CollNetGroup::connect(s.client, handles, nranks, rank,
                                                s.rendezvousTimeout);
     if (!group) return toNccl(group.status(), "collnet connect", CallSide::kPeers);
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "CollNet group {} up: node {} of {}",
@@ -299,7 +299,7 @@ ncclResult_t collConnect(void* handles[], int nranks, int rank, void*, void** co
 }
 
 ncclResult_t collReduceSupport(ncclDataType_t dataType, ncclRedOp_t redOp, int* supported) {
-  *supported = client::CollNetGroup::supports(dataType, redOp) ? 1 : 0;
+  *supported = nccl::CollNetGroup::supports(dataType, redOp) ? 1 : 0;
   return ncclSuccess;
 }
 
@@ -308,7 +308,7 @@ ncclResult_t collIallreduce(void* collComm, void* sendData, void* recvData, size
                             void** request) {
   return guarded("iallreduce", [&] {
     *request = nullptr;
-    RS_REQUIRE(client::CollNetGroup::supports(dataType, redOp), "iallreduce",
+    RS_REQUIRE(nccl::CollNetGroup::supports(dataType, redOp), "iallreduce",
                "type {} op {} is not supported (reduceSupport said so)", static_cast<int>(dataType),
                static_cast<int>(redOp));
     const auto type = static_cast<DataType>(dataType);

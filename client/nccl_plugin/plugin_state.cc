@@ -32,7 +32,7 @@ PluginState* create() {
   // Set but empty still counts: NCCL_RS_IFNAME= takes any interface, whatever NCCL's own says.
   const std::string ifname =
       envRaw("NCCL_RS_IFNAME").value_or(envRaw("NCCL_SOCKET_IFNAME").value_or(""));
-  auto devices = client::findInterfaces(ifname);
+  auto devices = nccl::findInterfaces(ifname);
   if (!devices) {
     s->initStatus = devices.status();
     return s;
@@ -40,7 +40,7 @@ PluginState* create() {
   s->devices = std::move(*devices);
   s->p2p.socketsPerConnection =
       static_cast<uint32_t>(knob("NCCL_RS_SOCKETS_PER_CONN", s->p2p.socketsPerConnection, 64));
-  s->engine = client::p2p::makeEngine(static_cast<uint32_t>(knob("NCCL_RS_P2P_THREADS", 2, 64)));
+  s->engine = nccl::p2p::makeEngine(static_cast<uint32_t>(knob("NCCL_RS_P2P_THREADS", 2, 64)));
   s->rendezvousTimeout = std::chrono::milliseconds(
       knob("NCCL_RS_RENDEZVOUS_TIMEOUT_MS", static_cast<uint64_t>(s->rendezvousTimeout.count()),
            24ull * 3600 * 1000));

@@ -16,9 +16,9 @@ namespace rs::plugin {
 
 struct PluginState {
   Status initStatus;  // an error makes every init() fail, so NCCL falls back to its own net
-  std::vector<client::NetInterface> devices;
-  client::p2p::P2pOptions p2p;  // listenAddress is set per device
-  std::shared_ptr<client::p2p::P2pEngine> engine;
+  std::vector<nccl::NetInterface> devices;
+  nccl::p2p::P2pOptions p2p;  // listenAddress is set per device
+  std::shared_ptr<nccl::p2p::P2pEngine> engine;
 
   bool collnetEnabled = false;
   std::string collnetOffReason;  // why not, for the log

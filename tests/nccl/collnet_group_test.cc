@@ -15,7 +15,7 @@ std::vector<std::array<char, 128>> makeHandles(int n) {
   std::vector<std::array<char, 128>> out(static_cast<size_t>(n));
   for (auto& h : out) {
     h.fill(0);
-    const auto handle = client::CollNetHandle::fresh();
+    const auto handle = nccl::CollNetHandle::fresh();
     std::memcpy(h.data(), &handle, sizeof handle);
   }
   return out;
@@ -31,28 +31,28 @@ std::vector<const void*> pointers(const std::vector<std::array<char, 128>>& hand
 
 TEST_CASE("CollNet group ids come from the handles: same handles, same id", "[collnet]") {
   auto a = makeHandles(3), b = makeHandles(3);
-  auto idA = client::groupIdFromHandles(pointers(a).data(), 3);
-  auto idA2 = client::groupIdFromHandles(pointers(a).data(), 3);
-  auto idB = client::groupIdFromHandles(pointers(b).data(), 3);
+  auto idA = nccl::groupIdFromHandles(pointers(a).data(), 3);
+  auto idA2 = nccl::groupIdFromHandles(pointers(a).data(), 3);
+  auto idB = nccl::groupIdFromHandles(pointers(b).data(), 3);
   REQUIRE(idA.isOk());
   CHECK(*idA == *idA2);
   CHECK(!(*idA == *idB));  // a second communicator gets its own group
-  auto two = client::groupIdFromHandles(pointers(a).data(), 2);
+  auto two = nccl::groupIdFromHandles(pointers(a).data(), 2);
   CHECK(!(*two == *idA));
   std::array<char, 128> foreign{};
   foreign.fill(0x5A);
   std::vector<const void*> bad = pointers(a);
   bad[1] = foreign.data();
-  auto refused = client::groupIdFromHandles(bad.data(), 3);
+  auto refused = nccl::groupIdFromHandles(bad.data(), 3);
   REQUIRE(!refused.isOk());
   CHECK(refused.status().message().find("handle 1") != std::string::npos);
 }
 
 TEST_CASE("CollNet reduceSupport: every reducer type, not NCCL's fp8", "[collnet]") {
   for (int t = 0; t < 12; ++t)
-    for (int o = 0; o < 4; ++o) CHECK(client::CollNetGroup::supports(t, o) == (t < 10));
-  CHECK(!client::CollNetGroup::supports(-1, 0));
-  CHECK(!client::CollNetGroup::supports(7, 5));
+    for (int o = 0; o < 4; ++o) CHECK(nccl::CollNetGroup::supports(t, o) == (t < 10));
+  CHECK(!nccl::CollNetGroup::supports(-1, 0));
+  CHECK(!nccl::CollNetGroup::supports(7, 5));
 }
 
 TEST_CASE("CollNet connect is collective: all nodes up, then all-reduces work", "[collnet]") {
@@ -61,7 +61,7 @@ TEST_CASE("CollNet connect is collective: all nodes up, then all-reduces work", 
   auto handles = makeHandles(nodes);
   auto ptrs = pointers(handles);
   Status st = runRanks(nodes, [&](int rank) -> Status {
-    auto group = client::CollNetGroup::connect(testClientOptions(pool.endpoints()), ptrs.data(),
+    auto group = nccl::CollNetGroup::connect(testClientOptions(pool.endpoints()), ptrs.data(),
                                                nodes, rank, std::chrono::seconds(120));
     if (!group) return group.status();
     std::vector<float> buf(300000, static_cast<float>(rank + 1));
@@ -82,7 +82,7 @@ TEST_CASE("CollNet connect fails on every node when one node never comes", "[col
   auto ptrs = pointers(handles);
   std::vector<Status> results(2);
   Status st = runRanks(2, [&](int rank) -> Status {  // node 2 of 3 never calls connect
-    auto group = client::CollNetGroup::connect(testClientOptions(pool.endpoints()), ptrs.data(),
+    auto group = nccl::CollNetGroup::connect(testClientOptions(pool.endpoints()), ptrs.data(),
                                                3, rank, std::chrono::milliseconds(500));
     results[rank] = group.status();
     return Status::ok();
@@ -96,18 +96,18 @@ TEST_CASE("CollNet connect fails on every node when one node never comes", "[col
 }
 
 TEST_CASE("interface selection follows NCCL_SOCKET_IFNAME syntax", "[collnet]") {
-  CHECK(client::interfaceMatches("eth", "eth0"));
-  CHECK(client::interfaceMatches("ens,eth", "eth1"));
-  CHECK(!client::interfaceMatches("ens", "eth0"));
-  CHECK(!client::interfaceMatches("^eth", "eth0"));
-  CHECK(client::interfaceMatches("^eth,docker", "ens5"));
-  CHECK(client::interfaceMatches("=eth0", "eth0"));
-  CHECK(!client::interfaceMatches("=eth", "eth0"));
-  auto lo = client::findInterfaces("lo");
+  CHECK(nccl::interfaceMatches("eth", "eth0"));
+  CHECK(nccl::interfaceMatches("ens,eth", "eth1"));
+  CHECK(!nccl::interfaceMatches("ens", "eth0"));
+  CHECK(!nccl::interfaceMatches("^eth", "eth0"));
+  CHECK(nccl::interfaceMatches("^eth,docker", "ens5"));
+  CHECK(nccl::interfaceMatches("=eth0", "eth0"));
+  CHECK(!nccl::interfaceMatches("=eth", "eth0"));
+  auto lo = nccl::findInterfaces("lo");
   REQUIRE(lo.isOk());
   CHECK(lo->front().name == "lo");
   CHECK(lo->front().address == "127.0.0.1");
-  auto none = client::findInterfaces("=no-such-interface");
+  auto none = nccl::findInterfaces("=no-such-interface");
   REQUIRE(!none.isOk());
   CHECK(none.status().message().find("no-such-interface") != std::string::npos);
 }

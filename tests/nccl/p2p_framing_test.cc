@@ -9,7 +9,7 @@
 #include "client/nccl/p2p/p2p_framing.h"
 #include "rs/nccl/p2p.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 namespace {
 
 bool contains(const std::string& text, const std::string& part) {
@@ -286,4 +286,4 @@ TEST_CASE("p2p framing: piece header: round trip and every malformed field rejec
   CHECK(contains(s.message(), "receive buffer of 100 bytes"));
 }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

@@ -23,7 +23,7 @@
 #include "tests/support/log_capture.h"
 #include "tests/support/wait_until.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 namespace {
 
 using test::waitUntil;
@@ -927,4 +927,4 @@ TEST_CASE("p2p: malformed piece headers fail the connection with the peer named"
   }
 }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

@@ -5,7 +5,7 @@
 #include "core/common/log.h"
 #include "core/wire/group_id.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 
 CommCore::CommCore(std::vector<std::unique_ptr<transport::Stream>> streams,
                    uint64_t minStripeBytes, std::string peerName, bool channelsStartWaiting)
@@ -159,4 +159,4 @@ uint64_t randomId() {
   }
 }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

@@ -37,7 +37,7 @@
 #include "core/transport/stream.h"
 #include "rs/nccl/p2p.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 
 class CommCore;
 
@@ -217,4 +217,4 @@ std::unique_ptr<P2pRecvComm> makeRecvComm(std::shared_ptr<P2pEngine> engine,
 // A random non-zero 64-bit id (listener and connection ids).
 uint64_t randomId();
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

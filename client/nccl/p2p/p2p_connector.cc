@@ -14,7 +14,7 @@
 #include "core/common/log.h"
 #include "core/transport/connector.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -275,4 +275,4 @@ P2pConnector::~P2pConnector() = default;
 
 Result<std::unique_ptr<P2pSendComm>> P2pConnector::poll() { return impl_->poll(); }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

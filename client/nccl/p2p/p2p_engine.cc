@@ -4,7 +4,7 @@
 
 #include "core/common/log.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 
 std::shared_ptr<P2pEngine> makeEngine(uint32_t threads) {
   return std::make_shared<P2pEngine>(threads);
@@ -38,4 +38,4 @@ P2pEngine::~P2pEngine() {
   }
 }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

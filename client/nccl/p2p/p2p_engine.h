@@ -16,7 +16,7 @@
 
 #include "rs/nccl/p2p.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 
 class P2pEngine {
  public:
@@ -37,4 +37,4 @@ class P2pEngine {
   std::atomic<size_t> next_{0};
 };
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

@@ -5,7 +5,7 @@
 
 #include "core/wire/byte_order.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 namespace {
 
 using wire::get16;
@@ -210,4 +210,4 @@ PieceRange pieceRange(uint64_t totalBytes, uint64_t seq, uint32_t pieceCount,
   return {begin, end - begin};
 }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

@@ -17,7 +17,7 @@
 
 #include "core/common/status.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 
 inline constexpr uint32_t kMaxSocketsPerConnection = 64;
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;  // NCCL_MAX_NET_SIZE_BYTES
@@ -96,4 +96,4 @@ uint32_t activePieces(uint64_t totalBytes, uint32_t pieceCount, uint64_t minStri
 PieceRange pieceRange(uint64_t totalBytes, uint64_t seq, uint32_t pieceCount,
                       uint64_t minStripeBytes, uint32_t index);
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

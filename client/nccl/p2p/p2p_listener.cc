@@ -20,7 +20,7 @@
 #include "core/common/log.h"
 #include "core/transport/listener.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -356,4 +356,4 @@ P2pListener::~P2pListener() = default;
 
 Result<std::unique_ptr<P2pRecvComm>> P2pListener::tryAccept() { return impl_->tryAccept(); }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

@@ -4,7 +4,7 @@
 // buffer.
 #include "client/nccl/p2p/p2p_comm.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 
 Result<P2pRequest*> RecvCore::irecv(void* data, size_t capacity) {
   if (data == nullptr && capacity > 0)
@@ -88,4 +88,4 @@ std::unique_ptr<P2pRecvComm> makeRecvComm(std::shared_ptr<P2pEngine> engine,
       std::make_unique<P2pRecvComm::Impl>(std::move(engine), std::move(core)));
 }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

@@ -4,7 +4,7 @@
 
 #include "client/nccl/p2p/p2p_comm.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 namespace {
 // Small messages queue up behind each other; one gather write takes up to this many.
 constexpr uint64_t kMaxBatch = 16;
@@ -91,4 +91,4 @@ std::unique_ptr<P2pSendComm> makeSendComm(std::shared_ptr<P2pEngine> engine,
       std::make_unique<P2pSendComm::Impl>(std::move(engine), std::move(core)));
 }
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p

@@ -17,7 +17,7 @@
 #include "core/wire/group_id.h"
 #include "rs/client.h"
 
-namespace rs::client {
+namespace rs::nccl {
 
 // What a head's listen() writes into NCCL's handle buffer.
 struct CollNetHandle {
@@ -38,17 +38,17 @@ class CollNetGroup {
  public:
   // Connects to the reducers as member `rank` of `nranks` and waits, at most
   // `rendezvousTimeout`, until every member has joined (a one-element all-reduce).
-  static Result<std::unique_ptr<CollNetGroup>> connect(const ClientOptions& options,
+  static Result<std::unique_ptr<CollNetGroup>> connect(const client::ClientOptions& options,
                                                        const void* const* handles, int nranks,
                                                        int rank,
                                                        std::chrono::milliseconds rendezvousTimeout);
 
-  Result<std::shared_ptr<AllReduceRequest>> allReduceAsync(const void* send, void* recv,
+  Result<std::shared_ptr<client::AllReduceRequest>> allReduceAsync(const void* send, void* recv,
                                                            size_t count, DataType type,
                                                            ReduceOp op) {
     return comm_->allReduceAsync(send, recv, count, type, op);
   }
-  Communicator& communicator() { return *comm_; }
+  client::Communicator& communicator() { return *comm_; }
   const GroupId& id() const { return comm_->group().id; }
 
   // Whether NCCL may offload (type, op): every type the reducers sum except NCCL's fp8 types;
@@ -56,8 +56,8 @@ class CollNetGroup {
   static bool supports(int ncclDataType, int ncclRedOp);
 
  private:
-  explicit CollNetGroup(std::unique_ptr<Communicator> comm) : comm_(std::move(comm)) {}
-  std::unique_ptr<Communicator> comm_;
+  explicit CollNetGroup(std::unique_ptr<client::Communicator> comm) : comm_(std::move(comm)) {}
+  std::unique_ptr<client::Communicator> comm_;
 };
 
-}  // namespace rs::client
+}  // namespace rs::nccl

@@ -8,7 +8,7 @@
 
 #include "core/common/status.h"
 
-namespace rs::client {
+namespace rs::nccl {
 
 struct NetInterface {
   std::string name;     // "eth0"
@@ -27,4 +27,4 @@ Result<std::vector<NetInterface>> findInterfaces(std::string_view spec, size_t m
 // True when `name` is selected by `spec` (exposed for tests).
 bool interfaceMatches(std::string_view spec, std::string_view name);
 
-}  // namespace rs::client
+}  // namespace rs::nccl

@@ -23,7 +23,7 @@
 #include "core/common/status.h"
 #include "core/transport/options.h"
 
-namespace rs::client::p2p {
+namespace rs::nccl::p2p {
 
 struct P2pOptions {
   uint32_t socketsPerConnection = 4;  // NCCL_RS_SOCKETS_PER_CONN
@@ -115,4 +115,4 @@ class P2pRecvComm {
 // message larger than the receive buffer, protocol violation) also frees it.
 Status testRequest(P2pRequest* request, bool* done, size_t* bytes);
 
-}  // namespace rs::client::p2p
+}  // namespace rs::nccl::p2p
