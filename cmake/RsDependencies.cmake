@@ -5,7 +5,13 @@ find_package(Threads REQUIRED)
 find_path(ASIO_INCLUDE_DIR asio.hpp REQUIRED)
 add_library(rs_asio INTERFACE)
 target_include_directories(rs_asio SYSTEM INTERFACE ${ASIO_INCLUDE_DIR})
-target_compile_definitions(rs_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+# ASIO_DISABLE_STD_ALIGNED_ALLOC: Asio decides between aligned_alloc/free and operator
+# new/delete for its handler memory from _GLIBCXX_HAVE_ALIGNED_ALLOC, which is defined only once
+# some standard header came first. A file that includes Asio before any standard header would
+# allocate with one and another free with the other (ASan: alloc-dealloc-mismatch); one choice
+# for every file removes the dependence on include order.
+target_compile_definitions(rs_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED
+                                             ASIO_DISABLE_STD_ALIGNED_ALLOC)
 target_link_libraries(rs_asio INTERFACE Threads::Threads)
 
 find_package(Protobuf REQUIRED)

@@ -55,8 +55,10 @@ class Server {
 
   ServerConfig config_;
   GroupRegistry registry_;
-  DataPlane dataPlane_;
+  // Declared before the data plane, which outlives its use of it: the acceptor's listener and
+  // its timers belong to control_ and are destroyed with the data plane.
   asio::io_context control_;  // handshakes, signals, timers
+  DataPlane dataPlane_;
   std::thread controlThread_;
   asio::steady_timer statsTimer_;
   asio::steady_timer drainTimer_;
