@@ -105,6 +105,7 @@ class RawSender {
     std::error_code ec;
     socket_.close(ec);
   }
+  asio::ip::tcp::socket& socket() { return socket_; }
   // Wakes a thread blocked on the socket (its call fails) and keeps the descriptor open.
   void shutdown() { ::shutdown(socket_.native_handle(), SHUT_RDWR); }
 
@@ -231,6 +232,57 @@ TEST_CASE("a member that stops reading its results stalls only its own group", "
   REQUIRE(healthy.toString() == "OK");
   CHECK(stillStuck);
   CHECK(read0.load() > 0);
+}
+
+TEST_CASE("a member that never reads its results fails its group at the collective timeout",
+          "[fairness]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxChunkBytes = 256 << 10;
+  config.collectiveTimeoutMs = 2000;  // the bound on unread results under test
+  config.maxSlotsPerGroup = 4;
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  const GroupId id = GroupId::random();
+  constexpr int kChunks = 64;
+  constexpr uint32_t kCount = (256 << 10) / 4;
+  RawSender r0(port, id, 2, 0);
+  RawSender r1(port, id, 2, 1, 16 << 10);
+  std::atomic<bool> aborted{false};
+  std::thread send0([&] {
+    for (int c = 0; c < kChunks; ++c)
+      if (!r0.sendChunk(static_cast<uint64_t>(c), kCount)) return;
+  });
+  std::thread send1([&] {
+    for (int c = 0; c < kChunks; ++c)
+      if (!r1.sendChunk(static_cast<uint64_t>(c), kCount)) return;
+  });
+  std::thread reader0([&] {
+    for (;;) {
+      auto h = r0.readHeader();
+      if (!h) return;
+      if (h->type == wire::FrameType::kAbort) {
+        aborted = true;
+        return;
+      }
+      std::vector<char> payload(h->payloadLength);
+      std::error_code ec;
+      asio::read(r0.socket(), asio::buffer(payload), ec);
+      if (ec) return;
+    }
+  });
+  // Rank 0, which reads, is told; the memory the unread results held returns.
+  const bool told = waitUntil([&] { return aborted.load(); }, kGuard);
+  const bool freed = waitUntil([&] { return plane.stats().slotBytesInUse == 0; }, kGuard);
+  r0.shutdown();
+  r1.shutdown();
+  send0.join();
+  send1.join();
+  reader0.join();
+  CHECK(told);
+  CHECK(freed);
+  CHECK(healthyRounds(pool, 3).toString() == "OK");
 }
 
 }  // namespace rs::test
