@@ -301,6 +301,7 @@ void Session::abort(const Status& reason) {
   if (closed_ || aborting_) return;
   aborting_ = true;
   writer_.dropQueued();  // results of an aborted group are void
+  slot_.reset();         // its memory returns now, not when the member closes
   wire::ErrorFrame frame = wire::abortFrame(group_->id(), rank_, reason);
   writer_.enqueue(transport::ownedFrame(frame.header, std::move(frame.reason)));
   graceTimer_ = std::make_unique<asio::steady_timer>(io_, kAbortGrace);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <asio/post.hpp>
+#include <unordered_set>
 
 #include "core/cluster/sharding.h"
 #include "core/common/log.h"
@@ -130,13 +131,18 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
     failGroup(gs->group, *error);
     return Acquire::kFailed;
   }
-  const bool underQuota = gs->open.size() < config_.maxSlotsPerGroup;
-  if (underQuota && waiters_.empty()) {
+  // Fairness: a request waits only behind its own group (its quota, or an earlier request of
+  // its group) or behind the shared memory (an earlier request that found the pool full);
+  // never behind another group's quota.
+  const bool underQuota = held(*gs) < config_.maxSlotsPerGroup;
+  if (underQuota && gs->parked == 0 && !memoryBlocked_) {
     if (auto buffer = pool_->tryAcquire(bytes)) {
       *out = openSlot(*gs, h, std::move(*buffer));
       return Acquire::kReady;
     }
+    memoryBlocked_ = true;
   }
+  ++gs->parked;
   waiters_.push_back({session, h});
   stats_.parks.fetch_add(1, std::memory_order_relaxed);
   stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
@@ -156,11 +162,20 @@ void Shard::scheduleWaiterService() {
 }
 
 void Shard::serviceWaiters() {
-  bool allocationBlocked = false;  // allocations stay FIFO
+  // Allocations stay FIFO within a group, and FIFO across groups for memory: once one request
+  // finds the pool full, later ones wait for memory too. A request over its group's quota
+  // blocks only its own group's later requests.
+  bool memoryBlocked = false;
+  std::unordered_set<const GroupShard*> blocked;  // groups whose earlier request still waits
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     auto session = it->session.lock();
-    GroupShard* gs = session && !session->closed() ? findGroup(it->header.group) : nullptr;
-    if (gs == nullptr) {
+    GroupShard* gs = findGroup(it->header.group);
+    if (gs == nullptr) {  // its group was aborted (abortGroup erased its waiters) or forgotten
+      it = waiters_.erase(it);
+      continue;
+    }
+    if (!session || session->closed()) {
+      --gs->parked;
       it = waiters_.erase(it);
       continue;
     }
@@ -169,25 +184,37 @@ void Shard::serviceWaiters() {
       // Another member opened it meanwhile: no memory needed.
       Status s = admit(*open->second, it->header, session->rank());
       if (!s.isOk()) {
+        --gs->parked;
         it = waiters_.erase(it);
-        failGroup(gs->group, s);
+        failGroup(gs->group, s);  // erases the group's other waiters (abortGroup)
+        it = waiters_.begin();    // the iterator may be gone; earlier entries are re-checked
+        blocked.clear();
+        memoryBlocked = false;
         continue;
       }
       slot = open->second;
-    } else if (!allocationBlocked && gs->open.size() < config_.maxSlotsPerGroup) {
+    } else if (!memoryBlocked && !blocked.contains(gs) && held(*gs) < config_.maxSlotsPerGroup) {
       const size_t bytes =
           static_cast<size_t>(it->header.elemCount) * accumulatorSize(it->header.dtype);
       if (auto buffer = pool_->tryAcquire(bytes)) slot = openSlot(*gs, it->header, std::move(*buffer));
-      else allocationBlocked = true;
+      else memoryBlocked = true;
     }
     if (!slot) {
+      blocked.insert(gs);
       ++it;
       continue;
     }
+    --gs->parked;
     it = waiters_.erase(it);
     asio::post(io_, [session, slot] { session->onSlotReady(slot); });
   }
+  memoryBlocked_ = memoryBlocked;
   stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
+}
+
+uint32_t Shard::held(GroupShard& gs) {
+  std::erase_if(gs.draining, [](const std::weak_ptr<Slot>& s) { return s.expired(); });
+  return static_cast<uint32_t>(gs.open.size() + gs.draining.size());
 }
 
 void Shard::contributed(Slot& slot) {
@@ -200,6 +227,10 @@ void Shard::contributed(Slot& slot) {
   sendReady(*gs, self);
   if (!slot.complete()) return;
   gs->open.erase(it);
+  // Its memory stays charged to the group's quota until every member has its result (each
+  // queued RESULT part holds the slot): a member that stops reading stalls only its own group,
+  // and the timeout scan fails the group if it never reads (checkTimeouts).
+  gs->draining.push_back(self);
   completeSlot(*gs, slot);
 }
 
@@ -238,6 +269,8 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
   GroupShard gs = std::move(it->second);
   groups_.erase(it);
   for (auto& [chunk, slot] : gs.open) slot->markDead();
+  for (auto& weak : gs.draining)
+    if (auto slot = weak.lock()) slot->markDead();
   gs.group->counters().openSlots.fetch_sub(static_cast<int64_t>(gs.open.size()),
                                            std::memory_order_relaxed);
   stats_.slotsOpen.fetch_sub(static_cast<int64_t>(gs.open.size()), std::memory_order_relaxed);
@@ -247,16 +280,23 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
       if (session) session->abort(reason);
   std::erase_if(waiters_, [&](const Waiter& w) { return w.header.group == id; });
   stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
+  // The waiter that found the pool full may have been this group's: re-decide (and the
+  // group's memory returns as its sessions let go of its slots).
+  memoryBlocked_ = !waiters_.empty();
+  scheduleWaiterService();
 }
 
 void Shard::memberLeft(Session& session) {
   GroupShard* gs = findGroup(session.group()->id());
   if (gs == nullptr) return;
+  // A chunk still open on the stream fails the group at once, whether or not this member had
+  // sent its part: it can never receive the result, and the slot would stay held until the
+  // timeout.
   for (const auto& [chunk, slot] : gs->open) {
-    if (slot->stream() == session.streamIndex() && !slot->memberDone(session.rank())) {
+    if (slot->stream() == session.streamIndex()) {
       failGroup(gs->group,
-                abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) still "
-                                         "needed its contribution",
+                abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) was "
+                                         "still being reduced",
                                          session.rank(), session.streamIndex(), chunk,
                                          slot->seq())));
       return;
@@ -285,6 +325,10 @@ void Shard::maybeForget(const GroupId& id) {
     for (const auto& session : members)
       if (session) return;
   groups_.erase(id);
+  // No member is left to resume: its waiters are stale (and a group of that id that joins
+  // later starts with no parked requests).
+  std::erase_if(waiters_, [&](const Waiter& w) { return w.header.group == id; });
+  stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
 }
 
 void Shard::closeAll(const Status& reason) {
@@ -301,6 +345,7 @@ void Shard::closeAll(const Status& reason) {
   for (auto& s : sessions) s->close(reason);
   groups_.clear();
   waiters_.clear();
+  memoryBlocked_ = false;
 }
 
 void Shard::scheduleTimeoutCheck() {
@@ -316,12 +361,17 @@ void Shard::checkTimeouts() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<std::pair<std::shared_ptr<Group>, Status>> expired;
   for (auto& [id, gs] : groups_) {
+    Status overdue;
     for (auto& [chunk, slot] : gs.open) {
-      Status overdue = slot->overdue(now);
-      if (overdue.isOk()) continue;
-      expired.emplace_back(gs.group, std::move(overdue));
-      break;  // one reason per group is enough
+      overdue = slot->overdue(now);
+      if (!overdue.isOk()) break;  // one reason per group is enough
     }
+    // A result that a member has not read within the timeout holds its memory: fail the group.
+    for (auto& weak : gs.draining) {
+      if (!overdue.isOk()) break;
+      if (auto slot = weak.lock()) overdue = slot->overdue(now);
+    }
+    if (!overdue.isOk()) expired.emplace_back(gs.group, std::move(overdue));
   }
   for (auto& [group, reason] : expired) failGroup(group, reason);
 }

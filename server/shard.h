@@ -5,22 +5,37 @@
 // Group::threadFor), and chunk i always travels on the same stream index from every member,
 // so exactly one thread sees every contribution to a slot and sums it without locks.
 //
+// Fairness. A request for a new slot waits only behind its own group (its quota of
+// --max-slots-per-group, or an earlier waiting request of the same group) or behind the shared
+// memory (an earlier request, of any group, that found the pool full: memory is granted FIFO).
+// It never waits behind another group's quota, so a group that parks on its quota (slow,
+// silent, not reading its results) stalls only itself. A group's quota counts its open slots
+// and its completed ones whose RESULT parts are still queued to a member (they hold memory), so
+// a member that stops reading pins at most its group's quota; the collective timeout fails the
+// group if the results stay unread (checkTimeouts). A member that closes its stream while a
+// chunk on it is open fails the group at once (memberLeft), and an aborted group's slots go
+// back to the pool as its sessions let go of them.
+//
 // Bounded memory and why it cannot deadlock. A session that needs a new slot while the pool
-// (or its group's slot quota) is exhausted is parked: it stops reading, and TCP flow control
+// is exhausted (or another request was first in line for memory), or while its group is at its
+// quota (or has an earlier request waiting), is parked: it stops reading, and TCP flow control
 // stops its worker. Could every slot be held, partly filled, each waiting for a contribution
 // from a parked stream? Consider one stream index j of one group, and its lowest incomplete
 // chunk c. Every member sends its chunks on stream j in the same increasing order, and a slot
 // exists only once some member sent that chunk. If any slot of (group, j) is held, some member
 // has sent c (it precedes every later chunk on the stream), so c's slot exists too. Every
-// member that has not yet sent c has c as its next frame, which needs no new memory, so it is
-// never parked and c completes. Hence the set of held slots always contains a slot that will
-// complete, completion frees memory, and parked sessions resume in FIFO order. The remaining
-// risks are outside the reducer: a member that stops sending (handled by the collective
-// timeout, which aborts the group and frees its slots), or a worker that stops reading its
-// results (the client always reads, straight into the caller's buffer). One more case: the
-// parked queue is FIFO for allocations, but a parked session whose chunk's slot was meanwhile
-// opened by another member resumes at once, since it needs no memory. tests/integration
-// exercises this with a pool of one slot.
+// member that has not yet sent c has c as its next frame, which needs no new memory and no
+// quota (a request for an open slot is granted at once, or at the next service of the waiters
+// if it parked before the slot opened, ahead of every rule above), so it is never held back and
+// c completes. Hence the set of held slots always contains a slot that will complete,
+// completion frees quota and (once its result is written) memory, and parked sessions resume:
+// memory in FIFO order, each group's requests in its own order. A group waiting only for memory
+// holds none of it, or holds a slot that completes by the same argument. The remaining risks
+// are outside the reducer: a member that stops sending, or stops reading its results (both
+// handled by the collective timeout, which aborts the group and frees its slots; the client
+// always reads, straight into the caller's buffer). tests/integration exercises this with a
+// pool of one slot; tests/dataplane/fairness_test.cc shows one group's stall leaves the others
+// moving.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -93,6 +108,10 @@ class Shard final : public SessionOwner {
     // Members that closed their stream cleanly: a later chunk on that stream cannot complete.
     std::unordered_map<uint16_t, std::vector<bool>> departed;
     std::unordered_map<uint64_t, std::shared_ptr<Slot>> open;  // chunk -> slot
+    // Completed slots whose RESULT parts are still queued to some member: they hold memory,
+    // so they count against the group's quota until the last part is written (or dropped).
+    std::vector<std::weak_ptr<Slot>> draining;
+    uint32_t parked = 0;  // entries of waiters_ for this group
   };
 
   GroupShard* findGroup(const GroupId& id);
@@ -103,6 +122,8 @@ class Shard final : public SessionOwner {
   void sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);
   void completeSlot(GroupShard& gs, const Slot& slot);
   void serviceWaiters();
+  // Slots the group holds here against its quota: open plus draining (pruned of freed ones).
+  uint32_t held(GroupShard& gs);
   void scheduleWaiterService();
   void scheduleTimeoutCheck();
   void checkTimeouts();
@@ -117,6 +138,9 @@ class Shard final : public SessionOwner {
   ShardStats stats_;
   std::unordered_map<GroupId, GroupShard, GroupIdHash> groups_;
   std::list<Waiter> waiters_;
+  // Some waiter found the pool full: later allocations of every group queue behind it (memory
+  // is granted FIFO). Recomputed by serviceWaiters.
+  bool memoryBlocked_ = false;
   bool waiterServicePosted_ = false;
   asio::steady_timer timeoutTimer_;
   bool shuttingDown_ = false;

@@ -126,6 +126,11 @@ std::string Slot::ranksIn(MemberState state) const {
 Status Slot::overdue(std::chrono::steady_clock::time_point now) const {
   if (now < deadline_) return Status::ok();
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - created_).count();
+  if (complete())  // every part is in; a member has not read its result (Shard::checkTimeouts)
+    return timeoutError(fmt::format(
+        "the result of chunk {} of collective seq {} was still not read by every member after "
+        "{} ms (timeout {} ms) on stream {}",
+        chunk_, seq_, waited, timeout_.count(), stream_));
   return timeoutError(fmt::format(
       "chunk {} of collective seq {} waited {} ms (timeout {} ms) on stream {}: "
       "ranks {} never sent it, ranks {} are mid-transfer",

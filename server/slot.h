@@ -126,7 +126,8 @@ class Slot {
   void markDead() { dead_ = true; }
   bool dead() const { return dead_; }
   std::chrono::steady_clock::time_point created() const { return created_; }
-  // Ok while the deadline has not passed; then the timeout naming who has not sent.
+  // Ok while the deadline has not passed; then the timeout naming who has not sent (or, once
+  // complete, saying its result is still unread).
   Status overdue(std::chrono::steady_clock::time_point now) const;
 
   const GroupId& group() const { return group_; }

@@ -1,0 +1,288 @@
+// Fairness between tenants: a group that stalls on a reducer (parked on its slot quota, gone
+// after sending its part, not reading its results) stalls only itself. A healthy group on the
+// same reducer and io thread keeps exact results, and an abandoned group's memory returns at
+// once. The reducer's collective timeout is set far beyond every wait here, so that nothing
+// passes by timing out.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <atomic>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/wire/frame.h"
+#include "tests/support/local_pool.h"
+#include "tests/support/raw_member.h"
+#include "tests/support/wait_until.h"
+
+namespace rs::test {
+namespace {
+
+constexpr uint32_t kNeverTimesOutMs = 3'600'000;
+constexpr auto kGuard = std::chrono::seconds(30);  // far below the collective timeout
+
+// One io thread, so that every group's streams share it.
+server::ServerConfig sharedThreadConfig() {
+  server::ServerConfig config = testServerConfig();
+  config.ioThreads = 1;
+  config.collectiveTimeoutMs = kNeverTimesOutMs;
+  return config;
+}
+
+// A member on one raw socket (one stream, one reducer) that sends fp32 chunks by number:
+// element i of chunk c from rank r is r + c + i. Its calls never throw (error codes only), so
+// that a thread blocked in a write ends when the test shuts the socket down.
+class RawSender {
+ public:
+  RawSender(uint16_t port, const GroupId& group, uint32_t world, uint32_t rank,
+            int receiveBuffer = 0)
+      : socket_(io_), group_(group), rank_(rank) {
+    socket_.open(asio::ip::tcp::v4());
+    if (receiveBuffer > 0)
+      ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUF, &receiveBuffer,
+                   sizeof(receiveBuffer));
+    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
+    sendHello(socket_, group, rank, world);
+    expectHelloAck(socket_);
+  }
+  ~RawSender() { shutdown(); }
+
+  // Chunk `chunk`'s REDUCE header and, if `withPayload`, all of its `count` elements.
+  bool sendChunk(uint64_t chunk, uint32_t count, bool withPayload = true) {
+    wire::FrameHeader h;
+    h.type = wire::FrameType::kReduce;
+    h.group = group_;
+    h.rank = rank_;
+    h.seq = chunk;
+    h.chunk = chunk;
+    h.elemCount = count;
+    h.dtype = DataType::kFloat32;
+    h.op = ReduceOp::kSum;
+    h.payloadLength = count * 4;
+    std::error_code ec;
+    asio::write(socket_, asio::buffer(wire::encodeHeader(h)), ec);
+    if (ec || !withPayload) return !ec;
+    std::vector<float> values(count);
+    for (uint32_t i = 0; i < count; ++i) values[i] = static_cast<float>(rank_ + chunk + i);
+    asio::write(socket_, asio::buffer(values), ec);
+    return !ec;
+  }
+  // The next frame's header, or nothing if the read failed (timed out or closed).
+  std::optional<wire::FrameHeader> readHeader() {
+    // Asio's blocking read ignores SO_RCVTIMEO (it polls on EAGAIN): wait here, bounded.
+    pollfd ready{socket_.native_handle(), POLLIN, 0};
+    if (::poll(&ready, 1, 10000) != 1) return std::nullopt;
+    wire::HeaderBytes bytes;
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(bytes), ec);
+    wire::FrameHeader h;
+    if (ec || !wire::decodeHeader(bytes.data(), bytes.size(), {}, &h).isOk()) return std::nullopt;
+    return h;
+  }
+  // Reads one RESULT part and checks it is the sum of ranks 0 and 1 (world 2).
+  bool readResultPart() {
+    auto h = readHeader();
+    if (!h || h->type != wire::FrameType::kResult) return false;
+    std::vector<float> values(h->elemCount);
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(values), ec);
+    if (ec) return false;
+    for (uint32_t i = 0; i < h->elemCount; ++i) {
+      const auto base = static_cast<float>(h->chunk + h->elemOffset + i);
+      if (values[i] != (0 + base) + (1 + base)) return false;
+    }
+    return true;
+  }
+  // Closes the connection cleanly (FIN at a frame boundary), as a member that leaves.
+  void close() {
+    std::error_code ec;
+    socket_.close(ec);
+  }
+  asio::ip::tcp::socket& socket() { return socket_; }
+  // Wakes a thread blocked on the socket (its call fails) and keeps the descriptor open.
+  void shutdown() { ::shutdown(socket_.native_handle(), SHUT_RDWR); }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+  GroupId group_;
+  uint32_t rank_;
+};
+
+// A healthy group of two members doing `rounds` checked all-reduces on the pool.
+Status healthyRounds(const LocalPool& pool, int rounds) {
+  const GroupId id = GroupId::random();
+  return runRanks(2, [&](int rank) -> Status {
+    auto options = testClientOptions(pool.endpoints(), 2);
+    // Beyond the guard: a healthy group stuck behind another fails the test with this error.
+    options.collectiveTimeout = std::chrono::milliseconds(60000);
+    options.minChunkBytes = 4 << 10;
+    options.maxChunkBytes = 16 << 10;
+    auto comm = client::Communicator::connect(options, {id, 2, static_cast<uint32_t>(rank)});
+    if (!comm) return comm.status();
+    std::vector<float> buf(30000);
+    for (int k = 0; k < rounds; ++k) {
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(rank + (i + k) % 7);
+      RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
+                                            DataType::kFloat32, ReduceOp::kSum));
+      for (size_t i = 0; i < buf.size(); ++i)
+        if (buf[i] != static_cast<float>(1 + 2 * ((i + k) % 7)))
+          return internalError(fmt::format("round {} element {} wrong", k, i));
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+TEST_CASE("a group parked on its slot quota does not hold back another group", "[fairness]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxSlotsPerGroup = 4;
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  // Rank 0 of the stalled group opens its whole quota of chunks, which rank 1 never sends,
+  // then asks for one more and parks on the quota.
+  const GroupId stalled = GroupId::random();
+  RawSender r0(port, stalled, 2, 0);
+  RawSender r1(port, stalled, 2, 1);
+  for (uint64_t c = 0; c <= config.maxSlotsPerGroup; ++c) REQUIRE(r0.sendChunk(c, 256));
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }, kGuard));
+
+  REQUIRE(healthyRounds(pool, 20).toString() == "OK");
+
+  // The stalled group is still stuck where it was: it held back only itself.
+  CHECK(plane.stats().parkedSessions == 1);
+  CHECK(plane.stats().slotsOpen == config.maxSlotsPerGroup);
+}
+
+TEST_CASE("a member that sent its part and disconnects fails its group at once and frees its "
+          "slots",
+          "[fairness]") {
+  LocalPool pool(1, sharedThreadConfig());
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+  const GroupId id = GroupId::random();
+  RawSender r0(port, id, 2, 0);
+  RawSender r1(port, id, 2, 1);
+  // Rank 0 sends all of its two chunks; rank 1 has not sent yet. Then rank 0 leaves cleanly.
+  REQUIRE(r0.sendChunk(0, 4096));
+  REQUIRE(r0.sendChunk(1, 4096));
+  REQUIRE(waitUntil([&] { return plane.stats().slotsOpen == 2; }, kGuard));
+  REQUIRE(plane.stats().slotBytesInUse > 0);
+  r0.close();
+
+  // Rank 1 is told at once (its read gives up after 10 s; the collective timeout is an hour).
+  auto h = r1.readHeader();
+  REQUIRE(h.has_value());
+  CHECK(h->type == wire::FrameType::kAbort);
+  CHECK(waitUntil([&] { return plane.stats().slotsOpen == 0; }, kGuard));
+  CHECK(waitUntil([&] { return plane.stats().slotBytesInUse == 0; }, kGuard));
+  // And the reducer serves the next group.
+  CHECK(healthyRounds(pool, 3).toString() == "OK");
+}
+
+TEST_CASE("a member that stops reading its results stalls only its own group", "[fairness]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxChunkBytes = 256 << 10;
+  config.memoryLimitBytes = 4 << 20;  // sixteen of the stalled group's slots
+  config.maxSlotsPerGroup = 4;
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  // Both members send 64 chunks of 256 KiB; rank 0 reads its results, rank 1 (with a small
+  // receive window) never does. Its unread results are far more than the pool.
+  const GroupId stalled = GroupId::random();
+  constexpr int kChunks = 64;
+  constexpr uint32_t kCount = (256 << 10) / 4;
+  RawSender r0(port, stalled, 2, 0);
+  RawSender r1(port, stalled, 2, 1, 16 << 10);
+  std::atomic<int> read0{0};
+  std::thread send0([&] {
+    for (int c = 0; c < kChunks; ++c)
+      if (!r0.sendChunk(static_cast<uint64_t>(c), kCount)) return;
+  });
+  std::thread send1([&] {
+    for (int c = 0; c < kChunks; ++c)
+      if (!r1.sendChunk(static_cast<uint64_t>(c), kCount)) return;
+  });
+  std::thread reader0([&] {
+    while (r0.readResultPart()) ++read0;
+  });
+  // The stalled group comes to a stop: a request of it parks (its quota is full of results
+  // that rank 1 does not read).
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions >= 1; }, kGuard));
+
+  const Status healthy = healthyRounds(pool, 20);
+  const bool stillStuck = plane.stats().parkedSessions >= 1;
+  r0.shutdown();
+  r1.shutdown();
+  send0.join();
+  send1.join();
+  reader0.join();
+  REQUIRE(healthy.toString() == "OK");
+  CHECK(stillStuck);
+  CHECK(read0.load() > 0);
+}
+
+TEST_CASE("a member that never reads its results fails its group at the collective timeout",
+          "[fairness]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxChunkBytes = 256 << 10;
+  config.collectiveTimeoutMs = 2000;  // the bound on unread results under test
+  config.maxSlotsPerGroup = 4;
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  const GroupId id = GroupId::random();
+  constexpr int kChunks = 64;
+  constexpr uint32_t kCount = (256 << 10) / 4;
+  RawSender r0(port, id, 2, 0);
+  RawSender r1(port, id, 2, 1, 16 << 10);
+  std::atomic<bool> aborted{false};
+  std::thread send0([&] {
+    for (int c = 0; c < kChunks; ++c)
+      if (!r0.sendChunk(static_cast<uint64_t>(c), kCount)) return;
+  });
+  std::thread send1([&] {
+    for (int c = 0; c < kChunks; ++c)
+      if (!r1.sendChunk(static_cast<uint64_t>(c), kCount)) return;
+  });
+  std::thread reader0([&] {
+    for (;;) {
+      auto h = r0.readHeader();
+      if (!h) return;
+      if (h->type == wire::FrameType::kAbort) {
+        aborted = true;
+        return;
+      }
+      std::vector<char> payload(h->payloadLength);
+      std::error_code ec;
+      asio::read(r0.socket(), asio::buffer(payload), ec);
+      if (ec) return;
+    }
+  });
+  // Rank 0, which reads, is told; the memory the unread results held returns.
+  const bool told = waitUntil([&] { return aborted.load(); }, kGuard);
+  const bool freed = waitUntil([&] { return plane.stats().slotBytesInUse == 0; }, kGuard);
+  r0.shutdown();
+  r1.shutdown();
+  send0.join();
+  send1.join();
+  reader0.join();
+  CHECK(told);
+  CHECK(freed);
+  CHECK(healthyRounds(pool, 3).toString() == "OK");
+}
+
+}  // namespace rs::test
