@@ -161,8 +161,8 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "Most chunks one group may hold open per io thread",
             "RS_MAX_SLOTS_PER_GROUP");
   addOption(app, "--collective-timeout-ms", &c.collectiveTimeoutMs,
-            "Abort a group whose chunk waits longer than this for its members (unless the "
-            "group sets its own)",
+            "Abort a group whose chunk waits longer than this for its members: the default, "
+            "and the most a group may ask for in HELLO or JoinGroup (bounds a stuck group)",
             "RS_COLLECTIVE_TIMEOUT_MS");
   addOption(app, "--handshake-timeout-ms", &c.handshakeTimeoutMs,
             "Close a connection that sends no HELLO within this time",

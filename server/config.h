@@ -18,7 +18,7 @@ struct ServerConfig {
   uint64_t memoryLimitBytes = 2ull << 30;   // accumulator memory, split evenly across io threads
   uint32_t maxGroups = 1024;
   uint32_t maxSlotsPerGroup = 256;          // chunks one group may hold open per io thread
-  uint32_t collectiveTimeoutMs = 300000;    // used when a group does not set its own
+  uint32_t collectiveTimeoutMs = 300000;    // the default, and the ceiling on a group's own
   uint32_t handshakeTimeoutMs = 10000;      // from accept until the HELLO is in
   uint32_t pieceBytes = 256u << 10;         // summed while receiving, in pieces this size
   // A contribution's read wakes once this much is queued, or the rest of its frame (TCP's

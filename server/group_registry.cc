@@ -1,6 +1,9 @@
 #include "server/group_registry.h"
 
+#include <algorithm>
+
 #include "core/common/log.h"
+#include "core/wire/frame.h"
 
 namespace rs::server {
 namespace {
@@ -32,16 +35,35 @@ Status Group::abortReason() const {
   return abortReason_;
 }
 
-GroupRegistry::GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t defaultTimeoutMs)
-    : maxGroups_(maxGroups), ioThreads_(ioThreads), defaultTimeoutMs_(defaultTimeoutMs) {}
+GroupRegistry::GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
+                             uint32_t maxStreamsPerWorker)
+    : maxGroups_(maxGroups),
+      ioThreads_(ioThreads),
+      maxTimeoutMs_(maxTimeoutMs),
+      maxStreamsPerWorker_(maxStreamsPerWorker) {}
+
+Status GroupRegistry::checkLimits(uint32_t rank, const GroupParams& params) const {
+  // Per-group bookkeeping is sized by world size x streams: both stay inside HELLO's ranges.
+  if (params.worldSize < 1 || params.worldSize > wire::kMaxWorldSize)
+    return invalidArgument(fmt::format("world_size {} is outside 1..{} (this reducer's limit)",
+                                       params.worldSize, wire::kMaxWorldSize));
+  if (rank >= params.worldSize)
+    return invalidArgument(fmt::format("rank {} is not below world_size {}", rank,
+                                       params.worldSize));
+  if (params.streamCount < 1 || params.streamCount > maxStreamsPerWorker_)
+    return invalidArgument(fmt::format(
+        "stream_count {} is outside 1..{} (--max-streams-per-worker)", params.streamCount,
+        maxStreamsPerWorker_));
+  if (params.reducerCount < 1 || params.reducerIndex >= params.reducerCount)
+    return invalidArgument(fmt::format("reducer_index {} is not below reducer_count {}",
+                                       params.reducerIndex, params.reducerCount));
+  return Status::ok();
+}
 
 Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& id,
                                                                   uint32_t rank,
                                                                   const GroupParams& params) {
-  if (params.worldSize == 0) return invalidArgument("world size 0");
-  if (rank >= params.worldSize)
-    return invalidArgument("rank " + std::to_string(rank) + " is not below world size " +
-                           std::to_string(params.worldSize));
+  RS_RETURN_IF_ERROR(checkLimits(rank, params));
   auto it = groups_.find(id);
   if (it != groups_.end()) {
     const Group& g = *it->second;
@@ -67,12 +89,18 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
     return resourceExhausted("this reducer already serves " + std::to_string(groups_.size()) +
                              " groups (--max-groups)");
   const uint32_t offset = static_cast<uint32_t>(GroupIdHash()(id) % ioThreads_);
-  auto group = std::make_shared<Group>(id, params, offset,
-                                       params.timeoutMs ? params.timeoutMs : defaultTimeoutMs_);
+  // The operator's timeout is a ceiling: a member cannot hold a stuck group longer.
+  const uint32_t timeoutMs = params.timeoutMs ? std::min(params.timeoutMs, maxTimeoutMs_)
+                                              : maxTimeoutMs_;
+  auto group = std::make_shared<Group>(id, params, offset, timeoutMs);
   groups_.emplace(id, group);
-  rs::logger().info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}",
+  rs::logger().info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
                     group->name(), params.worldSize, params.streamCount, params.reducerIndex,
-                    params.reducerCount, group->timeoutMs());
+                    params.reducerCount, group->timeoutMs(),
+                    params.timeoutMs > maxTimeoutMs_
+                        ? fmt::format(" (asked {}, capped by --collective-timeout-ms)",
+                                      params.timeoutMs)
+                        : std::string());
   return group;
 }
 

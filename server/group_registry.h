@@ -25,7 +25,7 @@ struct GroupParams {
   uint16_t streamCount = 0;   // streams each member opens to this reducer
   uint16_t reducerIndex = 0;  // this reducer's place in the members' reducer list
   uint16_t reducerCount = 0;
-  uint32_t timeoutMs = 0;     // 0: the reducer's default; the first member's value holds
+  uint32_t timeoutMs = 0;     // 0: the reducer's; the first member's value holds, up to the reducer's
 
   // The shape every member must agree on (the timeout is not part of it).
   bool sameShape(const GroupParams& o) const {
@@ -97,7 +97,10 @@ struct GroupSnapshot {
 
 class GroupRegistry {
  public:
-  GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t defaultTimeoutMs);
+  // The operator's limits, applied alike to HELLO and gRPC JoinGroup: `maxTimeoutMs` is both
+  // the default collective timeout and the ceiling on the one a member asks for.
+  GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
+                uint32_t maxStreamsPerWorker);
 
   // Registers stream `streamIndex` of `rank`. Creates the group on first contact; later
   // members must bring the same parameters. Errors name what disagreed.
@@ -122,6 +125,8 @@ class GroupRegistry {
   bool draining() const;
 
  private:
+  // The parameters' ranges; the refusal names the field and the limit.
+  Status checkLimits(uint32_t rank, const GroupParams& params) const;
   Result<std::shared_ptr<Group>> findOrCreateLocked(const GroupId& id, uint32_t rank,
                                                     const GroupParams& params);
   void eraseLocked(const Group& group);
@@ -133,7 +138,8 @@ class GroupRegistry {
 
   const uint32_t maxGroups_;
   const uint32_t ioThreads_;
-  const uint32_t defaultTimeoutMs_;
+  const uint32_t maxTimeoutMs_;
+  const uint32_t maxStreamsPerWorker_;
   mutable std::mutex mu_;
   bool draining_ = false;
   std::unordered_map<GroupId, std::shared_ptr<Group>, GroupIdHash> groups_;

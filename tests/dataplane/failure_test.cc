@@ -144,6 +144,35 @@ TEST_CASE("a member that never joins a collective times out with the missing ran
   CHECK((contains(result.message(), "ranks 1 never sent") || contains(result.message(), "timed out")));
 }
 
+TEST_CASE("the reducer's --collective-timeout-ms caps the timeout a member asks for",
+          "[failure]") {
+  server::ServerConfig config = testServerConfig();
+  config.collectiveTimeoutMs = 300;  // the operator's ceiling; the members ask for 300 s
+  LocalPool pool(1, config);
+  const GroupId id = GroupId::random();
+  std::atomic<bool> rank0Done{false};
+  Status result;
+  Status st = runRanks(2, [&](int rank) -> Status {
+    auto comm = join(pool, id, 2, rank, 1, /*timeoutMs=*/300000);
+    if (!comm) return comm.status();
+    std::vector<int32_t> buf(1000, 1);
+    if (rank == 0) {
+      result = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kInt32,
+                                  ReduceOp::kSum);
+      rank0Done = true;
+    } else if (!waitUntil([&] { return rank0Done.load(); })) {
+      return internalError("rank 0's collective never ended");
+    }
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+  INFO(result.toString());
+  // Only the reducer's verdict can have ended it: the client's own timeout is 300 s.
+  CHECK(result.code() == StatusCode::kTimeout);
+  CHECK(contains(result.message(), "(timeout 300 ms)"));
+  CHECK(contains(result.message(), "ranks 1 never sent"));
+}
+
 TEST_CASE("members that disagree on a collective's size both fail with the reason", "[failure]") {
   LocalPool pool(1);
   const GroupId id = GroupId::random();
