@@ -36,11 +36,14 @@ Status Group::abortReason() const {
 }
 
 GroupRegistry::GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
-                             uint32_t maxStreamsPerWorker)
+                             uint32_t maxStreamsPerWorker, uint32_t maxConnectionsPerGroup,
+                             uint32_t maxConnectionsPerPeer)
     : maxGroups_(maxGroups),
       ioThreads_(ioThreads),
       maxTimeoutMs_(maxTimeoutMs),
-      maxStreamsPerWorker_(maxStreamsPerWorker) {}
+      maxStreamsPerWorker_(maxStreamsPerWorker),
+      maxConnectionsPerGroup_(maxConnectionsPerGroup),
+      maxConnectionsPerPeer_(maxConnectionsPerPeer) {}
 
 Status GroupRegistry::checkLimits(uint32_t rank, const GroupParams& params) const {
   // Per-group bookkeeping is sized by world size x streams: both stay inside HELLO's ranges.
@@ -106,11 +109,22 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
 
 Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint32_t rank,
                                                          uint16_t streamIndex,
-                                                         const GroupParams& params) {
+                                                         const GroupParams& params,
+                                                         const std::string& peerHost) {
   std::lock_guard lock(mu_);
+  // Before a group is created, so that a refusal leaves nothing behind.
+  if (auto p = peerStreams_.find(peerHost);
+      !peerHost.empty() && p != peerStreams_.end() && p->second >= maxConnectionsPerPeer_)
+    return resourceExhausted(fmt::format(
+        "peer {} already holds {} data connections (--max-connections-per-peer)", peerHost,
+        p->second));
   auto found = findOrCreateLocked(id, rank, params);
   if (!found) return found.status();
   Group& g = **found;
+  if (g.openStreams_ >= maxConnectionsPerGroup_)
+    return resourceExhausted(fmt::format(
+        "{} already holds {} data connections (--max-connections-per-group)", g.name(),
+        g.openStreams_));
   if (streamIndex >= params.streamCount)
     return invalidArgument("stream " + std::to_string(streamIndex) + " is not below the " +
                            std::to_string(params.streamCount) + " streams announced");
@@ -120,6 +134,10 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint
                                        rank, streamIndex));
   g.streamConnected_[slot] = true;
   ++g.openStreams_;
+  if (!peerHost.empty()) {
+    g.streamPeer_[slot] = peerHost;
+    ++peerStreams_[peerHost];
+  }
   g.everConnected_ = true;
   if (streamsOfRankLocked(g, rank) == 1)
     rs::logger().info("{}: rank {} joined ({} of {} members connected)", g.name(), rank,
@@ -136,6 +154,11 @@ void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t str
   if (slot >= g.streamConnected_.size() || !g.streamConnected_[slot]) return;
   g.streamConnected_[slot] = false;
   --g.openStreams_;
+  if (auto peer = g.streamPeer_.find(slot); peer != g.streamPeer_.end()) {
+    if (auto p = peerStreams_.find(peer->second); p != peerStreams_.end() && --p->second == 0)
+      peerStreams_.erase(p);
+    g.streamPeer_.erase(peer);
+  }
   if (streamsOfRankLocked(g, rank) == 0) rs::logger().info("{}: rank {} left", g.name(), rank);
   if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) eraseLocked(g);
 }

@@ -78,6 +78,7 @@ class Group {
   // Guarded by the registry's mutex.
   std::vector<bool> streamConnected_;  // [rank * streamCount + stream]
   std::vector<bool> declared_;         // ranks that called JoinGroup over gRPC
+  std::unordered_map<size_t, std::string> streamPeer_;  // [rank * streamCount + stream]: host
   uint32_t openStreams_ = 0;
   bool everConnected_ = false;
 };
@@ -100,12 +101,15 @@ class GroupRegistry {
   // The operator's limits, applied alike to HELLO and gRPC JoinGroup: `maxTimeoutMs` is both
   // the default collective timeout and the ceiling on the one a member asks for.
   GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
-                uint32_t maxStreamsPerWorker);
+                uint32_t maxStreamsPerWorker, uint32_t maxConnectionsPerGroup = UINT32_MAX,
+                uint32_t maxConnectionsPerPeer = UINT32_MAX);
 
-  // Registers stream `streamIndex` of `rank`. Creates the group on first contact; later
-  // members must bring the same parameters. Errors name what disagreed.
+  // Registers stream `streamIndex` of `rank`, connected from `peerHost` (an address without
+  // the port). Creates the group on first contact; later members must bring the same
+  // parameters. Errors name what disagreed, or the connection cap that was reached.
   Result<std::shared_ptr<Group>> joinStream(const GroupId& id, uint32_t rank,
-                                            uint16_t streamIndex, const GroupParams& params);
+                                            uint16_t streamIndex, const GroupParams& params,
+                                            const std::string& peerHost = {});
   // A stream registered by joinStream closed. The group is forgotten once its last stream
   // closed and no member declared over gRPC remains (an aborted group is remembered as a
   // tombstone for a while).
@@ -140,6 +144,9 @@ class GroupRegistry {
   const uint32_t ioThreads_;
   const uint32_t maxTimeoutMs_;
   const uint32_t maxStreamsPerWorker_;
+  const uint32_t maxConnectionsPerGroup_;
+  const uint32_t maxConnectionsPerPeer_;
+  std::unordered_map<std::string, uint32_t> peerStreams_;  // joined streams per peer host
   mutable std::mutex mu_;
   bool draining_ = false;
   std::unordered_map<GroupId, std::shared_ptr<Group>, GroupIdHash> groups_;

@@ -435,4 +435,43 @@ TEST_CASE("a member that gives up tells the reducers and the others fail with it
   CHECK(aborts >= 1);
 }
 
+TEST_CASE("connection caps per group and per peer refuse with an ERROR naming the limit",
+          "[failure]") {
+  server::ServerConfig config = testServerConfig();
+  const bool perPeer = GENERATE(false, true);
+  if (perPeer)
+    config.maxConnectionsPerPeer = 2;  // every test connection comes from 127.0.0.1
+  else
+    config.maxConnectionsPerGroup = 2;
+  LocalPool pool(1, config);
+  asio::io_context io;
+  const GroupId id = GroupId::random();
+  // Two members of a group of four join (within both caps); a third is one too many.
+  auto first = std::make_unique<RawMember>(io, pool.reducer(0).dataPort(), id, 4, 0);
+  RawMember second(io, pool.reducer(0).dataPort(), id, 4, 1);
+  auto refusedText = [&](const GroupId& group, uint32_t rank) {
+    asio::ip::tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), pool.reducer(0).dataPort()});
+    sendHello(s, group, rank, 4);
+    wire::FrameHeader rh = readFrameHeader(s);
+    CHECK(rh.type == wire::FrameType::kError);
+    std::string text(rh.payloadLength, '\0');
+    asio::read(s, asio::buffer(text));
+    return text;
+  };
+  const std::string limit =
+      perPeer ? "--max-connections-per-peer" : "--max-connections-per-group";
+  // Per peer, a connection to another group is refused too; per group, only to this one.
+  const std::string text = refusedText(perPeer ? GroupId::random() : id, 2);
+  INFO(text);
+  CHECK(text.find(limit) != std::string::npos);
+  CHECK(text.find("already holds 2 data connections") != std::string::npos);
+  // A connection that closes gives its place back.
+  const auto joinedBefore = pool.reducer(0).dataPlane().stats().streamsJoined;
+  first.reset();
+  REQUIRE(waitUntil([&] { return pool.reducer(0).registry().counts().members < 2; }));
+  RawMember third(io, pool.reducer(0).dataPort(), id, 4, 2);
+  CHECK(pool.reducer(0).dataPlane().stats().streamsJoined == joinedBefore + 1);
+}
+
 }  // namespace rs::test
