@@ -149,7 +149,7 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "Data-plane io threads (0: one per core)",
             "RS_IO_THREADS");
   addOption(app, "--max-streams-per-worker", &c.maxStreamsPerWorker,
-            "Most data streams one worker may open to this reducer",
+            "Most data streams one worker may open to this reducer (HELLO and JoinGroup alike)",
             "RS_MAX_STREAMS_PER_WORKER");
   addByteSizeOption(app, "--max-chunk", &c.maxChunkBytes,
                     "Largest chunk payload accepted (e.g. 8MiB)",
