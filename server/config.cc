@@ -19,11 +19,12 @@ std::string ServerConfig::describe() const {
   return fmt::format(
       "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
       "max_groups={} max_slots_per_group={} collective_timeout_ms={} handshake_timeout_ms={} "
-      "max_connections_per_group={} max_connections_per_peer={} piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
+      "max_connections_per_group={} max_connections_per_peer={} idle_timeout_ms={} piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
       "metrics={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
-      handshakeTimeoutMs, maxConnectionsPerGroup, maxConnectionsPerPeer, formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
+      handshakeTimeoutMs, maxConnectionsPerGroup, maxConnectionsPerPeer, idleTimeoutMs,
+      formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
       formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
       transport.tcp.sendBufferBytes, transport.tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
 }
@@ -179,6 +180,10 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "Most joined data connections from one peer address, over all its groups (bounds "
             "what one host can take from the others)",
             "RS_MAX_CONNECTIONS_PER_PEER");
+  addOption(app, "--idle-timeout-ms", &c.idleTimeoutMs,
+            "Fail a group one of whose data connections has sent nothing for this long while "
+            "the group has no collective in flight (frees what abandoned jobs hold; 0: never)",
+            "RS_IDLE_TIMEOUT_MS");
   addByteSizeOption(app, "--piece", &c.pieceBytes,
                     "Receive-and-sum piece size (cache-sized, e.g. 256KiB)",
                     "RS_PIECE");

@@ -23,6 +23,9 @@ struct ServerConfig {
   // Joined data connections one group, or one peer address (all its groups), may hold open.
   uint32_t maxConnectionsPerGroup = 16384;
   uint32_t maxConnectionsPerPeer = 4096;
+  // A joined stream silent this long while its group has no collective in flight fails its
+  // group (0: never). Long, so that evaluation or checkpointing between steps never trips it.
+  uint32_t idleTimeoutMs = 3600000;
   uint32_t pieceBytes = 256u << 10;         // summed while receiving, in pieces this size
   // A contribution's read wakes once this much is queued, or the rest of its frame (TCP's
   // SO_RCVLOWAT): fewer wake-ups and calls per byte, at the cost of coarser cut-through.

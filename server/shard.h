@@ -93,6 +93,9 @@ class Shard final : public SessionOwner {
     // Members that closed their stream cleanly: a later chunk on that stream cannot complete.
     std::unordered_map<uint16_t, std::vector<bool>> departed;
     std::unordered_map<uint64_t, std::shared_ptr<Slot>> open;  // chunk -> slot
+    // --idle-timeout-ms: the group's bytes in when last seen to change, and when.
+    uint64_t seenBytesIn = 0;
+    std::chrono::steady_clock::time_point activeAt = std::chrono::steady_clock::now();
   };
 
   GroupShard* findGroup(const GroupId& id);
@@ -106,6 +109,8 @@ class Shard final : public SessionOwner {
   void scheduleWaiterService();
   void scheduleTimeoutCheck();
   void checkTimeouts();
+  // A group that sent nothing for --idle-timeout-ms with no collective in flight: its reason.
+  Status idleVerdict(GroupShard& gs, std::chrono::steady_clock::time_point now);
   void maybeForget(const GroupId& id);
 
   asio::io_context& io_;

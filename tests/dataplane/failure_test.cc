@@ -474,4 +474,38 @@ TEST_CASE("connection caps per group and per peer refuse with an ERROR naming th
   CHECK(pool.reducer(0).dataPlane().stats().streamsJoined == joinedBefore + 1);
 }
 
+TEST_CASE("idle timeout: a joined group that sends nothing is failed with the limit named",
+          "[failure]") {
+  server::ServerConfig config = testServerConfig();
+  config.idleTimeoutMs = 300;
+  LocalPool pool(1, config);
+  asio::io_context io;
+  const GroupId id = GroupId::random();
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> members;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    auto s = std::make_unique<asio::ip::tcp::socket>(io);
+    s->connect({asio::ip::make_address("127.0.0.1"), pool.reducer(0).dataPort()});
+    const timeval tv{10, 0};  // a bug fails the read below instead of hanging it
+    ::setsockopt(s->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    sendHello(*s, id, rank, 2);
+    expectHelloAck(*s);
+    members.push_back(std::move(s));
+  }
+  // Both members then send nothing: each is told why its group ended.
+  for (auto& s : members) {
+    wire::FrameHeader rh = readFrameHeader(*s);
+    CHECK(rh.type == wire::FrameType::kAbort);
+    std::string text(rh.payloadLength, '\0');
+    asio::read(*s, asio::buffer(text));
+    INFO(text);
+    CHECK(text.find("(--idle-timeout-ms)") != std::string::npos);
+  }
+  // The reducer serves the next group (busy, so never idle for long).
+  auto comm = join(pool, GroupId::random(), 1, 0);
+  REQUIRE(comm.isOk());
+  float x = 3;
+  REQUIRE((*comm)->allReduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum).isOk());
+  CHECK(x == 3);
+}
+
 }  // namespace rs::test

@@ -113,8 +113,10 @@ TEST_CASE("server config: out-of-range values stop start-up, and the reason name
   c.maxConnectionsPerPeer = 1;
   CHECK(c.validate().isOk());
   auto caps = parse({"--data-listen", "127.0.0.1:0", "--max-connections-per-group", "7",
-                     "--max-connections-per-peer", "9"});
+                     "--max-connections-per-peer", "9", "--idle-timeout-ms", "0"});
   REQUIRE(caps.exitCode == -1);
+  CHECK(caps.config.idleTimeoutMs == 0);  // off
+  CHECK(rs::server::ServerConfig().idleTimeoutMs == 3600000);
   CHECK(caps.config.maxConnectionsPerGroup == 7);
   CHECK(caps.config.maxConnectionsPerPeer == 9);
 }
