@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,7 +57,12 @@ struct Options {
   std::string minChunk = "16K", maxChunk = "1M";
   double tcpProbeGbps = 0;  // set by the launcher for the ratio column
   std::string logLevel = "warn";
+  std::set<std::string> given;  // the client-knob flags given on the command line
 };
+
+// The client knobs that the library also reads from the environment (RS_STREAMS, ...).
+const std::vector<std::string> kClientKnobFlags = {"--streams", "--client-io-threads",
+                                                   "--progress", "--min-chunk", "--max-chunk"};
 
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -79,13 +86,25 @@ int runWorker(const Options& o) {
     fmt::print(stderr, "allreduce_perf: bad --type/--op/--group/size option\n");
     return 2;
   }
+  // The bench's defaults, then the library's environment (RS_TIMEOUT_MS, RS_STREAMS, ...),
+  // then the flags given: a silent partner fails the run within RS_TIMEOUT_MS, as in any job.
   client::ClientOptions co;
+  auto applyFlags = [&](bool onlyGiven) {
+    auto use = [&](const char* flag) { return !onlyGiven || o.given.count(flag) > 0; };
+    if (use("--streams")) co.streamsPerReducer = o.streams;
+    if (use("--client-io-threads")) co.ioThreads = o.clientIoThreads;
+    if (use("--progress"))
+      co.progress = *client::ClientOptions::parseProgress(o.progress);  // checked by the CLI
+    if (use("--min-chunk")) co.minChunkBytes = *minChunk;
+    if (use("--max-chunk")) co.maxChunkBytes = *maxChunk;
+  };
+  applyFlags(/*onlyGiven=*/false);
   co.reducers = *reducers;
-  co.streamsPerReducer = o.streams;
-  co.ioThreads = o.clientIoThreads;
-  co.progress = *client::ClientOptions::parseProgress(o.progress);  // checked by the CLI
-  co.minChunkBytes = *minChunk;
-  co.maxChunkBytes = *maxChunk;
+  if (Status s = co.applyEnvironment(); !s.isOk()) {
+    fmt::print(stderr, "allreduce_perf: {}\n", s.message());
+    return 2;
+  }
+  applyFlags(/*onlyGiven=*/true);
   auto comm = client::Communicator::connect(
       co, {*gid, static_cast<uint32_t>(o.world), static_cast<uint32_t>(o.rank)});
   if (!comm) {
@@ -103,8 +122,9 @@ int runWorker(const Options& o) {
   if (printer) {
     fmt::print("# allreduce_perf: {} workers, {} reducers x {} streams, {} {}, iters {} warmup {} "
                "depth {}, chunks {}..{}, {} progress\n",
-               o.world, reducers->size(), o.streams, o.type, o.op, o.iters, o.warmup, o.depth,
-               o.minChunk, o.maxChunk, o.progress);
+               o.world, reducers->size(), co.streamsPerReducer, o.type, o.op, o.iters, o.warmup,
+               o.depth, formatByteSize(co.minChunkBytes), formatByteSize(co.maxChunkBytes),
+               co.progress == client::ClientOptions::Progress::kCaller ? "caller" : "threads");
     if (bound > 0)
       fmt::print("# raw loopback TCP in this run: {:.2f} Gbit/s over {} streams; each member moves "
                  "S in and S out, so at that rate algbw would be {:.3f} GB/s (vs TCP = 1). A "
@@ -290,6 +310,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tcp-probe-gbps", o.tcpProbeGbps, "(set by --local-pool)");
   CLI11_PARSE(app, argc, argv);
+  for (const std::string& flag : rs::bench::kClientKnobFlags)
+    if (app.count(flag) > 0) o.given.insert(flag);
   if (rs::Status s = rs::configureLogging(o.logLevel, "text"); !s.isOk()) {
     fmt::print(stderr, "allreduce_perf: {}\n", s.message());
     return 2;
@@ -304,12 +326,14 @@ int main(int argc, char** argv) {
                                      "-o", o.op, "-f", std::to_string(o.factor),
                                      "-n", std::to_string(o.iters), "-w", std::to_string(o.warmup),
                                      "--depth", std::to_string(o.depth),
-                                     "-c", o.check ? "1" : "0",
-                                     "--streams", std::to_string(o.streams),
-                                     "--client-io-threads", std::to_string(o.clientIoThreads),
-                                     "--progress", o.progress,
-                                     "--min-chunk", o.minChunk, "--max-chunk", o.maxChunk,
-                                     "--log-level", o.logLevel};
+                                     "-c", o.check ? "1" : "0", "--log-level", o.logLevel};
+    // Client knobs only as given, so that the workers' environment applies to the others.
+    const std::map<std::string, std::string> knobs = {
+        {"--streams", std::to_string(o.streams)},
+        {"--client-io-threads", std::to_string(o.clientIoThreads)},
+        {"--progress", o.progress}, {"--min-chunk", o.minChunk}, {"--max-chunk", o.maxChunk}};
+    for (const auto& [flag, value] : knobs)
+      if (o.given.count(flag) > 0) pass.insert(pass.end(), {flag, value});
     if (o.iterationTimes) pass.push_back("--iteration-times");
     return rs::bench::runLocalPool(o, pass);
   }

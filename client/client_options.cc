@@ -21,22 +21,27 @@ Result<ClientOptions> ClientOptions::fromEnvironment() {
   auto reducers = cluster::reducersFromEnvironment();
   if (!reducers) return reducers.status();
   o.reducers = std::move(*reducers);
-  uint64_t streams = o.streamsPerReducer, threads = o.ioThreads;
-  uint64_t timeoutMs = static_cast<uint64_t>(o.collectiveTimeout.count());
-  uint64_t connectMs = static_cast<uint64_t>(o.connectTimeout.count());
+  RS_RETURN_IF_ERROR(o.applyEnvironment());
+  RS_RETURN_IF_ERROR(o.validate());
+  return o;
+}
+
+Status ClientOptions::applyEnvironment() {
+  uint64_t streams = streamsPerReducer, threads = ioThreads;
+  uint64_t timeoutMs = static_cast<uint64_t>(collectiveTimeout.count());
+  uint64_t connectMs = static_cast<uint64_t>(connectTimeout.count());
   RS_RETURN_IF_ERROR(readNumber("RS_STREAMS", 1, 256, &streams));
   RS_RETURN_IF_ERROR(readNumber("RS_CLIENT_IO_THREADS", 1, 256, &threads));
   RS_RETURN_IF_ERROR(readNumber("RS_TIMEOUT_MS", 1, UINT32_MAX, &timeoutMs));
   RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
-  RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &o.minChunkBytes));
-  RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &o.maxChunkBytes));
-  RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &o.progress));
-  o.streamsPerReducer = static_cast<uint32_t>(streams);
-  o.ioThreads = static_cast<uint32_t>(threads);
-  o.collectiveTimeout = std::chrono::milliseconds(timeoutMs);
-  o.connectTimeout = std::chrono::milliseconds(connectMs);
-  RS_RETURN_IF_ERROR(o.validate());
-  return o;
+  RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &minChunkBytes));
+  RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
+  RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &progress));
+  streamsPerReducer = static_cast<uint32_t>(streams);
+  ioThreads = static_cast<uint32_t>(threads);
+  collectiveTimeout = std::chrono::milliseconds(timeoutMs);
+  connectTimeout = std::chrono::milliseconds(connectMs);
+  return Status::ok();
 }
 
 Result<ClientOptions::Progress> ClientOptions::parseProgress(std::string_view name) {

@@ -10,7 +10,16 @@
 namespace rs::server {
 namespace {
 constexpr int kMaxPendingHandshakes = 4096;
+
+// "tcp://10.0.0.7:41000" -> "10.0.0.7": the per-peer connection cap counts hosts, not ports.
+std::string peerHost(const std::string& peerName) {
+  const size_t scheme = peerName.find("://");
+  const size_t begin = scheme == std::string::npos ? 0 : scheme + 3;
+  const size_t colon = peerName.rfind(':');
+  return peerName.substr(begin, colon == std::string::npos || colon < begin ? std::string::npos
+                                                                            : colon - begin);
 }
+}  // namespace
 
 // One connection from accept until it is handed to its io thread (or refused).
 class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
@@ -67,7 +76,8 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
                         p.streamCount, owner_.config_.maxStreamsPerWorker)),
                     true);
     GroupParams params{p.worldSize, p.streamCount, p.reducerIndex, p.reducerCount, p.timeoutMs};
-    auto group = owner_.registry_.joinStream(hello_.group, hello_.rank, p.streamIndex, params);
+    auto group = owner_.registry_.joinStream(hello_.group, hello_.rank, p.streamIndex, params,
+                                             peerHost(stream_->peerName()));
     if (!group) return refuse(handshakeFailureFor(group.status().code()), group.status(), true);
     finished_ = true;
     timer_.cancel();

@@ -39,6 +39,8 @@ class Acceptor {
     return handshakeFailures_[static_cast<size_t>(why)].load(std::memory_order_relaxed);
   }
   int pendingHandshakes() const { return pendingHandshakes_.load(std::memory_order_relaxed); }
+  // Passing accept errors (out of descriptors, ...), each retried after a pause.
+  uint64_t acceptErrors() const { return listener_ ? listener_->acceptErrors() : 0; }
 
  private:
   class Handshake;

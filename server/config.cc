@@ -19,11 +19,12 @@ std::string ServerConfig::describe() const {
   return fmt::format(
       "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
       "max_groups={} max_slots_per_group={} collective_timeout_ms={} handshake_timeout_ms={} "
-      "piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
+      "max_connections_per_group={} max_connections_per_peer={} idle_timeout_ms={} piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
       "metrics={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
-      handshakeTimeoutMs, formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
+      handshakeTimeoutMs, maxConnectionsPerGroup, maxConnectionsPerPeer, idleTimeoutMs,
+      formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
       formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
       transport.tcp.sendBufferBytes, transport.tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
 }
@@ -52,6 +53,10 @@ Status ServerConfig::validate() const {
   if (maxSlotsPerGroup < 1) return invalidArgument("--max-slots-per-group must be at least 1");
   if (collectiveTimeoutMs < 1) return invalidArgument("--collective-timeout-ms must be >= 1");
   if (handshakeTimeoutMs < 1) return invalidArgument("--handshake-timeout-ms must be >= 1");
+  if (maxConnectionsPerGroup < 1)
+    return invalidArgument("--max-connections-per-group must be at least 1");
+  if (maxConnectionsPerPeer < 1)
+    return invalidArgument("--max-connections-per-peer must be at least 1");
   if (statsIntervalSeconds < 0) return invalidArgument("--stats-interval must be >= 0");
   if (!metricsListen.empty()) {
     // The parse of every listen address; it also refuses civetweb's lists ("a:1,b:2", which
@@ -145,7 +150,7 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "Data-plane io threads (0: one per core)",
             "RS_IO_THREADS");
   addOption(app, "--max-streams-per-worker", &c.maxStreamsPerWorker,
-            "Most data streams one worker may open to this reducer",
+            "Most data streams one worker may open to this reducer (HELLO and JoinGroup alike)",
             "RS_MAX_STREAMS_PER_WORKER");
   addByteSizeOption(app, "--max-chunk", &c.maxChunkBytes,
                     "Largest chunk payload accepted (e.g. 8MiB)",
@@ -161,12 +166,24 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "Most chunks one group may hold open per io thread",
             "RS_MAX_SLOTS_PER_GROUP");
   addOption(app, "--collective-timeout-ms", &c.collectiveTimeoutMs,
-            "Abort a group whose chunk waits longer than this for its members (unless the "
-            "group sets its own)",
+            "Abort a group whose chunk waits longer than this for its members: the default, "
+            "and the most a group may ask for in HELLO or JoinGroup (bounds a stuck group)",
             "RS_COLLECTIVE_TIMEOUT_MS");
   addOption(app, "--handshake-timeout-ms", &c.handshakeTimeoutMs,
             "Close a connection that sends no HELLO within this time",
             "RS_HANDSHAKE_TIMEOUT_MS");
+  addOption(app, "--max-connections-per-group", &c.maxConnectionsPerGroup,
+            "Most data connections one group may hold open (bounds one job's share of the "
+            "reducer's descriptors and sessions)",
+            "RS_MAX_CONNECTIONS_PER_GROUP");
+  addOption(app, "--max-connections-per-peer", &c.maxConnectionsPerPeer,
+            "Most joined data connections from one peer address, over all its groups (bounds "
+            "what one host can take from the others)",
+            "RS_MAX_CONNECTIONS_PER_PEER");
+  addOption(app, "--idle-timeout-ms", &c.idleTimeoutMs,
+            "Fail a group one of whose data connections has sent nothing for this long while "
+            "the group has no collective in flight (frees what abandoned jobs hold; 0: never)",
+            "RS_IDLE_TIMEOUT_MS");
   addByteSizeOption(app, "--piece", &c.pieceBytes,
                     "Receive-and-sum piece size (cache-sized, e.g. 256KiB)",
                     "RS_PIECE");

@@ -18,8 +18,14 @@ struct ServerConfig {
   uint64_t memoryLimitBytes = 2ull << 30;   // accumulator memory, split evenly across io threads
   uint32_t maxGroups = 1024;
   uint32_t maxSlotsPerGroup = 256;          // chunks one group may hold open per io thread
-  uint32_t collectiveTimeoutMs = 300000;    // used when a group does not set its own
+  uint32_t collectiveTimeoutMs = 300000;    // the default, and the ceiling on a group's own
   uint32_t handshakeTimeoutMs = 10000;      // from accept until the HELLO is in
+  // Joined data connections one group, or one peer address (all its groups), may hold open.
+  uint32_t maxConnectionsPerGroup = 16384;
+  uint32_t maxConnectionsPerPeer = 4096;
+  // A joined stream silent this long while its group has no collective in flight fails its
+  // group (0: never). Long, so that evaluation or checkpointing between steps never trips it.
+  uint32_t idleTimeoutMs = 3600000;
   uint32_t pieceBytes = 256u << 10;         // summed while receiving, in pieces this size
   // A contribution's read wakes once this much is queued, or the rest of its frame (TCP's
   // SO_RCVLOWAT): fewer wake-ups and calls per byte, at the cost of coarser cut-through.

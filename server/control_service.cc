@@ -87,12 +87,12 @@ grpc::Status ControlService::JoinGroup(grpc::ServerContext*, const rs::v1::JoinG
                                        rs::v1::JoinGroupResponse* out) {
   auto id = groupIdFromBytes(in->group_id());
   if (!id) return toGrpc(id.status());
-  if (in->stream_count() < 1 || in->stream_count() > config_.maxStreamsPerWorker)
-    return toGrpc(invalidArgument("stream_count must be 1.." +
-                                  std::to_string(config_.maxStreamsPerWorker)));
-  if (in->reducer_count() < 1 || in->reducer_index() >= in->reducer_count() ||
-      in->reducer_count() > UINT16_MAX)
-    return toGrpc(invalidArgument("reducer_index must be below reducer_count (1..65535)"));
+  // The registry applies HELLO's limits; here only what does not fit HELLO's 16-bit fields.
+  if (in->stream_count() > UINT16_MAX || in->reducer_count() > UINT16_MAX ||
+      in->reducer_index() > UINT16_MAX)
+    return toGrpc(invalidArgument(fmt::format(
+        "stream_count {}, reducer_index {}, reducer_count {}: each must be at most 65535",
+        in->stream_count(), in->reducer_index(), in->reducer_count())));
   GroupParams params{in->world_size(), static_cast<uint16_t>(in->stream_count()),
                      static_cast<uint16_t>(in->reducer_index()),
                      static_cast<uint16_t>(in->reducer_count()), in->timeout_ms()};

@@ -120,6 +120,7 @@ DataPlaneStats DataPlane::stats() const {
   for (size_t r = 0; r < kNumAbortReasons; ++r) s.groupAborts[r] = groupAborts_[r].load(kRelaxed);
   if (acceptor_) {
     s.connectionsAccepted = acceptor_->accepted();
+    s.acceptErrors = acceptor_->acceptErrors();
     s.handshakesPending = acceptor_->pendingHandshakes();
     for (size_t r = 0; r < kNumHandshakeFailures; ++r) {
       s.handshakeFailuresBy[r] = acceptor_->handshakeFailures(static_cast<HandshakeFailure>(r));

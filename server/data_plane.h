@@ -31,6 +31,7 @@ struct DataPlaneStats {
   std::array<uint64_t, kNumFrameRejections> framesRejected{};
   std::array<uint64_t, kNumAbortReasons> groupAborts{};
   uint64_t connectionsAccepted = 0;  // TCP accepts on the data port
+  uint64_t acceptErrors = 0;         // failed accepts (EMFILE, ...), retried after a pause
   int64_t handshakesPending = 0;
   uint64_t handshakeFailures = 0;  // all reasons
   std::array<uint64_t, kNumHandshakeFailures> handshakeFailuresBy{};

@@ -1,6 +1,9 @@
 #include "server/group_registry.h"
 
+#include <algorithm>
+
 #include "core/common/log.h"
+#include "core/wire/frame.h"
 
 namespace rs::server {
 namespace {
@@ -32,16 +35,38 @@ Status Group::abortReason() const {
   return abortReason_;
 }
 
-GroupRegistry::GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t defaultTimeoutMs)
-    : maxGroups_(maxGroups), ioThreads_(ioThreads), defaultTimeoutMs_(defaultTimeoutMs) {}
+GroupRegistry::GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
+                             uint32_t maxStreamsPerWorker, uint32_t maxConnectionsPerGroup,
+                             uint32_t maxConnectionsPerPeer)
+    : maxGroups_(maxGroups),
+      ioThreads_(ioThreads),
+      maxTimeoutMs_(maxTimeoutMs),
+      maxStreamsPerWorker_(maxStreamsPerWorker),
+      maxConnectionsPerGroup_(maxConnectionsPerGroup),
+      maxConnectionsPerPeer_(maxConnectionsPerPeer) {}
+
+Status GroupRegistry::checkLimits(uint32_t rank, const GroupParams& params) const {
+  // Per-group bookkeeping is sized by world size x streams: both stay inside HELLO's ranges.
+  if (params.worldSize < 1 || params.worldSize > wire::kMaxWorldSize)
+    return invalidArgument(fmt::format("world_size {} is outside 1..{} (this reducer's limit)",
+                                       params.worldSize, wire::kMaxWorldSize));
+  if (rank >= params.worldSize)
+    return invalidArgument(fmt::format("rank {} is not below world_size {}", rank,
+                                       params.worldSize));
+  if (params.streamCount < 1 || params.streamCount > maxStreamsPerWorker_)
+    return invalidArgument(fmt::format(
+        "stream_count {} is outside 1..{} (--max-streams-per-worker)", params.streamCount,
+        maxStreamsPerWorker_));
+  if (params.reducerCount < 1 || params.reducerIndex >= params.reducerCount)
+    return invalidArgument(fmt::format("reducer_index {} is not below reducer_count {}",
+                                       params.reducerIndex, params.reducerCount));
+  return Status::ok();
+}
 
 Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& id,
                                                                   uint32_t rank,
                                                                   const GroupParams& params) {
-  if (params.worldSize == 0) return invalidArgument("world size 0");
-  if (rank >= params.worldSize)
-    return invalidArgument("rank " + std::to_string(rank) + " is not below world size " +
-                           std::to_string(params.worldSize));
+  RS_RETURN_IF_ERROR(checkLimits(rank, params));
   auto it = groups_.find(id);
   if (it != groups_.end()) {
     const Group& g = *it->second;
@@ -67,22 +92,39 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
     return resourceExhausted("this reducer already serves " + std::to_string(groups_.size()) +
                              " groups (--max-groups)");
   const uint32_t offset = static_cast<uint32_t>(GroupIdHash()(id) % ioThreads_);
-  auto group = std::make_shared<Group>(id, params, offset,
-                                       params.timeoutMs ? params.timeoutMs : defaultTimeoutMs_);
+  // The operator's timeout is a ceiling: a member cannot hold a stuck group longer.
+  const uint32_t timeoutMs = params.timeoutMs ? std::min(params.timeoutMs, maxTimeoutMs_)
+                                              : maxTimeoutMs_;
+  auto group = std::make_shared<Group>(id, params, offset, timeoutMs);
   groups_.emplace(id, group);
-  rs::logger().info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}",
+  rs::logger().info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
                     group->name(), params.worldSize, params.streamCount, params.reducerIndex,
-                    params.reducerCount, group->timeoutMs());
+                    params.reducerCount, group->timeoutMs(),
+                    params.timeoutMs > maxTimeoutMs_
+                        ? fmt::format(" (asked {}, capped by --collective-timeout-ms)",
+                                      params.timeoutMs)
+                        : std::string());
   return group;
 }
 
 Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint32_t rank,
                                                          uint16_t streamIndex,
-                                                         const GroupParams& params) {
+                                                         const GroupParams& params,
+                                                         const std::string& peerHost) {
   std::lock_guard lock(mu_);
+  // Before a group is created, so that a refusal leaves nothing behind.
+  if (auto p = peerStreams_.find(peerHost);
+      !peerHost.empty() && p != peerStreams_.end() && p->second >= maxConnectionsPerPeer_)
+    return resourceExhausted(fmt::format(
+        "peer {} already holds {} data connections (--max-connections-per-peer)", peerHost,
+        p->second));
   auto found = findOrCreateLocked(id, rank, params);
   if (!found) return found.status();
   Group& g = **found;
+  if (g.openStreams_ >= maxConnectionsPerGroup_)
+    return resourceExhausted(fmt::format(
+        "{} already holds {} data connections (--max-connections-per-group)", g.name(),
+        g.openStreams_));
   if (streamIndex >= params.streamCount)
     return invalidArgument("stream " + std::to_string(streamIndex) + " is not below the " +
                            std::to_string(params.streamCount) + " streams announced");
@@ -92,6 +134,10 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint
                                        rank, streamIndex));
   g.streamConnected_[slot] = true;
   ++g.openStreams_;
+  if (!peerHost.empty()) {
+    g.streamPeer_[slot] = peerHost;
+    ++peerStreams_[peerHost];
+  }
   g.everConnected_ = true;
   if (streamsOfRankLocked(g, rank) == 1)
     rs::logger().info("{}: rank {} joined ({} of {} members connected)", g.name(), rank,
@@ -108,6 +154,11 @@ void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t str
   if (slot >= g.streamConnected_.size() || !g.streamConnected_[slot]) return;
   g.streamConnected_[slot] = false;
   --g.openStreams_;
+  if (auto peer = g.streamPeer_.find(slot); peer != g.streamPeer_.end()) {
+    if (auto p = peerStreams_.find(peer->second); p != peerStreams_.end() && --p->second == 0)
+      peerStreams_.erase(p);
+    g.streamPeer_.erase(peer);
+  }
   if (streamsOfRankLocked(g, rank) == 0) rs::logger().info("{}: rank {} left", g.name(), rank);
   if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) eraseLocked(g);
 }

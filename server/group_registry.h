@@ -25,7 +25,7 @@ struct GroupParams {
   uint16_t streamCount = 0;   // streams each member opens to this reducer
   uint16_t reducerIndex = 0;  // this reducer's place in the members' reducer list
   uint16_t reducerCount = 0;
-  uint32_t timeoutMs = 0;     // 0: the reducer's default; the first member's value holds
+  uint32_t timeoutMs = 0;     // 0: the reducer's; the first member's value holds, up to the reducer's
 
   // The shape every member must agree on (the timeout is not part of it).
   bool sameShape(const GroupParams& o) const {
@@ -78,6 +78,7 @@ class Group {
   // Guarded by the registry's mutex.
   std::vector<bool> streamConnected_;  // [rank * streamCount + stream]
   std::vector<bool> declared_;         // ranks that called JoinGroup over gRPC
+  std::unordered_map<size_t, std::string> streamPeer_;  // [rank * streamCount + stream]: host
   uint32_t openStreams_ = 0;
   bool everConnected_ = false;
 };
@@ -97,12 +98,18 @@ struct GroupSnapshot {
 
 class GroupRegistry {
  public:
-  GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t defaultTimeoutMs);
+  // The operator's limits, applied alike to HELLO and gRPC JoinGroup: `maxTimeoutMs` is both
+  // the default collective timeout and the ceiling on the one a member asks for.
+  GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
+                uint32_t maxStreamsPerWorker, uint32_t maxConnectionsPerGroup = UINT32_MAX,
+                uint32_t maxConnectionsPerPeer = UINT32_MAX);
 
-  // Registers stream `streamIndex` of `rank`. Creates the group on first contact; later
-  // members must bring the same parameters. Errors name what disagreed.
+  // Registers stream `streamIndex` of `rank`, connected from `peerHost` (an address without
+  // the port). Creates the group on first contact; later members must bring the same
+  // parameters. Errors name what disagreed, or the connection cap that was reached.
   Result<std::shared_ptr<Group>> joinStream(const GroupId& id, uint32_t rank,
-                                            uint16_t streamIndex, const GroupParams& params);
+                                            uint16_t streamIndex, const GroupParams& params,
+                                            const std::string& peerHost = {});
   // A stream registered by joinStream closed. The group is forgotten once its last stream
   // closed and no member declared over gRPC remains (an aborted group is remembered as a
   // tombstone for a while).
@@ -122,6 +129,8 @@ class GroupRegistry {
   bool draining() const;
 
  private:
+  // The parameters' ranges; the refusal names the field and the limit.
+  Status checkLimits(uint32_t rank, const GroupParams& params) const;
   Result<std::shared_ptr<Group>> findOrCreateLocked(const GroupId& id, uint32_t rank,
                                                     const GroupParams& params);
   void eraseLocked(const Group& group);
@@ -133,7 +142,11 @@ class GroupRegistry {
 
   const uint32_t maxGroups_;
   const uint32_t ioThreads_;
-  const uint32_t defaultTimeoutMs_;
+  const uint32_t maxTimeoutMs_;
+  const uint32_t maxStreamsPerWorker_;
+  const uint32_t maxConnectionsPerGroup_;
+  const uint32_t maxConnectionsPerPeer_;
+  std::unordered_map<std::string, uint32_t> peerStreams_;  // joined streams per peer host
   mutable std::mutex mu_;
   bool draining_ = false;
   std::unordered_map<GroupId, std::shared_ptr<Group>, GroupIdHash> groups_;

@@ -130,6 +130,8 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
 
   f.counter("rs_connections_accepted_total", "TCP connections accepted on the data port, before "
             "their handshake.", asDouble(p.connectionsAccepted));
+  f.counter("rs_accept_errors_total", "Failed accepts on the data port (out of file descriptors, "
+            "...), each retried after 50 ms.", asDouble(p.acceptErrors));
   const char* openHelp = "Data connections open: in their handshake, or joined to a group.";
   f.gauge("rs_connections_open", openHelp, asDouble(p.handshakesPending), {{"state", "handshake"}});
   f.gauge("rs_connections_open", openHelp, asDouble(p.connectionsOpen), {{"state", "joined"}});

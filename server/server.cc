@@ -34,7 +34,8 @@ Result<std::string> defaultGrpcAddress(const std::string& dataListen, uint16_t d
 Server::Server(ServerConfig config)
     : config_(std::move(config)),
       registry_(config_.maxGroups, static_cast<uint32_t>(config_.ioThreads),
-                config_.collectiveTimeoutMs),
+                config_.collectiveTimeoutMs, config_.maxStreamsPerWorker,
+                config_.maxConnectionsPerGroup, config_.maxConnectionsPerPeer),
       dataPlane_(config_, registry_),
       statsTimer_(control_),
       drainTimer_(control_),

@@ -357,6 +357,22 @@ void Shard::scheduleTimeoutCheck() {
   });
 }
 
+Status Shard::idleVerdict(GroupShard& gs, std::chrono::steady_clock::time_point now) {
+  // Judged per group, not per stream: a job whose small collectives use one of its streams
+  // leaves the others silent, and a member waiting for the others is in a collective.
+  const uint64_t bytesIn = gs.group->counters().bytesIn.load(std::memory_order_relaxed);
+  if (bytesIn != gs.seenBytesIn ||
+      gs.group->counters().openSlots.load(std::memory_order_relaxed) > 0) {
+    gs.seenBytesIn = bytesIn;
+    gs.activeAt = now;
+    return Status::ok();
+  }
+  if (now - gs.activeAt <= std::chrono::milliseconds(config_.idleTimeoutMs)) return Status::ok();
+  return unavailableError(fmt::format(
+      "{}: no member sent anything for {} ms with no collective in flight (--idle-timeout-ms)",
+      gs.group->name(), config_.idleTimeoutMs));
+}
+
 void Shard::checkTimeouts() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<std::pair<std::shared_ptr<Group>, Status>> expired;
@@ -371,7 +387,14 @@ void Shard::checkTimeouts() {
       if (!overdue.isOk()) break;
       if (auto slot = weak.lock()) overdue = slot->overdue(now);
     }
-    if (!overdue.isOk()) expired.emplace_back(gs.group, std::move(overdue));
+    if (!overdue.isOk()) {
+      expired.emplace_back(gs.group, std::move(overdue));
+      continue;
+    }
+    // Results still queued count as activity in flight, like open slots.
+    if (!gs.open.empty() || !gs.draining.empty() || config_.idleTimeoutMs == 0) continue;
+    if (Status idle = idleVerdict(gs, now); !idle.isOk())
+      expired.emplace_back(gs.group, std::move(idle));
   }
   for (auto& [group, reason] : expired) failGroup(group, reason);
 }

@@ -112,6 +112,9 @@ class Shard final : public SessionOwner {
     // so they count against the group's quota until the last part is written (or dropped).
     std::vector<std::weak_ptr<Slot>> draining;
     uint32_t parked = 0;  // entries of waiters_ for this group
+    // --idle-timeout-ms: the group's bytes in when last seen to change, and when.
+    uint64_t seenBytesIn = 0;
+    std::chrono::steady_clock::time_point activeAt = std::chrono::steady_clock::now();
   };
 
   GroupShard* findGroup(const GroupId& id);
@@ -127,6 +130,8 @@ class Shard final : public SessionOwner {
   void scheduleWaiterService();
   void scheduleTimeoutCheck();
   void checkTimeouts();
+  // A group that sent nothing for --idle-timeout-ms with no collective in flight: its reason.
+  Status idleVerdict(GroupShard& gs, std::chrono::steady_clock::time_point now);
   void maybeForget(const GroupId& id);
 
   asio::io_context& io_;

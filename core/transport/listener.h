@@ -33,6 +33,8 @@ class Listener {
   virtual uint16_t port() const = 0;
   // The bound address, e.g. {"127.0.0.1", 41000}.
   virtual const Endpoint& localEndpoint() const = 0;
+  // Passing accept errors retried so far (EMFILE, ENFILE, ...), for metrics; any thread.
+  virtual uint64_t acceptErrors() const = 0;
   // Stops listening; a pending accept ends with operation_aborted. Idempotent. On the
   // listener's io_context thread, or before it runs.
   virtual void close() = 0;

@@ -82,6 +82,34 @@ TEST_CASE("GetInfo, JoinGroup, GetStats, LeaveGroup, health and Drain", "[contro
     bad.set_group_id("short");
     CHECK(stub->JoinGroup(&ctx2, bad, &out).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   }
+  SECTION("JoinGroup applies HELLO's limits, naming the field and the limit") {
+    struct Case {
+      uint32_t world, streams;
+      std::string named;
+    };
+    const std::vector<Case> cases = {
+        {1u << 31, 1, "world_size 2147483648 is outside 1..65536"},
+        {65537, 1, "world_size 65537 is outside 1..65536"},
+        {2, 17, "stream_count 17 is outside 1..16 (--max-streams-per-worker)"},
+        {2, 70000, "stream_count 70000"}};
+    for (const Case& c : cases) {
+      rs::v1::JoinGroupRequest bad = join;
+      bad.set_group_id(idBytes(GroupId::random()));  // a new group: nothing to disagree with
+      bad.set_world_size(c.world);
+      bad.set_stream_count(c.streams);
+      grpc::ClientContext ctx;
+      rs::v1::JoinGroupResponse out;
+      grpc::Status s = stub->JoinGroup(&ctx, bad, &out);
+      INFO(s.error_message());
+      CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+      CHECK(s.error_message().find(c.named) != std::string::npos);
+    }
+    // None of them created a group: only the declared one is served.
+    grpc::ClientContext ctx;
+    rs::v1::GetStatsResponse stats;
+    REQUIRE(stub->GetStats(&ctx, {}, &stats).ok());
+    CHECK(stats.groups_size() == 1);
+  }
   SECTION("the data plane joins the same group and stats show the traffic") {
     Status st = runRanks(2, [&](int rank) -> Status {
       auto options = testClientOptions(pool.endpoints(), 1);

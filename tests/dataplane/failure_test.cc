@@ -8,11 +8,18 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
 #include "core/wire/frame.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
 #include "tests/support/wait_until.h"
 
@@ -142,6 +149,89 @@ TEST_CASE("a member that never joins a collective times out with the missing ran
   CHECK((result.code() == StatusCode::kTimeout || result.code() == StatusCode::kAborted));
   // Either the reducer's verdict (names the rank that never sent) or the client's own.
   CHECK((contains(result.message(), "ranks 1 never sent") || contains(result.message(), "timed out")));
+}
+
+TEST_CASE("the reducer's --collective-timeout-ms caps the timeout a member asks for",
+          "[failure]") {
+  server::ServerConfig config = testServerConfig();
+  config.collectiveTimeoutMs = 300;  // the operator's ceiling; the members ask for 300 s
+  LocalPool pool(1, config);
+  const GroupId id = GroupId::random();
+  std::atomic<bool> rank0Done{false};
+  Status result;
+  Status st = runRanks(2, [&](int rank) -> Status {
+    auto comm = join(pool, id, 2, rank, 1, /*timeoutMs=*/300000);
+    if (!comm) return comm.status();
+    std::vector<int32_t> buf(1000, 1);
+    if (rank == 0) {
+      result = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kInt32,
+                                  ReduceOp::kSum);
+      rank0Done = true;
+    } else if (!waitUntil([&] { return rank0Done.load(); })) {
+      return internalError("rank 0's collective never ended");
+    }
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+  INFO(result.toString());
+  // Only the reducer's verdict can have ended it: the client's own timeout is 300 s.
+  CHECK(result.code() == StatusCode::kTimeout);
+  CHECK(contains(result.message(), "(timeout 300 ms)"));
+  CHECK(contains(result.message(), "ranks 1 never sent"));
+}
+
+// The highest descriptor open in this process.
+int highestOpenFd() {
+  int highest = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d)) highest = std::max(highest, std::atoi(e->d_name));
+    ::closedir(d);
+  }
+  return highest;
+}
+
+TEST_CASE("out of descriptors: accept backs off, logs once, counts, and recovers", "[failure]") {
+  LogCapture log;
+  LocalPool pool(1);
+  server::DataPlane& plane = pool.reducer(0).dataPlane();
+  // Sockets made first, connected once the limit is low: the reducer's accepts run out of
+  // descriptors while the connections wait in the backlog.
+  constexpr int kPeers = 200;
+  std::vector<int> peers;
+  for (int i = 0; i < kPeers; ++i) peers.push_back(::socket(AF_INET, SOCK_STREAM, 0));
+  REQUIRE(std::count(peers.begin(), peers.end(), -1) == 0);
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(highestOpenFd() + 1 + 16);  // room for a few accepts
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(pool.reducer(0).dataPort());
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int fd : peers)
+    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
+  // Twenty failed accepts (a second of retries): without the rate limit, twenty lines.
+  CHECK(waitUntil([&] { return plane.stats().acceptErrors >= 20; }));
+  CHECK(log.count("accept failed") <= 2);
+  // Descriptors free up: the reducer accepts again and a healthy group works.
+  for (int fd : peers) ::close(fd);
+  CHECK(waitUntil([&] { return plane.stats().connectionsAccepted >= kPeers; }));
+  {
+    const GroupId id = GroupId::random();
+    Status st = runRanks(2, [&](int rank) -> Status {
+      auto comm = join(pool, id, 2, rank, 2);
+      if (!comm) return comm.status();
+      std::vector<float> buf(10000, static_cast<float>(rank + 1));
+      RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
+                                            DataType::kFloat32, ReduceOp::kSum));
+      for (float v : buf)
+        if (v != 3.0f) return internalError("wrong sum after recovering from EMFILE");
+      return Status::ok();
+    });
+    CHECK(st.toString() == "OK");
+  }
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
 }
 
 TEST_CASE("members that disagree on a collective's size both fail with the reason", "[failure]") {
@@ -343,6 +433,79 @@ TEST_CASE("a member that gives up tells the reducers and the others fail with it
     aborts += pool.reducer(r).dataPlane().stats().groupAborts[static_cast<size_t>(
         server::AbortReason::kMemberAborted)];
   CHECK(aborts >= 1);
+}
+
+TEST_CASE("connection caps per group and per peer refuse with an ERROR naming the limit",
+          "[failure]") {
+  server::ServerConfig config = testServerConfig();
+  const bool perPeer = GENERATE(false, true);
+  if (perPeer)
+    config.maxConnectionsPerPeer = 2;  // every test connection comes from 127.0.0.1
+  else
+    config.maxConnectionsPerGroup = 2;
+  LocalPool pool(1, config);
+  asio::io_context io;
+  const GroupId id = GroupId::random();
+  // Two members of a group of four join (within both caps); a third is one too many.
+  auto first = std::make_unique<RawMember>(io, pool.reducer(0).dataPort(), id, 4, 0);
+  RawMember second(io, pool.reducer(0).dataPort(), id, 4, 1);
+  auto refusedText = [&](const GroupId& group, uint32_t rank) {
+    asio::ip::tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), pool.reducer(0).dataPort()});
+    sendHello(s, group, rank, 4);
+    wire::FrameHeader rh = readFrameHeader(s);
+    CHECK(rh.type == wire::FrameType::kError);
+    std::string text(rh.payloadLength, '\0');
+    asio::read(s, asio::buffer(text));
+    return text;
+  };
+  const std::string limit =
+      perPeer ? "--max-connections-per-peer" : "--max-connections-per-group";
+  // Per peer, a connection to another group is refused too; per group, only to this one.
+  const std::string text = refusedText(perPeer ? GroupId::random() : id, 2);
+  INFO(text);
+  CHECK(text.find(limit) != std::string::npos);
+  CHECK(text.find("already holds 2 data connections") != std::string::npos);
+  // A connection that closes gives its place back.
+  const auto joinedBefore = pool.reducer(0).dataPlane().stats().streamsJoined;
+  first.reset();
+  REQUIRE(waitUntil([&] { return pool.reducer(0).registry().counts().members < 2; }));
+  RawMember third(io, pool.reducer(0).dataPort(), id, 4, 2);
+  CHECK(pool.reducer(0).dataPlane().stats().streamsJoined == joinedBefore + 1);
+}
+
+TEST_CASE("idle timeout: a joined group that sends nothing is failed with the limit named",
+          "[failure]") {
+  server::ServerConfig config = testServerConfig();
+  config.idleTimeoutMs = 300;
+  LocalPool pool(1, config);
+  asio::io_context io;
+  const GroupId id = GroupId::random();
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> members;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    auto s = std::make_unique<asio::ip::tcp::socket>(io);
+    s->connect({asio::ip::make_address("127.0.0.1"), pool.reducer(0).dataPort()});
+    const timeval tv{10, 0};  // a bug fails the read below instead of hanging it
+    ::setsockopt(s->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    sendHello(*s, id, rank, 2);
+    expectHelloAck(*s);
+    members.push_back(std::move(s));
+  }
+  // Both members then send nothing: each is told why its group ended.
+  for (auto& s : members) {
+    wire::FrameHeader rh = readFrameHeader(*s);
+    CHECK(rh.type == wire::FrameType::kAbort);
+    std::string text(rh.payloadLength, '\0');
+    asio::read(*s, asio::buffer(text));
+    INFO(text);
+    CHECK(text.find("(--idle-timeout-ms)") != std::string::npos);
+  }
+  // The reducer serves the next group (busy, so never idle for long).
+  auto comm = join(pool, GroupId::random(), 1, 0);
+  REQUIRE(comm.isOk());
+  float x = 3;
+  REQUIRE((*comm)->allReduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum).isOk());
+  CHECK(x == 3);
 }
 
 }  // namespace rs::test

@@ -105,6 +105,20 @@ TEST_CASE("server config: out-of-range values stop start-up, and the reason name
   CHECK(c.validate().message().find("--memory-limit") != std::string::npos);
   c.memoryLimitBytes = 2ull << 30;
   CHECK(c.validate().isOk());
+  c.maxConnectionsPerGroup = 0;
+  CHECK(c.validate().message().find("--max-connections-per-group") != std::string::npos);
+  c.maxConnectionsPerGroup = 1;
+  c.maxConnectionsPerPeer = 0;
+  CHECK(c.validate().message().find("--max-connections-per-peer") != std::string::npos);
+  c.maxConnectionsPerPeer = 1;
+  CHECK(c.validate().isOk());
+  auto caps = parse({"--data-listen", "127.0.0.1:0", "--max-connections-per-group", "7",
+                     "--max-connections-per-peer", "9", "--idle-timeout-ms", "0"});
+  REQUIRE(caps.exitCode == -1);
+  CHECK(caps.config.idleTimeoutMs == 0);  // off
+  CHECK(rs::server::ServerConfig().idleTimeoutMs == 3600000);
+  CHECK(caps.config.maxConnectionsPerGroup == 7);
+  CHECK(caps.config.maxConnectionsPerPeer == 9);
 }
 
 TEST_CASE("server config: --metrics-listen and RS_METRICS_LISTEN, off by default") {

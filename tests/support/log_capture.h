@@ -34,10 +34,13 @@ class LogCapture {
   LogCapture& operator=(const LogCapture&) = delete;
 
   // Whether any line logged so far (at the logger's level or above) contains `text`.
-  bool contains(const std::string& text) const {
+  bool contains(const std::string& text) const { return count(text) > 0; }
+  // How many of the lines logged so far (the last 4096) contain `text`.
+  size_t count(const std::string& text) const {
+    size_t n = 0;
     for (const std::string& line : sink_->last_formatted())
-      if (line.find(text) != std::string::npos) return true;
-    return false;
+      n += line.find(text) != std::string::npos ? 1 : 0;
+    return n;
   }
 
  private:

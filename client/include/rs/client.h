@@ -51,6 +51,9 @@ struct ClientOptions {
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
   // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS.
   static Result<ClientOptions> fromEnvironment();
+  // The same knobs (all but the reducers) over the values set now, for tools whose own flags
+  // then override the environment; unset variables leave a field as it is.
+  Status applyEnvironment();
   // "threads" (kIoThreads) or "caller" (kCaller).
   static Result<Progress> parseProgress(std::string_view name);
   Status validate() const;

@@ -9,6 +9,8 @@ namespace rs::transport::tcp {
 namespace {
 
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
+// Out of descriptors, every retry fails: one line per period, not twenty a second.
+constexpr auto kAcceptErrorLogPeriod = std::chrono::seconds(10);
 
 // The connection died in the backlog, or the process is short of descriptors or memory for a
 // moment: keep listening, after a pause (an immediate retry would spin while it lasts).
@@ -70,8 +72,7 @@ void TcpListener::onAccept(const std::error_code& ec, asio::ip::tcp::socket sock
   }
   if (ec && !passingAcceptError(ec)) return handler(ec, nullptr);
   if (ec) {
-    rs::logger().warn("{}: accept failed: {}; retrying in {} ms", name_, ec.message(),
-                      kAcceptRetry.count());
+    logAcceptError(ec);
     retry_.expires_after(kAcceptRetry);
     retry_.async_wait([this, h = std::move(handler)](const std::error_code& e) mutable {
       if (e) return h(asio::error::operation_aborted, nullptr);  // closed: as above
@@ -88,6 +89,21 @@ void TcpListener::onAccept(const std::error_code& ec, asio::ip::tcp::socket sock
     return asyncAccept(std::move(handler));
   }
   handler({}, std::make_unique<TcpStream>(std::move(socket)));
+}
+
+void TcpListener::logAcceptError(const std::error_code& ec) {
+  acceptErrors_.fetch_add(1, std::memory_order_relaxed);
+  const auto now = std::chrono::steady_clock::now();
+  if (lastErrorLog_ && now - *lastErrorLog_ < kAcceptErrorLogPeriod) {
+    ++unloggedErrors_;
+    return;
+  }
+  rs::logger().warn("{}: accept failed: {}; retrying every {} ms ({} more accept errors since "
+                    "the last such line; at most one line per {} s)",
+                    name_, ec.message(), kAcceptRetry.count(), unloggedErrors_,
+                    std::chrono::duration_cast<std::chrono::seconds>(kAcceptErrorLogPeriod).count());
+  unloggedErrors_ = 0;
+  lastErrorLog_ = now;
 }
 
 void TcpListener::close() {

@@ -4,7 +4,10 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <optional>
 
 #include "core/transport/listener.h"
 
@@ -20,17 +23,23 @@ class TcpListener final : public Listener {
   void asyncAccept(AcceptHandler handler) override;
   uint16_t port() const override { return local_.port; }
   const Endpoint& localEndpoint() const override { return local_; }
+  uint64_t acceptErrors() const override { return acceptErrors_.load(std::memory_order_relaxed); }
   void close() override;
 
  private:
   TcpListener(asio::io_context& io, const TcpOptions& options);
   void onAccept(const std::error_code& ec, asio::ip::tcp::socket socket, AcceptHandler handler);
+  // One line per kAcceptErrorLogPeriod at most, with the count of the errors not logged.
+  void logAcceptError(const std::error_code& ec);
 
   const TcpOptions options_;
   asio::ip::tcp::acceptor acceptor_;
   asio::steady_timer retry_;  // the pause after a passing accept error
   Endpoint local_;
   std::string name_;  // "tcp://127.0.0.1:41000", for logs
+  std::atomic<uint64_t> acceptErrors_{0};
+  uint64_t unloggedErrors_ = 0;  // since the last accept-error line
+  std::optional<std::chrono::steady_clock::time_point> lastErrorLog_;
 };
 
 }  // namespace rs::transport::tcp
