@@ -10,6 +10,7 @@
 #include "core/common/build_info.h"
 #include "core/common/byte_size.h"
 #include "core/common/env.h"
+#include "core/common/secret.h"
 #include "core/reduce/reduce.h"
 #include "core/common/endpoint.h"
 
@@ -114,6 +115,24 @@ Result<uint16_t> reducerPortFromClusterSpec() {
   return reducers[static_cast<size_t>(parsed->taskIndex)].port;
 }
 
+// The job secret: the file named by --secret-file or RS_SECRET_FILE, else RS_SECRET. There is
+// no --secret flag: a command line is visible to every user of the machine.
+Status loadSecret(ServerConfig& c) {
+  const std::optional<std::string> value = envString("RS_SECRET");
+  if (!c.secretFile.empty()) {
+    if (value) return invalidArgument("both --secret-file (or RS_SECRET_FILE) and RS_SECRET are set; set one");
+    auto secret = readSecretFile(c.secretFile);
+    if (!secret) return secret.status();
+    c.secret = std::move(*secret);
+    return Status::ok();
+  }
+  if (value) {
+    RS_RETURN_IF_ERROR(checkSecret(*value, "RS_SECRET"));
+    c.secret = *value;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 ParsedConfig parseServerConfig(int argc, char** argv) {
@@ -200,6 +219,12 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                  "Write '<data port> <grpc port>' here once listening (for launchers), followed "
                  "by ' <metrics port>' when --metrics-listen is set")
       ->envname("RS_PORT_FILE");
+  app.add_option("--secret-file", c.secretFile,
+                 "File holding the job secret (at least 16 random bytes; RS_SECRET may hold it "
+                 "instead). Every data connection must prove it (HMAC-SHA256 over a per-connection "
+                 "challenge) before it may join a group. Without one the reducer is open: any peer "
+                 "that reaches the data port can join any group")
+      ->envname("RS_SECRET_FILE");
   addOption(app, "--metrics-listen", &c.metricsListen,
             "Serve Prometheus metrics at http://HOST:PORT/metrics (empty: off; port 0: any free "
             "port). The deployment specs use port 2224 (data 2222, gRPC 2223), e.g. "
@@ -227,6 +252,11 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     if (*port != 0) c.dataListen = "0.0.0.0:" + std::to_string(*port);
   }
   if (out.healthProbe) return out;  // the probe uses only the listen addresses
+  if (Status s = loadSecret(c); !s.isOk()) {
+    fmt::print(stderr, "reduction-server: {}\n", s.message());
+    out.exitCode = 2;
+    return out;
+  }
   if (Status s = c.validate(); !s.isOk()) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());
     out.exitCode = 2;

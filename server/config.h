@@ -36,6 +36,10 @@ struct ServerConfig {
   std::string portFile;
   std::string metricsListen;  // host:port of the Prometheus endpoint; empty: off; port 0 picks one
   transport::Options transport;  // socket tuning of the data connections
+  // Authentication (proto/WIRE.md): the job secret every data connection must prove, from
+  // --secret-file / RS_SECRET_FILE or RS_SECRET; empty: open (any peer may join any group).
+  std::string secretFile;
+  std::string secret;  // never logged
 
   // "data=0.0.0.0:2222 grpc=... io_threads=2 ..." for the start-up log line.
   std::string describe() const;
