@@ -25,6 +25,7 @@
 #include "core/common/aligned_buffer.h"
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
+#include "core/common/secret.h"
 #include "rs/client.h"
 #include "tests/support/verify_pattern.h"
 
@@ -86,6 +87,12 @@ int runWorker(const Options& o) {
   co.progress = *client::ClientOptions::parseProgress(o.progress);  // checked by the CLI
   co.minChunkBytes = *minChunk;
   co.maxChunkBytes = *maxChunk;
+  auto secret = secretFromEnvironment();  // RS_SECRET_FILE or RS_SECRET, as the library reads it
+  if (!secret) {
+    fmt::print(stderr, "allreduce_perf: {}\n", secret.status().message());
+    return 2;
+  }
+  co.secret = std::move(*secret);
   auto comm = client::Communicator::connect(
       co, {*gid, static_cast<uint32_t>(o.world), static_cast<uint32_t>(o.rank)});
   if (!comm) {
