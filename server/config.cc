@@ -148,6 +148,11 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                      "serves; exit 0 if SERVING, else 1 (for container health checks)")
           ->expected(0, 1)
           ->type_name("[HOST:PORT]");
+  app.add_option("--derive-job-secret", out.deriveJobSecret,
+                 "Do not serve: print the secret of job JOB, derived from this pool's secret "
+                 "(--secret-file, RS_SECRET_FILE or RS_SECRET), for the operator to hand to "
+                 "that job's workers")
+      ->type_name("JOB");
   app.add_option("--health-probe-timeout-ms", out.healthProbeTimeoutMs,
                  "Deadline of the --health-probe check")
       ->check(CLI::Range(1u, 600000u))
@@ -256,6 +261,14 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());
     out.exitCode = 2;
     return out;
+  }
+  if (!out.deriveJobSecret.empty()) {
+    if (c.secret.empty()) {
+      fmt::print(stderr, "reduction-server: --derive-job-secret needs the pool's secret "
+                         "(--secret-file, RS_SECRET_FILE or RS_SECRET)\n");
+      out.exitCode = 2;
+    }
+    return out;  // the other knobs do not matter to it
   }
   if (Status s = c.validate(); !s.isOk()) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());

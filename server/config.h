@@ -55,6 +55,9 @@ struct ParsedConfig {
   int exitCode = -1;  // >= 0: stop now with this code (help printed, or a flag error)
   // --health-probe [HOST:PORT]: probe a running daemon instead of starting one (health_probe.h);
   // without an address, the one `config` derives. The daemon's own knobs are not validated then.
+  // --derive-job-secret JOB: print the job's secret derived from this pool's secret
+  // (wire::deriveJobSecret) instead of serving.
+  std::string deriveJobSecret;
   bool healthProbe = false;
   std::string healthProbeAddress;
   uint32_t healthProbeTimeoutMs = 3000;

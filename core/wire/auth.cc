@@ -52,4 +52,29 @@ bool isEmptyProof(const AuthProof& proof) {
   return std::all_of(proof.begin(), proof.end(), [](uint8_t b) { return b == 0; });
 }
 
+Result<std::string> deriveJobSecret(std::string_view poolSecret, std::string_view jobName) {
+  constexpr size_t kMaxJobName = 128;
+  const bool valid =
+      !jobName.empty() && jobName.size() <= kMaxJobName &&
+      std::all_of(jobName.begin(), jobName.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '-';
+      });
+  if (!valid)
+    return invalidArgument("job name '" + std::string(jobName.substr(0, kMaxJobName)) +
+                           "': expected 1..128 characters of A-Z a-z 0-9 . _ -");
+  constexpr std::string_view kLabel("RSJOBKEY1\0", 10);
+  std::string message(kLabel);
+  message += jobName;
+  const Digest d = hmacSha256(poolSecret, reinterpret_cast<const uint8_t*>(message.data()),
+                              message.size());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : d) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
 }  // namespace rs::wire

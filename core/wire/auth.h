@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/common/status.h"
@@ -39,5 +40,11 @@ bool proofsEqual(const AuthProof& a, const AuthProof& b);
 
 // True for an all-zero proof: the worker has no secret.
 bool isEmptyProof(const AuthProof& proof);
+
+// A standing pool that serves several jobs gives each its own secret, derived from the pool's
+// secret and the job's name, so that a job's secret tells nothing about the pool's or another
+// job's: hex(HMAC-SHA256(poolSecret, "RSJOBKEY1\0" || jobName)), 64 characters. A name is 1..128
+// characters of [A-Za-z0-9._-]; anything else is refused with a message naming it.
+Result<std::string> deriveJobSecret(std::string_view poolSecret, std::string_view jobName);
 
 }  // namespace rs::wire

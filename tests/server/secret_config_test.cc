@@ -87,3 +87,16 @@ TEST_CASE("server config: a short, missing or doubly given secret stops start-up
   ScopedEnv env("RS_SECRET", "from-the-environment-42");
   CHECK(parse({"--data-listen", "127.0.0.1:0", "--secret-file", good.path}).exitCode == 2);
 }
+
+TEST_CASE("server config: --derive-job-secret needs the pool's secret and nothing else") {
+  unsetenv("RS_SECRET_FILE");
+  {
+    ScopedEnv env("RS_SECRET", "pool-secret-0123456789abcdef");
+    auto parsed = parse({"--derive-job-secret", "team-a.train-7"});
+    REQUIRE(parsed.exitCode == -1);
+    CHECK(parsed.deriveJobSecret == "team-a.train-7");
+    CHECK(parsed.config.secret == "pool-secret-0123456789abcdef");
+  }
+  unsetenv("RS_SECRET");
+  CHECK(parse({"--derive-job-secret", "team-a.train-7"}).exitCode == 2);
+}

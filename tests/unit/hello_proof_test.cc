@@ -136,3 +136,25 @@ TEST_CASE("auth: nonces are fresh") {
 }
 
 }  // namespace rs::wire
+
+namespace rs::wire {
+
+TEST_CASE("auth: a job's secret is derived from the pool's secret and the job's name") {
+  const std::string pool = "pool-secret-0123456789abcdef";
+  auto a = deriveJobSecret(pool, "team-a.train-7");
+  REQUIRE(a.isOk());
+  // Python: hmac.new(pool, b"RSJOBKEY1\0" + b"team-a.train-7", hashlib.sha256).hexdigest()
+  CHECK(*a == "363d62f92d59dd89088a09a469c5b6bd1661541c6d16365ccca083de00df4b45");
+  CHECK(*deriveJobSecret(pool, "team-a.train-8") != *a);
+  CHECK(*deriveJobSecret("pool-secret-0123456789abcdeF", "team-a.train-7") != *a);
+  for (const char* bad : {"", "has space", "slash/name", "nul\x01"}) {
+    INFO(bad);
+    auto r = deriveJobSecret(pool, bad);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().message().find("job name") != std::string::npos);
+  }
+  CHECK_FALSE(deriveJobSecret(pool, std::string(129, 'j')).isOk());
+  CHECK(deriveJobSecret(pool, std::string(128, 'j')).isOk());
+}
+
+}  // namespace rs::wire
