@@ -3,6 +3,7 @@
 #include "core/cluster/cluster_spec.h"
 #include "core/common/byte_size.h"
 #include "core/common/env.h"
+#include "core/common/secret.h"
 #include "rs/client.h"
 
 namespace rs::client {
@@ -41,6 +42,9 @@ Status ClientOptions::applyEnvironment() {
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
   connectTimeout = std::chrono::milliseconds(connectMs);
+  auto secret = secretFromEnvironment();  // RS_SECRET_FILE or RS_SECRET
+  if (!secret) return secret.status();
+  this->secret = std::move(*secret);
   return Status::ok();
 }
 
@@ -64,6 +68,7 @@ Status ClientOptions::validate() const {
   if (collectiveTimeout.count() < 1 || collectiveTimeout.count() > UINT32_MAX)
     return invalidArgument("collective timeout must be 1 ms .. 49 days");
   if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
+  if (!secret.empty()) RS_RETURN_IF_ERROR(checkSecret(secret, "the client's job secret"));
   return Status::ok();
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "client/request_state.h"
+#include "core/wire/auth.h"
 #include "core/wire/control_frames.h"
 
 namespace rs::client {
@@ -75,10 +76,32 @@ void Connection::onConnect(Result<std::unique_ptr<transport::Stream>> stream) {
                                    s.message())));
   }
   stream_ = std::move(*stream);
-  sendHello();
+  readHeader();  // the reducer speaks first: CHALLENGE
 }
 
-void Connection::sendHello() {
+// The reducer's CHALLENGE says whether it wants the job secret; both sides must agree, so that
+// a worker never joins a reducer that anyone could join, and a worker without the secret
+// learns why it is refused.
+void Connection::onChallenge(const std::error_code& ec) {
+  if (closed_) return;
+  if (ec) return fail(ioError(name_ + ": reading CHALLENGE: " + ec.message()));
+  wire::ChallengePayload c;
+  if (Status s = wire::decodeChallenge(challengeBytes_.data(), challengeBytes_.size(), &c);
+      !s.isOk())
+    return fail(protocolError(name_ + ": " + s.message()));
+  if (c.mode == wire::AuthMode::kOpen && !options_.secret.empty())
+    return fail(failedPrecondition(
+        name_ + " does not require authentication, but this worker has a job secret "
+                "(RS_SECRET_FILE or RS_SECRET): refusing to join an open reducer; give the "
+                "reducer the same secret (--secret-file)"));
+  if (c.mode == wire::AuthMode::kJobSecret && options_.secret.empty())
+    return fail(failedPrecondition(
+        name_ + " requires the job secret, and this worker has none: set RS_SECRET_FILE or "
+                "RS_SECRET to the job's secret"));
+  sendHello(c.nonce);
+}
+
+void Connection::sendHello(const wire::Nonce& reducerNonce) {
   const GroupSpec& g = group_;
   const ClientOptions& o = options_;
   wire::HelloPayload hello;
@@ -88,17 +111,24 @@ void Connection::sendHello() {
   hello.reducerIndex = static_cast<uint16_t>(reducerIndex_);
   hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
   hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
-  const auto helloBytes = wire::encodeHello(hello);
   wire::FrameHeader h;
   h.type = wire::FrameType::kHello;
   h.group = g.id;
   h.rank = g.rank;
   h.payloadLength = wire::kHelloPayloadSize;
+  if (!o.secret.empty()) {
+    auto nonce = wire::randomNonce();
+    if (!nonce) return fail(nonce.status());
+    hello.clientNonce = *nonce;
+    hello.authProof = wire::helloProof(o.secret, reducerNonce, h, hello);
+  }
+  const auto helloBytes = wire::encodeHello(hello);
   // The first frame on the stream: nothing else is handed to the writer before the handshake.
   writer_.enqueue(transport::ownedFrame(
       wire::encodeHeader(h),
       std::string(reinterpret_cast<const char*>(helloBytes.data()), helloBytes.size())));
   writer_.flush(*stream_);
+  helloSent_ = true;
   readHeader();
 }
 
@@ -128,6 +158,16 @@ void Connection::onHeader(const std::error_code& ec) {
     stream_->asyncReadExactly(errorText_.data(), errorText_.size(),
                               counted([this](const std::error_code& e, size_t) {
                                 onErrorText(e);
+                              }));
+    return;
+  }
+  if (!helloSent_) {
+    if (in_.type != wire::FrameType::kChallenge)
+      return fail(protocolError(fmt::format("{}: expected CHALLENGE, got {}", name_,
+                                            wire::frameTypeName(in_.type))));
+    stream_->asyncReadExactly(challengeBytes_.data(), challengeBytes_.size(),
+                              counted([this](const std::error_code& e, size_t) {
+                                onChallenge(e);
                               }));
     return;
   }

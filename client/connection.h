@@ -85,7 +85,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void onConnect(Result<std::unique_ptr<transport::Stream>> stream);
-  void sendHello();
+  void onChallenge(const std::error_code& ec);
+  void sendHello(const wire::Nonce& reducerNonce);
   void readHeader();
   void onHeader(const std::error_code& ec);
   void onHelloAck(const std::error_code& ec);
@@ -113,11 +114,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<transport::Connector> connector_;
   asio::steady_timer graceTimer_;  // after a failed write, for the reason to arrive
   std::unique_ptr<transport::Stream> stream_;
-  bool handshaken_ = false;
+  bool helloSent_ = false;   // after the reducer's CHALLENGE
+  bool handshaken_ = false;  // after its HELLO_ACK
 
   wire::HeaderBytes inHeaderBytes_{};
   wire::FrameHeader in_;
   std::array<uint8_t, wire::kHelloAckPayloadSize> ackBytes_{};
+  std::array<uint8_t, wire::kChallengePayloadSize> challengeBytes_{};
   std::string errorText_;
 
   // Chunks not handed to the writer: submitted before the handshake (sent after it) or after

@@ -20,6 +20,8 @@ find_package(spdlog CONFIG REQUIRED)
 find_package(hwy CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
+# Authentication with the job secret: HMAC-SHA256, RAND_bytes, CRYPTO_memcmp (libssl-dev).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 # The reducer's /metrics endpoint (prometheus-cpp-dev: core, and pull over civetweb).
 find_package(prometheus-cpp CONFIG REQUIRED)
 if(RS_BUILD_TESTS)

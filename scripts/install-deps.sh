@@ -14,6 +14,8 @@ build_pkgs=(
   libasio-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev catch2 libhwy-dev
   nlohmann-json3-dev libcli11-dev
+  # authentication with the job secret: OpenSSL's libcrypto (HMAC-SHA256, RAND_bytes)
+  libssl-dev
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
   # rs-sizer's CLI test reads its --json output with jq
@@ -30,7 +32,7 @@ if [[ "${1:-}" != "--no-deploy-check" && "${1:-}" != "--build" ]]; then
     build_pkgs+=(nodejs npm)
   fi
 fi
-runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 ca-certificates
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libssl3 ca-certificates
   # metrics: the /metrics endpoint (prometheus-cpp over civetweb)
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
 )

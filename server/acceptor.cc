@@ -4,6 +4,7 @@
 
 #include "core/common/endpoint.h"
 #include "core/common/log.h"
+#include "core/wire/auth.h"
 #include "core/wire/control_frames.h"
 #include "core/wire/frame.h"
 
@@ -36,13 +37,54 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
                                             self->owner_.config_.handshakeTimeoutMs)),
                    /*reply=*/false);
     });
-    stream_->asyncReadExactly(header_.data(), header_.size(),
-                              [self = shared_from_this()](const std::error_code& ec, size_t) {
-                                self->onHeader(ec);
-                              });
+    sendChallenge();
   }
 
  private:
+  // The reducer speaks first: a fresh nonce that this connection's HELLO must answer, so that
+  // a proof seen on one connection is worthless on any other.
+  void sendChallenge() {
+    wire::ChallengePayload c;
+    c.mode = owner_.config_.secret.empty() ? wire::AuthMode::kOpen : wire::AuthMode::kJobSecret;
+    auto nonce = wire::randomNonce();
+    if (!nonce) return refuse(HandshakeFailure::kClosed, nonce.status(), false);
+    c.nonce = nonce_ = *nonce;
+    wire::FrameHeader h;
+    h.type = wire::FrameType::kChallenge;
+    h.payloadLength = wire::kChallengePayloadSize;
+    challengeHeader_ = wire::encodeHeader(h);
+    challengePayload_ = wire::encodeChallenge(c);
+    buffers_[0] = {challengeHeader_.data(), challengeHeader_.size()};
+    buffers_[1] = {challengePayload_.data(), challengePayload_.size()};
+    writing_ = true;
+    stream_->asyncWriteAll(buffers_, 2, [self = shared_from_this()](const std::error_code& ec,
+                                                                    size_t) {
+      self->writing_ = false;
+      if (self->finished_) return self->stream_->close();  // refused meanwhile (timeout)
+      if (ec)
+        return self->refuse(HandshakeFailure::kClosed,
+                            ioError("closed before CHALLENGE went out: " + ec.message()), false);
+      self->stream_->asyncReadExactly(
+          self->header_.data(), self->header_.size(),
+          [self](const std::error_code& e, size_t) { self->onHeader(e); });
+    });
+  }
+
+  // With a job secret, the HELLO must carry helloProof() for this connection's nonce.
+  Status checkProof(const wire::HelloPayload& p) const {
+    const std::string& secret = owner_.config_.secret;
+    if (secret.empty()) return Status::ok();
+    if (wire::isEmptyProof(p.authProof))
+      return failedPrecondition(
+          "HELLO carries no auth proof, and this reducer requires the job secret (set "
+          "RS_SECRET_FILE or RS_SECRET on the workers)");
+    if (!wire::proofsEqual(wire::helloProof(secret, nonce_, hello_, p), p.authProof))
+      return failedPrecondition(
+          "HELLO's auth proof is wrong for this connection: a different job secret, or a "
+          "proof replayed from another connection");
+    return Status::ok();
+  }
+
   void onHeader(const std::error_code& ec) {
     if (finished_) return;
     if (ec) return refuse(HandshakeFailure::kClosed, ioError("closed before HELLO: " + ec.message()), false);
@@ -69,6 +111,7 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     wire::HelloPayload p;
     if (Status s = wire::decodeHello(payload_.data(), payload_.size(), &p); !s.isOk())
       return refuse(HandshakeFailure::kMalformed, s, true);
+    if (Status s = checkProof(p); !s.isOk()) return refuse(HandshakeFailure::kAuth, s, true);
     if (p.streamCount > owner_.config_.maxStreamsPerWorker)
       return refuse(HandshakeFailure::kRefused, invalidArgument(fmt::format(
                         "{} streams per worker asked for; this reducer allows at most {} "
@@ -94,8 +137,8 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     owner_.countFailure(why);
     rs::logger().warn("refused data connection from {}: {}", stream_->peerName(),
                       reason.toString());
-    if (!reply) {
-      stream_->close();
+    if (!reply || writing_) {  // writing_: the CHALLENGE's completion closes
+      if (!writing_) stream_->close();
       return;
     }
     reply_ = wire::errorFrame(hello_.group, hello_.rank, reason);
@@ -109,6 +152,10 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
   Acceptor& owner_;
   std::unique_ptr<transport::Stream> stream_;
   asio::steady_timer timer_;
+  wire::Nonce nonce_{};
+  wire::HeaderBytes challengeHeader_{};
+  std::array<uint8_t, wire::kChallengePayloadSize> challengePayload_{};
+  bool writing_ = false;  // the CHALLENGE is going out
   wire::HeaderBytes header_{};
   std::array<uint8_t, wire::kHelloPayloadSize> payload_{};
   wire::FrameHeader hello_;

@@ -10,6 +10,7 @@
 #include "core/common/build_info.h"
 #include "core/common/byte_size.h"
 #include "core/common/env.h"
+#include "core/common/secret.h"
 #include "core/reduce/reduce.h"
 #include "core/common/endpoint.h"
 
@@ -119,6 +120,24 @@ Result<uint16_t> reducerPortFromClusterSpec() {
   return reducers[static_cast<size_t>(parsed->taskIndex)].port;
 }
 
+// The job secret: the file named by --secret-file or RS_SECRET_FILE, else RS_SECRET. There is
+// no --secret flag: a command line is visible to every user of the machine.
+Status loadSecret(ServerConfig& c) {
+  const std::optional<std::string> value = envString("RS_SECRET");
+  if (!c.secretFile.empty()) {
+    if (value) return invalidArgument("both --secret-file (or RS_SECRET_FILE) and RS_SECRET are set; set one");
+    auto secret = readSecretFile(c.secretFile);
+    if (!secret) return secret.status();
+    c.secret = std::move(*secret);
+    return Status::ok();
+  }
+  if (value) {
+    RS_RETURN_IF_ERROR(checkSecret(*value, "RS_SECRET"));
+    c.secret = *value;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 ParsedConfig parseServerConfig(int argc, char** argv) {
@@ -134,6 +153,11 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                      "serves; exit 0 if SERVING, else 1 (for container health checks)")
           ->expected(0, 1)
           ->type_name("[HOST:PORT]");
+  app.add_option("--derive-job-secret", out.deriveJobSecret,
+                 "Do not serve: print the secret of job JOB, derived from this pool's secret "
+                 "(--secret-file, RS_SECRET_FILE or RS_SECRET), for the operator to hand to "
+                 "that job's workers")
+      ->type_name("JOB");
   app.add_option("--health-probe-timeout-ms", out.healthProbeTimeoutMs,
                  "Deadline of the --health-probe check")
       ->check(CLI::Range(1u, 600000u))
@@ -217,6 +241,12 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                  "Write '<data port> <grpc port>' here once listening (for launchers), followed "
                  "by ' <metrics port>' when --metrics-listen is set")
       ->envname("RS_PORT_FILE");
+  app.add_option("--secret-file", c.secretFile,
+                 "File holding the job secret (at least 16 random bytes; RS_SECRET may hold it "
+                 "instead). Every data connection must prove it (HMAC-SHA256 over a per-connection "
+                 "challenge) before it may join a group. Without one the reducer is open: any peer "
+                 "that reaches the data port can join any group")
+      ->envname("RS_SECRET_FILE");
   addOption(app, "--metrics-listen", &c.metricsListen,
             "Serve Prometheus metrics at http://HOST:PORT/metrics (empty: off; port 0: any free "
             "port). The deployment specs use port 2224 (data 2222, gRPC 2223), e.g. "
@@ -244,6 +274,19 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     if (*port != 0) c.dataListen = "0.0.0.0:" + std::to_string(*port);
   }
   if (out.healthProbe) return out;  // the probe uses only the listen addresses
+  if (Status s = loadSecret(c); !s.isOk()) {
+    fmt::print(stderr, "reduction-server: {}\n", s.message());
+    out.exitCode = 2;
+    return out;
+  }
+  if (!out.deriveJobSecret.empty()) {
+    if (c.secret.empty()) {
+      fmt::print(stderr, "reduction-server: --derive-job-secret needs the pool's secret "
+                         "(--secret-file, RS_SECRET_FILE or RS_SECRET)\n");
+      out.exitCode = 2;
+    }
+    return out;  // the other knobs do not matter to it
+  }
   if (Status s = c.validate(); !s.isOk()) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());
     out.exitCode = 2;

@@ -42,6 +42,10 @@ struct ServerConfig {
   std::string portFile;
   std::string metricsListen;  // host:port of the Prometheus endpoint; empty: off; port 0 picks one
   transport::Options transport;  // socket tuning of the data connections
+  // Authentication (proto/WIRE.md): the job secret every data connection must prove, from
+  // --secret-file / RS_SECRET_FILE or RS_SECRET; empty: open (any peer may join any group).
+  std::string secretFile;
+  std::string secret;  // never logged
 
   // "data=0.0.0.0:2222 grpc=... io_threads=2 ..." for the start-up log line.
   std::string describe() const;
@@ -57,6 +61,9 @@ struct ParsedConfig {
   int exitCode = -1;  // >= 0: stop now with this code (help printed, or a flag error)
   // --health-probe [HOST:PORT]: probe a running daemon instead of starting one (health_probe.h);
   // without an address, the one `config` derives. The daemon's own knobs are not validated then.
+  // --derive-job-secret JOB: print the job's secret derived from this pool's secret
+  // (wire::deriveJobSecret) instead of serving.
+  std::string deriveJobSecret;
   bool healthProbe = false;
   std::string healthProbeAddress;
   uint32_t healthProbeTimeoutMs = 3000;

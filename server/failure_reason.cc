@@ -24,6 +24,7 @@ std::string_view handshakeFailureName(HandshakeFailure r) {
     case HandshakeFailure::kAborted: return "aborted";
     case HandshakeFailure::kDraining: return "draining";
     case HandshakeFailure::kLimit: return "limit";
+    case HandshakeFailure::kAuth: return "auth";
   }
   return "unknown";
 }

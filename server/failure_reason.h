@@ -31,8 +31,9 @@ enum class HandshakeFailure : uint8_t {
   kAborted,   // the group it names was aborted
   kDraining,  // this reducer is draining and takes no new groups
   kLimit,     // --max-groups, or too many handshakes pending
+  kAuth,      // no proof, or a wrong or replayed one, of the job secret
 };
-inline constexpr size_t kNumHandshakeFailures = 7;
+inline constexpr size_t kNumHandshakeFailures = 8;
 
 // Why a group was aborted (each abort fails every collective the group had in flight).
 enum class AbortReason : uint8_t {

@@ -2,6 +2,7 @@
 // --health-probe, a health check of a running daemon).
 
 #include "core/common/log.h"
+#include "core/wire/auth.h"
 #include "server/config.h"
 #include "server/health_probe.h"
 #include "server/server.h"
@@ -28,6 +29,15 @@ int main(int argc, char** argv) {
   auto parsed = rs::server::parseServerConfig(argc, argv);
   if (parsed.exitCode >= 0) return parsed.exitCode;
   if (parsed.healthProbe) return probe(parsed);
+  if (!parsed.deriveJobSecret.empty()) {
+    auto secret = rs::wire::deriveJobSecret(parsed.config.secret, parsed.deriveJobSecret);
+    if (!secret) {
+      fmt::print(stderr, "reduction-server: {}\n", secret.status().message());
+      return 2;
+    }
+    fmt::print("{}\n", *secret);
+    return 0;
+  }
   if (rs::Status s = rs::configureLogging(parsed.config.logLevel, parsed.config.logFormat);
       !s.isOk()) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());

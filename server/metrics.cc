@@ -92,6 +92,9 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
            {"build_type", std::string(build.buildType)},
            {"simd", reduce::activeTargetName()}});
   f.gauge("rs_start_time_seconds", "Unix time at which this reducer started.", s.startTimeSeconds);
+  f.gauge("rs_auth_required", "1 when data connections must prove the job secret "
+          "(--secret-file); 0 when this reducer is open to any peer that reaches its data port.",
+          s.authRequired ? 1 : 0);
   f.gauge("rs_draining", "1 while the reducer drains (SIGTERM or the Drain RPC): it refuses new "
           "groups and stops once the active ones are gone.", s.registry.draining ? 1 : 0);
 
@@ -167,6 +170,7 @@ class MetricsEndpoint::Collector : public prometheus::Collectable {
     s.registry = registry_.counts();
     s.maxGroups = config_.maxGroups;
     s.maxSlotsPerGroup = config_.maxSlotsPerGroup;
+    s.authRequired = !config_.secret.empty();
     s.startTimeSeconds = startTime_;
     return metricFamilies(s);
   }

@@ -32,6 +32,7 @@ struct MetricsSnapshot {
   RegistryCounts registry;
   uint64_t maxGroups = 0;
   uint64_t maxSlotsPerGroup = 0;
+  bool authRequired = false;    // a job secret is configured
   double startTimeSeconds = 0;  // Unix time
 };
 

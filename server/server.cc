@@ -46,6 +46,12 @@ Server::~Server() { stop(); }
 Status Server::start() {
   rs::logger().info("{} starting: {}", versionLine("reduction-server", reduce::activeTargetName()),
                     config_.describe());
+  if (config_.secret.empty())
+    rs::logger().warn("no job secret (--secret-file, RS_SECRET_FILE or RS_SECRET): this reducer "
+                      "is OPEN, any peer that reaches the data port can join any group and "
+                      "change its results");
+  else
+    rs::logger().info("data connections must prove the job secret (HMAC-SHA256 challenge)");
   RS_RETURN_IF_ERROR(dataPlane_.start(control_));
 
   controlService_ =

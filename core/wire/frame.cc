@@ -38,8 +38,14 @@ constexpr size_t kOffHelloStreamCount = 6;
 constexpr size_t kOffHelloReducerIndex = 8;
 constexpr size_t kOffHelloReducerCount = 10;
 constexpr size_t kOffHelloTimeoutMs = 12;
-constexpr size_t kOffHelloAuthProof = 16;
+constexpr size_t kOffHelloClientNonce = 16;
+constexpr size_t kOffHelloAuthProof = 48;
 static_assert(kOffHelloAuthProof + sizeof(HelloPayload::authProof) == kHelloPayloadSize);
+
+constexpr size_t kOffChallengeMode = 0;
+constexpr size_t kOffChallengeReserved = 4;
+constexpr size_t kOffChallengeNonce = 8;
+static_assert(kOffChallengeNonce + kNonceSize == kChallengePayloadSize);
 
 constexpr size_t kOffAckMaxPayloadBytes = 0;
 constexpr size_t kOffAckIoThreads = 4;
@@ -177,6 +183,7 @@ std::string_view frameTypeName(FrameType t) {
     case FrameType::kResult: return "RESULT";
     case FrameType::kError: return "ERROR";
     case FrameType::kAbort: return "ABORT";
+    case FrameType::kChallenge: return "CHALLENGE";
   }
   return "UNKNOWN";
 }
@@ -270,6 +277,9 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
     case FrameType::kHelloAck:
       RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kHelloAckPayloadSize));
       break;
+    case FrameType::kChallenge:
+      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kChallengePayloadSize));
+      break;
     case FrameType::kError:
     case FrameType::kAbort:
       RS_RETURN_IF_ERROR(checkErrorFrame(h, dtype, op));
@@ -281,6 +291,36 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
   return Status::ok();
 }
 
+std::array<uint8_t, kChallengePayloadSize> encodeChallenge(const ChallengePayload& challenge) {
+  std::array<uint8_t, kChallengePayloadSize> b{};
+  put32(&b[kOffChallengeMode], static_cast<uint32_t>(challenge.mode));
+  put32(&b[kOffChallengeReserved], 0);
+  for (size_t i = 0; i < kNonceSize; ++i) b[kOffChallengeNonce + i] = challenge.nonce[i];
+  return b;
+}
+
+Status decodeChallenge(const uint8_t* data, size_t size, ChallengePayload* out) {
+  if (size != kChallengePayloadSize) {
+    return protocolError("challenge payload: " + dec(size) + " bytes (expected " +
+                         dec(kChallengePayloadSize) + ")");
+  }
+  const uint32_t mode = get32(data + kOffChallengeMode);
+  const uint32_t reserved = get32(data + kOffChallengeReserved);
+  if (mode > static_cast<uint32_t>(AuthMode::kJobSecret)) {
+    return protocolError("challenge payload: mode " + dec(mode) +
+                         " (expected 0 open or 1 job secret)");
+  }
+  if (reserved != 0) {
+    return protocolError("challenge payload: reserved " + hex(reserved, 8) +
+                         " at bytes 4..7 (expected 0)");
+  }
+  ChallengePayload c;
+  c.mode = static_cast<AuthMode>(mode);
+  for (size_t i = 0; i < kNonceSize; ++i) c.nonce[i] = data[kOffChallengeNonce + i];
+  *out = c;
+  return Status::ok();
+}
+
 std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello) {
   std::array<uint8_t, kHelloPayloadSize> b{};
   put32(&b[kOffHelloWorldSize], hello.worldSize);
@@ -289,6 +329,7 @@ std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello) {
   put16(&b[kOffHelloReducerIndex], hello.reducerIndex);
   put16(&b[kOffHelloReducerCount], hello.reducerCount);
   put32(&b[kOffHelloTimeoutMs], hello.timeoutMs);
+  for (size_t i = 0; i < kNonceSize; ++i) b[kOffHelloClientNonce + i] = hello.clientNonce[i];
   for (size_t i = 0; i < hello.authProof.size(); ++i) b[kOffHelloAuthProof + i] = hello.authProof[i];
   return b;
 }
@@ -305,6 +346,7 @@ Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
   p.reducerIndex = get16(data + kOffHelloReducerIndex);
   p.reducerCount = get16(data + kOffHelloReducerCount);
   p.timeoutMs = get32(data + kOffHelloTimeoutMs);
+  for (size_t i = 0; i < kNonceSize; ++i) p.clientNonce[i] = data[kOffHelloClientNonce + i];
   for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = data[kOffHelloAuthProof + i];
 
   if (p.worldSize < 1 || p.worldSize > kMaxWorldSize) {

@@ -20,7 +20,8 @@
 namespace rs::wire {
 
 inline constexpr uint32_t kMagic = 0x31465352;  // "RSF1" in byte order on the wire
-inline constexpr uint8_t kProtocolVersion = 1;
+// 2: the reducer opens with CHALLENGE and HELLO carries the worker's nonce and proof.
+inline constexpr uint8_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderSize = 72;
 
 enum class FrameType : uint8_t {
@@ -30,9 +31,10 @@ enum class FrameType : uint8_t {
   kResult = 4,    // reducer -> worker: one chunk's reduced result
   kError = 5,     // either way: this request failed (ErrorPayload); the stream stays usable
   kAbort = 6,     // either way: the group is dead (ErrorPayload); the sender closes the stream
+  kChallenge = 7, // reducer -> worker, first frame on a stream: nonce and auth mode
 };
 inline constexpr uint8_t kMinFrameType = 1;
-inline constexpr uint8_t kMaxFrameType = 6;
+inline constexpr uint8_t kMaxFrameType = 7;
 
 // No flag bits are defined in version 1; decoders reject unknown bits so that a future flag
 // never changes meaning silently.
@@ -71,7 +73,22 @@ std::string_view frameTypeName(FrameType t);
 
 // --- Payloads of the control frames ------------------------------------------------------
 
-// kHello: which group, which member, which stream. Sent once per stream.
+inline constexpr size_t kNonceSize = 32;
+using Nonce = std::array<uint8_t, kNonceSize>;
+using AuthProof = std::array<uint8_t, 32>;  // HMAC-SHA256, core/wire/auth.h
+
+// kChallenge: how this reducer authenticates, and the nonce a proof must answer.
+enum class AuthMode : uint32_t {
+  kOpen = 0,        // no job secret configured: any HELLO is admitted (proof ignored)
+  kJobSecret = 1,   // HELLO must carry helloProof() under the job secret
+};
+struct ChallengePayload {
+  AuthMode mode = AuthMode::kOpen;
+  Nonce nonce{};  // fresh random bytes per connection
+};
+inline constexpr size_t kChallengePayloadSize = 40;
+
+// kHello: which group, which member, which stream. Sent once per stream, after CHALLENGE.
 struct HelloPayload {
   uint32_t worldSize = 0;
   uint16_t streamIndex = 0;   // 0..streamCount-1
@@ -79,9 +96,10 @@ struct HelloPayload {
   uint16_t reducerIndex = 0;  // this reducer's place in the worker's list
   uint16_t reducerCount = 0;
   uint32_t timeoutMs = 0;     // the group's collective timeout; 0 = the reducer's default
-  std::array<uint8_t, 32> authProof{};  // HMAC proof of the job secret; zero when auth is off
+  Nonce clientNonce{};   // the worker's fresh random bytes (zero when it has no secret)
+  AuthProof authProof{};  // helloProof() under the job secret; zero when the worker has none
 };
-inline constexpr size_t kHelloPayloadSize = 48;
+inline constexpr size_t kHelloPayloadSize = 80;
 // The ranges decodeHello() accepts, so that a sender can check its configuration first.
 inline constexpr uint32_t kMaxWorldSize = 65536;
 inline constexpr uint16_t kMaxStreamCount = 256;
@@ -97,6 +115,8 @@ inline constexpr size_t kHelloAckPayloadSize = 16;
 // kError / kAbort carry a UTF-8 reason of at most this many bytes.
 inline constexpr size_t kMaxErrorMessageBytes = 1024;
 
+std::array<uint8_t, kChallengePayloadSize> encodeChallenge(const ChallengePayload& challenge);
+Status decodeChallenge(const uint8_t* data, size_t size, ChallengePayload* out);
 std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello);
 Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out);
 std::array<uint8_t, kHelloAckPayloadSize> encodeHelloAck(const HelloAckPayload& ack);

@@ -1,10 +1,13 @@
-// libFuzzer target for the data-plane decoders: decodeHeader, decodeHello, decodeHelloAck,
-// decodeErrorMessage and parseErrorFrame get arbitrary bytes. Beyond "no crash, no sanitizer
+// libFuzzer target for the data-plane decoders: decodeHeader, decodeChallenge, decodeHello,
+// decodeHelloAck, decodeErrorMessage and parseErrorFrame get arbitrary bytes, and every HELLO
+// that decodes goes through the authentication check the acceptor runs (helloProof). Beyond "no crash, no sanitizer
 // report" it checks properties the server relies on:
 //   - a header that decodes re-encodes to the identical 72 bytes (nothing is dropped or
 //     normalised), and satisfies the invariants callers allocate by (lengths, ranges);
 //   - a rejected header is a ProtocolError with a message;
-//   - the same for the payloads (hello and hello-ack re-encode identically; a decoded error
+//   - a HELLO's proof depends on everything it says but its own proof field, and a proof made
+//     under another secret or for another challenge never passes the constant-time check;
+//   - the same for the payloads (challenge, hello and hello-ack re-encode identically; a decoded error
 //     message passes through encodeErrorMessage unchanged);
 //   - encodeErrorMessage of any bytes is something decodeErrorMessage accepts, and an ERROR or
 //     ABORT frame built from them (errorFrame, abortFrame) decodes and parses back;
@@ -26,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/wire/auth.h"
 #include "core/wire/control_frames.h"
 #include "core/wire/crc32c.h"
 #include "core/wire/frame.h"
@@ -67,6 +71,9 @@ void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
     case FrameType::kHelloAck:
       require(h.payloadLength == kHelloAckPayloadSize, "hello-ack payload size");
       break;
+    case FrameType::kChallenge:
+      require(h.payloadLength == kChallengePayloadSize, "challenge payload size");
+      break;
     case FrameType::kError:
     case FrameType::kAbort:
       require(h.status >= 1 && h.status <= static_cast<uint32_t>(rs::StatusCode::kInternal),
@@ -93,9 +100,40 @@ bool decodeAndCheck(const uint8_t* bytes, size_t size, const DecodeLimits& limit
   return true;
 }
 
+// The acceptor's check of a HELLO (header and payload both decoded) as the reducer runs it.
+void fuzzHelloProof(const FrameHeader& h, const HelloPayload& hello) {
+  const std::string_view secret = "fuzz-secret-0123456789abcdef";
+  Nonce nonce{};
+  for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(i * 7 + h.rank);
+  const AuthProof expected = helloProof(secret, nonce, h, hello);
+  require(proofsEqual(expected, hello.authProof) ==
+              (std::memcmp(expected.data(), hello.authProof.data(), expected.size()) == 0),
+          "the constant-time check agrees with memcmp");
+  HelloPayload signed_ = hello;
+  signed_.authProof = expected;
+  require(proofsEqual(helloProof(secret, nonce, h, signed_), expected),
+          "the proof does not depend on the proof field");
+  require(!proofsEqual(helloProof("another-secret-0123456789", nonce, h, hello), expected),
+          "another secret gives another proof");
+  Nonce otherNonce = nonce;
+  otherNonce[0] ^= 1;
+  require(!proofsEqual(helloProof(secret, otherNonce, h, hello), expected),
+          "another challenge gives another proof (no replay)");
+}
+
 void fuzzPayloads(const uint8_t* data, size_t size) {
+  ChallengePayload challenge;
+  rs::Status s = decodeChallenge(data, size, &challenge);
+  if (s.isOk()) {
+    auto again = encodeChallenge(challenge);
+    require(size == again.size() && std::memcmp(again.data(), data, size) == 0,
+            "challenge decode then encode is identity");
+  } else {
+    checkRejected(s, "challenge payload: ");
+  }
+
   HelloPayload hello;
-  rs::Status s = decodeHello(data, size, &hello);
+  s = decodeHello(data, size, &hello);
   if (s.isOk()) {
     auto again = encodeHello(hello);
     require(size == again.size() && std::memcmp(again.data(), data, size) == 0,
@@ -211,6 +249,25 @@ void writeSeeds(const std::string& dir) {
   auto helloBytes = encodeHello(hello);
   writeSeed(dir, "hello", h, {helloBytes.begin(), helloBytes.end()});
 
+  ChallengePayload challenge;
+  challenge.mode = AuthMode::kJobSecret;
+  for (size_t i = 0; i < challenge.nonce.size(); ++i) challenge.nonce[i] = static_cast<uint8_t>(i);
+  h.type = FrameType::kChallenge;
+  h.group = {};
+  h.rank = 0;
+  h.payloadLength = kChallengePayloadSize;
+  auto challengeBytes = encodeChallenge(challenge);
+  writeSeed(dir, "challenge", h, {challengeBytes.begin(), challengeBytes.end()});
+  h.group = group;
+  h.rank = 2;
+
+  hello.clientNonce = challenge.nonce;
+  hello.authProof = helloProof("seed-secret-0123456789", challenge.nonce, h, hello);
+  h.type = FrameType::kHello;
+  h.payloadLength = kHelloPayloadSize;
+  helloBytes = encodeHello(hello);
+  writeSeed(dir, "hello_authenticated", h, {helloBytes.begin(), helloBytes.end()});
+
   h.type = FrameType::kHelloAck;
   h.payloadLength = kHelloAckPayloadSize;
   auto ackBytes = encodeHelloAck({64u << 20, 4, 0x000100});
@@ -287,6 +344,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzzErrorFrame(header, data + kHeaderSize, size - kHeaderSize);
       fuzzErrorFrame(header, data + kHeaderSize, std::min<size_t>(size - kHeaderSize,
                                                                   header.payloadLength));
+      HelloPayload hello;
+      if (header.type == FrameType::kHello &&
+          decodeHello(data + kHeaderSize, size - kHeaderSize, &hello).isOk())
+        fuzzHelloProof(header, hello);
     }
     FrameHeader limited;
     decodeAndCheck(sealed.data(), kHeaderSize, small, &limited);

@@ -10,12 +10,17 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-# Two reducers on ephemeral ports (their logs are printed if a step fails).
+# Two reducers on ephemeral ports (their logs are printed if a step fails), requiring a job
+# secret that every plugin process proves: the reducers read it from a file, the plugin from
+# RS_SECRET (the two ways a deployment hands it over).
+secret=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
+printf '%s\n' "$secret" >"$tmp/secret"
 # shellcheck source=scripts/lib/local_reducers.sh
 source "$(dirname "$0")/../../scripts/lib/local_reducers.sh"
-start_local_reducers "$server" 2 "$tmp" --io-threads 1 --log-level warn
+start_local_reducers "$server" 2 "$tmp" --io-threads 1 --log-level warn --secret-file "$tmp/secret"
 
 export NCCL_RS_IFNAME=lo RS_STREAMS=2 RS_CONNECT_TIMEOUT_MS=10000 NCCL_RS_RENDEZVOUS_TIMEOUT_MS=30000
+export RS_SECRET="$secret"
 
 # run <label> <mode> <world> <version> [VAR=value ...]: W harness processes, all must pass.
 run() {
@@ -55,4 +60,6 @@ RS_HARNESS_VERBOSE=1 timeout 60 "$harness" --plugin "$plugin" --version 11 --mod
   --rank 0 --world 1 --dir "$tmp" >"$tmp/verbose.log" 2>&1 || true
 grep -E "libnccl-net-reduction-server [0-9.]+ \(commit [^,]+, [^,]+, SIMD [A-Z0-9_]+\)" \
   "$tmp/verbose.log" || { echo "FAILED: no version line in the plugin's INFO log"; cat "$tmp/verbose.log"; exit 1; }
+# The reducers required the secret (an open one warns at start).
+if grep -q "is OPEN" "$tmp"/reducer*.log; then echo "FAILED: a reducer ran without the job secret"; exit 1; fi
 echo "all plugin harness runs passed"

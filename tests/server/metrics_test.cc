@@ -36,6 +36,8 @@ MetricsSnapshot sample() {
                             [static_cast<size_t>(rs::ReduceOp::kAvg)] = 3;
   s.plane.framesRejected[static_cast<size_t>(FrameRejection::kDuplicate)] = 2;
   s.plane.handshakeFailuresBy[static_cast<size_t>(HandshakeFailure::kDraining)] = 4;
+  s.plane.handshakeFailuresBy[static_cast<size_t>(HandshakeFailure::kAuth)] = 3;
+  s.authRequired = true;
   s.plane.groupAborts[static_cast<size_t>(AbortReason::kTimeout)] = 1;
   s.plane.connectionsAccepted = 9;
   s.plane.handshakesPending = 1;
@@ -77,7 +79,7 @@ TEST_CASE("metrics: names follow Prometheus naming, and no label can carry a gro
       }
   }
   for (const char* wanted :
-       {"rs_build_info", "rs_draining", "rs_received_bytes_total", "rs_sent_bytes_total",
+       {"rs_build_info", "rs_auth_required", "rs_draining", "rs_received_bytes_total", "rs_sent_bytes_total",
         "rs_chunks_reduced_total", "rs_collectives_reduced_total", "rs_reduce_latency_seconds",
         "rs_slots_in_use", "rs_slot_memory_in_use_bytes", "rs_slot_memory_limit_bytes",
         "rs_groups", "rs_group_members", "rs_connections_open", "rs_connections_accepted_total",
@@ -112,6 +114,8 @@ TEST_CASE("metrics: the exposition carries the counters' values and every label 
       "rs_slots_in_use 5",
       "rs_slot_memory_limit_bytes 2147483648",
       "rs_groups 2",
+      "rs_auth_required 1",
+      "rs_handshake_failures_total{reason=\"auth\"} 3",
       "rs_group_members 6",
       "rs_draining 1",
   });

@@ -14,28 +14,14 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <chrono>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "core/wire/auth.h"
 #include "core/wire/frame.h"
 
 namespace rs::test {
-
-// Writes a HELLO for `rank` of a group of `world` members, `streams` streams, `reducers` reducers.
-inline void sendHello(asio::ip::tcp::socket& socket, const GroupId& group, uint32_t rank,
-                      uint32_t world, uint32_t streams = 1, uint32_t reducers = 1) {
-  wire::FrameHeader h;
-  h.type = wire::FrameType::kHello;
-  h.group = group;
-  h.rank = rank;
-  h.payloadLength = wire::kHelloPayloadSize;
-  wire::HelloPayload hello;
-  hello.worldSize = world;
-  hello.streamCount = streams;
-  hello.reducerCount = reducers;
-  asio::write(socket, asio::buffer(wire::encodeHeader(h)));
-  asio::write(socket, asio::buffer(wire::encodeHello(hello)));
-}
 
 // Reads and decodes one frame header (a decoding failure fails the test).
 inline wire::FrameHeader readFrameHeader(asio::ip::tcp::socket& socket) {
@@ -45,6 +31,52 @@ inline wire::FrameHeader readFrameHeader(asio::ip::tcp::socket& socket) {
   Status s = wire::decodeHeader(bytes.data(), bytes.size(), {}, &h);
   REQUIRE(s.toString() == "OK");
   return h;
+}
+
+// Reads the CHALLENGE a reducer opens every connection with.
+inline wire::ChallengePayload readChallenge(asio::ip::tcp::socket& socket) {
+  wire::FrameHeader h = readFrameHeader(socket);
+  REQUIRE(h.type == wire::FrameType::kChallenge);
+  std::array<uint8_t, wire::kChallengePayloadSize> bytes;
+  asio::read(socket, asio::buffer(bytes));
+  wire::ChallengePayload c;
+  REQUIRE(wire::decodeChallenge(bytes.data(), bytes.size(), &c).toString() == "OK");
+  return c;
+}
+
+// The HELLO frame (header and payload) for `rank` of a group of `world` members, `streams`
+// streams, `reducers` reducers; proven with `secret` for `challenge` unless the secret is empty.
+inline std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge,
+                                       const GroupId& group, uint32_t rank, uint32_t world,
+                                       uint32_t streams = 1, uint32_t reducers = 1,
+                                       std::string_view secret = {}) {
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kHello;
+  h.group = group;
+  h.rank = rank;
+  h.payloadLength = wire::kHelloPayloadSize;
+  wire::HelloPayload hello;
+  hello.worldSize = world;
+  hello.streamCount = static_cast<uint16_t>(streams);
+  hello.reducerCount = static_cast<uint16_t>(reducers);
+  if (!secret.empty()) {
+    hello.clientNonce = *wire::randomNonce();
+    hello.authProof = wire::helloProof(secret, challenge.nonce, h, hello);
+  }
+  std::vector<uint8_t> frame(wire::kHeaderSize);
+  wire::encodeHeader(h, frame.data());
+  const auto payload = wire::encodeHello(hello);
+  frame.insert(frame.end(), payload.begin(), payload.end());
+  return frame;
+}
+
+// Reads the reducer's CHALLENGE, then writes a HELLO (see helloFrame).
+inline void sendHello(asio::ip::tcp::socket& socket, const GroupId& group, uint32_t rank,
+                      uint32_t world, uint32_t streams = 1, uint32_t reducers = 1,
+                      std::string_view secret = {}) {
+  const wire::ChallengePayload challenge = readChallenge(socket);
+  asio::write(socket, asio::buffer(helloFrame(challenge, group, rank, world, streams, reducers,
+                                              secret)));
 }
 
 // Reads the HELLO_ACK that must follow a HELLO.

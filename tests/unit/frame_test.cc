@@ -63,6 +63,13 @@ FrameHeader helloAckHeader() {
   return h;
 }
 
+FrameHeader challengeHeader() {
+  FrameHeader h;
+  h.type = FrameType::kChallenge;
+  h.payloadLength = kChallengePayloadSize;
+  return h;
+}
+
 FrameHeader errorHeader(FrameType type = FrameType::kError) {
   FrameHeader h;
   h.type = type;
@@ -76,7 +83,7 @@ FrameHeader errorHeader(FrameType type = FrameType::kError) {
 }
 
 std::vector<FrameHeader> validHeaders() {
-  return {reduceHeader(), resultHeader(), helloHeader(), helloAckHeader(),
+  return {reduceHeader(), resultHeader(), helloHeader(), helloAckHeader(), challengeHeader(),
           errorHeader(FrameType::kError), errorHeader(FrameType::kAbort)};
 }
 
@@ -160,7 +167,7 @@ TEST_CASE("frame: golden bytes of a REDUCE header (proto/WIRE.md example)") {
   HeaderBytes b = encodeHeader(h);
   REQUIRE(hexOf(b.data(), b.size()) ==
           "52534631"          // magic
-          "01" "03" "0000"    // version, type, flags
+          "02" "03" "0000"    // version, type, flags
           "0807060504030201"  // group.hi
           "100f0e0d0c0b0a09"  // group.lo
           "02000000"          // rank
@@ -175,7 +182,7 @@ TEST_CASE("frame: golden bytes of a REDUCE header (proto/WIRE.md example)") {
   const uint32_t crc = crc32c(b.data(), 68);
   REQUIRE(b[68] == (crc & 0xFF));
   REQUIRE(b[71] == (crc >> 24));
-  REQUIRE(crc == 0xad311478u);  // pinned so that a change to the layout cannot go unnoticed
+  REQUIRE(crc == 0x3122257eu);  // pinned so that a change to the layout cannot go unnoticed
 }
 
 TEST_CASE("frame: every field lands at its documented offset, little-endian") {
@@ -297,8 +304,9 @@ TEST_CASE("frame: frameTypeName") {
   REQUIRE(frameTypeName(FrameType::kResult) == "RESULT");
   REQUIRE(frameTypeName(FrameType::kError) == "ERROR");
   REQUIRE(frameTypeName(FrameType::kAbort) == "ABORT");
+  REQUIRE(frameTypeName(FrameType::kChallenge) == "CHALLENGE");
   REQUIRE(frameTypeName(static_cast<FrameType>(0)) == "UNKNOWN");
-  REQUIRE(frameTypeName(static_cast<FrameType>(7)) == "UNKNOWN");
+  REQUIRE(frameTypeName(static_cast<FrameType>(8)) == "UNKNOWN");
 }
 
 // --- Malformed: fields every type shares -----------------------------------------------
@@ -328,16 +336,19 @@ TEST_CASE("frame: bad magic names both values") {
 
 TEST_CASE("frame: unsupported version") {
   requireProtocolError(decode(patched(reduceHeader(), 4, 0, 1)),
-                       "unsupported version 0 (expected 1)");
-  requireProtocolError(decode(patched(reduceHeader(), 4, 2, 1)),
-                       "unsupported version 2 (expected 1)");
+                       "unsupported version 0 (expected 2)");
+  // Version 1 had no CHALLENGE and no authentication.
+  requireProtocolError(decode(patched(reduceHeader(), 4, 1, 1)),
+                       "unsupported version 1 (expected 2)");
+  requireProtocolError(decode(patched(reduceHeader(), 4, 3, 1)),
+                       "unsupported version 3 (expected 2)");
   requireProtocolError(decode(patched(reduceHeader(), 4, 255, 1)), "unsupported version 255");
 }
 
 TEST_CASE("frame: frame type out of range") {
-  for (uint64_t t : {0, 7, 8, 255}) {
+  for (uint64_t t : {0, 8, 9, 255}) {
     requireProtocolError(decode(patched(reduceHeader(), 5, t, 1)),
-                         "unknown type " + std::to_string(t) + " (expected 1..6)");
+                         "unknown type " + std::to_string(t) + " (expected 1..7)");
   }
 }
 
@@ -517,11 +528,20 @@ TEST_CASE("frame: data frame status must be 0") {
 // --- Malformed: HELLO and HELLO_ACK ----------------------------------------------------
 
 TEST_CASE("frame: HELLO payloadLength must be exact") {
-  for (uint32_t n : {0u, 47u, 49u, 1024u}) {
+  for (uint32_t n : {0u, 48u, 79u, 81u, 1024u}) {
     FrameHeader h = helloHeader();
     h.payloadLength = n;
     requireProtocolError(decode(h),
-                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 48)");
+                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 80)");
+  }
+}
+
+TEST_CASE("frame: CHALLENGE payloadLength must be exact") {
+  for (uint32_t n : {0u, 39u, 41u, 80u}) {
+    FrameHeader h = challengeHeader();
+    h.payloadLength = n;
+    requireProtocolError(decode(h),
+                         "CHALLENGE frame: payloadLength " + std::to_string(n) + " (expected 40)");
   }
 }
 
@@ -543,7 +563,7 @@ TEST_CASE("frame: HELLO and HELLO_ACK data fields must be zero") {
   const Field fields[] = {{"seq", 32, 8},        {"chunk", 40, 8},    {"elemOffset", 48, 8},
                           {"elemCount", 56, 4},  {"status", 28, 4},   {"dtype", 60, 1},
                           {"op", 61, 1}};
-  for (const FrameHeader& h : {helloHeader(), helloAckHeader()}) {
+  for (const FrameHeader& h : {helloHeader(), helloAckHeader(), challengeHeader()}) {
     for (const Field& f : fields) {
       INFO(frameTypeName(h.type) << " " << f.name);
       const std::string prefix = std::string(frameTypeName(h.type)) + " frame: ";
@@ -626,6 +646,7 @@ HelloPayload validHello() {
   p.reducerIndex = 5;
   p.reducerCount = 20;
   p.timeoutMs = 300000;
+  for (size_t i = 0; i < p.clientNonce.size(); ++i) p.clientNonce[i] = static_cast<uint8_t>(0x40 + i);
   for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = static_cast<uint8_t>(0xA0 + i);
   return p;
 }
@@ -636,8 +657,10 @@ TEST_CASE("frame: hello payload: round trip and exact bytes") {
   auto b = encodeHello(p);
   REQUIRE(b.size() == kHelloPayloadSize);
   REQUIRE(hexOf(b.data(), 16) == "10000000" "0300" "0800" "0500" "1400" "e0930400");
-  REQUIRE(b[16] == 0xA0);
-  REQUIRE(b[47] == 0xA0 + 31);
+  REQUIRE(b[16] == 0x40);  // clientNonce at 16..47
+  REQUIRE(b[47] == 0x40 + 31);
+  REQUIRE(b[48] == 0xA0);  // authProof at 48..79
+  REQUIRE(b[79] == 0xA0 + 31);
   HelloPayload out;
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
   REQUIRE(out.worldSize == p.worldSize);
@@ -646,6 +669,7 @@ TEST_CASE("frame: hello payload: round trip and exact bytes") {
   REQUIRE(out.reducerIndex == p.reducerIndex);
   REQUIRE(out.reducerCount == p.reducerCount);
   REQUIRE(out.timeoutMs == p.timeoutMs);
+  REQUIRE(out.clientNonce == p.clientNonce);
   REQUIRE(out.authProof == p.authProof);
 }
 
@@ -676,10 +700,39 @@ TEST_CASE("frame: hello payload: wrong size") {
   auto valid = encodeHello(validHello());
   std::memcpy(buf.data(), valid.data(), valid.size());
   HelloPayload out;
-  for (size_t n : {size_t{0}, size_t{47}, size_t{49}}) {
+  for (size_t n : {size_t{0}, size_t{48}, size_t{79}}) {
     requireProtocolError(decodeHello(buf.data(), n, &out),
-                         "hello payload: " + std::to_string(n) + " bytes (expected 48)");
+                         "hello payload: " + std::to_string(n) + " bytes (expected 80)");
   }
+}
+
+TEST_CASE("frame: challenge payload: round trip, exact bytes and malformed") {
+  ChallengePayload c;
+  c.mode = AuthMode::kJobSecret;
+  for (size_t i = 0; i < c.nonce.size(); ++i) c.nonce[i] = static_cast<uint8_t>(i + 1);
+  auto b = encodeChallenge(c);
+  REQUIRE(b.size() == kChallengePayloadSize);
+  REQUIRE(hexOf(b.data(), 9) == "01000000" "00000000" "01");  // mode, reserved, nonce[0]
+  REQUIRE(b[39] == 32);
+  ChallengePayload out;
+  REQUIRE(decodeChallenge(b.data(), b.size(), &out).isOk());
+  REQUIRE(out.mode == AuthMode::kJobSecret);
+  REQUIRE(out.nonce == c.nonce);
+  c.mode = AuthMode::kOpen;
+  b = encodeChallenge(c);
+  REQUIRE(decodeChallenge(b.data(), b.size(), &out).isOk());
+  REQUIRE(out.mode == AuthMode::kOpen);
+
+  requireProtocolError(decodeChallenge(b.data(), 39, &out),
+                       "challenge payload: 39 bytes (expected 40)");
+  auto bad = b;
+  bad[0] = 2;
+  requireProtocolError(decodeChallenge(bad.data(), bad.size(), &out),
+                       "challenge payload: mode 2 (expected 0 open or 1 job secret)");
+  bad = b;
+  bad[7] = 0x80;
+  requireProtocolError(decodeChallenge(bad.data(), bad.size(), &out),
+                       "challenge payload: reserved 0x80000000 at bytes 4..7 (expected 0)");
 }
 
 TEST_CASE("frame: hello payload: each field out of range") {

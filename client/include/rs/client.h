@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -46,10 +47,13 @@ struct ClientOptions {
   std::chrono::milliseconds collectiveTimeout{300000};
   std::chrono::milliseconds connectTimeout{120000};  // reducers may start after the workers
   transport::Options transport;  // socket tuning of the streams
+  // The job secret that proves this worker to the reducers (proto/WIRE.md, "Authentication");
+  // empty: none, and only reducers without a secret accept it. Never logged or sent.
+  std::string secret;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
-  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS.
+  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS; the secret from RS_SECRET_FILE or RS_SECRET.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.

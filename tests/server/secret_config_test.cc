@@ -1,0 +1,102 @@
+// The reducer's job secret: --secret-file, RS_SECRET_FILE or RS_SECRET, parsed as main() does.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "server/config.h"
+
+namespace {
+
+using rs::server::ParsedConfig;
+
+ParsedConfig parse(std::vector<std::string> args) {
+  unsetenv("CLUSTER_SPEC");
+  args.insert(args.begin(), "reduction-server");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return rs::server::parseServerConfig(static_cast<int>(argv.size()), argv.data());
+}
+
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(std::string n, const char* value) : name(std::move(n)) {
+    setenv(name.c_str(), value, 1);
+  }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& contents) {
+    char p[] = "/tmp/rs_secret_config_XXXXXX";
+    const int fd = mkstemp(p);
+    REQUIRE(fd >= 0);
+    close(fd);
+    path = p;
+    std::ofstream(path, std::ios::binary) << contents;
+  }
+  ~TempFile() { std::remove(path.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("server config: no secret means an open reducer") {
+  unsetenv("RS_SECRET");
+  unsetenv("RS_SECRET_FILE");
+  auto parsed = parse({"--data-listen", "127.0.0.1:0"});
+  REQUIRE(parsed.exitCode == -1);
+  CHECK(parsed.config.secret.empty());
+}
+
+TEST_CASE("server config: the secret from --secret-file, RS_SECRET_FILE or RS_SECRET") {
+  unsetenv("RS_SECRET");
+  unsetenv("RS_SECRET_FILE");
+  TempFile file("from-a-file-0123456789\n");
+  {
+    auto parsed = parse({"--data-listen", "127.0.0.1:0", "--secret-file", file.path});
+    REQUIRE(parsed.exitCode == -1);
+    CHECK(parsed.config.secret == "from-a-file-0123456789");
+  }
+  {
+    ScopedEnv env("RS_SECRET_FILE", file.path.c_str());
+    auto parsed = parse({"--data-listen", "127.0.0.1:0"});
+    REQUIRE(parsed.exitCode == -1);
+    CHECK(parsed.config.secret == "from-a-file-0123456789");
+  }
+  {
+    ScopedEnv env("RS_SECRET", "from-the-environment-42");
+    auto parsed = parse({"--data-listen", "127.0.0.1:0"});
+    REQUIRE(parsed.exitCode == -1);
+    CHECK(parsed.config.secret == "from-the-environment-42");
+  }
+}
+
+TEST_CASE("server config: a short, missing or doubly given secret stops start-up") {
+  unsetenv("RS_SECRET");
+  unsetenv("RS_SECRET_FILE");
+  TempFile shortFile("short\n");
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--secret-file", shortFile.path}).exitCode == 2);
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--secret-file", "/nonexistent/secret"}).exitCode ==
+        2);
+  TempFile good("from-a-file-0123456789");
+  ScopedEnv env("RS_SECRET", "from-the-environment-42");
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--secret-file", good.path}).exitCode == 2);
+}
+
+TEST_CASE("server config: --derive-job-secret needs the pool's secret and nothing else") {
+  unsetenv("RS_SECRET_FILE");
+  {
+    ScopedEnv env("RS_SECRET", "pool-secret-0123456789abcdef");
+    auto parsed = parse({"--derive-job-secret", "team-a.train-7"});
+    REQUIRE(parsed.exitCode == -1);
+    CHECK(parsed.deriveJobSecret == "team-a.train-7");
+    CHECK(parsed.config.secret == "pool-secret-0123456789abcdef");
+  }
+  unsetenv("RS_SECRET");
+  CHECK(parse({"--derive-job-secret", "team-a.train-7"}).exitCode == 2);
+}

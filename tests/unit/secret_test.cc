@@ -1,0 +1,101 @@
+// The job secret's sources (core/common/secret.h): a file, RS_SECRET_FILE, RS_SECRET.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "core/common/secret.h"
+
+namespace rs {
+namespace {
+
+// Sets (or clears, for nullptr) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (value != nullptr) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+std::string writeTemp(const std::string& contents) {
+  char path[] = "/tmp/rs_secret_test_XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  std::ofstream(path, std::ios::binary) << contents;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("secret: a file's bytes, without the trailing newline") {
+  const std::string path = writeTemp("0123456789abcdef0123\n");
+  auto s = readSecretFile(path);
+  REQUIRE(s.isOk());
+  CHECK(*s == "0123456789abcdef0123");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("secret: a short secret or a missing file is refused with the path") {
+  const std::string path = writeTemp("short\n");
+  auto s = readSecretFile(path);
+  REQUIRE_FALSE(s.isOk());
+  CHECK(s.status().message().find(path) != std::string::npos);
+  CHECK(s.status().message().find("at least 16") != std::string::npos);
+  std::remove(path.c_str());
+  auto missing = readSecretFile("/nonexistent/rs-secret");
+  REQUIRE_FALSE(missing.isOk());
+  CHECK(missing.status().message().find("/nonexistent/rs-secret") != std::string::npos);
+}
+
+TEST_CASE("secret: from the environment") {
+  const std::string path = writeTemp("file-secret-0123456789");
+  {
+    ScopedEnv file("RS_SECRET_FILE", nullptr);
+    ScopedEnv value("RS_SECRET", nullptr);
+    auto s = secretFromEnvironment();
+    REQUIRE(s.isOk());
+    CHECK(s->empty());  // none: open
+  }
+  {
+    ScopedEnv file("RS_SECRET_FILE", path.c_str());
+    ScopedEnv value("RS_SECRET", nullptr);
+    auto s = secretFromEnvironment();
+    REQUIRE(s.isOk());
+    CHECK(*s == "file-secret-0123456789");
+  }
+  {
+    ScopedEnv file("RS_SECRET_FILE", nullptr);
+    ScopedEnv value("RS_SECRET", "value-secret-0123456789");
+    auto s = secretFromEnvironment();
+    REQUIRE(s.isOk());
+    CHECK(*s == "value-secret-0123456789");
+  }
+  {
+    ScopedEnv file("RS_SECRET_FILE", nullptr);
+    ScopedEnv value("RS_SECRET", "short");
+    auto s = secretFromEnvironment();
+    REQUIRE_FALSE(s.isOk());
+    CHECK(s.status().message().find("RS_SECRET") != std::string::npos);
+  }
+  {
+    ScopedEnv file("RS_SECRET_FILE", path.c_str());
+    ScopedEnv value("RS_SECRET", "value-secret-0123456789");
+    auto s = secretFromEnvironment();
+    REQUIRE_FALSE(s.isOk());
+    CHECK(s.status().message().find("both") != std::string::npos);
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace rs
