@@ -8,18 +8,12 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
-#include <dirent.h>
-#include <netinet/in.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <thread>
 
 #include "core/wire/frame.h"
 #include "tests/support/local_pool.h"
-#include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
 #include "tests/support/wait_until.h"
 
@@ -178,60 +172,6 @@ TEST_CASE("the reducer's --collective-timeout-ms caps the timeout a member asks 
   CHECK(result.code() == StatusCode::kTimeout);
   CHECK(contains(result.message(), "(timeout 300 ms)"));
   CHECK(contains(result.message(), "ranks 1 never sent"));
-}
-
-// The highest descriptor open in this process.
-int highestOpenFd() {
-  int highest = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (dirent* e = ::readdir(d)) highest = std::max(highest, std::atoi(e->d_name));
-    ::closedir(d);
-  }
-  return highest;
-}
-
-TEST_CASE("out of descriptors: accept backs off, logs once, counts, and recovers", "[failure]") {
-  LogCapture log;
-  LocalPool pool(1);
-  server::DataPlane& plane = pool.reducer(0).dataPlane();
-  // Sockets made first, connected once the limit is low: the reducer's accepts run out of
-  // descriptors while the connections wait in the backlog.
-  constexpr int kPeers = 200;
-  std::vector<int> peers;
-  for (int i = 0; i < kPeers; ++i) peers.push_back(::socket(AF_INET, SOCK_STREAM, 0));
-  REQUIRE(std::count(peers.begin(), peers.end(), -1) == 0);
-  rlimit saved{};
-  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
-  rlimit low = saved;
-  low.rlim_cur = static_cast<rlim_t>(highestOpenFd() + 1 + 16);  // room for a few accepts
-  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(pool.reducer(0).dataPort());
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  for (int fd : peers)
-    REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0);
-  // Twenty failed accepts (a second of retries): without the rate limit, twenty lines.
-  CHECK(waitUntil([&] { return plane.stats().acceptErrors >= 20; }));
-  CHECK(log.count("accept failed") <= 2);
-  // Descriptors free up: the reducer accepts again and a healthy group works.
-  for (int fd : peers) ::close(fd);
-  CHECK(waitUntil([&] { return plane.stats().connectionsAccepted >= kPeers; }));
-  {
-    const GroupId id = GroupId::random();
-    Status st = runRanks(2, [&](int rank) -> Status {
-      auto comm = join(pool, id, 2, rank, 2);
-      if (!comm) return comm.status();
-      std::vector<float> buf(10000, static_cast<float>(rank + 1));
-      RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
-                                            DataType::kFloat32, ReduceOp::kSum));
-      for (float v : buf)
-        if (v != 3.0f) return internalError("wrong sum after recovering from EMFILE");
-      return Status::ok();
-    });
-    CHECK(st.toString() == "OK");
-  }
-  REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
 }
 
 TEST_CASE("members that disagree on a collective's size both fail with the reason", "[failure]") {

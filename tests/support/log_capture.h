@@ -19,13 +19,13 @@ namespace rs::test {
 class LogCapture {
  public:
   LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096)) {
-    watched_.push_back(&rs::logger());
-    if (spdlog::default_logger_raw() != &rs::logger())
-      watched_.push_back(spdlog::default_logger_raw());
-    for (spdlog::logger* l : watched_) l->sinks().push_back(sink_);
+    // The project logger lives as long as the process: a non-owning pointer is enough.
+    watched_.emplace_back(std::shared_ptr<void>(), &rs::logger());
+    if (spdlog::default_logger_raw() != &rs::logger()) watched_.push_back(spdlog::default_logger());
+    for (const auto& l : watched_) l->sinks().push_back(sink_);
   }
   ~LogCapture() {
-    for (spdlog::logger* l : watched_) {
+    for (const auto& l : watched_) {
       auto& sinks = l->sinks();
       sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
     }
@@ -45,7 +45,9 @@ class LogCapture {
 
  private:
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::vector<spdlog::logger*> watched_;
+  // Owned, not borrowed: configureLogging (a LocalPool starting) replaces spdlog's default
+  // logger, which would otherwise be freed while this still holds our sink in it.
+  std::vector<std::shared_ptr<spdlog::logger>> watched_;
 };
 
 }  // namespace rs::test
