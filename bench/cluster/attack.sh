@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# What each attack costs a healthy job on the same reducers: an emulated cluster (cluster.sh) of
+# W worker hosts, R reducer hosts and one attacker host, every link shaped to --rate. The
+# reducers require a job secret. Per attack mode, alternating --rounds times: the healthy job
+# (allreduce_perf, W workers, checked results) alone, then the same beside rs_attacker running
+# that mode from the attacker host. Prints, per mode, the healthy job's time alone and beside
+# the attack (median of the rounds), their ratio, wrong elements, and what the attacker got.
+#
+#   bench/cluster/attack.sh [-W 2] [-R 2] [--rate 1gbit] [-s 16M] [-n 20] [--rounds 3]
+#                           [--modes silent,no-proof,bad-proof,garbage,stall,no-read,conn-flood]
+#                           [--server-args "..."] [--out DIR] [--build build/release]
+# The attacker runs at nice 19: the cluster's hosts share this machine's cores, and the cost
+# measured should be the reducers' work for the attacker, not the attacker's own CPU.
+# Needs root. Bounded: a `timeout` around the whole script (--budget, default 1800 s); the
+# namespaces and every process in them go on any exit.
+set -euo pipefail
+export LC_ALL=C
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+orig_args=("$@")
+
+W=2 R="" RATE=1gbit SIZE=16M ITERS=20 ROUNDS=3 BUDGET=1800 STREAMS=4
+MODES=silent,no-proof,bad-proof,garbage,stall,no-read,conn-flood
+OUT="" BUILD=$repo/build/release SERVER_ARGS=""
+while (($#)); do
+  case $1 in
+    -W) W=$2 ;; -R) R=$2 ;; --rate) RATE=$2 ;; -s) SIZE=$2 ;; -n) ITERS=$2 ;;
+    --rounds) ROUNDS=$2 ;; --modes) MODES=$2 ;; --out) OUT=$2 ;; --build) BUILD=$2 ;;
+    --budget) BUDGET=$2 ;; --server-args) SERVER_ARGS=$2 ;; --streams) STREAMS=$2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "attack.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+R=${R:-$W}
+if [[ -z ${RS_CLUSTER_RUN_BOUNDED:-} ]]; then
+  export RS_CLUSTER_RUN_BOUNDED=1
+  exec timeout -k 30 "$BUDGET" "$0" "${orig_args[@]}"
+fi
+
+# shellcheck source=bench/cluster/cluster.sh
+source "$here/cluster.sh"
+CLUSTER_PREFIX=${RS_CLUSTER_PREFIX:-rsa$$}
+SERVER_BIN=$BUILD/server/reduction-server
+PERF_BIN=$BUILD/bench/allreduce_perf
+ATTACK_BIN=$BUILD/bench/rs_attacker
+OUT=${OUT:-${TMPDIR:-/tmp}/rs-attack/$(date +%Y%m%d-%H%M%S)-W${W}R${R}-$RATE}
+log() { echo "attack: $*" >&2; }
+die() { log "$*"; exit 1; }
+for b in "$SERVER_BIN" "$PERF_BIN" "$ATTACK_BIN"; do
+  [[ -x $b ]] || die "need $b (scripts/build.sh release)"
+done
+why=$(cluster_supported) || die "cannot build an emulated cluster here: $why"
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+teardown() {
+  local rc=$?
+  trap - EXIT
+  trap '' INT TERM
+  set +e
+  cluster_destroy "$CLUSTER_PREFIX"
+  log "outputs in $OUT"
+  exit "$rc"
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'log "terminated (budget ${BUDGET}s or a signal)"; exit 143' TERM
+
+A=$W  # the attacker host is worker host number W
+cluster_create $((W + 1)) "$R" "$RATE"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$OUT/secret"
+chmod 600 "$OUT/secret"
+reducers=""
+for ((j = 0; j < R; j++)); do
+  a=$(cluster_addr "r$j")
+  # shellcheck disable=SC2086  # a list of flags
+  cluster_exec "r$j" "$SERVER_BIN" --data-listen "$a:2222" --grpc-listen "$a:2223" \
+    --secret-file "$OUT/secret" --collective-timeout-ms 5000 --log-level warn \
+    --stats-interval 0 --port-file "$OUT/reducer$j.port" $SERVER_ARGS >"$OUT/reducer$j.log" 2>&1 &
+  reducers+="${reducers:+,}$a:2222"
+done
+for ((j = 0; j < R; j++)); do
+  for ((t = 0; t < 200; t++)); do [[ -s $OUT/reducer$j.port ]] && break; sleep 0.1; done
+  [[ -s $OUT/reducer$j.port ]] || die "reducer $j did not start (see $OUT/reducer$j.log)"
+done
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet HEAD -- 2>/dev/null || echo ' (tree modified)')"
+  echo "command: $0 ${orig_args[*]}"
+  echo "workers $W, reducers $R, attacker host 1, links $RATE; healthy job: $SIZE fp32 sum x $ITERS (+2 warm-up), $STREAMS streams"
+  echo "reducers: --secret-file --collective-timeout-ms 5000 $SERVER_ARGS"
+} | tee "$OUT/setup.txt"
+
+# Runs the healthy job once; prints "time_us busbw wrong".
+healthy() {  # tag
+  local tag=$1 i group rc=0
+  local -a pids=()
+  group=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+  echo "$group" >"$OUT/healthy-group"
+  for ((i = W - 1; i >= 0; i--)); do
+    cluster_exec "w$i" env RS_SECRET_FILE="$OUT/secret" timeout -k 5 300 "$PERF_BIN" \
+      --reducers "$reducers" --world "$W" --rank "$i" --group "$group" --streams "$STREAMS" \
+      -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 2 -d fp32 -o sum >"$OUT/$tag.rank$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+  ((rc == 0)) || die "the healthy job failed ($tag, exit $rc): see $OUT/$tag.rank0.log"
+  awk '/^ +[0-9]+ +[0-9]+ / { print $5, $7, $8; exit }' "$OUT/$tag.rank0.log"
+}
+
+# Starts the attacker in its host and waits until it made its first attempt.
+attacker_start() {  # mode tag
+  local mode=$1 tag=$2
+  : >"$OUT/$tag.attacker.log"
+  cluster_exec "w$A" env RS_SECRET_FILE="$OUT/secret" nice -n 19 timeout -k 5 600 "$ATTACK_BIN" \
+    --mode "$mode" --reducers "$reducers" --group "$(cat "$OUT/healthy-group")" --world "$W" \
+    --duration 600 --connections 256 >"$OUT/$tag.attacker.log" 2>&1 &
+  ATTACKER=$!
+  for ((t = 0; t < 300; t++)); do
+    grep -q "first attempt done" "$OUT/$tag.attacker.log" && return 0
+    kill -0 "$ATTACKER" 2>/dev/null || die "the attacker exited: $(cat "$OUT/$tag.attacker.log")"
+    sleep 0.1
+  done
+  die "the attacker made no attempt in 30 s"
+}
+attacker_stop() {
+  local pid
+  for pid in $(ip netns pids "$(cluster_ns "w$A")"); do kill -TERM "$pid" 2>/dev/null || true; done
+  wait "$ATTACKER" 2>/dev/null || true
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+printf '| attack | healthy alone (ms) | beside the attack (ms) | beside / alone | wrong | what the attacker got |\n' >"$OUT/report.md"
+printf '|---|---|---|---|---|---|\n' >>"$OUT/report.md"
+healthy warmup >/dev/null
+IFS=, read -ra modes <<<"$MODES"
+for mode in "${modes[@]}"; do
+  : >"$OUT/$mode.alone"; : >"$OUT/$mode.beside"
+  wrong=0
+  for ((k = 1; k <= ROUNDS; k++)); do
+    read -r t _ w < <(healthy "$mode-alone-$k")
+    echo "$t" >>"$OUT/$mode.alone"; wrong=$((wrong + w))
+    attacker_start "$mode" "$mode-$k"
+    read -r t _ w < <(healthy "$mode-beside-$k")
+    echo "$t" >>"$OUT/$mode.beside"; wrong=$((wrong + w))
+    attacker_stop
+    log "$mode round $k: alone $(tail -1 "$OUT/$mode.alone") us, beside $t us"
+  done
+  alone=$(median <"$OUT/$mode.alone")
+  beside=$(median <"$OUT/$mode.beside")
+  got=$(grep -h "^attack\|refused" "$OUT/$mode-$ROUNDS.attacker.log" | sed 's/^ *//' | paste -sd ';' | sed 's/;/; /g')
+  printf '| %s | %.1f | %.1f | %.3f | %d | %s |\n' "$mode" "$(echo "$alone / 1000" | bc -l)" \
+    "$(echo "$beside / 1000" | bc -l)" "$(echo "$beside / $alone" | bc -l)" "$wrong" "$got" >>"$OUT/report.md"
+done
+{
+  echo
+  echo "Times: the healthy job's mean all-reduce time (allreduce_perf, slowest rank), median of $ROUNDS rounds;"
+  echo "alone and beside alternate. The attacker's line is from its last round."
+} >>"$OUT/report.md"
+cat "$OUT/report.md"
