@@ -1,6 +1,7 @@
 #include "server/acceptor.h"
 
 #include <asio/steady_timer.hpp>
+#include <fmt/format.h>
 
 #include "core/common/endpoint.h"
 #include "core/common/log.h"
@@ -135,8 +136,17 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     timer_.cancel();
     owner_.pendingHandshakes_.fetch_sub(1);
     owner_.countFailure(why);
-    rs::logger().warn("refused data connection from {}: {}", stream_->peerName(),
-                      reason.toString());
+    if (const std::optional<uint64_t> unlogged = owner_.refusalLog_.admit(); unlogged) {
+      rs::logger().warn("refused data connection from {}: {}{}", stream_->peerName(),
+                        reason.toString(),
+                        *unlogged ? fmt::format(" ({} more refusals not logged since the last "
+                                                "such line; at most {} lines per {} s)",
+                                                *unlogged, owner_.refusalLog_.burst(),
+                                                std::chrono::duration_cast<std::chrono::seconds>(
+                                                    owner_.refusalLog_.period())
+                                                    .count())
+                                  : std::string());
+    }
     if (!reply || writing_) {  // writing_: the CHALLENGE's completion closes
       if (!writing_) stream_->close();
       return;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/common/log_limiter.h"
 #include "core/common/status.h"
 #include "core/transport/listener.h"
 #include "server/config.h"
@@ -57,6 +58,9 @@ class Acceptor {
   std::atomic<uint64_t> accepted_{0};  // TCP connections accepted, before their handshake
   std::array<std::atomic<uint64_t>, kNumHandshakeFailures> handshakeFailures_{};
   std::atomic<int> pendingHandshakes_{0};
+  // Refusals are logged at most 20 per 10 s (a flood of bad proofs must not fill the disk);
+  // rs_handshake_failures_total counts every one.
+  LogLimiter refusalLog_{20, std::chrono::seconds(10)};
 };
 
 }  // namespace rs::server

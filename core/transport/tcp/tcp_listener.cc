@@ -10,7 +10,6 @@ namespace {
 
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 // Out of descriptors, every retry fails: one line per period, not twenty a second.
-constexpr auto kAcceptErrorLogPeriod = std::chrono::seconds(10);
 
 // The connection died in the backlog, or the process is short of descriptors or memory for a
 // moment: keep listening, after a pause (an immediate retry would spin while it lasts).
@@ -93,17 +92,12 @@ void TcpListener::onAccept(const std::error_code& ec, asio::ip::tcp::socket sock
 
 void TcpListener::logAcceptError(const std::error_code& ec) {
   acceptErrors_.fetch_add(1, std::memory_order_relaxed);
-  const auto now = std::chrono::steady_clock::now();
-  if (lastErrorLog_ && now - *lastErrorLog_ < kAcceptErrorLogPeriod) {
-    ++unloggedErrors_;
-    return;
-  }
+  const std::optional<uint64_t> unlogged = errorLog_.admit();
+  if (!unlogged) return;
   rs::logger().warn("{}: accept failed: {}; retrying every {} ms ({} more accept errors since "
                     "the last such line; at most one line per {} s)",
-                    name_, ec.message(), kAcceptRetry.count(), unloggedErrors_,
-                    std::chrono::duration_cast<std::chrono::seconds>(kAcceptErrorLogPeriod).count());
-  unloggedErrors_ = 0;
-  lastErrorLog_ = now;
+                    name_, ec.message(), kAcceptRetry.count(), *unlogged,
+                    std::chrono::duration_cast<std::chrono::seconds>(errorLog_.period()).count());
 }
 
 void TcpListener::close() {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/common/log_limiter.h"
 #include "core/transport/listener.h"
 
 namespace rs::transport::tcp {
@@ -38,8 +39,7 @@ class TcpListener final : public Listener {
   Endpoint local_;
   std::string name_;  // "tcp://127.0.0.1:41000", for logs
   std::atomic<uint64_t> acceptErrors_{0};
-  uint64_t unloggedErrors_ = 0;  // since the last accept-error line
-  std::optional<std::chrono::steady_clock::time_point> lastErrorLog_;
+  LogLimiter errorLog_{1, std::chrono::seconds(10)};
 };
 
 }  // namespace rs::transport::tcp
