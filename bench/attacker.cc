@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -113,15 +114,20 @@ bool readAll(int fd, void* out, size_t size) {
 
 // Writes until done, the peer closed, or `deadline`: the no-read mode must end on time even
 // while the reducer has stopped reading from it.
+// `blocked`, if given, is called once the peer has taken nothing for a second.
 bool writeAll(int fd, const void* data, size_t size,
-              Clock::time_point deadline = Clock::time_point::max()) {
+              Clock::time_point deadline = Clock::time_point::max(),
+              const std::function<void()>& blocked = {}) {
   const auto* p = static_cast<const uint8_t*>(data);
+  auto waitingSince = Clock::now();
   while (size > 0) {
     pollfd w{fd, POLLOUT, 0};
     if (::poll(&w, 1, 100) == 0) {
       if (Clock::now() >= deadline) return false;
+      if (blocked && Clock::now() - waitingSince > std::chrono::seconds(1)) blocked();
       continue;
     }
+    waitingSince = Clock::now();
     ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (n <= 0) return false;
@@ -378,10 +384,12 @@ void noReadLoop(const Config& c, Tally& t, Clock::time_point end) {
       f.dtype = DataType::kFloat32;
       f.op = ReduceOp::kSum;
       const wire::HeaderBytes h = wire::encodeHeader(wire::reduceHeader(f));
-      if (!writeAll(fd, h.data(), h.size(), end) ||
-          !writeAll(fd, payload.data(), payload.size() * sizeof(float), end))
+      // Underway once the reducers stopped taking chunks: before that, this is only one more
+      // tenant sending at its link's rate, whose cost is the link's to share.
+      const auto full = [&] { t.markUnderway(); };
+      if (!writeAll(fd, h.data(), h.size(), end, full) ||
+          !writeAll(fd, payload.data(), payload.size() * sizeof(float), end, full))
         break;
-      t.markUnderway();
     }
     // Blocked (or the deadline): wait, still not reading, for the reducer to end it.
     pollfd p{fd, POLLRDHUP, 0};
