@@ -10,8 +10,8 @@
 # file here (deploy/README.md, "The job secret").
 #   create-job.sh [CONFIG.yaml] [more gcloud flags, e.g. --project=my-project]
 set -euo pipefail
-config=${1:-$(dirname "$0")/custom-job.yaml}
-if (($# > 0)); then shift; fi
+config=$(dirname "$0")/custom-job.yaml
+if (($# > 0)) && [[ $1 != -* ]]; then config=$1; shift; fi  # a first argument that is no flag
 umask 077
 job=$(mktemp "${TMPDIR:-/tmp}/custom-job.XXXXXX")
 trap 'rm -f "$job"' EXIT

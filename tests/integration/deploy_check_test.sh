@@ -187,14 +187,20 @@ n=0; [[ -f $SAW/paths ]] && n=$(wc -l <"$SAW/paths")
 cp "$config" "$SAW/config.$n"
 stat -c %a "$config" >>"$SAW/modes"
 echo "$config" >>"$SAW/paths"
+echo "$@" >>"$SAW/args"
 EOF
 chmod +x fakebin/gcloud
-for run in 1 2; do
-  SAW=$work/saw PATH="$work/fakebin:$PATH" bash clean/vertex/create-job.sh >/dev/null ||
-    fail "create-job.sh with a stand-in gcloud failed"
+# The second run starts with a gcloud flag: the config is then the one beside the script.
+for flags in "" --project=my-project; do
+  SAW=$work/saw PATH="$work/fakebin:$PATH" bash clean/vertex/create-job.sh $flags >/dev/null ||
+    fail "create-job.sh $flags with a stand-in gcloud failed"
 done
+grep -q -- "--region=us-central1 --display-name=rs-train --config=.* --project=my-project$" saw/args ||
+  { cat saw/args >&2; fail "create-job.sh --project=my-project did not pass the flag on to gcloud"; }
 secrets_of() { grep -A1 -- "- name: RS_SECRET$" "$1" | sed -n 's/^ *value: "\(.*\)"$/\1/p'; }
-(($(secrets_of saw/config.0 | wc -l) == 3)) || fail "create-job.sh did not give each of the 3 pools RS_SECRET"
+for config in saw/config.0 saw/config.1; do
+  (($(secrets_of $config | wc -l) == 3)) || fail "create-job.sh did not give each of the 3 pools RS_SECRET"
+done
 first=$(secrets_of saw/config.0 | sort -u) second=$(secrets_of saw/config.1 | sort -u)
 [[ $first =~ ^[0-9a-f]{64}$ && $second =~ ^[0-9a-f]{64}$ ]] ||
   fail "create-job.sh's pools do not share one 64-hex-digit secret: '$first' / '$second'"
