@@ -317,10 +317,10 @@ Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan) {
                                                   "let node drains take one at a time.")},
       {"selector", SpecValue::map({{"matchLabels", labels}})},
   }));
-  return yamlStream(headerText(plan, {"A standing reducer pool. First the pool's random secret (deploy/README.md), then",
-                                      "the pool: kubectl apply -k THIS_FOLDER (kustomization.yaml).",
+  return yamlStream(headerText(plan, {"A standing reducer pool. First its random secret, then the pool (deploy/README.md):",
                                       fmt::format("kubectl create secret generic {} --from-literal={}=$(openssl rand -hex 32)",
                                                   secretName, kSecretKey),
+                                      "kubectl apply -k THIS_FOLDER (kustomization.yaml)",
                                       "Workers in the same namespace set:",
                                       "RS_REDUCERS=" + reducers,
                                       "and RS_JOB (the job's name) and RS_SECRET_FILE (a file of that job's own secret,",

@@ -132,10 +132,9 @@ RS_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n') awk '
 Result<std::string> emitVertexYaml(const EmitPlan& plan) {
   RS_RETURN_IF_ERROR(validatePlan(plan));
   std::vector<std::string> header = planSummary(plan);
-  header.push_back("A Vertex AI CustomJobSpec: gcloud ai custom-jobs create --config=THIS_FILE");
-  header.push_back("(create-job.sh runs it).");
-  header.push_back("No job secret here: create-job.sh adds a fresh random one to every pool (RS_SECRET)");
-  header.push_back("each time it submits, so this file can be kept and shared. Submitted without one, the");
+  header.push_back("A Vertex AI CustomJobSpec for gcloud ai custom-jobs create --config: submit it with");
+  header.push_back("create-job.sh, which adds a fresh random job secret to every pool (RS_SECRET) each time.");
+  header.push_back("No secret is kept here, so this file can be kept and shared. Submitted without one, the");
   header.push_back("reducers run open and say so (deploy/README.md, \"The job secret\").");
   std::string headerText;
   for (const auto& line : header) headerText += (headerText.empty() ? "" : "\n") + line;
