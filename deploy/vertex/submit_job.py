@@ -4,12 +4,96 @@
 #   reducers: 25 x n1-highcpu-16
 # Change the plan and emit again rather than editing the counts here (deploy/README.md).
 #
-# Submits the job of custom-job.yaml through the Vertex AI SDK (pip install google-cloud-aiplatform):
+# Submits the job of custom-job.yaml through the Vertex AI SDK (pip install google-cloud-aiplatform),
+# with a fresh random job secret in every pool's RS_SECRET, as create-job.sh does:
 #   submit_job.py --project=my-project --staging-bucket=gs://my-bucket
 """Submits a training job with a Reduction Server pool to Vertex AI."""
 import argparse
+import copy
+import secrets
 
 from google.cloud import aiplatform
+
+# custom-job.yaml's pools: 0 the primary worker, 1 the other workers, 2 the reducers.
+WORKER_POOL_SPECS = [
+  {
+    "machine_spec": {
+      "machine_type": "a2-megagpu-16g",
+      "accelerator_type": "NVIDIA_TESLA_A100",
+      "accelerator_count": 16
+    },
+    "replica_count": 1,
+    "disk_spec": {
+      "boot_disk_type": "pd-ssd",
+      "boot_disk_size_gb": 100
+    },
+    "container_spec": {
+      "image_uri": "us-docker.pkg.dev/my-project/reduction-server/trainer-rs:latest",
+      "env": [
+        {
+          "name": "NCCL_NET_PLUGIN",
+          "value": "reduction-server"
+        },
+        {
+          "name": "NCCL_COLLNET_ENABLE",
+          "value": "1"
+        }
+      ]
+    }
+  },
+  {
+    "machine_spec": {
+      "machine_type": "a2-megagpu-16g",
+      "accelerator_type": "NVIDIA_TESLA_A100",
+      "accelerator_count": 16
+    },
+    "replica_count": 7,
+    "disk_spec": {
+      "boot_disk_type": "pd-ssd",
+      "boot_disk_size_gb": 100
+    },
+    "container_spec": {
+      "image_uri": "us-docker.pkg.dev/my-project/reduction-server/trainer-rs:latest",
+      "env": [
+        {
+          "name": "NCCL_NET_PLUGIN",
+          "value": "reduction-server"
+        },
+        {
+          "name": "NCCL_COLLNET_ENABLE",
+          "value": "1"
+        }
+      ]
+    }
+  },
+  {
+    "machine_spec": {
+      "machine_type": "n1-highcpu-16"
+    },
+    "replica_count": 25,
+    "disk_spec": {
+      "boot_disk_type": "pd-ssd",
+      "boot_disk_size_gb": 100
+    },
+    "container_spec": {
+      "image_uri": "us-docker.pkg.dev/my-project/reduction-server/reduction-server:0.1.0",
+      "env": [
+        {
+          "name": "RS_LOG_FORMAT",
+          "value": "json"
+        }
+      ]
+    }
+  }
+]
+
+
+def with_secret(pools, secret):
+    """The pools, every container given the job secret in RS_SECRET."""
+    pools = copy.deepcopy(pools)
+    for pool in pools:
+        pool["container_spec"].setdefault("env", []).append({"name": "RS_SECRET", "value": secret})
+    return pools
 
 
 def main():
@@ -19,24 +103,17 @@ def main():
     parser.add_argument("--staging-bucket", required=True, help="gs:// folder for the job's files")
     args = parser.parse_args()
 
+    # This job's own secret: the reducers accept only workers that hold it. It lives in the
+    # job's spec (readable by whoever may view the job) and in no file (deploy/README.md).
+    secret = secrets.token_hex(32)
     aiplatform.init(project=args.project, location=args.region, staging_bucket=args.staging_bucket)
-    job = aiplatform.CustomContainerTrainingJob(
+    # CustomJob rather than CustomContainerTrainingJob.run(reduction_server_...): that one
+    # gives the reducers' pool no environment, so no secret.
+    job = aiplatform.CustomJob(
         display_name="rs-train",
-        container_uri="us-docker.pkg.dev/my-project/reduction-server/trainer-rs:latest",
+        worker_pool_specs=with_secret(WORKER_POOL_SPECS, secret),
     )
-    # replica_count counts every worker: the SDK puts 1 in pool 0 and the rest in pool 1.
-    job.run(
-        replica_count=8,
-        machine_type="a2-megagpu-16g",
-        accelerator_type="NVIDIA_TESLA_A100",
-        accelerator_count=16,
-        boot_disk_type="pd-ssd",
-        boot_disk_size_gb=100,
-        environment_variables={"NCCL_NET_PLUGIN": "reduction-server", "NCCL_COLLNET_ENABLE": "1"},
-        reduction_server_replica_count=25,
-        reduction_server_machine_type="n1-highcpu-16",
-        reduction_server_container_uri="us-docker.pkg.dev/my-project/reduction-server/reduction-server:0.1.0",
-    )
+    job.run()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ workerPoolSpecs is a Vertex AI CustomJobSpec, one with jobSpec a CustomJob REST 
 apiVersion and kind a Kubernetes object (a Kustomization is rendered with kubectl kustomize and
 its output checked too); a script that runs `gcloud ai custom-jobs create` is a gcloud command,
 a Python script a Vertex AI SDK call; a document with scrape_configs a Prometheus configuration
-(promtool check config, where promtool is installed). What each check does is in its module.
+(promtool check config, where promtool is installed). Kubernetes pods of the Reduction Server
+must read the job secret from a mounted Secret (secret_check). What each check does is in its
+module.
 """
 import argparse
 import json
@@ -21,6 +23,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubernetes_check  # noqa: E402
 import report as report_mod  # noqa: E402
+import secret_check  # noqa: E402
 import vertex_check  # noqa: E402
 import vertex_scripts_check  # noqa: E402
 
@@ -181,12 +184,13 @@ def main():
             k8s_docs += kubernetes_check.render_kustomizations(kustomizations, rep)
         if k8s_docs:
             kubernetes_check.type_check(k8s_docs, args.tools, rep)
+            secret_check.check(k8s_docs, rep)
         if vertex_docs:
             vertex_check.check_specs(vertex_docs, sandbox, rep)
         for path in gcloud_scripts:
             vertex_scripts_check.check_gcloud_script(path, sandbox, rep)
         for path in sdk_scripts:
-            vertex_scripts_check.check_sdk_script(path, tmp, rep)
+            vertex_scripts_check.check_sdk_script(path, tmp, sandbox, rep)
     return rep.finish(len(files))
 
 

@@ -129,6 +129,9 @@ Result<ReducerResources> reducerResources(const EmitPlan& plan) {
   return r;
 }
 
+std::string kubernetesJobSecretName(const EmitPlan& plan) { return plan.jobName + "-rs-secret"; }
+std::string kubernetesPoolSecretName(const EmitPlan& plan) { return plan.jobName + "-pool-secret"; }
+
 std::vector<std::string> planSummary(const EmitPlan& plan) {
   const std::string gpus = plan.acceleratorCount == 0
                                ? std::string("no accelerators")

@@ -67,6 +67,12 @@ Result<std::string> emitKubernetesJobSet(const EmitPlan& plan);
 // of the plan's R reducers, named after jobName.
 Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan);
 
+// The Kubernetes Secrets (key "secret") the manifests mount and the operator creates
+// (deploy/README.md): a job's own random secret, which its reducers and workers share, and a
+// standing pool's secret, from which each job's secret is derived.
+std::string kubernetesJobSecretName(const EmitPlan& plan);   // <jobName>-rs-secret
+std::string kubernetesPoolSecretName(const EmitPlan& plan);  // <jobName>-pool-secret
+
 // The names `--emit` takes and the emitter each selects.
 inline constexpr std::string_view kEmitKinds[] = {"vertex-yaml", "vertex-json", "gcloud",
                                                   "vertex-python", "k8s", "k8s-pool"};

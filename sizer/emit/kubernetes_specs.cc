@@ -1,6 +1,9 @@
 // Kubernetes launch files: a JobSet (jobset.x-k8s.io/v1alpha2, JobSet 0.8 or later for dependsOn)
 // running one training job with its own reducers, and a standing reducer pool (headless Service,
-// StatefulSet, PodDisruptionBudget). Both use the same hardened reducer pod.
+// StatefulSet, PodDisruptionBudget). Both use the same hardened reducer pod. The job secret
+// (core/common/secret.h) is a Kubernetes Secret the operator creates; every pod mounts it
+// read-only as a file named in RS_SECRET_FILE. No secret value is ever written here: a manifest
+// is reviewed, committed and reapplied, a credential must not be.
 #include <fmt/format.h>
 
 #include "sizer/emit/emit.h"
@@ -13,12 +16,37 @@ namespace {
 constexpr int kTerminationGraceSeconds = 75;
 constexpr int kMasterPort = 29500;  // torchrun's rendezvous on worker 0
 constexpr int kReducerUid = 10001;   // the reducer image's numeric USER
+// Where every pod finds the job secret: the Secret's key "secret", as a file.
+constexpr const char* kSecretVolume = "rs-secret";
+constexpr const char* kSecretDir = "/var/run/secrets/reduction-server";
+constexpr const char* kSecretKey = "secret";
+// Secret file modes: the reducer reads its file as group 10001 (fsGroup); a worker's user is not
+// known here.
+constexpr int kReducerSecretMode = 0440;
+constexpr int kWorkerSecretMode = 0444;
 
 std::string headerText(const EmitPlan& plan, std::initializer_list<std::string> more) {
   std::string out;
   for (const auto& line : planSummary(plan)) out += (out.empty() ? "" : "\n") + line;
   for (const auto& line : more) out += "\n" + line;
   return out;
+}
+
+std::string secretFile() { return fmt::format("{}/{}", kSecretDir, kSecretKey); }
+
+SpecValue secretEnv() {
+  return SpecValue::map({{"name", "RS_SECRET_FILE"}, {"value", secretFile()}});
+}
+
+SpecValue secretMount() {
+  return SpecValue::map({{"name", kSecretVolume}, {"mountPath", kSecretDir}, {"readOnly", true}});
+}
+
+// The pod volume of Secret `name`. It is not optional: a pod whose Secret is missing waits in
+// ContainerCreating rather than running open.
+SpecValue secretVolume(const std::string& name, int mode) {
+  return SpecValue::map({{"name", kSecretVolume},
+                         {"secret", SpecValue::map({{"secretName", name}, {"defaultMode", mode}})}});
 }
 
 SpecValue reducerLabels(const EmitPlan& plan) {
@@ -37,7 +65,7 @@ SpecValue grpcProbe(const EmitPlan& plan, int periodSeconds, int failureThreshol
                          {"failureThreshold", failureThreshold}});
 }
 
-SpecValue reducerContainer(const EmitPlan& plan, const ReducerResources& r) {
+SpecValue reducerContainer(const EmitPlan& plan, const ReducerResources& r, const std::string& secretSource) {
   const std::string cpu = std::to_string(r.cpu);
   const std::string memory = fmt::format("{}Gi", r.memoryLimitGib);
   SpecValue env = SpecValue::list();
@@ -50,6 +78,7 @@ SpecValue reducerContainer(const EmitPlan& plan, const ReducerResources& r) {
            {"RS_LOG_FORMAT", "json"}}) {
     env.add(SpecValue::map({{"name", name}, {"value", value}}));
   }
+  env.add(secretEnv().withComment(secretSource));
   return SpecValue::map({
       {"name", "reduction-server"},
       {"image", plan.reducerImage},
@@ -74,11 +103,14 @@ SpecValue reducerContainer(const EmitPlan& plan, const ReducerResources& r) {
        SpecValue::map({{"allowPrivilegeEscalation", false},
                        {"readOnlyRootFilesystem", true},
                        {"capabilities", SpecValue::map({{"drop", SpecValue::list({"ALL"})}})}})},
+      {"volumeMounts", SpecValue::list({secretMount()})},
   });
 }
 
-// The reducer pod: one per node of the reducer machine type, non-root, Guaranteed QoS.
-Result<SpecValue> reducerPodTemplate(const EmitPlan& plan, bool restartNever) {
+// The reducer pod: one per node of the reducer machine type, non-root, Guaranteed QoS, its
+// secret from Secret `secretName` (`secretSource` says what that secret is).
+Result<SpecValue> reducerPodTemplate(const EmitPlan& plan, bool restartNever, const std::string& secretName,
+                                     const std::string& secretSource) {
   auto resources = reducerResources(plan);
   if (!resources) return resources.status();
   SpecValue spec = SpecValue::map();
@@ -102,8 +134,13 @@ Result<SpecValue> reducerPodTemplate(const EmitPlan& plan, bool restartNever) {
       .set("securityContext", SpecValue::map({{"runAsNonRoot", true},
                                               {"runAsUser", kReducerUid},
                                               {"runAsGroup", kReducerUid},
+                                              {"fsGroup", kReducerUid},
                                               {"seccompProfile", SpecValue::map({{"type", "RuntimeDefault"}})}}))
-      .set("containers", SpecValue::list({reducerContainer(plan, *resources)}));
+      .set("containers", SpecValue::list({reducerContainer(plan, *resources, secretSource)}))
+      .set("volumes", SpecValue::list({secretVolume(secretName, kReducerSecretMode)})
+                          .withComment(fmt::format("Secret {} (key {}), created before this file is applied; defaultMode\n"
+                                                   "{} is mode 0{:o} (YAML has no octal that 1.1 and 1.2 read alike).",
+                                                   secretName, kSecretKey, kReducerSecretMode, kReducerSecretMode)));
   return SpecValue::map({
       {"metadata",
        SpecValue::map({{"labels", reducerLabels(plan)},
@@ -170,13 +207,15 @@ SpecValue workerPodTemplate(const EmitPlan& plan) {
            SpecValue::map({{"name", "NCCL_COLLNET_ENABLE"}, {"value", "1"}}),
            SpecValue::map({{"name", "RS_REDUCERS"}, {"value", reducers}})
                .withComment("Every reducer of this JobSet, by its stable DNS name."),
+           secretEnv().withComment("This job's secret, the same file as the reducers'."),
        })},
   });
   if (plan.acceleratorCount > 0) {
     container.set("resources", SpecValue::map({{"limits", SpecValue::map({{"nvidia.com/gpu",
                                                                           std::to_string(plan.acceleratorCount)}})}}));
   }
-  container.set("volumeMounts", SpecValue::list({SpecValue::map({{"name", "dshm"}, {"mountPath", "/dev/shm"}})}));
+  container.set("volumeMounts", SpecValue::list({SpecValue::map({{"name", "dshm"}, {"mountPath", "/dev/shm"}}),
+                                                  secretMount()}));
   return SpecValue::map({
       {"metadata", SpecValue::map({{"labels", SpecValue::map({{"app.kubernetes.io/name", "reduction-server"},
                                                                {"app.kubernetes.io/component", "worker"},
@@ -187,8 +226,15 @@ SpecValue workerPodTemplate(const EmitPlan& plan) {
            {"nodeSelector", SpecValue::map({{"node.kubernetes.io/instance-type", plan.workerMachineType}})},
            {"containers", SpecValue::list({std::move(container)})},
            {"volumes", SpecValue::list({SpecValue::map({{"name", "dshm"},
-                                                        {"emptyDir", SpecValue::map({{"medium", "Memory"}})}})})
-                           .withComment("NCCL and PyTorch's data loaders need more shared memory than the default 64 MiB.")},
+                                                        {"emptyDir", SpecValue::map({{"medium", "Memory"}})}})
+                                            .withComment("NCCL and PyTorch's data loaders need more shared memory "
+                                                         "than the default 64 MiB."),
+                                        secretVolume(kubernetesJobSecretName(plan), kWorkerSecretMode)
+                                            .withComment(fmt::format(
+                                                "Secret {} (key {}), the reducers' too; defaultMode {} is mode 0{:o}:\n"
+                                                "the training image's user is not known here, and only this pod sees it.",
+                                                kubernetesJobSecretName(plan), kSecretKey, kWorkerSecretMode,
+                                                kWorkerSecretMode))})},
        })},
   });
 }
@@ -197,7 +243,9 @@ SpecValue workerPodTemplate(const EmitPlan& plan) {
 
 Result<std::string> emitKubernetesJobSet(const EmitPlan& plan) {
   RS_RETURN_IF_ERROR(validatePlan(plan));
-  auto reducerPod = reducerPodTemplate(plan, /*restartNever=*/true);
+  const std::string secretName = kubernetesJobSecretName(plan);
+  auto reducerPod = reducerPodTemplate(plan, /*restartNever=*/true, secretName,
+                                       "This job's secret, from Secret " + secretName + ".");
   if (!reducerPod) return reducerPod.status();
   SpecValue reducersJob = SpecValue::map({{"name", "reducers"},
                                           {"replicas", 1},
@@ -226,14 +274,19 @@ Result<std::string> emitKubernetesJobSet(const EmitPlan& plan) {
            {"replicatedJobs", SpecValue::list({std::move(reducersJob), std::move(workersJob)})},
        })},
   });
-  return yamlStream(headerText(plan, {"A JobSet (needs the JobSet controller, 0.8 or later):",
+  return yamlStream(headerText(plan, {"A JobSet (needs the JobSet controller, 0.8 or later). First this job's own",
+                                      "random secret, which every pod mounts (deploy/README.md), then the JobSet:",
+                                      fmt::format("kubectl create secret generic {} --from-literal={}=$(openssl rand -hex 32)",
+                                                  secretName, kSecretKey),
                                       "kubectl apply -f THIS_FILE"}),
                     {jobSet});
 }
 
 Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan) {
   RS_RETURN_IF_ERROR(validatePlan(plan));
-  auto pod = reducerPodTemplate(plan, /*restartNever=*/false);
+  const std::string secretName = kubernetesPoolSecretName(plan);
+  auto pod = reducerPodTemplate(plan, /*restartNever=*/false, secretName,
+                                "The pool's secret, from Secret " + secretName + ": never give it to a job.");
   if (!pod) return pod.status();
   // StatefulSet pod i is <name>-<i>, and the headless Service of the same name its subdomain.
   const std::string reducers =
@@ -264,9 +317,14 @@ Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan) {
                                                   "let node drains take one at a time.")},
       {"selector", SpecValue::map({{"matchLabels", labels}})},
   }));
-  return yamlStream(headerText(plan, {"A standing reducer pool: kubectl apply -k THIS_FOLDER (kustomization.yaml).",
+  return yamlStream(headerText(plan, {"A standing reducer pool. First its random secret, then the pool (deploy/README.md):",
+                                      fmt::format("kubectl create secret generic {} --from-literal={}=$(openssl rand -hex 32)",
+                                                  secretName, kSecretKey),
+                                      "kubectl apply -k THIS_FOLDER (kustomization.yaml)",
                                       "Workers in the same namespace set:",
-                                      "RS_REDUCERS=" + reducers}),
+                                      "RS_REDUCERS=" + reducers,
+                                      "and RS_JOB (the job's name) and RS_SECRET_FILE (a file of that job's own secret,",
+                                      "from reduction-server --derive-job-secret JOB: deploy/README.md)."}),
                     {service, statefulSet, budget});
 }
 

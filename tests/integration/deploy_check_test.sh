@@ -43,10 +43,15 @@ expect_line clean.out "ok    clean/k8s/reducer-pool/reducer-pool.yaml: document 
 expect_line clean.out "ok    clean/k8s/training-jobset.yaml: document 1 (JobSet rs-train): matches the JobSet v1alpha2 types"
 expect_line clean.out "ok    clean/vertex/custom-job.yaml: yamllint"
 expect_line clean.out "ok    clean/vertex/submit_job.py: the keywords of"
+expect_line clean.out "ok    clean/k8s/training-jobset.yaml: document 1 (JobSet rs-train): replicatedJob reducers: reads its secret from Secret rs-train-rs-secret (RS_SECRET_FILE, read-only)"
+expect_line clean.out "ok    clean/k8s/training-jobset.yaml: document 1 (JobSet rs-train): replicatedJob workers: reads its secret from Secret rs-train-rs-secret (RS_SECRET_FILE, read-only)"
+expect_line clean.out "ok    clean/k8s/reducer-pool/reducer-pool.yaml: document 2 (StatefulSet reduction-server): pod template: reads its secret from Secret reduction-server-pool-secret"
 if ((have_gcloud)); then
   expect_line clean.out "ok    clean/vertex/custom-job.yaml: reads as gcloud's GoogleCloudAiplatformV1CustomJobSpec"
   expect_line clean.out "ok    clean/vertex/custom-job.json: reads as gcloud's GoogleCloudAiplatformV1CustomJob,"
   expect_line clean.out "ok    clean/vertex/create-job.sh: gcloud parses its arguments"
+  expect_line clean.out "ok    clean/vertex/submit_job.py: its CustomJob carries one fresh job secret (RS_SECRET) in all 3 pools"
+  expect_line clean.out "ok    clean/vertex/submit_job.py: its CustomJob's worker_pool_specs: reads as gcloud's GoogleCloudAiplatformV1CustomJobSpec"
 fi
 ((have_kubectl)) && expect_line clean.out "ok    clean/k8s/reducer-pool/kustomization.yaml: kubectl kustomize renders 3 object(s)"
 ((have_promtool)) && expect_line clean.out "ok    clean/k8s/prometheus-scrape.yaml: promtool check config"
@@ -79,7 +84,16 @@ plant dependsOn.yaml k8s/training-jobset.yaml "status: Ready" "status: Redy"
 plant completionMode.yaml k8s/training-jobset.yaml "completionMode: Indexed" "completionMod: Indexed"
 plant kustomize/kustomization.yaml k8s/reducer-pool/kustomization.yaml "resources:" "resourcs:"
 plant create-job.sh vertex/create-job.sh "--display-name=" "--display-nam="
-plant submit_job.py vertex/submit_job.py "reduction_server_machine_type=" "reduction_server_machin_type="
+plant submit_job.py vertex/submit_job.py "worker_pool_specs=" "worker_pool_spec="
+# The job secret's wiring: a pod without RS_SECRET_FILE, a secret written into a manifest, a
+# writable mount, reducers and workers on different Secrets, an SDK script with a fixed secret.
+plant nosecretfile.yaml k8s/training-jobset.yaml "- name: RS_SECRET_FILE" "- name: RS_SECRET_FIL"
+plant literal.yaml k8s/reducer-pool/reducer-pool.yaml \
+  $'- name: RS_SECRET_FILE\n              value: /var/run/secrets/reduction-server/secret' \
+  $'- name: RS_SECRET\n              value: not-a-secret-but-the-check-cannot-know'
+plant writable.yaml k8s/reducer-pool/reducer-pool.yaml "readOnly: true" "readOnly: false"
+plant twosecrets.yaml k8s/training-jobset.yaml "secretName: rs-train-rs-secret" "secretName: other-rs-secret"
+plant fixed_secret.py vertex/submit_job.py "secrets.token_hex(32)" '"not-a-secret-but-the-same-every-time"'
 plant unknown.yaml vertex/custom-job.yaml "workerPoolSpecs:" "workerPools:"
 plant scrape.yaml k8s/prometheus-scrape.yaml "port: 2224" "prot: 2224"
 
@@ -95,7 +109,11 @@ expect_line planted.out "FAIL  planted/kind.yaml: document 3 (PodDisruptionBudge
 expect_line planted.out "FAIL  planted/successPolicy.yaml: document 1 (JobSet rs-train): spec.successPolicy.targetReplicatedJob: TS2561"
 expect_line planted.out "FAIL  planted/dependsOn.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[1].dependsOn[0].status: TS2820"
 expect_line planted.out "FAIL  planted/completionMode.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[0].template.spec.completionMod: TS2561"
-expect_line planted.out "FAIL  planted/submit_job.py: line 37: CustomContainerTrainingJob.run() has no parameter 'reduction_server_machin_type'"
+expect_line planted.out "FAIL  planted/submit_job.py: line 114: aiplatform.CustomJob() has no parameter 'worker_pool_spec'"
+expect_line planted.out "FAIL  planted/nosecretfile.yaml: document 1 (JobSet rs-train): replicatedJob reducers: container reduction-server: no RS_SECRET_FILE"
+expect_line planted.out "FAIL  planted/literal.yaml: document 2 (StatefulSet reduction-server): pod template: container reduction-server: RS_SECRET holds the secret itself"
+expect_line planted.out "FAIL  planted/writable.yaml: document 2 (StatefulSet reduction-server): pod template: container reduction-server: the Secret volume holding RS_SECRET_FILE is not mounted readOnly"
+expect_line planted.out "FAIL  planted/twosecrets.yaml: document 1 (JobSet rs-train): its pods mount different Secrets"
 expect_line planted.out "FAIL  planted/unknown.yaml: it is neither a Vertex AI CustomJobSpec/CustomJob"
 if ((have_kubectl)); then
   expect_line planted.out 'FAIL  planted/kustomize/kustomization.yaml: kubectl kustomize: invalid Kustomization: json: unknown field "resourcs"'
@@ -111,11 +129,12 @@ if ((have_gcloud)); then
   expect_line planted.out "FAIL  planted/pool0.yaml: workerPoolSpecs[0].replicaCount is 2: pool 0 holds the one primary replica"
   expect_line planted.out "FAIL  planted/create-job.sh: --display-nam is not a flag of gcloud ai custom-jobs create"
   expect_line planted.out "FAIL  planted/create-job.sh: gcloud refused the command (exit 2): ERROR: (gcloud.ai.custom-jobs.create) unrecognized arguments: --display-nam=rs-train"
+  expect_line planted.out "FAIL  planted/fixed_secret.py: its CustomJob: two runs gave the same RS_SECRET"
 fi
 # No planted file may pass: each must have a FAIL line of its own.
 for f in $(cd planted && find . -type f ! -name reducer-pool.yaml | sed 's|^\./||'); do
   grep -qF "FAIL  planted/$f:" planted.out || {
-    if [[ $have_gcloud -eq 0 && $f =~ ^(replicaCont.yaml|acceleratorTyp.json|enum.json|pool0.yaml|create-job.sh)$ ]] ||
+    if [[ $have_gcloud -eq 0 && $f =~ ^(replicaCont.yaml|acceleratorTyp.json|enum.json|pool0.yaml|create-job.sh|fixed_secret.py)$ ]] ||
        [[ $have_kubectl -eq 0 && $f == kustomize/kustomization.yaml ]] ||
        [[ $have_promtool -eq 0 && $f == scrape.yaml ]]; then
       continue  # its check needs a tool this machine lacks: the skip is checked below
@@ -154,7 +173,47 @@ done
 grep -q "replicas: 8" emitted/pool.yaml || fail "the emitted pool is not the 8 reducers rs-sizer sized"
 run_check emitted.out "$check" emitted || { cat emitted.out >&2; fail "rs-sizer --emit's files fail the checks"; }
 expect_line emitted.out "ok    emitted/jobset.yaml: document 1 (JobSet llm-finetune): matches the JobSet v1alpha2 types"
-echo "ok: rs-sizer --emit's files for another plan pass: $(grep -c '^ok' emitted.out) checks"
+echo "ok: rs-sizer --emit's files for another plan pass: $(grep -c '^ *ok ' emitted.out) checks"
+
+# 5. The secret at submission: create-job.sh gives all three pools one fresh 64-hex-digit secret,
+# a new one each run, in a config only its owner can read and that is gone afterwards; the spec
+# it reads holds none, and one that sets RS_SECRET itself is refused. A stand-in gcloud keeps
+# the config it is given.
+mkdir fakebin saw
+cat >fakebin/gcloud <<'EOF'
+#!/usr/bin/env bash
+for arg; do [[ $arg == --config=* ]] && config=${arg#--config=}; done
+n=0; [[ -f $SAW/paths ]] && n=$(wc -l <"$SAW/paths")
+cp "$config" "$SAW/config.$n"
+stat -c %a "$config" >>"$SAW/modes"
+echo "$config" >>"$SAW/paths"
+echo "$@" >>"$SAW/args"
+EOF
+chmod +x fakebin/gcloud
+# The second run starts with a gcloud flag: the config is then the one beside the script.
+for flags in "" --project=my-project; do
+  SAW=$work/saw PATH="$work/fakebin:$PATH" bash clean/vertex/create-job.sh $flags >/dev/null ||
+    fail "create-job.sh $flags with a stand-in gcloud failed"
+done
+grep -q -- "--region=us-central1 --display-name=rs-train --config=.* --project=my-project$" saw/args ||
+  { cat saw/args >&2; fail "create-job.sh --project=my-project did not pass the flag on to gcloud"; }
+secrets_of() { grep -A1 -- "- name: RS_SECRET$" "$1" | sed -n 's/^ *value: "\(.*\)"$/\1/p'; }
+for config in saw/config.0 saw/config.1; do
+  (($(secrets_of $config | wc -l) == 3)) || fail "create-job.sh did not give each of the 3 pools RS_SECRET"
+done
+first=$(secrets_of saw/config.0 | sort -u) second=$(secrets_of saw/config.1 | sort -u)
+[[ $first =~ ^[0-9a-f]{64}$ && $second =~ ^[0-9a-f]{64}$ ]] ||
+  fail "create-job.sh's pools do not share one 64-hex-digit secret: '$first' / '$second'"
+[[ $first != "$second" ]] || fail "two runs of create-job.sh gave the same secret"
+[[ $(sort -u saw/modes) == 600 ]] || fail "the config with the secret was readable by others: $(cat saw/modes)"
+while read -r path; do [[ ! -e $path ]] || fail "create-job.sh left its config with the secret: $path"; done <saw/paths
+! grep -q "name: RS_SECRET" clean/vertex/custom-job.yaml || fail "custom-job.yaml holds RS_SECRET"
+sed '0,/- name: RS_LOG_FORMAT/s//- name: RS_SECRET\n          value: x\n        - name: RS_LOG_FORMAT/' \
+  clean/vertex/custom-job.yaml >taken.yaml
+rc=0
+SAW=$work/saw PATH="$work/fakebin:$PATH" bash clean/vertex/create-job.sh taken.yaml >/dev/null 2>taken.err || rc=$?
+((rc != 0)) && grep -q "sets RS_SECRET itself" taken.err || { cat taken.err >&2; fail "create-job.sh took a config that sets RS_SECRET"; }
+echo "ok: create-job.sh gives every pool one fresh secret per run, in a private file it removes"
 
 echo "deploy_check_test: clean files pass; $(grep -c '^  FAIL' planted.out) failures from the planted faults;" \
   "gcloud=$have_gcloud kubectl=$have_kubectl promtool=$have_promtool"

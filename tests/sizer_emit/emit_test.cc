@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -171,4 +173,74 @@ TEST_CASE("emit: a plan that cannot be emitted is refused, naming the input") {
 
   CHECK_THAT(emitSpec("helm", a2MegaPlan()).status().message(),
              Catch::Contains("--emit 'helm' is not one of vertex-yaml, vertex-json, gcloud"));
+}
+
+namespace {
+
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// The longest run of hexadecimal digits: a secret value would be one of 32 or more.
+size_t longestHexRun(const std::string& text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = std::isxdigit(static_cast<unsigned char>(c)) ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
+}  // namespace
+
+TEST_CASE("emit: every Kubernetes pod reads the job secret from a read-only Secret mount") {
+  const std::string jobSet = emitted("k8s", a2MegaPlan());
+  CHECK(kubernetesJobSecretName(a2MegaPlan()) == "rs-train-rs-secret");
+  // Reducers and workers: the same Secret, mounted read-only, named by RS_SECRET_FILE.
+  CHECK(countOf(jobSet, "secretName: rs-train-rs-secret\n") == 2);
+  CHECK(countOf(jobSet, "- name: rs-secret\n") == 4);  // two volumes, two mounts
+  CHECK(countOf(jobSet, "mountPath: /var/run/secrets/reduction-server\n") == 2);
+  CHECK(countOf(jobSet, "readOnly: true\n") == 2);
+  CHECK(countOf(jobSet, "- name: RS_SECRET_FILE\n") == 2);
+  CHECK(countOf(jobSet, "value: /var/run/secrets/reduction-server/secret\n") == 2);
+  CHECK(countOf(jobSet, "defaultMode: 288\n") == 1);  // 0440, the reducer reads it as fsGroup 10001
+  CHECK(countOf(jobSet, "fsGroup: 10001\n") == 1);
+  CHECK_THAT(jobSet, Catch::Contains(
+                         "# kubectl create secret generic rs-train-rs-secret --from-literal=secret=$(openssl rand -hex 32)"));
+
+  const std::string pool = emitted("k8s-pool", a2HighPoolPlan());
+  CHECK(countOf(pool, "secretName: reduction-server-pool-secret\n") == 1);
+  CHECK(countOf(pool, "- name: RS_SECRET_FILE\n") == 1);
+  CHECK_THAT(pool, Catch::Contains("kubectl create secret generic reduction-server-pool-secret"));
+  CHECK_THAT(pool, Catch::Contains("reduction-server --derive-job-secret JOB"));
+  CHECK(pool.find("RS_SECRET\n") == std::string::npos);
+}
+
+TEST_CASE("emit: Vertex AI files hold no secret; their submit scripts make a fresh one per job") {
+  const EmitPlan plan = a2MegaPlan();
+  // The specs are kept and resubmitted: no secret in them.
+  CHECK(emitted("vertex-yaml", plan).find("name: RS_SECRET") == std::string::npos);
+  CHECK(emitted("vertex-json", plan).find("RS_SECRET") == std::string::npos);
+  // The gcloud script draws 32 random bytes and hands them to awk through the environment.
+  const std::string script = emitted("gcloud", plan);
+  CHECK_THAT(script, Catch::Contains("RS_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \\n') awk"));
+  CHECK_THAT(script, Catch::Contains("ENVIRON[\"RS_SECRET\"]"));
+  CHECK_THAT(script, Catch::Contains("--config=\"$job\""));
+  CHECK(script.find("exec gcloud") == std::string::npos);  // the trap removes the secret's file
+  // The SDK script: all three pools through CustomJob, the secret from secrets.token_hex.
+  const std::string python = emitted("vertex-python", plan);
+  CHECK_THAT(python, Catch::Contains("secret = secrets.token_hex(32)"));
+  CHECK_THAT(python, Catch::Contains("worker_pool_specs=with_secret(WORKER_POOL_SPECS, secret)"));
+  CHECK(countOf(python, "\"container_spec\": {") == 3);
+  CHECK(python.find("reduction_server_replica_count") == std::string::npos);
+}
+
+TEST_CASE("emit: no emitted file holds anything like a secret value") {
+  for (std::string_view kind : kEmitKinds) {
+    const EmitPlan plan = kind == "k8s-pool" ? a2HighPoolPlan() : a2MegaPlan();
+    INFO(kind);
+    CHECK(longestHexRun(emitted(kind, plan)) < 32);
+  }
 }
