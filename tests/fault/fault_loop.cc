@@ -41,8 +41,12 @@ constexpr int kReducers = 2;
 // chunks below the lead limit, so members can finish sending while one member holds back.
 constexpr uint64_t kCount = 256 << 10;
 constexpr uint64_t kSmallCount = 16 << 10;
-constexpr int kTimeoutMs = 3000;             // RS_TIMEOUT_MS and --collective-timeout-ms
-constexpr milliseconds kMargin{7000};        // beyond the timeout: only a hang guard
+// RS_TIMEOUT_MS and --collective-timeout-ms. Every fault here ends its group at once (a member
+// or a reducer gone); the timeout only bounds what would otherwise hang, and is long enough
+// that a fresh group's members, started on a loaded machine, never time out waiting for each
+// other.
+constexpr int kTimeoutMs = 5000;
+constexpr milliseconds kMargin{5000};        // beyond the timeout: only a hang guard
 constexpr milliseconds kStateDeadline{30000};  // for a state to be reached (a hang guard)
 
 enum Kind { kWorker, kReducer };

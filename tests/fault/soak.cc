@@ -34,7 +34,7 @@ using std::chrono::milliseconds;
 constexpr int kReducers = 2;
 constexpr int kConcurrentGroups = 4;
 constexpr uint64_t kMaxCount = 4096;  // fp32 elements: each collective moves 4 B .. 16 KiB
-constexpr int kTimeoutMs = 3000;
+constexpr int kTimeoutMs = 5000;  // a hang guard: members of a group wait for each other
 // RSS may end above its start by what the allocator keeps for reuse: glibc keeps freed memory
 // in each thread's arena (the reducer has io, gRPC and metrics threads) and trims it lazily.
 // 24 MiB is several times the most this run ever holds at once (the groups' slot memory and
