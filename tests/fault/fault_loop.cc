@@ -265,6 +265,7 @@ int run(int argc, char** argv) {
     });
     const double base = d.received();
     const double sentBase = kind == kReducer ? d.counter(victim, "rs_sent_bytes_total") : 0;
+    const double victimBase = kind == kReducer ? d.counter(victim, "rs_received_bytes_total") : 0;
 
     const int victimWorker = kind == kWorker ? victim : -1;
     if (kind == kWorker) {
@@ -315,7 +316,7 @@ int run(int argc, char** argv) {
         case kMidChunk:  // one member sends, held inside its chunk on the victim
           d.resume(sender);
           d.await(name + ": the sender's first bytes on the victim",
-                  [&] { return d.counter(victim, "rs_received_bytes_total") > 0 && d.received() > base; });
+                  [&] { return d.counter(victim, "rs_received_bytes_total") > victimBase; });
           d.killReducer(victim);
           d.markKilled(Clock::now());
           d.resumeAllBut(sender);
