@@ -10,7 +10,8 @@
 
 namespace rs::server {
 namespace {
-constexpr int kMaxPendingHandshakes = 4096;
+// Refusals for the handshake caps are logged at most once per this period, with a count.
+constexpr auto kRefusalLogPeriod = std::chrono::seconds(10);
 
 // "tcp://10.0.0.7:41000" -> "10.0.0.7": the per-peer connection cap counts hosts, not ports.
 std::string peerHost(const std::string& peerName) {
@@ -25,8 +26,8 @@ std::string peerHost(const std::string& peerName) {
 // One connection from accept until it is handed to its io thread (or refused).
 class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
  public:
-  Handshake(Acceptor& owner, std::unique_ptr<transport::Stream> stream)
-      : owner_(owner), stream_(std::move(stream)), timer_(owner.io_) {}
+  Handshake(Acceptor& owner, std::unique_ptr<transport::Stream> stream, std::string peer)
+      : owner_(owner), stream_(std::move(stream)), peer_(std::move(peer)), timer_(owner.io_) {}
 
   void run() {
     timer_.expires_after(std::chrono::milliseconds(owner_.config_.handshakeTimeoutMs));
@@ -120,11 +121,11 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
                     true);
     GroupParams params{p.worldSize, p.streamCount, p.reducerIndex, p.reducerCount, p.timeoutMs};
     auto group = owner_.registry_.joinStream(hello_.group, hello_.rank, p.streamIndex, params,
-                                             peerHost(stream_->peerName()));
+                                             peer_);
     if (!group) return refuse(handshakeFailureFor(group.status().code()), group.status(), true);
     finished_ = true;
     timer_.cancel();
-    owner_.pendingHandshakes_.fetch_sub(1);
+    owner_.handshakeEnded(peer_);
     owner_.handOff_(std::move(stream_), std::move(*group), hello_.rank, p.streamIndex);
   }
 
@@ -133,7 +134,7 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     if (finished_) return;
     finished_ = true;
     timer_.cancel();
-    owner_.pendingHandshakes_.fetch_sub(1);
+    owner_.handshakeEnded(peer_);
     owner_.countFailure(why);
     rs::logger().warn("refused data connection from {}: {}", stream_->peerName(),
                       reason.toString());
@@ -151,6 +152,7 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
 
   Acceptor& owner_;
   std::unique_ptr<transport::Stream> stream_;
+  const std::string peer_;  // the peer's address without the port
   asio::steady_timer timer_;
   wire::Nonce nonce_{};
   wire::HeaderBytes challengeHeader_{};
@@ -196,16 +198,54 @@ void Acceptor::acceptNext() {
       return;
     }
     accepted_.fetch_add(1, std::memory_order_relaxed);
-    if (pendingHandshakes_.load() >= kMaxPendingHandshakes) {
+    std::string peer = peerHost(stream->peerName());
+    if (Status full = admitHandshake(peer); !full.isOk()) {
       countFailure(HandshakeFailure::kLimit);
-      rs::logger().warn("refused {}: {} handshakes already pending", stream->peerName(),
-                        kMaxPendingHandshakes);
+      logRefusal(stream->peerName(), full);
     } else {
-      pendingHandshakes_.fetch_add(1);
-      std::make_shared<Handshake>(*this, std::move(stream))->run();
+      std::make_shared<Handshake>(*this, std::move(stream), std::move(peer))->run();
     }
     acceptNext();
   });
+}
+
+Status Acceptor::admitHandshake(const std::string& peer) {
+  // The global cap bounds the descriptors and timers that silent connections hold; the per-peer
+  // cap keeps one address from taking the whole pool, so other hosts' workers still join.
+  if (pendingHandshakes_.load() >= static_cast<int>(config_.maxPendingHandshakes))
+    return resourceExhausted(fmt::format("{} handshakes already pending (--max-pending-handshakes)",
+                                         config_.maxPendingHandshakes));
+  uint32_t& mine = pendingByPeer_[peer];
+  if (mine >= config_.maxPendingHandshakesPerPeer) {
+    if (mine == 0) pendingByPeer_.erase(peer);
+    return resourceExhausted(fmt::format(
+        "peer {} already has {} handshakes pending (--max-pending-handshakes-per-peer)", peer,
+        mine));
+  }
+  ++mine;
+  pendingHandshakes_.fetch_add(1);
+  return Status::ok();
+}
+
+void Acceptor::handshakeEnded(const std::string& peer) {
+  pendingHandshakes_.fetch_sub(1);
+  if (auto it = pendingByPeer_.find(peer); it != pendingByPeer_.end() && --it->second == 0)
+    pendingByPeer_.erase(it);
+}
+
+void Acceptor::logRefusal(const std::string& peerName, const Status& why) {
+  // A flood of connections must not flood the log: one line per period, with the count.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < nextRefusalLog_) {
+    ++refusalsNotLogged_;
+    return;
+  }
+  nextRefusalLog_ = now + kRefusalLogPeriod;
+  rs::logger().warn("refused data connection from {}: {}{}", peerName, why.message(),
+                    refusalsNotLogged_ ? fmt::format(" ({} more refusals not logged)",
+                                                     refusalsNotLogged_)
+                                       : std::string());
+  refusalsNotLogged_ = 0;
 }
 
 }  // namespace rs::server
