@@ -187,7 +187,9 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                     "RS_MAX_CHUNK");
   addByteSizeOption(app, "--memory-limit", &c.memoryLimitBytes,
                     "Accumulator memory for all groups (e.g. 2GiB); when full, the reducer stops "
-                    "reading and TCP pushes back on the workers",
+                    "reading and TCP pushes back on the workers. One group holds at most its share "
+                    "of an io thread's part (all but 2 x --max-chunk when alone, an even split "
+                    "among active groups), so a stalled job cannot pin it all",
                     "RS_MEMORY_LIMIT");
   addOption(app, "--max-groups", &c.maxGroups,
             "Most groups served at once",

@@ -134,8 +134,7 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
   // Fairness: a request waits only behind its own group (its quota, or an earlier request of
   // its group) or behind the shared memory (an earlier request that found the pool full);
   // never behind another group's quota.
-  const bool underQuota = held(*gs) < config_.maxSlotsPerGroup;
-  if (underQuota && gs->parked == 0 && !memoryBlocked_) {
+  if (mayOpen(*gs, bytes) && gs->parked == 0 && !memoryBlocked_) {
     if (auto buffer = pool_->tryAcquire(bytes)) {
       *out = openSlot(*gs, h, std::move(*buffer));
       return Acquire::kReady;
@@ -193,9 +192,9 @@ void Shard::serviceWaiters() {
         continue;
       }
       slot = open->second;
-    } else if (!memoryBlocked && !blocked.contains(gs) && held(*gs) < config_.maxSlotsPerGroup) {
-      const size_t bytes =
-          static_cast<size_t>(it->header.elemCount) * accumulatorSize(it->header.dtype);
+    } else if (const size_t bytes = static_cast<size_t>(it->header.elemCount) *
+                                    accumulatorSize(it->header.dtype);
+               !memoryBlocked && !blocked.contains(gs) && mayOpen(*gs, bytes)) {
       if (auto buffer = pool_->tryAcquire(bytes)) slot = openSlot(*gs, it->header, std::move(*buffer));
       else memoryBlocked = true;
     }
@@ -215,6 +214,29 @@ void Shard::serviceWaiters() {
 uint32_t Shard::held(GroupShard& gs) {
   std::erase_if(gs.draining, [](const std::weak_ptr<Slot>& s) { return s.expired(); });
   return static_cast<uint32_t>(gs.open.size() + gs.draining.size());
+}
+
+bool Shard::mayOpen(GroupShard& gs, size_t bytes) {
+  return held(gs) < config_.maxSlotsPerGroup &&
+         heldBytes(gs) + SlotPool::roundUp(bytes) <= memoryShare(gs);
+}
+
+uint64_t Shard::heldBytes(GroupShard& gs) {
+  uint64_t bytes = 0;
+  for (const auto& [chunk, slot] : gs.open) bytes += slot->memoryBytes();
+  for (const auto& weak : gs.draining)
+    if (auto slot = weak.lock()) bytes += slot->memoryBytes();
+  return bytes;
+}
+
+uint64_t Shard::memoryShare(const GroupShard& gs) const {
+  uint64_t active = 0;
+  for (const auto& [id, other] : groups_)
+    active += (&other == &gs || !other.open.empty() || !other.draining.empty() || other.parked > 0)
+                  ? 1 : 0;
+  const uint64_t budget = pool_->budget();
+  const uint64_t floor = std::min<uint64_t>(budget, SlotPool::roundUp(2ull * config_.maxChunkBytes));
+  return std::max(floor, std::min(budget - floor, budget / std::max<uint64_t>(active, 1)));
 }
 
 void Shard::contributed(Slot& slot) {

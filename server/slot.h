@@ -115,6 +115,8 @@ class Slot {
     return accumulator_.data() + elem * elemSize_;
   }
   uint64_t released() const { return released_; }
+  // The pool memory this slot holds (its accumulator, as the pool rounded it).
+  size_t memoryBytes() const { return accumulator_.size(); }
   uint64_t received(uint32_t rank) const { return members_[rank].received; }
 
   // The chunk's last RESULT part was queued to one more member / written to one: the latter

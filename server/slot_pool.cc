@@ -5,7 +5,7 @@
 namespace rs::server {
 
 std::optional<AlignedBuffer> SlotPool::tryAcquire(size_t bytes) {
-  const size_t want = roundUp(std::max<size_t>(bytes, 1));
+  const size_t want = roundUp(bytes);
   if (inUse_ + want > budget_) return std::nullopt;
   // Best fit among cached buffers no more than twice the size asked for.
   auto best = cache_.end();

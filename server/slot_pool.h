@@ -5,6 +5,7 @@
 // control pushes back on their workers (see the deadlock argument in shard.h).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -29,10 +30,13 @@ class SlotPool {
   uint64_t budget() const { return budget_; }
   uint64_t inUse() const { return inUse_; }
   bool fitsEver(size_t bytes) const { return roundUp(bytes) <= budget_; }
+  // What a request for `bytes` takes from the budget. Sizes are rounded so that chunks of
+  // nearly equal size share buffers.
+  static size_t roundUp(size_t bytes) {
+    return (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
+  }
 
  private:
-  // Sizes are rounded so that chunks of nearly equal size share buffers.
-  static size_t roundUp(size_t bytes) { return (bytes + kGranule - 1) / kGranule * kGranule; }
   static constexpr size_t kGranule = 64 << 10;
 
   const uint64_t budget_;

@@ -133,6 +133,47 @@ TEST_CASE("a group parked on its slot quota does not hold back another group", "
   CHECK(plane.stats().slotsOpen == config.maxSlotsPerGroup);
 }
 
+TEST_CASE("a group that stalls holding memory leaves the rest of the pool to a group beside it",
+          "[fairness][memory]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxChunkBytes = 256 << 10;   // F, the floor every group keeps: 2 x 256 KiB
+  config.memoryLimitBytes = 4 << 20;  // sixteen of the stalled group's slots
+  config.maxSlotsPerGroup = 64;       // the quota is not what stops the stalled group
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  // Rank 0 of the stalled group sends 24 whole chunks of 256 KiB; rank 1 sends none. Alone on
+  // the thread, the group may hold all but F of the pool: 14 chunks (3.5 MiB), and the 15th
+  // parks.
+  const GroupId stalled = GroupId::random();
+  constexpr int kChunks = 24;
+  constexpr uint32_t kCount = (256 << 10) / 4;
+  RawSender r0(port, stalled, 2, 0);
+  RawSender r1(port, stalled, 2, 1);
+  std::thread send0([&] {
+    for (int c = 0; c < kChunks; ++c)
+      if (!r0.sendChunk(static_cast<uint64_t>(c), kCount)) return;
+  });
+  constexpr uint64_t kShare = (4 << 20) - (512 << 10);
+  const bool parked = waitUntil([&] { return plane.stats().parkedSessions == 1; }, kGuard);
+  const uint64_t stalledBytes = plane.stats().slotBytesInUse;
+
+  // A healthy group beside it gets the memory the stalled one left (without the share rule the
+  // stalled group holds the whole pool and the healthy one waits for memory until its timeout).
+  const Status healthy = runHealthyGroup(pool.endpoints(), {.rounds = 20, .timeoutMs = 20000});
+  const auto after = plane.stats();
+  r0.shutdown();
+  r1.shutdown();
+  send0.join();
+  REQUIRE(parked);
+  REQUIRE(healthy.toString() == "OK");
+  CHECK(stalledBytes == kShare);
+  // The stalled group is still where it was: holding its share, its next chunk parked.
+  CHECK(after.parkedSessions == 1);
+  CHECK(after.slotsOpen == static_cast<int64_t>(kShare / (256 << 10)));
+}
+
 TEST_CASE("a member that sent its part and disconnects fails its group at once and frees its "
           "slots",
           "[fairness]") {
