@@ -186,8 +186,9 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                     "Largest chunk payload accepted (e.g. 8MiB)",
                     "RS_MAX_CHUNK");
   addByteSizeOption(app, "--memory-limit", &c.memoryLimitBytes,
-                    "Accumulator memory for all groups (e.g. 2GiB); when full, the reducer stops "
-                    "reading and TCP pushes back on the workers. One group holds at most its share "
+                    "Accumulator memory for all groups, and their state sized by world size "
+                    "(e.g. 2GiB); when full, the reducer stops reading and TCP pushes back on the "
+                    "workers, and a group whose state does not fit is refused. One group holds at most its share "
                     "of an io thread's part (all but 2 x --max-chunk when alone, an even split "
                     "among active groups), so a stalled job cannot pin it all",
                     "RS_MEMORY_LIMIT");

@@ -23,11 +23,11 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
       index_(index),
       registry_(registry),
       abortGroup_(std::move(abortGroup)),
-      pool_(std::make_shared<SlotPool>(config.memoryLimitBytes /
-                                       static_cast<uint64_t>(config.ioThreads))),
+      pool_(std::make_shared<SlotPool>(registry.memory())),
       timeoutTimer_(io) {
   pool_->setOnFreed([this] {
     stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
+    stats_.slotStateBytes.store(pool_->stateInUse(), std::memory_order_relaxed);
     scheduleWaiterService();
   });
   scheduleTimeoutCheck();
@@ -86,11 +86,13 @@ std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h
   setup.timeout = std::chrono::milliseconds(gs.group->timeoutMs());
   setup.maxLeadBytes = config_.maxLeadBytes;
   setup.minPartBytes = std::min<uint64_t>(kMinResultPartBytes, config_.pieceBytes);
+  setup.stateBytes = Slot::stateBytes(p.worldSize);
   auto slot = std::make_shared<Slot>(pool_, std::move(buffer), h, setup);
   gs.open.emplace(h.chunk, slot);
   gs.group->counters().openSlots.fetch_add(1, std::memory_order_relaxed);
   stats_.slotsOpen.fetch_add(1, std::memory_order_relaxed);
   stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
+  stats_.slotStateBytes.store(pool_->stateInUse(), std::memory_order_relaxed);
   return slot;
 }
 
@@ -125,9 +127,14 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
     }
   }
   const size_t bytes = static_cast<size_t>(h.elemCount) * accumulatorSize(h.dtype);
-  if (!pool_->fitsEver(bytes)) {  // validate() makes this unreachable; kept as a guard
-    *error = resourceExhausted(fmt::format("chunk {} needs {} bytes, more than this thread's "
-                                           "whole pool", h.chunk, bytes));
+  const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
+  if (!pool_->fitsEver(bytes, state)) {
+    // validate() makes an accumulator alone always fit; its per-rank state for a very large
+    // world, with the bookkeeping of many groups charged, may not.
+    *error = resourceExhausted(fmt::format(
+        "chunk {} needs {} bytes and {} of per-rank state (world_size {}), more than this "
+        "thread's whole pool ({}: its part of --memory-limit less the bookkeeping charged)",
+        h.chunk, bytes, state, gs->group->params().worldSize, pool_->budget()));
     failGroup(gs->group, *error);
     return Acquire::kFailed;
   }
@@ -135,7 +142,7 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
   // its group) or behind the shared memory (an earlier request that found the pool full);
   // never behind another group's quota.
   if (mayOpen(*gs, bytes) && gs->parked == 0 && !memoryBlocked_) {
-    if (auto buffer = pool_->tryAcquire(bytes)) {
+    if (auto buffer = pool_->tryAcquire(bytes, state)) {
       *out = openSlot(*gs, h, std::move(*buffer));
       return Acquire::kReady;
     }
@@ -195,7 +202,9 @@ void Shard::serviceWaiters() {
     } else if (const size_t bytes = static_cast<size_t>(it->header.elemCount) *
                                     accumulatorSize(it->header.dtype);
                !memoryBlocked && !blocked.contains(gs) && mayOpen(*gs, bytes)) {
-      if (auto buffer = pool_->tryAcquire(bytes)) slot = openSlot(*gs, it->header, std::move(*buffer));
+      const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
+      if (auto buffer = pool_->tryAcquire(bytes, state))
+        slot = openSlot(*gs, it->header, std::move(*buffer));
       else memoryBlocked = true;
     }
     if (!slot) {
@@ -419,6 +428,9 @@ void Shard::checkTimeouts() {
       expired.emplace_back(gs.group, std::move(idle));
   }
   for (auto& [group, reason] : expired) failGroup(group, reason);
+  // The pool's budget grows when another thread's group returns its bookkeeping, which frees
+  // nothing here: look at the waiters again.
+  scheduleWaiterService();
 }
 
 }  // namespace rs::server

@@ -78,7 +78,8 @@ class Shard final : public SessionOwner {
   // Aborts a group on every io thread (the data plane's broadcast). Any thread.
   using AbortGroup = std::function<void(const std::shared_ptr<Group>&, const Status&)>;
 
-  // `registry` is told when a stream closes; `abortGroup` fails a group everywhere.
+  // `registry` is told when a stream closes; `abortGroup` fails a group everywhere. The slot
+  // pool takes its budget from the registry's MemoryBudget.
   Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, GroupRegistry& registry,
         AbortGroup abortGroup);
   ~Shard();
@@ -87,7 +88,8 @@ class Shard final : public SessionOwner {
   uint32_t index() const { return index_; }
   const ServerConfig& config() const { return config_; }
   ShardStats& stats() { return stats_; }
-  uint64_t poolBudget() const { return pool_->budget(); }
+  // This thread's part of --memory-limit (for the gauges; bookkeeping is charged from it).
+  uint64_t poolLimit() const { return pool_->limit(); }
 
   // Everything below runs on this shard's thread.
 
