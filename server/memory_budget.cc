@@ -12,10 +12,17 @@ namespace {
 constexpr uint64_t kPeerEntryBytes = 64;
 }  // namespace
 
+namespace {
+// Bookkeeping may always take this part of each thread's share, even where that leaves less
+// than the floor (a limit of exactly one largest chunk per thread would otherwise refuse every
+// group).
+constexpr uint64_t kMinBookkeepingShare = 16;  // 1/16
+}  // namespace
+
 MemoryBudget::MemoryBudget(uint64_t limit, uint32_t threads, uint64_t floor)
     : limit_(limit),
       threads_(std::max<uint32_t>(threads, 1)),
-      floor_(std::min<uint64_t>(floor, limit / std::max<uint32_t>(threads, 1))) {}
+      floor_(std::min<uint64_t>(floor, limit / threads_ - limit / threads_ / kMinBookkeepingShare)) {}
 
 Status MemoryBudget::chargeBookkeeping(uint64_t bytes, std::string_view what) {
   const uint64_t ceiling = limit_ - floor_ * threads_;

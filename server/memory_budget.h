@@ -26,7 +26,8 @@ namespace rs::server {
 class MemoryBudget {
  public:
   // `limit`: --memory-limit; `threads`: the io threads; `floor`: the least slot memory each
-  // thread keeps (at most limit / threads).
+  // thread keeps (at most 15/16 of limit / threads: bookkeeping may always have 1/16, where
+  // then the largest chunks of a group may not fit and are refused, named).
   MemoryBudget(uint64_t limit, uint32_t threads, uint64_t floor);
 
   // Charges `bytes` of bookkeeping for `what` ("group 0123abcd"), or refuses, naming the limit.
