@@ -215,13 +215,11 @@ Status Acceptor::admitHandshake(const std::string& peer) {
   if (pendingHandshakes_.load() >= static_cast<int>(config_.maxPendingHandshakes))
     return resourceExhausted(fmt::format("{} handshakes already pending (--max-pending-handshakes)",
                                          config_.maxPendingHandshakes));
-  uint32_t& mine = pendingByPeer_[peer];
-  if (mine >= config_.maxPendingHandshakesPerPeer) {
-    if (mine == 0) pendingByPeer_.erase(peer);
+  uint32_t& mine = pendingByPeer_[peer];  // the cap is at least 1: never left at 0 below
+  if (mine >= config_.maxPendingHandshakesPerPeer)
     return resourceExhausted(fmt::format(
         "peer {} already has {} handshakes pending (--max-pending-handshakes-per-peer)", peer,
         mine));
-  }
   ++mine;
   pendingHandshakes_.fetch_add(1);
   return Status::ok();

@@ -128,9 +128,10 @@ TEST_CASE("a group parked on its slot quota does not hold back another group", "
 
   REQUIRE(healthyRounds(pool, 20).toString() == "OK");
 
-  // The stalled group is still stuck where it was: it held back only itself.
+  // The stalled group is still stuck where it was: it held back only itself. (The healthy
+  // group's last slot closes just after its result went out: wait for that.)
+  CHECK(waitUntil([&] { return plane.stats().slotsOpen == config.maxSlotsPerGroup; }, kGuard));
   CHECK(plane.stats().parkedSessions == 1);
-  CHECK(plane.stats().slotsOpen == config.maxSlotsPerGroup);
 }
 
 TEST_CASE("a group that stalls holding memory leaves the rest of the pool to a group beside it",
@@ -163,7 +164,14 @@ TEST_CASE("a group that stalls holding memory leaves the rest of the pool to a g
   // A healthy group beside it gets the memory the stalled one left (without the share rule the
   // stalled group holds the whole pool and the healthy one waits for memory until its timeout).
   const Status healthy = runHealthyGroup(pool.endpoints(), {.rounds = 20, .timeoutMs = 20000});
-  const auto after = plane.stats();
+  // The stalled group is still where it was: holding its share, its next chunk parked (the
+  // healthy group's last slot closes just after its result went out: wait for it).
+  const int64_t stalledSlots = static_cast<int64_t>(stalledBytes / (256 << 10));
+  const bool stillStuck = waitUntil([&] {
+    const auto now = plane.stats();
+    return now.parkedSessions == 1 && now.slotsOpen == stalledSlots &&
+           now.slotBytesInUse == stalledBytes;
+  }, kGuard);
   r0.shutdown();
   r1.shutdown();
   send0.join();
@@ -171,9 +179,7 @@ TEST_CASE("a group that stalls holding memory leaves the rest of the pool to a g
   REQUIRE(healthy.toString() == "OK");
   CHECK(stalledBytes <= kShare);
   CHECK(stalledBytes >= kShare - (256 << 10));
-  // The stalled group is still where it was: holding its share, its next chunk parked.
-  CHECK(after.parkedSessions == 1);
-  CHECK(after.slotsOpen == static_cast<int64_t>(stalledBytes / (256 << 10)));
+  CHECK(stillStuck);
 }
 
 TEST_CASE("a member that sent its part and disconnects fails its group at once and frees its "
