@@ -11,7 +11,7 @@
 
 namespace rs::server {
 namespace {
-constexpr int kMaxPendingHandshakes = 4096;
+// Refusals for the handshake caps are logged at most once per this period, with a count.
 
 // "tcp://10.0.0.7:41000" -> "10.0.0.7": the per-peer connection cap counts hosts, not ports.
 std::string peerHost(const std::string& peerName) {
@@ -26,8 +26,8 @@ std::string peerHost(const std::string& peerName) {
 // One connection from accept until it is handed to its io thread (or refused).
 class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
  public:
-  Handshake(Acceptor& owner, std::unique_ptr<transport::Stream> stream)
-      : owner_(owner), stream_(std::move(stream)), timer_(owner.io_) {}
+  Handshake(Acceptor& owner, std::unique_ptr<transport::Stream> stream, std::string peer)
+      : owner_(owner), stream_(std::move(stream)), peer_(std::move(peer)), timer_(owner.io_) {}
 
   void run() {
     timer_.expires_after(std::chrono::milliseconds(owner_.config_.handshakeTimeoutMs));
@@ -121,11 +121,11 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
                     true);
     GroupParams params{p.worldSize, p.streamCount, p.reducerIndex, p.reducerCount, p.timeoutMs};
     auto group = owner_.registry_.joinStream(hello_.group, hello_.rank, p.streamIndex, params,
-                                             peerHost(stream_->peerName()));
+                                             peer_);
     if (!group) return refuse(handshakeFailureFor(group.status().code()), group.status(), true);
     finished_ = true;
     timer_.cancel();
-    owner_.pendingHandshakes_.fetch_sub(1);
+    owner_.handshakeEnded(peer_);
     owner_.handOff_(std::move(stream_), std::move(*group), hello_.rank, p.streamIndex);
   }
 
@@ -134,19 +134,9 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     if (finished_) return;
     finished_ = true;
     timer_.cancel();
-    owner_.pendingHandshakes_.fetch_sub(1);
+    owner_.handshakeEnded(peer_);
     owner_.countFailure(why);
-    if (const std::optional<uint64_t> unlogged = owner_.refusalLog_.admit(); unlogged) {
-      rs::logger().warn("refused data connection from {}: {}{}", stream_->peerName(),
-                        reason.toString(),
-                        *unlogged ? fmt::format(" ({} more refusals not logged since the last "
-                                                "such line; at most {} lines per {} s)",
-                                                *unlogged, owner_.refusalLog_.burst(),
-                                                std::chrono::duration_cast<std::chrono::seconds>(
-                                                    owner_.refusalLog_.period())
-                                                    .count())
-                                  : std::string());
-    }
+    owner_.logRefusal(stream_->peerName(), reason);
     if (!reply || writing_) {  // writing_: the CHALLENGE's completion closes
       if (!writing_) stream_->close();
       return;
@@ -161,6 +151,7 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
 
   Acceptor& owner_;
   std::unique_ptr<transport::Stream> stream_;
+  const std::string peer_;  // the peer's address without the port
   asio::steady_timer timer_;
   wire::Nonce nonce_{};
   wire::HeaderBytes challengeHeader_{};
@@ -206,16 +197,50 @@ void Acceptor::acceptNext() {
       return;
     }
     accepted_.fetch_add(1, std::memory_order_relaxed);
-    if (pendingHandshakes_.load() >= kMaxPendingHandshakes) {
+    std::string peer = peerHost(stream->peerName());
+    if (Status full = admitHandshake(peer); !full.isOk()) {
       countFailure(HandshakeFailure::kLimit);
-      rs::logger().warn("refused {}: {} handshakes already pending", stream->peerName(),
-                        kMaxPendingHandshakes);
+      logRefusal(stream->peerName(), full);
     } else {
-      pendingHandshakes_.fetch_add(1);
-      std::make_shared<Handshake>(*this, std::move(stream))->run();
+      std::make_shared<Handshake>(*this, std::move(stream), std::move(peer))->run();
     }
     acceptNext();
   });
+}
+
+Status Acceptor::admitHandshake(const std::string& peer) {
+  // The global cap bounds the descriptors and timers that silent connections hold; the per-peer
+  // cap keeps one address from taking the whole pool, so other hosts' workers still join.
+  if (pendingHandshakes_.load() >= static_cast<int>(config_.maxPendingHandshakes))
+    return resourceExhausted(fmt::format("{} handshakes already pending (--max-pending-handshakes)",
+                                         config_.maxPendingHandshakes));
+  uint32_t& mine = pendingByPeer_[peer];  // the cap is at least 1: never left at 0 below
+  if (mine >= config_.maxPendingHandshakesPerPeer)
+    return resourceExhausted(fmt::format(
+        "peer {} already has {} handshakes pending (--max-pending-handshakes-per-peer)", peer,
+        mine));
+  ++mine;
+  pendingHandshakes_.fetch_add(1);
+  return Status::ok();
+}
+
+void Acceptor::handshakeEnded(const std::string& peer) {
+  pendingHandshakes_.fetch_sub(1);
+  if (auto it = pendingByPeer_.find(peer); it != pendingByPeer_.end() && --it->second == 0)
+    pendingByPeer_.erase(it);
+}
+
+void Acceptor::logRefusal(const std::string& peerName, const Status& why) {
+  const std::optional<uint64_t> unlogged = refusalLog_.admit();
+  if (!unlogged) return;
+  rs::logger().warn(
+      "refused data connection from {}: {}{}", peerName, why.toString(),
+      *unlogged ? fmt::format(" ({} more refusals not logged since the last such line; at most "
+                              "{} lines per {} s)",
+                              *unlogged, refusalLog_.burst(),
+                              std::chrono::duration_cast<std::chrono::seconds>(
+                                  refusalLog_.period()).count())
+                : std::string());
 }
 
 }  // namespace rs::server

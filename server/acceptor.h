@@ -7,8 +7,11 @@
 #include <asio/io_context.hpp>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <unordered_map>
 
 #include "core/common/log_limiter.h"
 #include "core/common/status.h"
@@ -46,6 +49,11 @@ class Acceptor {
  private:
   class Handshake;
   void acceptNext();
+  // Takes a place in the handshake pool for a connection from `peer` (an address without the
+  // port), or says which cap is full. handshakeEnded gives it back. Acceptor thread only.
+  Status admitHandshake(const std::string& peer);
+  void handshakeEnded(const std::string& peer);
+  void logRefusal(const std::string& peerName, const Status& why);
   void countFailure(HandshakeFailure why) {
     handshakeFailures_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -58,6 +66,8 @@ class Acceptor {
   std::atomic<uint64_t> accepted_{0};  // TCP connections accepted, before their handshake
   std::array<std::atomic<uint64_t>, kNumHandshakeFailures> handshakeFailures_{};
   std::atomic<int> pendingHandshakes_{0};
+  // Pending handshakes per peer address (--max-pending-handshakes-per-peer); acceptor thread.
+  std::unordered_map<std::string, uint32_t> pendingByPeer_;
   // Refusals are logged at most 20 per 10 s (a flood of bad proofs must not fill the disk);
   // rs_handshake_failures_total counts every one.
   LogLimiter refusalLog_{20, std::chrono::seconds(10)};

@@ -20,11 +20,13 @@ std::string ServerConfig::describe() const {
   return fmt::format(
       "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
       "max_groups={} max_slots_per_group={} collective_timeout_ms={} handshake_timeout_ms={} "
-      "max_connections_per_group={} max_connections_per_peer={} idle_timeout_ms={} piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
+      "max_connections_per_group={} max_connections_per_peer={} max_pending_handshakes={} max_pending_handshakes_per_peer={} "
+      "idle_timeout_ms={} piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
       "metrics={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
-      handshakeTimeoutMs, maxConnectionsPerGroup, maxConnectionsPerPeer, idleTimeoutMs,
+      handshakeTimeoutMs, maxConnectionsPerGroup, maxConnectionsPerPeer, maxPendingHandshakes,
+      maxPendingHandshakesPerPeer, idleTimeoutMs,
       formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
       formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
       transport.tcp.sendBufferBytes, transport.tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
@@ -58,6 +60,10 @@ Status ServerConfig::validate() const {
     return invalidArgument("--max-connections-per-group must be at least 1");
   if (maxConnectionsPerPeer < 1)
     return invalidArgument("--max-connections-per-peer must be at least 1");
+  if (maxPendingHandshakes < 1)
+    return invalidArgument("--max-pending-handshakes must be at least 1");
+  if (maxPendingHandshakesPerPeer < 1)
+    return invalidArgument("--max-pending-handshakes-per-peer must be at least 1");
   if (statsIntervalSeconds < 0) return invalidArgument("--stats-interval must be >= 0");
   if (!metricsListen.empty()) {
     // The parse of every listen address; it also refuses civetweb's lists ("a:1,b:2", which
@@ -180,8 +186,11 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                     "Largest chunk payload accepted (e.g. 8MiB)",
                     "RS_MAX_CHUNK");
   addByteSizeOption(app, "--memory-limit", &c.memoryLimitBytes,
-                    "Accumulator memory for all groups (e.g. 2GiB); when full, the reducer stops "
-                    "reading and TCP pushes back on the workers",
+                    "Accumulator memory for all groups, and their state sized by world size "
+                    "(e.g. 2GiB); when full, the reducer stops reading and TCP pushes back on the "
+                    "workers, and a group whose state does not fit is refused. One group holds at most its share "
+                    "of an io thread's part (all but 2 x --max-chunk when alone, an even split "
+                    "among active groups), so a stalled job cannot pin it all",
                     "RS_MEMORY_LIMIT");
   addOption(app, "--max-groups", &c.maxGroups,
             "Most groups served at once",
@@ -204,6 +213,14 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "Most joined data connections from one peer address, over all its groups (bounds "
             "what one host can take from the others)",
             "RS_MAX_CONNECTIONS_PER_PEER");
+  addOption(app, "--max-pending-handshakes", &c.maxPendingHandshakes,
+            "Most data connections in their handshake (accepted, HELLO not yet in) at once; "
+            "more are closed at once (bounds what silent connections hold)",
+            "RS_MAX_PENDING_HANDSHAKES");
+  addOption(app, "--max-pending-handshakes-per-peer", &c.maxPendingHandshakesPerPeer,
+            "Most of those from one peer address (so that one host's silent connections "
+            "cannot keep other hosts' workers from joining)",
+            "RS_MAX_PENDING_HANDSHAKES_PER_PEER");
   addOption(app, "--idle-timeout-ms", &c.idleTimeoutMs,
             "Fail a group one of whose data connections has sent nothing for this long while "
             "the group has no collective in flight (frees what abandoned jobs hold; 0: never)",

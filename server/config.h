@@ -23,6 +23,10 @@ struct ServerConfig {
   // Joined data connections one group, or one peer address (all its groups), may hold open.
   uint32_t maxConnectionsPerGroup = 16384;
   uint32_t maxConnectionsPerPeer = 4096;
+  // Connections accepted and not yet through their HELLO: in all, and from one peer address
+  // (so that one host's silent connections cannot keep every other host out).
+  uint32_t maxPendingHandshakes = 4096;
+  uint32_t maxPendingHandshakesPerPeer = 1024;
   // A joined stream silent this long while its group has no collective in flight fails its
   // group (0: never). Long, so that evaluation or checkpointing between steps never trips it.
   uint32_t idleTimeoutMs = 3600000;

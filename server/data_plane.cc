@@ -114,9 +114,11 @@ DataPlaneStats DataPlane::stats() const {
     s.slotBytesInUse += st.slotBytesInUse.load(kRelaxed);
     s.parkedSessions += st.parkedSessions.load(kRelaxed);
     s.parks += st.parks.load(kRelaxed);
-    s.slotBytesLimit += t->shard->poolBudget();
+    s.slotBytesLimit += t->shard->poolLimit();
+    s.bookkeepingBytes += st.slotStateBytes.load(kRelaxed);
     st.reduceLatency.mergeInto(s.reduceLatency);
   }
+  s.bookkeepingBytes += registry_.memory()->bookkeeping();
   for (size_t r = 0; r < kNumAbortReasons; ++r) s.groupAborts[r] = groupAborts_[r].load(kRelaxed);
   if (acceptor_) {
     s.connectionsAccepted = acceptor_->accepted();

@@ -39,6 +39,8 @@ struct DataPlaneStats {
   int64_t connectionsOpen = 0;  // joined streams open now
   int64_t slotsOpen = 0;
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
+  // Bookkeeping charged against --memory-limit: per group (MemoryBudget) and per slot.
+  uint64_t bookkeepingBytes = 0;
   LatencyHistogram::Snapshot reduceLatency;
 };
 

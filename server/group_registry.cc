@@ -37,13 +37,16 @@ Status Group::abortReason() const {
 
 GroupRegistry::GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
                              uint32_t maxStreamsPerWorker, uint32_t maxConnectionsPerGroup,
-                             uint32_t maxConnectionsPerPeer)
+                             uint32_t maxConnectionsPerPeer,
+                             std::shared_ptr<MemoryBudget> memory)
     : maxGroups_(maxGroups),
       ioThreads_(ioThreads),
       maxTimeoutMs_(maxTimeoutMs),
       maxStreamsPerWorker_(maxStreamsPerWorker),
       maxConnectionsPerGroup_(maxConnectionsPerGroup),
-      maxConnectionsPerPeer_(maxConnectionsPerPeer) {}
+      maxConnectionsPerPeer_(maxConnectionsPerPeer),
+      memory_(memory ? std::move(memory)
+                     : std::make_shared<MemoryBudget>(UINT64_MAX, ioThreads, 0)) {}
 
 Status GroupRegistry::checkLimits(uint32_t rank, const GroupParams& params) const {
   // Per-group bookkeeping is sized by world size x streams: both stay inside HELLO's ranges.
@@ -95,7 +98,12 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
   // The operator's timeout is a ceiling: a member cannot hold a stuck group longer.
   const uint32_t timeoutMs = params.timeoutMs ? std::min(params.timeoutMs, maxTimeoutMs_)
                                               : maxTimeoutMs_;
+  // Its state sized by world size counts against --memory-limit until the Group is destroyed.
+  const uint64_t bookkeeping = bookkeepingBytes(params.worldSize, params.streamCount);
+  RS_RETURN_IF_ERROR(
+      memory_->chargeBookkeeping(bookkeeping, "group " + id.toString().substr(0, 8)));
   auto group = std::make_shared<Group>(id, params, offset, timeoutMs);
+  group->bookkeeping_ = BookkeepingCharge(memory_, bookkeeping);
   groups_.emplace(id, group);
   rs::logger().info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
                     group->name(), params.worldSize, params.streamCount, params.reducerIndex,

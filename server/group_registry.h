@@ -16,6 +16,7 @@
 
 #include "core/common/status.h"
 #include "core/wire/group_id.h"
+#include "server/memory_budget.h"
 
 namespace rs::server {
 
@@ -81,6 +82,7 @@ class Group {
   std::unordered_map<size_t, std::string> streamPeer_;  // [rank * streamCount + stream]: host
   uint32_t openStreams_ = 0;
   bool everConnected_ = false;
+  BookkeepingCharge bookkeeping_;  // this object's and its shards' state, against --memory-limit
 };
 
 // What the metrics show of the registry: one lock, no copies.
@@ -102,7 +104,12 @@ class GroupRegistry {
   // the default collective timeout and the ceiling on the one a member asks for.
   GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
                 uint32_t maxStreamsPerWorker, uint32_t maxConnectionsPerGroup = UINT32_MAX,
-                uint32_t maxConnectionsPerPeer = UINT32_MAX);
+                uint32_t maxConnectionsPerPeer = UINT32_MAX,
+                std::shared_ptr<MemoryBudget> memory = nullptr);
+
+  // What a new group's bookkeeping is charged to (none given: no limit); the io threads' slot
+  // pools take their budget from it.
+  const std::shared_ptr<MemoryBudget>& memory() const { return memory_; }
 
   // Registers stream `streamIndex` of `rank`, connected from `peerHost` (an address without
   // the port). Creates the group on first contact; later members must bring the same
@@ -146,6 +153,7 @@ class GroupRegistry {
   const uint32_t maxStreamsPerWorker_;
   const uint32_t maxConnectionsPerGroup_;
   const uint32_t maxConnectionsPerPeer_;
+  const std::shared_ptr<MemoryBudget> memory_;
   std::unordered_map<std::string, uint32_t> peerStreams_;  // joined streams per peer host
   mutable std::mutex mu_;
   bool draining_ = false;

@@ -121,6 +121,9 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
   f.gauge("rs_slot_memory_limit_bytes", "Accumulator memory limit (--memory-limit); when it is "
           "reached the reducer stops reading and TCP pushes back on the workers.",
           asDouble(p.slotBytesLimit));
+  f.gauge("rs_bookkeeping_memory_bytes", "State sized by world size (per group and per open "
+          "slot), charged against --memory-limit: the slots get what it leaves.",
+          asDouble(p.bookkeepingBytes));
   f.gauge("rs_streams_parked", "Worker streams not being read now because slot memory or the "
           "group's slot quota is exhausted.", asDouble(p.parkedSessions));
   f.counter("rs_stream_parks_total", "Times a worker stream was parked for slot memory "

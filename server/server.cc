@@ -11,6 +11,7 @@
 #include "core/common/byte_size.h"
 #include "core/common/endpoint.h"
 #include "core/common/log.h"
+#include "server/slot_pool.h"
 #include "core/reduce/reduce.h"
 
 namespace rs::server {
@@ -35,7 +36,10 @@ Server::Server(ServerConfig config)
     : config_(std::move(config)),
       registry_(config_.maxGroups, static_cast<uint32_t>(config_.ioThreads),
                 config_.collectiveTimeoutMs, config_.maxStreamsPerWorker,
-                config_.maxConnectionsPerGroup, config_.maxConnectionsPerPeer),
+                config_.maxConnectionsPerGroup, config_.maxConnectionsPerPeer,
+                std::make_shared<MemoryBudget>(
+                    config_.memoryLimitBytes, static_cast<uint32_t>(config_.ioThreads),
+                    SlotPool::roundUp(2ull * config_.maxChunkBytes))),
       dataPlane_(config_, registry_),
       statsTimer_(control_),
       drainTimer_(control_),

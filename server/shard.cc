@@ -23,11 +23,11 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
       index_(index),
       registry_(registry),
       abortGroup_(std::move(abortGroup)),
-      pool_(std::make_shared<SlotPool>(config.memoryLimitBytes /
-                                       static_cast<uint64_t>(config.ioThreads))),
+      pool_(std::make_shared<SlotPool>(registry.memory())),
       timeoutTimer_(io) {
   pool_->setOnFreed([this] {
     stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
+    stats_.slotStateBytes.store(pool_->stateInUse(), std::memory_order_relaxed);
     scheduleWaiterService();
   });
   scheduleTimeoutCheck();
@@ -86,11 +86,13 @@ std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h
   setup.timeout = std::chrono::milliseconds(gs.group->timeoutMs());
   setup.maxLeadBytes = config_.maxLeadBytes;
   setup.minPartBytes = std::min<uint64_t>(kMinResultPartBytes, config_.pieceBytes);
+  setup.stateBytes = Slot::stateBytes(p.worldSize);
   auto slot = std::make_shared<Slot>(pool_, std::move(buffer), h, setup);
   gs.open.emplace(h.chunk, slot);
   gs.group->counters().openSlots.fetch_add(1, std::memory_order_relaxed);
   stats_.slotsOpen.fetch_add(1, std::memory_order_relaxed);
   stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
+  stats_.slotStateBytes.store(pool_->stateInUse(), std::memory_order_relaxed);
   return slot;
 }
 
@@ -125,18 +127,22 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
     }
   }
   const size_t bytes = static_cast<size_t>(h.elemCount) * accumulatorSize(h.dtype);
-  if (!pool_->fitsEver(bytes)) {  // validate() makes this unreachable; kept as a guard
-    *error = resourceExhausted(fmt::format("chunk {} needs {} bytes, more than this thread's "
-                                           "whole pool", h.chunk, bytes));
+  const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
+  if (!pool_->fitsEver(bytes, state)) {
+    // validate() makes an accumulator alone always fit; its per-rank state for a very large
+    // world, with the bookkeeping of many groups charged, may not.
+    *error = resourceExhausted(fmt::format(
+        "chunk {} needs {} bytes and {} of per-rank state (world_size {}), more than this "
+        "thread's whole pool ({}: its part of --memory-limit less the bookkeeping charged)",
+        h.chunk, bytes, state, gs->group->params().worldSize, pool_->budget()));
     failGroup(gs->group, *error);
     return Acquire::kFailed;
   }
   // Fairness: a request waits only behind its own group (its quota, or an earlier request of
   // its group) or behind the shared memory (an earlier request that found the pool full);
   // never behind another group's quota.
-  const bool underQuota = held(*gs) < config_.maxSlotsPerGroup;
-  if (underQuota && gs->parked == 0 && !memoryBlocked_) {
-    if (auto buffer = pool_->tryAcquire(bytes)) {
+  if (mayOpen(*gs, bytes) && gs->parked == 0 && !memoryBlocked_) {
+    if (auto buffer = pool_->tryAcquire(bytes, state)) {
       *out = openSlot(*gs, h, std::move(*buffer));
       return Acquire::kReady;
     }
@@ -193,10 +199,12 @@ void Shard::serviceWaiters() {
         continue;
       }
       slot = open->second;
-    } else if (!memoryBlocked && !blocked.contains(gs) && held(*gs) < config_.maxSlotsPerGroup) {
-      const size_t bytes =
-          static_cast<size_t>(it->header.elemCount) * accumulatorSize(it->header.dtype);
-      if (auto buffer = pool_->tryAcquire(bytes)) slot = openSlot(*gs, it->header, std::move(*buffer));
+    } else if (const size_t bytes = static_cast<size_t>(it->header.elemCount) *
+                                    accumulatorSize(it->header.dtype);
+               !memoryBlocked && !blocked.contains(gs) && mayOpen(*gs, bytes)) {
+      const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
+      if (auto buffer = pool_->tryAcquire(bytes, state))
+        slot = openSlot(*gs, it->header, std::move(*buffer));
       else memoryBlocked = true;
     }
     if (!slot) {
@@ -215,6 +223,29 @@ void Shard::serviceWaiters() {
 uint32_t Shard::held(GroupShard& gs) {
   std::erase_if(gs.draining, [](const std::weak_ptr<Slot>& s) { return s.expired(); });
   return static_cast<uint32_t>(gs.open.size() + gs.draining.size());
+}
+
+bool Shard::mayOpen(GroupShard& gs, size_t bytes) {
+  return held(gs) < config_.maxSlotsPerGroup &&
+         heldBytes(gs) + SlotPool::roundUp(bytes) <= memoryShare(gs);
+}
+
+uint64_t Shard::heldBytes(GroupShard& gs) {
+  uint64_t bytes = 0;
+  for (const auto& [chunk, slot] : gs.open) bytes += slot->memoryBytes();
+  for (const auto& weak : gs.draining)
+    if (auto slot = weak.lock()) bytes += slot->memoryBytes();
+  return bytes;
+}
+
+uint64_t Shard::memoryShare(const GroupShard& gs) const {
+  uint64_t active = 0;
+  for (const auto& [id, other] : groups_)
+    active += (&other == &gs || !other.open.empty() || !other.draining.empty() || other.parked > 0)
+                  ? 1 : 0;
+  const uint64_t budget = pool_->budget();
+  const uint64_t floor = std::min<uint64_t>(budget, SlotPool::roundUp(2ull * config_.maxChunkBytes));
+  return std::max(floor, std::min(budget - floor, budget / std::max<uint64_t>(active, 1)));
 }
 
 void Shard::contributed(Slot& slot) {
@@ -397,6 +428,9 @@ void Shard::checkTimeouts() {
       expired.emplace_back(gs.group, std::move(idle));
   }
   for (auto& [group, reason] : expired) failGroup(group, reason);
+  // The pool's budget grows when another thread's group returns its bookkeeping, which frees
+  // nothing here: look at the waiters again.
+  scheduleWaiterService();
 }
 
 }  // namespace rs::server

@@ -16,6 +16,18 @@
 // chunk on it is open fails the group at once (memberLeft), and an aborted group's slots go
 // back to the pool as its sessions let go of them.
 //
+// Memory share. The quota counts slots, not bytes, so a group that stalls holding memory (its
+// members sent part of a collective and stopped, or stopped reading) could still pin the whole
+// pool on its own. So a group may also hold at most its share of this thread's pool:
+//   share = max(F, min(budget - F, budget / active))
+// where F is the largest chunk's accumulator (2 x --max-chunk, which validate() makes fit),
+// `budget` this thread's pool and `active` the groups holding or waiting for slot memory here
+// (the requester included). A group alone keeps all but F of the pool (full speed); groups
+// side by side split it evenly; a group that filled its share while alone, then stalled,
+// leaves at least F: any newcomer can always reduce one chunk at a time. A request over its
+// group's share waits like one over its quota, behind its own group only. Every group may
+// hold F, so its oldest chunk always fits (the argument below holds).
+//
 // Bounded memory and why it cannot deadlock. A session that needs a new slot while the pool
 // is exhausted (or another request was first in line for memory), or while its group is at its
 // quota (or has an earlier request waiting), is parked: it stops reading, and TCP flow control
@@ -66,7 +78,8 @@ class Shard final : public SessionOwner {
   // Aborts a group on every io thread (the data plane's broadcast). Any thread.
   using AbortGroup = std::function<void(const std::shared_ptr<Group>&, const Status&)>;
 
-  // `registry` is told when a stream closes; `abortGroup` fails a group everywhere.
+  // `registry` is told when a stream closes; `abortGroup` fails a group everywhere. The slot
+  // pool takes its budget from the registry's MemoryBudget.
   Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, GroupRegistry& registry,
         AbortGroup abortGroup);
   ~Shard();
@@ -75,7 +88,8 @@ class Shard final : public SessionOwner {
   uint32_t index() const { return index_; }
   const ServerConfig& config() const { return config_; }
   ShardStats& stats() { return stats_; }
-  uint64_t poolBudget() const { return pool_->budget(); }
+  // This thread's part of --memory-limit (for the gauges; bookkeeping is charged from it).
+  uint64_t poolLimit() const { return pool_->limit(); }
 
   // Everything below runs on this shard's thread.
 
@@ -127,6 +141,11 @@ class Shard final : public SessionOwner {
   void serviceWaiters();
   // Slots the group holds here against its quota: open plus draining (pruned of freed ones).
   uint32_t held(GroupShard& gs);
+  // Whether the group may open one more slot of `bytes` (its quota and memory share).
+  bool mayOpen(GroupShard& gs, size_t bytes);
+  // The pool memory the group's slots hold here, and its share of the pool (see above).
+  uint64_t heldBytes(GroupShard& gs);
+  uint64_t memoryShare(const GroupShard& gs) const;
   void scheduleWaiterService();
   void scheduleTimeoutCheck();
   void checkTimeouts();

@@ -27,6 +27,7 @@ struct alignas(64) ShardStats {
   std::atomic<int64_t> connectionsOpen{0};
   std::atomic<int64_t> slotsOpen{0};
   std::atomic<uint64_t> slotBytesInUse{0};
+  std::atomic<uint64_t> slotStateBytes{0};  // per-rank state of open slots (Slot::stateBytes)
   std::atomic<uint64_t> parkedSessions{0};  // parked now
   std::atomic<uint64_t> parks{0};           // parked ever (backpressure events)
   // From a chunk's slot opening to its result written to every member; see Session::onWritten.

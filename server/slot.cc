@@ -25,11 +25,16 @@ Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::Fra
       timeout_(setup.timeout),
       pool_(std::move(pool)),
       accumulator_(std::move(buffer)),
+      stateBytes_(setup.stateBytes),
       members_(setup.worldSize),
       created_(std::chrono::steady_clock::now()),
       deadline_(created_ + setup.timeout) {}
 
-Slot::~Slot() { pool_->release(std::move(accumulator_)); }
+Slot::~Slot() { pool_->release(std::move(accumulator_), stateBytes_); }
+
+uint64_t Slot::stateBytes(uint32_t worldSize) {
+  return static_cast<uint64_t>(worldSize) * (sizeof(Member) + 2 * sizeof(uint32_t));
+}
 
 Status Slot::admit(const wire::FrameHeader& h, uint32_t rank, FrameRejection* why) const {
   // The shard finds a slot by group and chunk, so this cannot fail through it; it keeps a

@@ -53,7 +53,11 @@ class Slot {
     std::chrono::milliseconds timeout{0};
     uint64_t maxLeadBytes = 0;   // 0: no lead limit; otherwise at least minPartBytes
     uint64_t minPartBytes = 0;   // a RESULT part goes out once the ready prefix grew this much
+    uint64_t stateBytes = 0;     // charged to the pool with the buffer (stateBytes(worldSize))
   };
+  // What a slot of a group of `worldSize` holds beside its accumulator, at most: the per-rank
+  // state and the two held-back lists. Charged to the pool with the accumulator.
+  static uint64_t stateBytes(uint32_t worldSize);
   // [from, to): elements finalized (wire-typed at resultData(from)) and ready to send.
   struct Part {
     uint64_t from = 0;
@@ -115,6 +119,8 @@ class Slot {
     return accumulator_.data() + elem * elemSize_;
   }
   uint64_t released() const { return released_; }
+  // The pool memory this slot holds (its accumulator, as the pool rounded it).
+  size_t memoryBytes() const { return accumulator_.size(); }
   uint64_t received(uint32_t rank) const { return members_[rank].received; }
 
   // The chunk's last RESULT part was queued to one more member / written to one: the latter
@@ -163,6 +169,7 @@ class Slot {
 
   std::shared_ptr<SlotPool> pool_;  // shared: a slot may outlive its shard at shutdown
   AlignedBuffer accumulator_;       // elemCount * accSize bytes
+  const uint64_t stateBytes_;       // charged to pool_ with the accumulator
 
   // Elements [0, frontier) hold at least one contribution: a piece below the frontier is
   // folded in, a piece above it initialises. Every member sends its chunk front to back, so

@@ -4,9 +4,11 @@
 
 namespace rs::server {
 
-std::optional<AlignedBuffer> SlotPool::tryAcquire(size_t bytes) {
-  const size_t want = roundUp(std::max<size_t>(bytes, 1));
-  if (inUse_ + want > budget_) return std::nullopt;
+std::optional<AlignedBuffer> SlotPool::tryAcquire(size_t bytes, uint64_t stateBytes) {
+  const size_t want = roundUp(bytes);
+  const uint64_t budget = this->budget();
+  if (inUse_ + stateBytes_ + want + stateBytes > budget) return std::nullopt;
+  stateBytes_ += stateBytes;
   // Best fit among cached buffers no more than twice the size asked for.
   auto best = cache_.end();
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
@@ -22,7 +24,7 @@ std::optional<AlignedBuffer> SlotPool::tryAcquire(size_t bytes) {
     return b;
   }
   // Make room by freeing cached buffers, largest first.
-  while (!cache_.empty() && inUse_ + cachedBytes_ + want > budget_) {
+  while (!cache_.empty() && inUse_ + stateBytes_ + cachedBytes_ + want > budget) {
     auto largest = std::max_element(cache_.begin(), cache_.end(),
                                     [](const auto& a, const auto& b) { return a.size() < b.size(); });
     cachedBytes_ -= largest->size();
@@ -32,9 +34,10 @@ std::optional<AlignedBuffer> SlotPool::tryAcquire(size_t bytes) {
   return AlignedBuffer(want);
 }
 
-void SlotPool::release(AlignedBuffer buffer) {
+void SlotPool::release(AlignedBuffer buffer, uint64_t stateBytes) {
   inUse_ -= buffer.size();
-  if (inUse_ + cachedBytes_ + buffer.size() <= budget_) {
+  stateBytes_ -= stateBytes;
+  if (inUse_ + stateBytes_ + cachedBytes_ + buffer.size() <= budget()) {
     cachedBytes_ += buffer.size();
     cache_.push_back(std::move(buffer));
   }

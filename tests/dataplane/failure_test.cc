@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/wire/frame.h"
+#include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/raw_member.h"
 #include "tests/support/wait_until.h"
@@ -40,26 +41,7 @@ Result<std::unique_ptr<client::Communicator>> join(const LocalPool& pool, const 
 
 // A healthy group doing checked all-reduces until `stop`, to show failures stay contained.
 Status healthyGroup(const LocalPool& pool, std::atomic<bool>& stop, std::atomic<int>& rounds) {
-  const GroupId id = GroupId::random();
-  return runRanks(2, [&](int rank) -> Status {
-    auto comm = join(pool, id, 2, rank);
-    if (!comm) return comm.status();
-    std::vector<float> buf(30000);
-    // Both members run the same number of rounds: rank 0 decides and tells rank 1 through an
-    // extra all-reduce of a flag.
-    for (;;) {
-      float flag = (rank == 0 && stop.load()) ? 1.0f : 0.0f;
-      RS_RETURN_IF_ERROR((*comm)->allReduce(&flag, &flag, 1, DataType::kFloat32, ReduceOp::kMax));
-      if (flag > 0) return Status::ok();
-      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(rank + i % 5);
-      RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
-                                            DataType::kFloat32, ReduceOp::kSum));
-      for (size_t i = 0; i < buf.size(); ++i)
-        if (buf[i] != static_cast<float>(1 + 2 * (i % 5)))
-          return internalError("healthy group got a wrong result");
-      if (rank == 0) ++rounds;
-    }
-  });
+  return runHealthyGroup(pool.endpoints(), {.stop = &stop, .done = &rounds, .timeoutMs = 300000});
 }
 
 // Waits until the healthy group has completed `target` rounds.

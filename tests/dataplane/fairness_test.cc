@@ -18,7 +18,10 @@
 #include <vector>
 
 #include "core/wire/frame.h"
+#include "server/failure_reason.h"
+#include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
 #include "tests/support/wait_until.h"
 
@@ -44,30 +47,14 @@ class RawSender {
   RawSender(uint16_t port, const GroupId& group, uint32_t world, uint32_t rank,
             int receiveBuffer = 0)
       : socket_(io_), group_(group), rank_(rank) {
-    socket_.open(asio::ip::tcp::v4());
-    if (receiveBuffer > 0)
-      ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUF, &receiveBuffer,
-                   sizeof(receiveBuffer));
-    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
-    sendHello(socket_, group, rank, world);
-    expectHelloAck(socket_);
+    joinRaw(socket_, port, group, rank, world, receiveBuffer);
   }
   ~RawSender() { shutdown(); }
 
   // Chunk `chunk`'s REDUCE header and, if `withPayload`, all of its `count` elements.
   bool sendChunk(uint64_t chunk, uint32_t count, bool withPayload = true) {
-    wire::FrameHeader h;
-    h.type = wire::FrameType::kReduce;
-    h.group = group_;
-    h.rank = rank_;
-    h.seq = chunk;
-    h.chunk = chunk;
-    h.elemCount = count;
-    h.dtype = DataType::kFloat32;
-    h.op = ReduceOp::kSum;
-    h.payloadLength = count * 4;
     std::error_code ec;
-    asio::write(socket_, asio::buffer(wire::encodeHeader(h)), ec);
+    asio::write(socket_, asio::buffer(fp32ReduceHeader(group_, rank_, chunk, count)), ec);
     if (ec || !withPayload) return !ec;
     std::vector<float> values(count);
     for (uint32_t i = 0; i < count; ++i) values[i] = static_cast<float>(rank_ + chunk + i);
@@ -116,28 +103,10 @@ class RawSender {
   uint32_t rank_;
 };
 
-// A healthy group of two members doing `rounds` checked all-reduces on the pool.
+// A healthy group of two members doing `rounds` checked all-reduces on the pool. Its timeout
+// is beyond the guard: a healthy group stuck behind another fails the test with that error.
 Status healthyRounds(const LocalPool& pool, int rounds) {
-  const GroupId id = GroupId::random();
-  return runRanks(2, [&](int rank) -> Status {
-    auto options = testClientOptions(pool.endpoints(), 2);
-    // Beyond the guard: a healthy group stuck behind another fails the test with this error.
-    options.collectiveTimeout = std::chrono::milliseconds(60000);
-    options.minChunkBytes = 4 << 10;
-    options.maxChunkBytes = 16 << 10;
-    auto comm = client::Communicator::connect(options, {id, 2, static_cast<uint32_t>(rank)});
-    if (!comm) return comm.status();
-    std::vector<float> buf(30000);
-    for (int k = 0; k < rounds; ++k) {
-      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(rank + (i + k) % 7);
-      RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
-                                            DataType::kFloat32, ReduceOp::kSum));
-      for (size_t i = 0; i < buf.size(); ++i)
-        if (buf[i] != static_cast<float>(1 + 2 * ((i + k) % 7)))
-          return internalError(fmt::format("round {} element {} wrong", k, i));
-    }
-    return Status::ok();
-  });
+  return runHealthyGroup(pool.endpoints(), {.rounds = rounds});
 }
 
 }  // namespace
@@ -159,9 +128,58 @@ TEST_CASE("a group parked on its slot quota does not hold back another group", "
 
   REQUIRE(healthyRounds(pool, 20).toString() == "OK");
 
-  // The stalled group is still stuck where it was: it held back only itself.
+  // The stalled group is still stuck where it was: it held back only itself. (The healthy
+  // group's last slot closes just after its result went out: wait for that.)
+  CHECK(waitUntil([&] { return plane.stats().slotsOpen == config.maxSlotsPerGroup; }, kGuard));
   CHECK(plane.stats().parkedSessions == 1);
-  CHECK(plane.stats().slotsOpen == config.maxSlotsPerGroup);
+}
+
+TEST_CASE("a group that stalls holding memory leaves the rest of the pool to a group beside it",
+          "[fairness][memory]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxChunkBytes = 256 << 10;   // F, the floor every group keeps: 2 x 256 KiB
+  config.memoryLimitBytes = 4 << 20;  // sixteen of the stalled group's slots
+  config.maxSlotsPerGroup = 64;       // the quota is not what stops the stalled group
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  // Rank 0 of the stalled group sends 24 whole chunks of 256 KiB; rank 1 sends none. Alone on
+  // the thread, the group may hold all but F of the pool: 14 chunks (3.5 MiB), and the 15th
+  // parks.
+  const GroupId stalled = GroupId::random();
+  constexpr int kChunks = 24;
+  constexpr uint32_t kCount = (256 << 10) / 4;
+  RawSender r0(port, stalled, 2, 0);
+  RawSender r1(port, stalled, 2, 1);
+  std::thread send0([&] {
+    for (int c = 0; c < kChunks; ++c)
+      if (!r0.sendChunk(static_cast<uint64_t>(c), kCount)) return;
+  });
+  // Its share: the pool less F, less the little bookkeeping charged from the pool.
+  constexpr uint64_t kShare = (4 << 20) - (512 << 10);
+  const bool parked = waitUntil([&] { return plane.stats().parkedSessions == 1; }, kGuard);
+  const uint64_t stalledBytes = plane.stats().slotBytesInUse;
+
+  // A healthy group beside it gets the memory the stalled one left (without the share rule the
+  // stalled group holds the whole pool and the healthy one waits for memory until its timeout).
+  const Status healthy = runHealthyGroup(pool.endpoints(), {.rounds = 20, .timeoutMs = 20000});
+  // The stalled group is still where it was: holding its share, its next chunk parked (the
+  // healthy group's last slot closes just after its result went out: wait for it).
+  const int64_t stalledSlots = static_cast<int64_t>(stalledBytes / (256 << 10));
+  const bool stillStuck = waitUntil([&] {
+    const auto now = plane.stats();
+    return now.parkedSessions == 1 && now.slotsOpen == stalledSlots &&
+           now.slotBytesInUse == stalledBytes;
+  }, kGuard);
+  r0.shutdown();
+  r1.shutdown();
+  send0.join();
+  REQUIRE(parked);
+  REQUIRE(healthy.toString() == "OK");
+  CHECK(stalledBytes <= kShare);
+  CHECK(stalledBytes >= kShare - (256 << 10));
+  CHECK(stillStuck);
 }
 
 TEST_CASE("a member that sent its part and disconnects fails its group at once and frees its "
@@ -283,6 +301,59 @@ TEST_CASE("a member that never reads its results fails its group at the collecti
   CHECK(told);
   CHECK(freed);
   CHECK(healthyRounds(pool, 3).toString() == "OK");
+}
+
+}  // namespace rs::test
+
+namespace rs::test {
+
+TEST_CASE("one address's silent connections cannot keep another address's workers out",
+          "[fairness][handshake]") {
+  LogCapture log;  // before the pool's threads
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxPendingHandshakes = 16;
+  config.maxPendingHandshakesPerPeer = 8;
+  config.handshakeTimeoutMs = kNeverTimesOutMs;  // the silent ones stay pending throughout
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+  const auto limitRefusals = [&] {
+    return plane.stats().handshakeFailuresBy[static_cast<size_t>(server::HandshakeFailure::kLimit)];
+  };
+
+  // 127.0.0.2 opens connections that never send HELLO: its cap's worth, then more.
+  asio::io_context io;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> silent;
+  for (uint32_t i = 0; i < config.maxPendingHandshakesPerPeer; ++i) {
+    silent.push_back(std::make_unique<asio::ip::tcp::socket>(io));
+    connectRaw(*silent.back(), port, "127.0.0.2");
+  }
+  REQUIRE(waitUntil([&] {
+    return plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer;
+  }, kGuard));
+  constexpr uint64_t kExtra = 4;
+  for (uint64_t i = 0; i < kExtra; ++i) {
+    silent.push_back(std::make_unique<asio::ip::tcp::socket>(io));
+    connectRaw(*silent.back(), port, "127.0.0.2");
+  }
+  // The extra ones are refused at once (closed before any CHALLENGE), counted as 'limit'.
+  REQUIRE(waitUntil([&] { return limitRefusals() == kExtra; }, kGuard));
+  CHECK(plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer);
+  for (size_t i = config.maxPendingHandshakesPerPeer; i < silent.size(); ++i) {
+    std::array<uint8_t, 1> byte;
+    std::error_code ec;
+    asio::read(*silent[i], asio::buffer(byte), ec);
+    CHECK(ec == asio::error::eof);
+  }
+  CHECK(log.contains("--max-pending-handshakes-per-peer"));
+
+  // Workers from 127.0.0.1 still join (4 streams, within the global pool) and stay exact.
+  CHECK(runHealthyGroup(pool.endpoints(), {.rounds = 10}).toString() == "OK");
+  CHECK(limitRefusals() == kExtra);
+  // The silent connections held their places all along; closing them gives the places back.
+  CHECK(plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer);
+  silent.clear();
+  CHECK(waitUntil([&] { return plane.stats().handshakesPending == 0; }, kGuard));
 }
 
 }  // namespace rs::test

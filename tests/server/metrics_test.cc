@@ -82,6 +82,7 @@ TEST_CASE("metrics: names follow Prometheus naming, and no label can carry a gro
        {"rs_build_info", "rs_auth_required", "rs_draining", "rs_received_bytes_total", "rs_sent_bytes_total",
         "rs_chunks_reduced_total", "rs_collectives_reduced_total", "rs_reduce_latency_seconds",
         "rs_slots_in_use", "rs_slot_memory_in_use_bytes", "rs_slot_memory_limit_bytes",
+        "rs_bookkeeping_memory_bytes",
         "rs_groups", "rs_group_members", "rs_connections_open", "rs_connections_accepted_total",
         "rs_frames_rejected_total", "rs_group_aborts_total", "rs_handshake_failures_total"})
     CHECK(names.count(wanted) == 1);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/wire/auth.h"
+#include "core/wire/control_frames.h"
 #include "core/wire/frame.h"
 
 namespace rs::test {
@@ -87,6 +88,41 @@ inline void expectHelloAck(asio::ip::tcp::socket& socket) {
   asio::read(socket, asio::buffer(payload));
 }
 
+// Opens `socket` to the reducer on 127.0.0.1:`port`, from `localAddress` (another loopback
+// address, such as 127.0.0.2, to be a different peer) if given, with SO_RCVBUF =
+// `receiveBuffer` if positive (set before connecting, so that the window is that small).
+inline void connectRaw(asio::ip::tcp::socket& socket, uint16_t port,
+                       const char* localAddress = nullptr, int receiveBuffer = 0) {
+  socket.open(asio::ip::tcp::v4());
+  if (receiveBuffer > 0)
+    ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVBUF, &receiveBuffer,
+                 sizeof(receiveBuffer));
+  if (localAddress != nullptr) socket.bind({asio::ip::make_address(localAddress), 0});
+  socket.connect({asio::ip::make_address("127.0.0.1"), port});
+}
+
+// connectRaw, then the handshake of `rank` of a one-stream, one-reducer group of `world`.
+inline void joinRaw(asio::ip::tcp::socket& socket, uint16_t port, const GroupId& group,
+                    uint32_t rank, uint32_t world, int receiveBuffer = 0) {
+  connectRaw(socket, port, nullptr, receiveBuffer);
+  sendHello(socket, group, rank, world);
+  expectHelloAck(socket);
+}
+
+// The REDUCE header of fp32 sum chunk `chunk` (seq = chunk) with `count` elements.
+inline wire::HeaderBytes fp32ReduceHeader(const GroupId& group, uint32_t rank, uint64_t chunk,
+                                          uint32_t count) {
+  wire::ChunkFields f;
+  f.group = group;
+  f.rank = rank;
+  f.seq = chunk;
+  f.chunk = chunk;
+  f.elemCount = count;
+  f.dtype = DataType::kFloat32;
+  f.op = ReduceOp::kSum;
+  return wire::encodeHeader(wire::reduceHeader(f));
+}
+
 // One member's single stream to reducer 0 of a one-reducer pool, sending fp32 chunk 0 (seq 0)
 // in which element i of rank r is r + i.
 class RawMember {
@@ -94,7 +130,7 @@ class RawMember {
   RawMember(asio::io_context& io, uint16_t port, const GroupId& group, uint32_t world,
             uint32_t rank)
       : socket_(io), group_(group), rank_(rank) {
-    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
+    connectRaw(socket_, port);
     // A bug must fail the test, not hang it: reads give up after 10 s.
     const timeval tv{10, 0};
     ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -104,15 +140,7 @@ class RawMember {
 
   // The REDUCE header of chunk 0 with `count` elements.
   void sendHeader(uint32_t count) {
-    wire::FrameHeader h;
-    h.type = wire::FrameType::kReduce;
-    h.group = group_;
-    h.rank = rank_;
-    h.elemCount = count;
-    h.dtype = DataType::kFloat32;
-    h.op = ReduceOp::kSum;
-    h.payloadLength = count * 4;
-    asio::write(socket_, asio::buffer(wire::encodeHeader(h)));
+    asio::write(socket_, asio::buffer(fp32ReduceHeader(group_, rank_, 0, count)));
   }
   // Payload elements [from, to). With `fragment` > 0 the bytes go out in writes of that many
   // bytes, each its own segment, so that the reducer's reads split elements.

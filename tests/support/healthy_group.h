@@ -1,0 +1,55 @@
+// The healthy group that hostile-input and fairness tests run beside an attack: two members
+// doing checked fp32 all-reduces, to show that the attack leaves others' results exact and
+// moving.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <vector>
+
+#include "tests/support/local_pool.h"
+
+namespace rs::test {
+
+struct HealthyRun {
+  int rounds = 0;                             // this many all-reduces, or, if 0, until *stop
+  const std::atomic<bool>* stop = nullptr;    // checked before each round (rank 0 decides)
+  std::atomic<int>* done = nullptr;           // rounds completed, counted by rank 0
+  uint32_t timeoutMs = 60000;                 // the members' collective timeout
+};
+
+// Runs a fresh two-member group on `reducers` and returns the first failure, or OK.
+inline Status runHealthyGroup(const std::vector<Endpoint>& reducers, const HealthyRun& run) {
+  const GroupId id = GroupId::random();
+  return runRanks(2, [&](int rank) -> Status {
+    auto options = testClientOptions(reducers, 2);
+    options.collectiveTimeout = std::chrono::milliseconds(run.timeoutMs);
+    options.minChunkBytes = 4 << 10;
+    options.maxChunkBytes = 16 << 10;
+    auto comm = client::Communicator::connect(options, {id, 2, static_cast<uint32_t>(rank)});
+    if (!comm) return comm.status();
+    std::vector<float> buf(30000);
+    for (int k = 0; run.rounds == 0 || k < run.rounds; ++k) {
+      if (run.stop != nullptr) {
+        // Both members run the same number of rounds: rank 0 decides, and tells rank 1 through
+        // an all-reduce of a flag.
+        float flag = (rank == 0 && run.stop->load()) ? 1.0f : 0.0f;
+        RS_RETURN_IF_ERROR(
+            (*comm)->allReduce(&flag, &flag, 1, DataType::kFloat32, ReduceOp::kMax));
+        if (flag > 0) return Status::ok();
+      }
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(rank + (i + k) % 7);
+      RS_RETURN_IF_ERROR((*comm)->allReduce(buf.data(), buf.data(), buf.size(),
+                                            DataType::kFloat32, ReduceOp::kSum));
+      for (size_t i = 0; i < buf.size(); ++i)
+        if (buf[i] != static_cast<float>(1 + 2 * ((i + k) % 7)))
+          return internalError(fmt::format("healthy group: round {} element {} wrong", k, i));
+      if (rank == 0 && run.done != nullptr) ++*run.done;
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace rs::test
