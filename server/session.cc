@@ -69,7 +69,7 @@ void Session::readHeader() {
 }
 
 void Session::onHeader(const std::error_code& ec) {
-  if (!readDone()) return;
+  if (!readDone(ec)) return;
   if (ec) {
     // End of stream between frames is how a member leaves; anything else is a failure.
     if (ec == asio::error::eof) {
@@ -111,7 +111,7 @@ void Session::onHeader(const std::error_code& ec) {
 }
 
 void Session::onPeerAbort(const std::error_code& ec) {
-  if (!readDone()) return;
+  if (!readDone(ec)) return;
   wire::PeerError peer;
   if (ec || !wire::parseErrorFrame(in_, reinterpret_cast<const uint8_t*>(peerReason_.data()),
                                    peerReason_.size(), &peer)
@@ -163,11 +163,15 @@ void Session::handleReduce() {
   }
 }
 
-bool Session::readDone() {
+bool Session::readDone(const std::error_code& ec) {
   readInFlight_ = false;
   if (closed_) return false;
   if (aborting_) {
-    drainInput();
+    // The member is gone (EOF, reset): nothing to drain, and another read on a socket that
+    // reported end of stream would wait for an edge that never comes, holding the group's
+    // connection until the abort grace ran out.
+    if (ec) close(abortedError("the member closed after ABORT"));
+    else drainInput();
     return false;
   }
   return true;
@@ -222,7 +226,7 @@ void Session::readPiece() {
 }
 
 void Session::onPiece(const std::error_code& ec, size_t bytes) {
-  if (!readDone()) return;
+  if (!readDone(ec)) return;
   if (ec) {
     const Status why = ec == asio::error::eof
                            ? ioError(fmt::format("stream ended inside chunk {}", in_.chunk))

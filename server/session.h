@@ -85,9 +85,10 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string& name() const { return name_; }
 
  private:
-  // Every read handler starts here: false when the session is closed or aborting (then the
-  // input is drained instead of parsed).
-  bool readDone();
+  // Every read handler starts here, with its outcome: false when the session is closed or
+  // aborting (then the input is drained instead of parsed, or the session closes if the
+  // member has gone).
+  bool readDone(const std::error_code& ec);
   void drainInput();
   void readHeader();
   void onHeader(const std::error_code& ec);

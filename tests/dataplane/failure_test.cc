@@ -12,9 +12,11 @@
 #include <atomic>
 #include <thread>
 
+#include "core/common/log.h"
 #include "core/wire/frame.h"
 #include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
 #include "tests/support/wait_until.h"
 
@@ -96,6 +98,29 @@ TEST_CASE("a member that disconnects mid-collective aborts its group on every ot
   stop = true;
   other.join();
   CHECK(otherStatus.toString() == "OK");
+}
+
+TEST_CASE("a member that closes after its ABORT is let go at once, not after the grace",
+          "[failure]") {
+  LocalPool pool(1);
+  LogCapture log;  // after the pool: its start configures the logger
+  rs::logger().set_level(spdlog::level::debug);  // the session's close reason is a debug line
+  asio::io_context io;
+  const GroupId id = GroupId::random();
+  RawMember stays(io, pool.reducer(0).dataPort(), id, 2, 0);
+  auto leaves = std::make_unique<RawMember>(io, pool.reducer(0).dataPort(), id, 2, 1);
+  // Rank 1 sent its whole chunk and vanishes; rank 0's stream waits between frames.
+  leaves->sendHeader(1000);
+  leaves->sendElements(0, 1000);
+  leaves.reset();
+  wire::FrameHeader h = readFrameHeader(stays.socket());
+  CHECK(h.type == wire::FrameType::kAbort);
+  stays.socket().close();
+  // The read that was in flight ends with EOF: the session closes for that reason, rather than
+  // reading on and holding the connection until the 2 s grace of an ABORT runs out.
+  CHECK(waitUntil([&] { return log.contains("closing: the member closed after ABORT"); }));
+  CHECK(waitUntil([&] { return pool.reducer(0).registry().size() == 0; }));
+  rs::logger().set_level(spdlog::level::warn);
 }
 
 TEST_CASE("a member that never joins a collective times out with the missing rank named",

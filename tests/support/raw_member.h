@@ -138,6 +138,8 @@ class RawMember {
     expectHelloAck(socket_);
   }
 
+  asio::ip::tcp::socket& socket() { return socket_; }
+
   // The REDUCE header of chunk 0 with `count` elements.
   void sendHeader(uint32_t count) {
     asio::write(socket_, asio::buffer(fp32ReduceHeader(group_, rank_, 0, count)));
