@@ -95,7 +95,8 @@ grpc::Status ControlService::JoinGroup(grpc::ServerContext*, const rs::v1::JoinG
         in->stream_count(), in->reducer_index(), in->reducer_count())));
   GroupParams params{in->world_size(), static_cast<uint16_t>(in->stream_count()),
                      static_cast<uint16_t>(in->reducer_index()),
-                     static_cast<uint16_t>(in->reducer_count()), in->timeout_ms()};
+                     static_cast<uint16_t>(in->reducer_count()), in->timeout_ms(),
+                     /*job=*/{}};
   auto known = registry_.declareMember(*id, in->rank(), params);
   if (!known) return toGrpc(known.status());
   rs::logger().info("group {} rank {} joined over gRPC ({} members known)",

@@ -31,7 +31,7 @@ enum class HandshakeFailure : uint8_t {
   kAborted,   // the group it names was aborted
   kDraining,  // this reducer is draining and takes no new groups
   kLimit,     // --max-groups, or too many handshakes pending
-  kAuth,      // no proof, or a wrong or replayed one, of the job secret
+  kAuth,      // no proof, or a wrong or replayed one, of the job secret; another job's group
 };
 inline constexpr size_t kNumHandshakeFailures = 8;
 

@@ -11,6 +11,11 @@ namespace {
 // of starting a new group that can never complete.
 constexpr auto kTombstoneLifetime = std::chrono::minutes(10);
 constexpr size_t kMaxTombstones = 4096;
+
+// The acceptor counts FAILED_PRECONDITION as an authentication failure (failure_reason.cc).
+Status anotherJob(const GroupId& id) {
+  return failedPrecondition("group " + id.toString().substr(0, 8) + " belongs to another job");
+}
 }  // namespace
 
 Group::Group(GroupId id, GroupParams params, uint32_t threadOffset, uint32_t effectiveTimeoutMs)
@@ -71,6 +76,8 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
   if (it != groups_.end()) {
     const Group& g = *it->second;
     const GroupParams& have = g.params();
+    // First, so that another job learns neither the group's shape nor its state.
+    if (g.job() != params.job) return anotherJob(id);
     if (g.aborted()) return abortedError(g.name() + " was aborted: " + g.abortReason().message());
     if (!have.sameShape(params))
       return invalidArgument(fmt::format(
@@ -82,6 +89,8 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
     return it->second;
   }
   if (auto t = tombstones_.find(id); t != tombstones_.end()) {
+    if (std::chrono::steady_clock::now() < t->second.expires && t->second.job != params.job)
+      return anotherJob(id);
     if (std::chrono::steady_clock::now() < t->second.expires)
       return abortedError("group " + id.toString().substr(0, 8) + " was aborted: " +
                           t->second.reason);
@@ -184,7 +193,7 @@ void GroupRegistry::eraseLocked(const Group& g) {
       std::erase_if(tombstones_, [&](const auto& kv) { return kv.second.expires <= now; });
       if (tombstones_.size() >= kMaxTombstones) tombstones_.erase(tombstones_.begin());
     }
-    tombstones_[g.id()] = {g.abortReason().message(),
+    tombstones_[g.id()] = {g.job(), g.abortReason().message(),
                            std::chrono::steady_clock::now() + kTombstoneLifetime};
   }
   rs::logger().info("{} closed: {} reductions, {} in, {} out{}", g.name(),

@@ -53,15 +53,8 @@ bool isEmptyProof(const AuthProof& proof) {
 }
 
 Result<std::string> deriveJobSecret(std::string_view poolSecret, std::string_view jobName) {
-  constexpr size_t kMaxJobName = 128;
-  const bool valid =
-      !jobName.empty() && jobName.size() <= kMaxJobName &&
-      std::all_of(jobName.begin(), jobName.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '.' || c == '_' || c == '-';
-      });
-  if (!valid)
-    return invalidArgument("job name '" + std::string(jobName.substr(0, kMaxJobName)) +
+  if (!isValidJobName(jobName))
+    return invalidArgument("job name '" + std::string(jobName.substr(0, kMaxJobNameBytes)) +
                            "': expected 1..128 characters of A-Z a-z 0-9 . _ -");
   constexpr std::string_view kLabel("RSJOBKEY1\0", 10);
   std::string message(kLabel);
@@ -75,6 +68,11 @@ Result<std::string> deriveJobSecret(std::string_view poolSecret, std::string_vie
     out += kHex[b & 15];
   }
   return out;
+}
+
+Result<std::string> helloKey(std::string_view poolSecret, std::string_view jobName) {
+  if (jobName.empty()) return std::string(poolSecret);
+  return deriveJobSecret(poolSecret, jobName);
 }
 
 }  // namespace rs::wire
