@@ -225,15 +225,17 @@ Result<uint32_t> GroupRegistry::declareMember(const GroupId& id, uint32_t rank,
   return membersKnownLocked(g);
 }
 
-std::shared_ptr<Group> GroupRegistry::leaveMember(const GroupId& id, uint32_t rank) {
+Result<std::shared_ptr<Group>> GroupRegistry::leaveMember(const GroupId& id, uint32_t rank,
+                                                          const std::string& job) {
   std::lock_guard lock(mu_);
   auto it = groups_.find(id);
-  if (it == groups_.end()) return nullptr;
+  if (it == groups_.end()) return std::shared_ptr<Group>();
   Group& g = *it->second;
+  if (g.job() != job) return anotherJob(id);
   if (rank < g.declared_.size()) g.declared_[rank] = false;
   if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) {
     eraseLocked(g);
-    return nullptr;
+    return std::shared_ptr<Group>();
   }
   return it->second;
 }

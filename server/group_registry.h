@@ -124,8 +124,10 @@ class GroupRegistry {
 
   // gRPC JoinGroup: declares a member before its streams connect. Returns members known.
   Result<uint32_t> declareMember(const GroupId& id, uint32_t rank, const GroupParams& params);
-  // gRPC LeaveGroup: forgets a declared member; returns the group if it is still active.
-  std::shared_ptr<Group> leaveMember(const GroupId& id, uint32_t rank);
+  // gRPC LeaveGroup: forgets a declared member; returns the group if it is still active
+  // (null if it is gone). A caller of another job than the group's is refused as in joinStream.
+  Result<std::shared_ptr<Group>> leaveMember(const GroupId& id, uint32_t rank,
+                                             const std::string& job = {});
 
   std::shared_ptr<Group> find(const GroupId& id) const;
   std::vector<GroupSnapshot> snapshot() const;

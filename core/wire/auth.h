@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,10 @@ AuthProof helloProof(std::string_view secret, const Nonce& reducerNonce,
 // Compares in constant time (CRYPTO_memcmp), so that timing tells an attacker nothing about
 // how many leading bytes of a guess were right.
 bool proofsEqual(const AuthProof& a, const AuthProof& b);
+
+// Lower-case hex of 32 bytes, and back (nullopt unless exactly 64 hex digits).
+std::string toHex(const Digest& bytes);
+std::optional<Digest> fromHex(std::string_view text);
 
 // True for an all-zero proof: the worker has no secret.
 bool isEmptyProof(const AuthProof& proof);
