@@ -106,8 +106,9 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
                                               : maxTimeoutMs_;
   auto group = std::make_shared<Group>(id, params, offset, timeoutMs);
   groups_.emplace(id, group);
-  rs::logger().info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
-                    group->name(), params.worldSize, params.streamCount, params.reducerIndex,
+  rs::logger().info("{} created{}: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
+                    group->name(), params.job.empty() ? "" : " for job " + params.job,
+                    params.worldSize, params.streamCount, params.reducerIndex,
                     params.reducerCount, group->timeoutMs(),
                     params.timeoutMs > maxTimeoutMs_
                         ? fmt::format(" (asked {}, capped by --collective-timeout-ms)",
