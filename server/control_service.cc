@@ -81,6 +81,7 @@ grpc::Status ControlService::authenticate(grpc::ServerContext* ctx, std::string_
     *caller = std::move(*who);
     return grpc::Status::OK;
   }
+  callsRefused_.fetch_add(1, std::memory_order_relaxed);
   rs::logger().warn("refused gRPC {} from {}: {}", method, ctx->peer(), who.status().message());
   return {who.status().code() == rs::StatusCode::kResourceExhausted
               ? grpc::StatusCode::RESOURCE_EXHAUSTED
@@ -202,6 +203,7 @@ grpc::Status ControlService::Drain(grpc::ServerContext* ctx, const rs::v1::Drain
   if (grpc::Status s = authenticate(ctx, "/rs.v1.ReductionServer/Drain", *in, &caller); !s.ok())
     return s;
   if (!caller.isPool()) {
+    callsRefused_.fetch_add(1, std::memory_order_relaxed);
     rs::logger().warn("refused gRPC Drain from {}: job '{}' is not the operator", ctx->peer(),
                       caller.job);
     return {grpc::StatusCode::PERMISSION_DENIED,

@@ -9,6 +9,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -37,6 +38,9 @@ class ControlService final : public rs::v1::ReductionServer::Service {
   grpc::Status Drain(grpc::ServerContext*, const rs::v1::DrainRequest*,
                      rs::v1::DrainResponse*) override;
 
+  // Calls refused for their proof, or for what the proven caller may not do (any thread).
+  uint64_t callsRefused() const { return callsRefused_.load(std::memory_order_relaxed); }
+
  private:
   std::vector<std::string> dataEndpoints() const;
   // Checks the call's proof for `method`; a refusal is logged with the peer and answered
@@ -49,6 +53,7 @@ class ControlService final : public rs::v1::ReductionServer::Service {
   DataPlane& plane_;
   std::function<void()> onDrain_;
   CallAuthenticator auth_;
+  std::atomic<uint64_t> callsRefused_{0};
   const std::chrono::steady_clock::time_point started_;
 };
 

@@ -81,7 +81,9 @@ Status Server::start() {
   grpcPort_ = static_cast<uint16_t>(selected);
   grpcServer_->GetHealthCheckService()->SetServingStatus(true);
   if (!config_.metricsListen.empty()) {
-    auto metrics = MetricsEndpoint::start(config_, dataPlane_, registry_);
+    auto metrics = MetricsEndpoint::start(config_, dataPlane_, registry_, [this] {
+      return controlService_->callsRefused();
+    });
     if (!metrics) return metrics.status();  // the destructor stops what started
     metrics_ = std::move(*metrics);
   }
