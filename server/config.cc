@@ -271,7 +271,8 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   app.add_option("--grpc-tls-cert", c.grpcTlsCertFile,
                  "PEM certificate (chain) for serving gRPC over TLS, with --grpc-tls-key; "
                  "without them gRPC is plaintext. Protects the calls' proofs and answers from "
-                 "being read or altered on the network; the data plane is never encrypted")
+                 "being read or altered on the network; the data plane is never encrypted. "
+                 "--health-probe then checks over TLS, trusting this certificate")
       ->envname("RS_GRPC_TLS_CERT");
   app.add_option("--grpc-tls-key", c.grpcTlsKeyFile,
                  "PEM private key of --grpc-tls-cert")
@@ -302,13 +303,13 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     }
     if (*port != 0) c.dataListen = "0.0.0.0:" + std::to_string(*port);
   }
-  if (out.healthProbe) return out;  // the probe uses only the listen addresses
-  if (Status s = loadSecret(c); !s.isOk()) {
+  if (Status s = loadGrpcTls(c); !s.isOk() && out.deriveJobSecret.empty()) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());
-    out.exitCode = 2;
+    out.exitCode = out.healthProbe ? 1 : 2;
     return out;
   }
-  if (Status s = loadGrpcTls(c); !s.isOk() && out.deriveJobSecret.empty()) {
+  if (out.healthProbe) return out;  // the probe uses the listen addresses and the TLS cert
+  if (Status s = loadSecret(c); !s.isOk()) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());
     out.exitCode = 2;
     return out;

@@ -1,6 +1,7 @@
 // gRPC over TLS (--grpc-tls-cert, --grpc-tls-key): the test makes a self-signed pair with the
 // openssl CLI in a temporary directory; a TLS client that trusts it is served, a plaintext
-// client is not, and the per-call proof works over TLS as over plaintext.
+// client is not, the per-call proof works over TLS as over plaintext, and the health probe
+// speaks TLS when given the daemon's certificate.
 #include <catch2/catch.hpp>
 #include <grpcpp/grpcpp.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 
 #include "client/control/attach_call_proof.h"
 #include "proto/reduction.grpc.pb.h"
+#include "server/health_probe.h"
 #include "tests/support/local_pool.h"
 
 namespace rs::test {
@@ -92,6 +94,11 @@ TEST_CASE("grpc tls: a client that trusts the certificate is served, a plaintext
   s = getInfo(*plain, config.secret, &info);
   CHECK_FALSE(s.ok());
   CHECK(s.error_code() != grpc::StatusCode::UNAUTHENTICATED);  // it never got that far
+
+  // `reduction-server --health-probe` with the daemon's configuration checks over TLS.
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  CHECK(server::runHealthProbe(address, std::chrono::seconds(10), pair.cert) == 0);
+  CHECK(server::runHealthProbe(address, std::chrono::seconds(10)) == 1);  // plaintext
 }
 
 }  // namespace rs::test
