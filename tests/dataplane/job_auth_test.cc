@@ -10,6 +10,7 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <atomic>
+#include <optional>
 #include <thread>
 
 #include "core/wire/auth.h"
@@ -144,8 +145,11 @@ TEST_CASE("job auth: a wrong job key is refused, naming the job") {
 }
 
 TEST_CASE("job auth: another job cannot join a job's group, and the owner keeps exact results") {
-  LocalPool pool(1, poolConfig());
-  LogCapture log;  // after the pool started (see auth_test)
+  // The capture comes after the pool (which configures the logger it watches) and goes after
+  // the pool's threads stopped (pool.reset() below), so no thread logs while it detaches.
+  std::optional<LocalPool> owned(std::in_place, 1, poolConfig());
+  LocalPool& pool = *owned;
+  LogCapture log;
   const uint16_t port = pool.reducer(0).dataPort();
   const std::string jobA = "team-a";
   const GroupId victim = GroupId::random();
@@ -207,6 +211,7 @@ TEST_CASE("job auth: another job cannot join a job's group, and the owner keeps 
   stop = true;
   group.join();
   CHECK(healthy.toString() == "OK");
+  owned.reset();
 }
 
 TEST_CASE("job auth: a job name needs its secret, and must be a valid name") {
