@@ -4,6 +4,7 @@
 #include "core/common/byte_size.h"
 #include "core/common/env.h"
 #include "core/common/secret.h"
+#include "core/wire/frame.h"
 #include "rs/client.h"
 
 namespace rs::client {
@@ -45,6 +46,7 @@ Status ClientOptions::applyEnvironment() {
   auto secret = secretFromEnvironment();  // RS_SECRET_FILE or RS_SECRET
   if (!secret) return secret.status();
   this->secret = std::move(*secret);
+  if (auto job = envString("RS_JOB")) jobName = std::move(*job);
   return Status::ok();
 }
 
@@ -69,6 +71,14 @@ Status ClientOptions::validate() const {
     return invalidArgument("collective timeout must be 1 ms .. 49 days");
   if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
   if (!secret.empty()) RS_RETURN_IF_ERROR(checkSecret(secret, "the client's job secret"));
+  if (!jobName.empty() && !wire::isValidJobName(jobName))
+    return invalidArgument("job name (RS_JOB) '" + jobName.substr(0, wire::kMaxJobNameBytes) +
+                           "': expected 1..128 characters of A-Z a-z 0-9 . _ -");
+  if (!jobName.empty() && secret.empty())
+    return invalidArgument("job name '" + jobName +
+                           "' given without its secret: set RS_SECRET_FILE or RS_SECRET to "
+                           "the job's secret (reduction-server --derive-job-secret " + jobName +
+                           ")");
   return Status::ok();
 }
 

@@ -111,6 +111,7 @@ void Connection::sendHello(const wire::Nonce& reducerNonce) {
   hello.reducerIndex = static_cast<uint16_t>(reducerIndex_);
   hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
   hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
+  hello.jobName = o.jobName;
   wire::FrameHeader h;
   h.type = wire::FrameType::kHello;
   h.group = g.id;

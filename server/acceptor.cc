@@ -71,7 +71,8 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     });
   }
 
-  // With a job secret, the HELLO must carry helloProof() for this connection's nonce.
+  // With a job secret, the HELLO must carry helloProof() for this connection's nonce, under
+  // the pool's secret or, when it names a job, that job's key derived from it.
   Status checkProof(const wire::HelloPayload& p) const {
     const std::string& secret = owner_.config_.secret;
     if (secret.empty()) return Status::ok();
@@ -79,10 +80,16 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
       return failedPrecondition(
           "HELLO carries no auth proof, and this reducer requires the job secret (set "
           "RS_SECRET_FILE or RS_SECRET on the workers)");
-    if (!wire::proofsEqual(wire::helloProof(secret, nonce_, hello_, p), p.authProof))
+    auto key = wire::helloKey(secret, p.jobName);  // the decoder checked the name
+    if (!key) return key.status();
+    if (!wire::proofsEqual(wire::helloProof(*key, nonce_, hello_, p), p.authProof))
       return failedPrecondition(
-          "HELLO's auth proof is wrong for this connection: a different job secret, or a "
-          "proof replayed from another connection");
+          p.jobName.empty()
+              ? std::string("HELLO's auth proof is wrong for this connection: a different job "
+                            "secret, or a proof replayed from another connection")
+              : "HELLO's auth proof is wrong for job '" + p.jobName +
+                    "' on this connection: not that job's secret (reduction-server "
+                    "--derive-job-secret), or a proof replayed from another connection");
     return Status::ok();
   }
 
@@ -119,7 +126,9 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
                         "(--max-streams-per-worker)",
                         p.streamCount, owner_.config_.maxStreamsPerWorker)),
                     true);
-    GroupParams params{p.worldSize, p.streamCount, p.reducerIndex, p.reducerCount, p.timeoutMs};
+    // The proven job owns the group it creates; an open reducer proves nothing, so binds none.
+    GroupParams params{p.worldSize,    p.streamCount, p.reducerIndex, p.reducerCount,
+                       p.timeoutMs,    owner_.config_.secret.empty() ? std::string() : p.jobName};
     auto group = owner_.registry_.joinStream(hello_.group, hello_.rank, p.streamIndex, params,
                                              peer_);
     if (!group) return refuse(handshakeFailureFor(group.status().code()), group.status(), true);

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <thread>
 
@@ -144,6 +146,25 @@ Status loadSecret(ServerConfig& c) {
   return Status::ok();
 }
 
+// The gRPC TLS pair: both files or neither, each readable and PEM.
+Status loadGrpcTls(ServerConfig& c) {
+  if (c.grpcTlsCertFile.empty() != c.grpcTlsKeyFile.empty())
+    return invalidArgument("--grpc-tls-cert and --grpc-tls-key (RS_GRPC_TLS_CERT, "
+                           "RS_GRPC_TLS_KEY) go together: give both or neither");
+  if (c.grpcTlsCertFile.empty()) return Status::ok();
+  auto read = [](const std::string& path, const char* flag, const char* marker,
+                 std::string* out) -> Status {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return invalidArgument(fmt::format("{}: cannot read '{}'", flag, path));
+    out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (out->find(marker) == std::string::npos)
+      return invalidArgument(fmt::format("{}: '{}' holds no PEM {}", flag, path, marker));
+    return Status::ok();
+  };
+  RS_RETURN_IF_ERROR(read(c.grpcTlsCertFile, "--grpc-tls-cert", "CERTIFICATE", &c.grpcTlsCert));
+  return read(c.grpcTlsKeyFile, "--grpc-tls-key", "PRIVATE KEY", &c.grpcTlsKey);
+}
+
 }  // namespace
 
 ParsedConfig parseServerConfig(int argc, char** argv) {
@@ -264,6 +285,15 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                  "challenge) before it may join a group. Without one the reducer is open: any peer "
                  "that reaches the data port can join any group")
       ->envname("RS_SECRET_FILE");
+  app.add_option("--grpc-tls-cert", c.grpcTlsCertFile,
+                 "PEM certificate (chain) for serving gRPC over TLS, with --grpc-tls-key; "
+                 "without them gRPC is plaintext. Protects the calls' proofs and answers from "
+                 "being read or altered on the network; the data plane is never encrypted. "
+                 "--health-probe then checks over TLS, trusting this certificate")
+      ->envname("RS_GRPC_TLS_CERT");
+  app.add_option("--grpc-tls-key", c.grpcTlsKeyFile,
+                 "PEM private key of --grpc-tls-cert")
+      ->envname("RS_GRPC_TLS_KEY");
   addOption(app, "--metrics-listen", &c.metricsListen,
             "Serve Prometheus metrics at http://HOST:PORT/metrics (empty: off; port 0: any free "
             "port). The deployment specs use port 2224 (data 2222, gRPC 2223), e.g. "
@@ -290,7 +320,12 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
     }
     if (*port != 0) c.dataListen = "0.0.0.0:" + std::to_string(*port);
   }
-  if (out.healthProbe) return out;  // the probe uses only the listen addresses
+  if (Status s = loadGrpcTls(c); !s.isOk() && out.deriveJobSecret.empty()) {
+    fmt::print(stderr, "reduction-server: {}\n", s.message());
+    out.exitCode = out.healthProbe ? 1 : 2;
+    return out;
+  }
+  if (out.healthProbe) return out;  // the probe uses the listen addresses and the TLS cert
   if (Status s = loadSecret(c); !s.isOk()) {
     fmt::print(stderr, "reduction-server: {}\n", s.message());
     out.exitCode = 2;

@@ -50,6 +50,11 @@ struct ServerConfig {
   // --secret-file / RS_SECRET_FILE or RS_SECRET; empty: open (any peer may join any group).
   std::string secretFile;
   std::string secret;  // never logged
+  // gRPC over TLS (both or neither): PEM files from --grpc-tls-cert / RS_GRPC_TLS_CERT and
+  // --grpc-tls-key / RS_GRPC_TLS_KEY, read at start-up into the two strings below. Empty:
+  // plaintext gRPC. The data plane is never TLS (proto/WIRE.md).
+  std::string grpcTlsCertFile, grpcTlsKeyFile;
+  std::string grpcTlsCert, grpcTlsKey;  // PEM; the key is never logged
 
   // "data=0.0.0.0:2222 grpc=... io_threads=2 ..." for the start-up log line.
   std::string describe() const;

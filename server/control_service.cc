@@ -4,6 +4,7 @@
 #include "core/common/endpoint.h"
 #include "core/common/log.h"
 #include "core/reduce/dtype.h"
+#include "core/wire/call_proof.h"
 #include "core/wire/frame.h"
 
 namespace rs::server {
@@ -56,7 +57,37 @@ ControlService::ControlService(const ServerConfig& config, GroupRegistry& regist
       registry_(registry),
       plane_(plane),
       onDrain_(std::move(onDrain)),
+      auth_(config.secret),
       started_(std::chrono::steady_clock::now()) {}
+
+grpc::Status ControlService::authenticate(grpc::ServerContext* ctx, std::string_view method,
+                                          const google::protobuf::Message& request,
+                                          Caller* caller) {
+  CallMetadata call;
+  const auto& md = ctx->client_metadata();
+  auto take = [&](std::string_view key, std::optional<std::string>* out) {
+    if (auto it = md.find(grpc::string_ref(key.data(), key.size())); it != md.end())
+      *out = std::string(it->second.data(), it->second.size());
+  };
+  take(wire::kCallJobKey, &call.job);
+  take(wire::kCallTimestampKey, &call.timestamp);
+  take(wire::kCallNonceKey, &call.nonce);
+  take(wire::kCallProofKey, &call.proof);
+  const int64_t nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  auto who = auth_.check(call, method, request.SerializeAsString(), nowMs);
+  if (who) {
+    *caller = std::move(*who);
+    return grpc::Status::OK;
+  }
+  callsRefused_.fetch_add(1, std::memory_order_relaxed);
+  rs::logger().warn("refused gRPC {} from {}: {}", method, ctx->peer(), who.status().message());
+  return {who.status().code() == rs::StatusCode::kResourceExhausted
+              ? grpc::StatusCode::RESOURCE_EXHAUSTED
+              : grpc::StatusCode::UNAUTHENTICATED,
+          who.status().message()};
+}
 
 std::vector<std::string> ControlService::dataEndpoints() const {
   // The listen host as configured; a wildcard address is the caller's business to replace
@@ -66,8 +97,11 @@ std::vector<std::string> ControlService::dataEndpoints() const {
   return {listen->withPort(plane_.port()).toString()};
 }
 
-grpc::Status ControlService::GetInfo(grpc::ServerContext*, const rs::v1::GetInfoRequest*,
+grpc::Status ControlService::GetInfo(grpc::ServerContext* ctx, const rs::v1::GetInfoRequest* in,
                                      rs::v1::GetInfoResponse* out) {
+  Caller caller;
+  if (grpc::Status s = authenticate(ctx, "/rs.v1.ReductionServer/GetInfo", *in, &caller); !s.ok())
+    return s;
   out->set_version(std::string(buildInfo().version));
   out->set_protocol_version(wire::kProtocolVersion);
   for (int t = 0; t < kNumDataTypes; ++t)
@@ -78,13 +112,18 @@ grpc::Status ControlService::GetInfo(grpc::ServerContext*, const rs::v1::GetInfo
   out->set_max_chunk_bytes(config_.maxChunkBytes);
   for (auto& e : dataEndpoints()) out->add_data_endpoints(e);
   out->set_io_threads(static_cast<uint32_t>(config_.ioThreads));
-  out->set_auth_required(false);
+  out->set_auth_required(!config_.secret.empty());
   out->set_draining(registry_.draining());
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::JoinGroup(grpc::ServerContext*, const rs::v1::JoinGroupRequest* in,
+grpc::Status ControlService::JoinGroup(grpc::ServerContext* ctx,
+                                       const rs::v1::JoinGroupRequest* in,
                                        rs::v1::JoinGroupResponse* out) {
+  Caller caller;
+  if (grpc::Status s = authenticate(ctx, "/rs.v1.ReductionServer/JoinGroup", *in, &caller);
+      !s.ok())
+    return s;
   auto id = groupIdFromBytes(in->group_id());
   if (!id) return toGrpc(id.status());
   // The registry applies HELLO's limits; here only what does not fit HELLO's 16-bit fields.
@@ -95,7 +134,8 @@ grpc::Status ControlService::JoinGroup(grpc::ServerContext*, const rs::v1::JoinG
         in->stream_count(), in->reducer_index(), in->reducer_count())));
   GroupParams params{in->world_size(), static_cast<uint16_t>(in->stream_count()),
                      static_cast<uint16_t>(in->reducer_index()),
-                     static_cast<uint16_t>(in->reducer_count()), in->timeout_ms()};
+                     static_cast<uint16_t>(in->reducer_count()), in->timeout_ms(),
+                     caller.job};  // the caller's job owns the group it declares
   auto known = registry_.declareMember(*id, in->rank(), params);
   if (!known) return toGrpc(known.status());
   rs::logger().info("group {} rank {} joined over gRPC ({} members known)",
@@ -107,17 +147,27 @@ grpc::Status ControlService::JoinGroup(grpc::ServerContext*, const rs::v1::JoinG
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::LeaveGroup(grpc::ServerContext*, const rs::v1::LeaveGroupRequest* in,
+grpc::Status ControlService::LeaveGroup(grpc::ServerContext* ctx,
+                                        const rs::v1::LeaveGroupRequest* in,
                                         rs::v1::LeaveGroupResponse*) {
+  Caller caller;
+  if (grpc::Status s = authenticate(ctx, "/rs.v1.ReductionServer/LeaveGroup", *in, &caller);
+      !s.ok())
+    return s;
   auto id = groupIdFromBytes(in->group_id());
   if (!id) return toGrpc(id.status());
-  registry_.leaveMember(*id, in->rank());
+  if (auto left = registry_.leaveMember(*id, in->rank(), caller.job); !left)
+    return toGrpc(left.status());
   rs::logger().info("group {} rank {} left over gRPC", id->toString().substr(0, 8), in->rank());
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::GetStats(grpc::ServerContext*, const rs::v1::GetStatsRequest*,
+grpc::Status ControlService::GetStats(grpc::ServerContext* ctx, const rs::v1::GetStatsRequest* in,
                                       rs::v1::GetStatsResponse* out) {
+  Caller caller;
+  if (grpc::Status s = authenticate(ctx, "/rs.v1.ReductionServer/GetStats", *in, &caller);
+      !s.ok())
+    return s;
   DataPlaneStats s = plane_.stats();
   out->set_bytes_in(s.bytesIn);
   out->set_bytes_out(s.bytesOut);
@@ -129,9 +179,13 @@ grpc::Status ControlService::GetStats(grpc::ServerContext*, const rs::v1::GetSta
   out->set_uptime_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
   for (const GroupSnapshot& g : registry_.snapshot()) {
+    // A job sees only its own groups; the pool's secret (or an open reducer) sees all.
+    if (!caller.isPool() && g.group->job() != caller.job) continue;
     auto* gs = out->add_groups();
     GroupCounters& c = g.group->counters();
-    gs->set_group_id(groupIdToBytes(g.group->id()));
+    // The first 4 bytes (8 hex digits, as in the logs): enough to tell groups apart, never
+    // enough to name one in a HELLO.
+    gs->set_group_id(groupIdToBytes(g.group->id()).substr(0, 4));
     gs->set_world_size(g.group->params().worldSize);
     gs->set_members_connected(g.membersKnown);
     gs->set_reductions(c.reductions.load());
@@ -143,8 +197,19 @@ grpc::Status ControlService::GetStats(grpc::ServerContext*, const rs::v1::GetSta
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::Drain(grpc::ServerContext*, const rs::v1::DrainRequest*,
+grpc::Status ControlService::Drain(grpc::ServerContext* ctx, const rs::v1::DrainRequest* in,
                                    rs::v1::DrainResponse* out) {
+  Caller caller;
+  if (grpc::Status s = authenticate(ctx, "/rs.v1.ReductionServer/Drain", *in, &caller); !s.ok())
+    return s;
+  if (!caller.isPool()) {
+    callsRefused_.fetch_add(1, std::memory_order_relaxed);
+    rs::logger().warn("refused gRPC Drain from {}: job '{}' is not the operator", ctx->peer(),
+                      caller.job);
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "Drain needs the pool's secret (the operator's); job '" + caller.job +
+                "' may not drain this reducer"};
+  }
   registry_.setDraining(true);
   out->set_groups_active(static_cast<uint32_t>(registry_.size()));
   rs::logger().info("drain requested over gRPC: {} groups active", registry_.size());

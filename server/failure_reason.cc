@@ -66,6 +66,8 @@ HandshakeFailure handshakeFailureFor(StatusCode code) {
     case StatusCode::kProtocolError: return HandshakeFailure::kMalformed;
     case StatusCode::kTimeout: return HandshakeFailure::kTimeout;
     case StatusCode::kIoError: return HandshakeFailure::kClosed;
+    // The registry's only FAILED_PRECONDITION: a member of another job than the group's.
+    case StatusCode::kFailedPrecondition: return HandshakeFailure::kAuth;
     default: return HandshakeFailure::kRefused;
   }
 }

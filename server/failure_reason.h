@@ -30,8 +30,8 @@ enum class HandshakeFailure : uint8_t {
   kRefused,   // the group refused it: parameters differ, stream taken, too many streams
   kAborted,   // the group it names was aborted
   kDraining,  // this reducer is draining and takes no new groups
-  kLimit,     // --max-groups, a connection cap, or a handshake pool (global or per peer) full
-  kAuth,      // no proof, or a wrong or replayed one, of the job secret
+  kLimit,     // --max-groups, a connection cap, the memory limit, or a handshake pool full
+  kAuth,      // no proof, or a wrong or replayed one, of the job secret; another job's group
 };
 inline constexpr size_t kNumHandshakeFailures = 8;
 

@@ -11,6 +11,11 @@ namespace {
 // of starting a new group that can never complete.
 constexpr auto kTombstoneLifetime = std::chrono::minutes(10);
 constexpr size_t kMaxTombstones = 4096;
+
+// The acceptor counts FAILED_PRECONDITION as an authentication failure (failure_reason.cc).
+Status anotherJob(const GroupId& id) {
+  return failedPrecondition("group " + id.toString().substr(0, 8) + " belongs to another job");
+}
 }  // namespace
 
 Group::Group(GroupId id, GroupParams params, uint32_t threadOffset, uint32_t effectiveTimeoutMs)
@@ -74,6 +79,8 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
   if (it != groups_.end()) {
     const Group& g = *it->second;
     const GroupParams& have = g.params();
+    // First, so that another job learns neither the group's shape nor its state.
+    if (g.job() != params.job) return anotherJob(id);
     if (g.aborted()) return abortedError(g.name() + " was aborted: " + g.abortReason().message());
     if (!have.sameShape(params))
       return invalidArgument(fmt::format(
@@ -85,6 +92,8 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
     return it->second;
   }
   if (auto t = tombstones_.find(id); t != tombstones_.end()) {
+    if (std::chrono::steady_clock::now() < t->second.expires && t->second.job != params.job)
+      return anotherJob(id);
     if (std::chrono::steady_clock::now() < t->second.expires)
       return abortedError("group " + id.toString().substr(0, 8) + " was aborted: " +
                           t->second.reason);
@@ -105,8 +114,9 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
   auto group = std::make_shared<Group>(id, params, offset, timeoutMs);
   group->bookkeeping_ = BookkeepingCharge(memory_, bookkeeping);
   groups_.emplace(id, group);
-  rs::logger().info("{} created: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
-                    group->name(), params.worldSize, params.streamCount, params.reducerIndex,
+  rs::logger().info("{} created{}: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
+                    group->name(), params.job.empty() ? "" : " for job " + params.job,
+                    params.worldSize, params.streamCount, params.reducerIndex,
                     params.reducerCount, group->timeoutMs(),
                     params.timeoutMs > maxTimeoutMs_
                         ? fmt::format(" (asked {}, capped by --collective-timeout-ms)",
@@ -192,7 +202,7 @@ void GroupRegistry::eraseLocked(const Group& g) {
       std::erase_if(tombstones_, [&](const auto& kv) { return kv.second.expires <= now; });
       if (tombstones_.size() >= kMaxTombstones) tombstones_.erase(tombstones_.begin());
     }
-    tombstones_[g.id()] = {g.abortReason().message(),
+    tombstones_[g.id()] = {g.job(), g.abortReason().message(),
                            std::chrono::steady_clock::now() + kTombstoneLifetime};
   }
   rs::logger().info("{} closed: {} reductions, {} in, {} out{}", g.name(),
@@ -224,15 +234,17 @@ Result<uint32_t> GroupRegistry::declareMember(const GroupId& id, uint32_t rank,
   return membersKnownLocked(g);
 }
 
-std::shared_ptr<Group> GroupRegistry::leaveMember(const GroupId& id, uint32_t rank) {
+Result<std::shared_ptr<Group>> GroupRegistry::leaveMember(const GroupId& id, uint32_t rank,
+                                                          const std::string& job) {
   std::lock_guard lock(mu_);
   auto it = groups_.find(id);
-  if (it == groups_.end()) return nullptr;
+  if (it == groups_.end()) return std::shared_ptr<Group>();
   Group& g = *it->second;
+  if (g.job() != job) return anotherJob(id);
   if (rank < g.declared_.size()) g.declared_[rank] = false;
   if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) {
     eraseLocked(g);
-    return nullptr;
+    return std::shared_ptr<Group>();
   }
   return it->second;
 }

@@ -27,6 +27,9 @@ struct GroupParams {
   uint16_t reducerIndex = 0;  // this reducer's place in the members' reducer list
   uint16_t reducerCount = 0;
   uint32_t timeoutMs = 0;     // 0: the reducer's; the first member's value holds, up to the reducer's
+  // The job the member proved itself for ("": the pool's secret, or an open reducer). The
+  // group belongs to its creator's job: members of any other job are refused.
+  std::string job;
 
   // The shape every member must agree on (the timeout is not part of it).
   bool sameShape(const GroupParams& o) const {
@@ -57,6 +60,8 @@ class Group {
   }
   // "group 0123abcd" (the first 8 hex digits), for logs.
   const std::string& name() const { return name_; }
+
+  const std::string& job() const { return params_.job; }
 
   // The first caller wins and returns true; the reason is kept for late arrivals.
   bool markAborted(const Status& reason);
@@ -113,7 +118,9 @@ class GroupRegistry {
 
   // Registers stream `streamIndex` of `rank`, connected from `peerHost` (an address without
   // the port). Creates the group on first contact; later members must bring the same
-  // parameters. Errors name what disagreed, or the connection cap that was reached.
+  // parameters. Errors name what disagreed, or the connection cap that was reached; a member
+  // of another job than the group's is refused with FAILED_PRECONDITION "group 0123abcd
+  // belongs to another job" (and learns nothing else about the group).
   Result<std::shared_ptr<Group>> joinStream(const GroupId& id, uint32_t rank,
                                             uint16_t streamIndex, const GroupParams& params,
                                             const std::string& peerHost = {});
@@ -124,8 +131,10 @@ class GroupRegistry {
 
   // gRPC JoinGroup: declares a member before its streams connect. Returns members known.
   Result<uint32_t> declareMember(const GroupId& id, uint32_t rank, const GroupParams& params);
-  // gRPC LeaveGroup: forgets a declared member; returns the group if it is still active.
-  std::shared_ptr<Group> leaveMember(const GroupId& id, uint32_t rank);
+  // gRPC LeaveGroup: forgets a declared member; returns the group if it is still active
+  // (null if it is gone). A caller of another job than the group's is refused as in joinStream.
+  Result<std::shared_ptr<Group>> leaveMember(const GroupId& id, uint32_t rank,
+                                             const std::string& job = {});
 
   std::shared_ptr<Group> find(const GroupId& id) const;
   std::vector<GroupSnapshot> snapshot() const;
@@ -159,6 +168,7 @@ class GroupRegistry {
   bool draining_ = false;
   std::unordered_map<GroupId, std::shared_ptr<Group>, GroupIdHash> groups_;
   struct Tombstone {
+    std::string job;
     std::string reason;
     std::chrono::steady_clock::time_point expires;
   };

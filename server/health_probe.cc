@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
 #include <cstdio>
 
 #include "core/common/endpoint.h"
@@ -13,6 +16,34 @@ namespace rs::server {
 namespace {
 
 using grpc::health::v1::HealthCheckResponse;
+
+// The name a client must expect of the certificate in `pem`: its first DNS subjectAltName,
+// else its common name; "" if there is neither. A wildcard stands for any one label.
+std::string certificateName(const std::string& pem) {
+  std::string name;
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  X509* cert = bio ? PEM_read_bio_X509(bio, nullptr, nullptr, nullptr) : nullptr;
+  if (cert) {
+    auto* sans = static_cast<GENERAL_NAMES*>(
+        X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+    for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && name.empty(); ++i) {
+      const GENERAL_NAME* g = sk_GENERAL_NAME_value(sans, i);
+      if (g->type == GEN_DNS)
+        name.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(g->d.dNSName)),
+                    static_cast<size_t>(ASN1_STRING_length(g->d.dNSName)));
+    }
+    GENERAL_NAMES_free(sans);
+    char cn[256];
+    const int n = name.empty() ? X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
+                                                           NID_commonName, cn, sizeof(cn))
+                               : 0;
+    if (n > 0) name.assign(cn, static_cast<size_t>(n));
+    X509_free(cert);
+  }
+  BIO_free(bio);
+  if (name.rfind("*.", 0) == 0) name = "probe" + name.substr(1);
+  return name;
+}
 
 void say(const std::string& address, const std::string& what) {
   fmt::print("reduction-server health probe: {} {}\n", address, what);
@@ -43,9 +74,20 @@ Result<std::string> healthProbeAddress(const ServerConfig& config) {
   return grpc.reachableLocally().toString();
 }
 
-int runHealthProbe(const std::string& address, std::chrono::milliseconds timeout) {
+int runHealthProbe(const std::string& address, std::chrono::milliseconds timeout,
+                   const std::string& tlsCert) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  grpc::ChannelArguments args;
+  if (!tlsCert.empty()) {
+    grpc::SslCredentialsOptions trust;
+    trust.pem_root_certs = tlsCert;
+    credentials = grpc::SslCredentials(trust);
+    // We dial the daemon's own address, which need not be a name its certificate carries.
+    if (const std::string name = certificateName(tlsCert); !name.empty())
+      args.SetSslTargetNameOverride(name);
+  }
   auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      grpc::CreateCustomChannel(address, credentials, args));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   grpc::health::v1::HealthCheckRequest request;  // service "": the server as a whole

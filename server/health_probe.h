@@ -19,6 +19,9 @@ Result<std::string> healthProbeAddress(const ServerConfig& config);
 // One Check (service "") against `address`, bounded by `timeout`. Prints one line saying what
 // it found and returns the process exit code: 0 when SERVING, 1 otherwise (NOT_SERVING, no
 // answer, unreachable). Docker reserves 2 in health checks, so nothing here returns it.
-int runHealthProbe(const std::string& address, std::chrono::milliseconds timeout);
+// With `tlsCert` (the daemon's own PEM certificate, --grpc-tls-cert) the check goes over TLS,
+// trusting that certificate and expecting its name (first DNS subjectAltName, else its CN).
+int runHealthProbe(const std::string& address, std::chrono::milliseconds timeout,
+                   const std::string& tlsCert = {});
 
 }  // namespace rs::server

@@ -20,7 +20,8 @@ int probe(const rs::server::ParsedConfig& parsed) {
     address = *derived;
   }
   return rs::server::runHealthProbe(address,
-                                    std::chrono::milliseconds(parsed.healthProbeTimeoutMs));
+                                    std::chrono::milliseconds(parsed.healthProbeTimeoutMs),
+                                    parsed.config.grpcTlsCert);
 }
 
 }  // namespace

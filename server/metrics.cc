@@ -95,6 +95,9 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
   f.gauge("rs_auth_required", "1 when data connections must prove the job secret "
           "(--secret-file); 0 when this reducer is open to any peer that reaches its data port.",
           s.authRequired ? 1 : 0);
+  f.counter("rs_grpc_calls_refused_total", "gRPC calls refused for a missing, wrong, stale or "
+            "replayed proof, or a job's Drain (the health check is never refused).",
+            asDouble(s.grpcCallsRefused));
   f.gauge("rs_draining", "1 while the reducer drains (SIGTERM or the Drain RPC): it refuses new "
           "groups and stops once the active ones are gone.", s.registry.draining ? 1 : 0);
 
@@ -159,10 +162,12 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
 // Builds the families from live counters at every scrape (on an HTTP thread).
 class MetricsEndpoint::Collector : public prometheus::Collectable {
  public:
-  Collector(const ServerConfig& config, const DataPlane& plane, const GroupRegistry& registry)
+  Collector(const ServerConfig& config, const DataPlane& plane, const GroupRegistry& registry,
+            std::function<uint64_t()> grpcCallsRefused)
       : config_(config),
         plane_(plane),
         registry_(registry),
+        grpcCallsRefused_(std::move(grpcCallsRefused)),
         startTime_(std::chrono::duration<double>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count()) {}
@@ -174,6 +179,7 @@ class MetricsEndpoint::Collector : public prometheus::Collectable {
     s.maxGroups = config_.maxGroups;
     s.maxSlotsPerGroup = config_.maxSlotsPerGroup;
     s.authRequired = !config_.secret.empty();
+    s.grpcCallsRefused = grpcCallsRefused_ ? grpcCallsRefused_() : 0;
     s.startTimeSeconds = startTime_;
     return metricFamilies(s);
   }
@@ -182,14 +188,16 @@ class MetricsEndpoint::Collector : public prometheus::Collectable {
   const ServerConfig& config_;
   const DataPlane& plane_;
   const GroupRegistry& registry_;
+  const std::function<uint64_t()> grpcCallsRefused_;
   const double startTime_;
 };
 
-Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const ServerConfig& config,
-                                                                const DataPlane& plane,
-                                                                const GroupRegistry& registry) {
+Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(
+    const ServerConfig& config, const DataPlane& plane, const GroupRegistry& registry,
+    std::function<uint64_t()> grpcCallsRefused) {
   std::unique_ptr<MetricsEndpoint> e(new MetricsEndpoint());
-  e->collector_ = std::make_shared<Collector>(config, plane, registry);
+  e->collector_ =
+      std::make_shared<Collector>(config, plane, registry, std::move(grpcCallsRefused));
   try {
     e->exposer_ = std::make_unique<prometheus::Exposer>(config.metricsListen, /*num_threads=*/2);
   } catch (const std::exception& ex) {

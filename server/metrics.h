@@ -11,6 +11,7 @@
 #include <prometheus/metric_family.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct MetricsSnapshot {
   uint64_t maxGroups = 0;
   uint64_t maxSlotsPerGroup = 0;
   bool authRequired = false;    // a job secret is configured
+  uint64_t grpcCallsRefused = 0;  // gRPC calls refused for their proof or its rights
   double startTimeSeconds = 0;  // Unix time
 };
 
@@ -43,9 +45,10 @@ std::vector<prometheus::MetricFamily> metricFamilies(const MetricsSnapshot& snap
 class MetricsEndpoint {
  public:
   // Serves http://<config.metricsListen>/metrics; the error names the flag and the address.
-  static Result<std::unique_ptr<MetricsEndpoint>> start(const ServerConfig& config,
-                                                        const DataPlane& plane,
-                                                        const GroupRegistry& registry);
+  // `grpcCallsRefused` reads the control service's count (none: 0).
+  static Result<std::unique_ptr<MetricsEndpoint>> start(
+      const ServerConfig& config, const DataPlane& plane, const GroupRegistry& registry,
+      std::function<uint64_t()> grpcCallsRefused = {});
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

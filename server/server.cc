@@ -69,7 +69,13 @@ Status Server::start() {
   }
   const std::string grpcAddress = config_.grpcListen.empty() ? *defaultGrpc : config_.grpcListen;
   int selected = 0;
-  builder.AddListeningPort(grpcAddress, grpc::InsecureServerCredentials(), &selected);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!config_.grpcTlsCert.empty()) {
+    grpc::SslServerCredentialsOptions tls;
+    tls.pem_key_cert_pairs.push_back({config_.grpcTlsKey, config_.grpcTlsCert});
+    credentials = grpc::SslServerCredentials(tls);
+  }
+  builder.AddListeningPort(grpcAddress, credentials, &selected);
   builder.RegisterService(controlService_.get());
   grpcServer_ = builder.BuildAndStart();
   if (!grpcServer_ || selected == 0) {
@@ -79,7 +85,9 @@ Status Server::start() {
   grpcPort_ = static_cast<uint16_t>(selected);
   grpcServer_->GetHealthCheckService()->SetServingStatus(true);
   if (!config_.metricsListen.empty()) {
-    auto metrics = MetricsEndpoint::start(config_, dataPlane_, registry_);
+    auto metrics = MetricsEndpoint::start(config_, dataPlane_, registry_, [this] {
+      return controlService_->callsRefused();
+    });
     if (!metrics) return metrics.status();  // the destructor stops what started
     metrics_ = std::move(*metrics);
   }
@@ -92,8 +100,9 @@ Status Server::start() {
     control_.run();
   });
   RS_RETURN_IF_ERROR(writePortFile());
-  rs::logger().info("listening: data port {}, gRPC port {}, {}, {} io threads, {} of slot memory",
-                    dataPlane_.port(), grpcPort_,
+  rs::logger().info("listening: data port {}, gRPC port {} ({}), {}, {} io threads, {} of slot "
+                    "memory",
+                    dataPlane_.port(), grpcPort_, config_.grpcTlsCert.empty() ? "plaintext" : "TLS",
                     metrics_ ? fmt::format("metrics on port {} (/metrics)", metrics_->port())
                              : std::string("metrics off"),
                     config_.ioThreads, formatByteSize(config_.memoryLimitBytes));

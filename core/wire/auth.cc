@@ -52,29 +52,49 @@ bool isEmptyProof(const AuthProof& proof) {
   return std::all_of(proof.begin(), proof.end(), [](uint8_t b) { return b == 0; });
 }
 
+std::string toHex(const Digest& bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * bytes.size());
+  for (uint8_t b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+std::optional<Digest> fromHex(std::string_view text) {
+  Digest out{};
+  if (text.size() != 2 * out.size()) return std::nullopt;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return out;
+}
+
 Result<std::string> deriveJobSecret(std::string_view poolSecret, std::string_view jobName) {
-  constexpr size_t kMaxJobName = 128;
-  const bool valid =
-      !jobName.empty() && jobName.size() <= kMaxJobName &&
-      std::all_of(jobName.begin(), jobName.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '.' || c == '_' || c == '-';
-      });
-  if (!valid)
-    return invalidArgument("job name '" + std::string(jobName.substr(0, kMaxJobName)) +
+  if (!isValidJobName(jobName))
+    return invalidArgument("job name '" + std::string(jobName.substr(0, kMaxJobNameBytes)) +
                            "': expected 1..128 characters of A-Z a-z 0-9 . _ -");
   constexpr std::string_view kLabel("RSJOBKEY1\0", 10);
   std::string message(kLabel);
   message += jobName;
   const Digest d = hmacSha256(poolSecret, reinterpret_cast<const uint8_t*>(message.data()),
                               message.size());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : d) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
+  return toHex(d);
+}
+
+Result<std::string> helloKey(std::string_view poolSecret, std::string_view jobName) {
+  if (jobName.empty()) return std::string(poolSecret);
+  return deriveJobSecret(poolSecret, jobName);
 }
 
 }  // namespace rs::wire

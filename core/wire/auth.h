@@ -5,15 +5,16 @@
 // The reducer opens every connection with a CHALLENGE carrying a fresh random nonce. The worker
 // answers in its HELLO with a nonce of its own and
 //   HMAC-SHA256(secret, "RSAUTH2\0" || reducer nonce || HELLO header (72 bytes) ||
-//               HELLO payload with the proof zeroed (80 bytes))
+//               HELLO payload with the proof zeroed (212 bytes))
 // so the proof is bound to this connection's challenge and to everything the HELLO says: the
-// group, the rank, the stream index and counts, the timeout and the worker's nonce. A proof
+// group, the rank, the stream index and counts, the timeout, the worker's nonce and its job. A proof
 // taken from one connection is worthless on another, and the secret never crosses the wire.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,10 @@ AuthProof helloProof(std::string_view secret, const Nonce& reducerNonce,
 // how many leading bytes of a guess were right.
 bool proofsEqual(const AuthProof& a, const AuthProof& b);
 
+// Lower-case hex of 32 bytes, and back (nullopt unless exactly 64 hex digits).
+std::string toHex(const Digest& bytes);
+std::optional<Digest> fromHex(std::string_view text);
+
 // True for an all-zero proof: the worker has no secret.
 bool isEmptyProof(const AuthProof& proof);
 
@@ -46,5 +51,9 @@ bool isEmptyProof(const AuthProof& proof);
 // job's: hex(HMAC-SHA256(poolSecret, "RSJOBKEY1\0" || jobName)), 64 characters. A name is 1..128
 // characters of [A-Za-z0-9._-]; anything else is refused with a message naming it.
 Result<std::string> deriveJobSecret(std::string_view poolSecret, std::string_view jobName);
+
+// The key that a HELLO naming `jobName` must be proven with, as the reducer that holds the
+// pool's secret sees it: the pool's secret itself for no job, else the job's derived secret.
+Result<std::string> helloKey(std::string_view poolSecret, std::string_view jobName);
 
 }  // namespace rs::wire

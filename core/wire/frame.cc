@@ -40,7 +40,10 @@ constexpr size_t kOffHelloReducerCount = 10;
 constexpr size_t kOffHelloTimeoutMs = 12;
 constexpr size_t kOffHelloClientNonce = 16;
 constexpr size_t kOffHelloAuthProof = 48;
-static_assert(kOffHelloAuthProof + sizeof(HelloPayload::authProof) == kHelloPayloadSize);
+constexpr size_t kOffHelloJobNameLength = 80;
+constexpr size_t kOffHelloJobName = 84;
+static_assert(kOffHelloAuthProof + sizeof(HelloPayload::authProof) == kOffHelloJobNameLength);
+static_assert(kOffHelloJobName + kMaxJobNameBytes == kHelloPayloadSize);
 
 constexpr size_t kOffChallengeMode = 0;
 constexpr size_t kOffChallengeReserved = 4;
@@ -62,6 +65,11 @@ std::string hex(uint64_t v, int digits) {
   return buf;
 }
 std::string dec(uint64_t v) { return std::to_string(v); }
+
+bool isJobNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '.' || c == '_' || c == '-';
+}
 
 // The four magic bytes as text when they are printable: a peer speaking HTTP or TLS by
 // mistake is then obvious from the log ("GET ").
@@ -291,6 +299,11 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
   return Status::ok();
 }
 
+bool isValidJobName(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxJobNameBytes &&
+         std::all_of(name.begin(), name.end(), isJobNameChar);
+}
+
 std::array<uint8_t, kChallengePayloadSize> encodeChallenge(const ChallengePayload& challenge) {
   std::array<uint8_t, kChallengePayloadSize> b{};
   put32(&b[kOffChallengeMode], static_cast<uint32_t>(challenge.mode));
@@ -331,6 +344,9 @@ std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello) {
   put32(&b[kOffHelloTimeoutMs], hello.timeoutMs);
   for (size_t i = 0; i < kNonceSize; ++i) b[kOffHelloClientNonce + i] = hello.clientNonce[i];
   for (size_t i = 0; i < hello.authProof.size(); ++i) b[kOffHelloAuthProof + i] = hello.authProof[i];
+  const size_t jobLength = std::min(hello.jobName.size(), kMaxJobNameBytes);
+  put32(&b[kOffHelloJobNameLength], static_cast<uint32_t>(jobLength));
+  std::copy_n(hello.jobName.begin(), jobLength, b.begin() + kOffHelloJobName);
   return b;
 }
 
@@ -348,6 +364,7 @@ Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
   p.timeoutMs = get32(data + kOffHelloTimeoutMs);
   for (size_t i = 0; i < kNonceSize; ++i) p.clientNonce[i] = data[kOffHelloClientNonce + i];
   for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = data[kOffHelloAuthProof + i];
+  const uint32_t jobLength = get32(data + kOffHelloJobNameLength);
 
   if (p.worldSize < 1 || p.worldSize > kMaxWorldSize) {
     return protocolError("hello payload: worldSize " + dec(p.worldSize) + " (expected 1.." +
@@ -368,7 +385,24 @@ Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
     return protocolError("hello payload: reducerIndex " + dec(p.reducerIndex) +
                          " (expected below reducerCount " + dec(p.reducerCount) + ")");
   }
-  *out = p;
+  if (jobLength > kMaxJobNameBytes) {
+    return protocolError("hello payload: jobNameLength " + dec(jobLength) + " (expected 0.." +
+                         dec(kMaxJobNameBytes) + ")");
+  }
+  for (size_t i = 0; i < kMaxJobNameBytes; ++i) {
+    const uint8_t c = data[kOffHelloJobName + i];
+    if (i < jobLength && !isJobNameChar(static_cast<char>(c))) {
+      return protocolError("hello payload: jobName byte " + hex(c, 2) + " at offset " +
+                           dec(kOffHelloJobName + i) + " (expected A-Z a-z 0-9 . _ -)");
+    }
+    if (i >= jobLength && c != 0) {
+      return protocolError("hello payload: jobName padding " + hex(c, 2) + " at offset " +
+                           dec(kOffHelloJobName + i) + " (expected 0 after jobNameLength " +
+                           dec(jobLength) + ")");
+    }
+  }
+  p.jobName.assign(reinterpret_cast<const char*>(data + kOffHelloJobName), jobLength);
+  *out = std::move(p);
   return Status::ok();
 }
 

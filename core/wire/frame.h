@@ -98,8 +98,14 @@ struct HelloPayload {
   uint32_t timeoutMs = 0;     // the group's collective timeout; 0 = the reducer's default
   Nonce clientNonce{};   // the worker's fresh random bytes (zero when it has no secret)
   AuthProof authProof{};  // helloProof() under the job secret; zero when the worker has none
+  // The job this worker proves itself for on a standing pool (its key derived from the pool's
+  // secret, deriveJobSecret); empty: the pool's own secret. isValidJobName() or empty.
+  std::string jobName;
 };
-inline constexpr size_t kHelloPayloadSize = 80;
+// A fixed size, so that the reducer reads the whole HELLO before it parses any of it: the job
+// name travels zero-padded in a 128-byte field after its length.
+inline constexpr size_t kHelloPayloadSize = 212;
+inline constexpr size_t kMaxJobNameBytes = 128;
 // The ranges decodeHello() accepts, so that a sender can check its configuration first.
 inline constexpr uint32_t kMaxWorldSize = 65536;
 inline constexpr uint16_t kMaxStreamCount = 256;
@@ -114,6 +120,10 @@ inline constexpr size_t kHelloAckPayloadSize = 16;
 
 // kError / kAbort carry a UTF-8 reason of at most this many bytes.
 inline constexpr size_t kMaxErrorMessageBytes = 1024;
+
+// A job name: 1..kMaxJobNameBytes characters of A-Z a-z 0-9 . _ - (printable in any log, and
+// never a path or a shell word).
+bool isValidJobName(std::string_view name);
 
 std::array<uint8_t, kChallengePayloadSize> encodeChallenge(const ChallengePayload& challenge);
 Status decodeChallenge(const uint8_t* data, size_t size, ChallengePayload* out);

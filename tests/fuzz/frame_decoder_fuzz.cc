@@ -7,6 +7,8 @@
 //   - a rejected header is a ProtocolError with a message;
 //   - a HELLO's proof depends on everything it says but its own proof field, and a proof made
 //     under another secret or for another challenge never passes the constant-time check;
+//   - the key the reducer checks a HELLO under (helloKey) exists for every job name the decoder
+//     lets through, is the pool's secret only for no job, and differs between jobs;
 //   - the same for the payloads (challenge, hello and hello-ack re-encode identically; a decoded error
 //     message passes through encodeErrorMessage unchanged);
 //   - encodeErrorMessage of any bytes is something decodeErrorMessage accepts, and an ERROR or
@@ -100,9 +102,18 @@ bool decodeAndCheck(const uint8_t* bytes, size_t size, const DecodeLimits& limit
   return true;
 }
 
-// The acceptor's check of a HELLO (header and payload both decoded) as the reducer runs it.
+// The acceptor's check of a HELLO (header and payload both decoded) as the reducer runs it:
+// the key is the pool's secret, or the key derived for the job the HELLO names.
 void fuzzHelloProof(const FrameHeader& h, const HelloPayload& hello) {
-  const std::string_view secret = "fuzz-secret-0123456789abcdef";
+  const std::string_view pool = "fuzz-secret-0123456789abcdef";
+  auto key = helloKey(pool, hello.jobName);
+  require(key.isOk(), "every job name the decoder accepts has a key");
+  require((*key == pool) == hello.jobName.empty(), "only a job-less HELLO uses the pool's secret");
+  const std::string_view secret = *key;
+  if (!hello.jobName.empty()) {
+    const std::string_view other = hello.jobName == "j" ? "k" : "j";
+    require(*helloKey(pool, other) != *key, "each job has its own key");
+  }
   Nonce nonce{};
   for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(i * 7 + h.rank);
   const AuthProof expected = helloProof(secret, nonce, h, hello);
@@ -267,6 +278,14 @@ void writeSeeds(const std::string& dir) {
   h.payloadLength = kHelloPayloadSize;
   helloBytes = encodeHello(hello);
   writeSeed(dir, "hello_authenticated", h, {helloBytes.begin(), helloBytes.end()});
+
+  // A worker of one job on a standing pool: the job's name, proven with the job's key.
+  hello.jobName = "team-a.train-7";
+  hello.authProof = helloProof(*helloKey("seed-secret-0123456789", hello.jobName),
+                               challenge.nonce, h, hello);
+  helloBytes = encodeHello(hello);
+  writeSeed(dir, "hello_job", h, {helloBytes.begin(), helloBytes.end()});
+  hello.jobName.clear();
 
   h.type = FrameType::kHelloAck;
   h.payloadLength = kHelloAckPayloadSize;

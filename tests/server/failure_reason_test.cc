@@ -59,6 +59,8 @@ TEST_CASE("failure reasons: a registry refusal says whether the group was full, 
   CHECK(handshakeFailureFor(StatusCode::kResourceExhausted) == HandshakeFailure::kLimit);
   CHECK(handshakeFailureFor(StatusCode::kAborted) == HandshakeFailure::kAborted);
   CHECK(handshakeFailureFor(StatusCode::kInvalidArgument) == HandshakeFailure::kRefused);
+  // A member of another job than the group's counts as an authentication failure.
+  CHECK(handshakeFailureFor(StatusCode::kFailedPrecondition) == HandshakeFailure::kAuth);
   for (StatusCode c : kAllCodes)
     CHECK(static_cast<size_t>(handshakeFailureFor(c)) < kNumHandshakeFailures);
 }

@@ -54,6 +54,7 @@ MetricsSnapshot sample() {
   s.registry = {2, 6, true};
   s.maxGroups = 1024;
   s.maxSlotsPerGroup = 256;
+  s.grpcCallsRefused = 9;
   s.startTimeSeconds = 1700000000;
   return s;
 }
@@ -84,7 +85,8 @@ TEST_CASE("metrics: names follow Prometheus naming, and no label can carry a gro
         "rs_slots_in_use", "rs_slot_memory_in_use_bytes", "rs_slot_memory_limit_bytes",
         "rs_bookkeeping_memory_bytes",
         "rs_groups", "rs_group_members", "rs_connections_open", "rs_connections_accepted_total",
-        "rs_frames_rejected_total", "rs_group_aborts_total", "rs_handshake_failures_total"})
+        "rs_frames_rejected_total", "rs_group_aborts_total", "rs_handshake_failures_total",
+        "rs_grpc_calls_refused_total"})
     CHECK(names.count(wanted) == 1);
 }
 
@@ -116,6 +118,7 @@ TEST_CASE("metrics: the exposition carries the counters' values and every label 
       "rs_slot_memory_limit_bytes 2147483648",
       "rs_groups 2",
       "rs_auth_required 1",
+      "rs_grpc_calls_refused_total 9",
       "rs_handshake_failures_total{reason=\"auth\"} 3",
       "rs_group_members 6",
       "rs_draining 1",

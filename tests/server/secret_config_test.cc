@@ -100,3 +100,36 @@ TEST_CASE("server config: --derive-job-secret needs the pool's secret and nothin
   unsetenv("RS_SECRET");
   CHECK(parse({"--derive-job-secret", "team-a.train-7"}).exitCode == 2);
 }
+
+TEST_CASE("server config: gRPC TLS takes a PEM certificate and key together, or neither") {
+  unsetenv("RS_SECRET");
+  unsetenv("RS_SECRET_FILE");
+  unsetenv("RS_GRPC_TLS_CERT");
+  unsetenv("RS_GRPC_TLS_KEY");
+  TempFile cert("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+  TempFile key("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
+  auto plain = parse({"--data-listen", "127.0.0.1:0"});
+  REQUIRE(plain.exitCode == -1);
+  CHECK(plain.config.grpcTlsCert.empty());
+  auto both = parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", cert.path,
+                     "--grpc-tls-key", key.path});
+  REQUIRE(both.exitCode == -1);
+  CHECK(both.config.grpcTlsCert.find("BEGIN CERTIFICATE") != std::string::npos);
+  CHECK(both.config.grpcTlsKey.find("BEGIN PRIVATE KEY") != std::string::npos);
+  {
+    ScopedEnv c("RS_GRPC_TLS_CERT", cert.path.c_str());
+    ScopedEnv k("RS_GRPC_TLS_KEY", key.path.c_str());
+    auto env = parse({"--data-listen", "127.0.0.1:0"});
+    REQUIRE(env.exitCode == -1);
+    CHECK(env.config.grpcTlsKey == both.config.grpcTlsKey);
+  }
+  // Refused at start: one without the other, a missing file, a file that is not that PEM.
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", cert.path}).exitCode == 2);
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-key", key.path}).exitCode == 2);
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", "/nonexistent/cert.pem",
+               "--grpc-tls-key", key.path})
+            .exitCode == 2);
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", key.path, "--grpc-tls-key",
+               key.path})
+            .exitCode == 2);
+}

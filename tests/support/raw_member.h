@@ -46,11 +46,12 @@ inline wire::ChallengePayload readChallenge(asio::ip::tcp::socket& socket) {
 }
 
 // The HELLO frame (header and payload) for `rank` of a group of `world` members, `streams`
-// streams, `reducers` reducers; proven with `secret` for `challenge` unless the secret is empty.
+// streams, `reducers` reducers; proven with `secret` for `challenge` unless the secret is empty,
+// naming `job` (then `secret` is that job's derived secret) unless it is empty.
 inline std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge,
                                        const GroupId& group, uint32_t rank, uint32_t world,
                                        uint32_t streams = 1, uint32_t reducers = 1,
-                                       std::string_view secret = {}) {
+                                       std::string_view secret = {}, std::string_view job = {}) {
   wire::FrameHeader h;
   h.type = wire::FrameType::kHello;
   h.group = group;
@@ -60,6 +61,7 @@ inline std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge,
   hello.worldSize = world;
   hello.streamCount = static_cast<uint16_t>(streams);
   hello.reducerCount = static_cast<uint16_t>(reducers);
+  hello.jobName = std::string(job);
   if (!secret.empty()) {
     hello.clientNonce = *wire::randomNonce();
     hello.authProof = wire::helloProof(secret, challenge.nonce, h, hello);
@@ -74,10 +76,10 @@ inline std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge,
 // Reads the reducer's CHALLENGE, then writes a HELLO (see helloFrame).
 inline void sendHello(asio::ip::tcp::socket& socket, const GroupId& group, uint32_t rank,
                       uint32_t world, uint32_t streams = 1, uint32_t reducers = 1,
-                      std::string_view secret = {}) {
+                      std::string_view secret = {}, std::string_view job = {}) {
   const wire::ChallengePayload challenge = readChallenge(socket);
   asio::write(socket, asio::buffer(helloFrame(challenge, group, rank, world, streams, reducers,
-                                              secret)));
+                                              secret, job)));
 }
 
 // Reads the HELLO_ACK that must follow a HELLO.

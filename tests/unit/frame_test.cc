@@ -1,6 +1,7 @@
 // The data-plane frame format: round trips, the exact bytes, and one case per malformed field.
 #include "core/wire/frame.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -528,11 +529,11 @@ TEST_CASE("frame: data frame status must be 0") {
 // --- Malformed: HELLO and HELLO_ACK ----------------------------------------------------
 
 TEST_CASE("frame: HELLO payloadLength must be exact") {
-  for (uint32_t n : {0u, 48u, 79u, 81u, 1024u}) {
+  for (uint32_t n : {0u, 48u, 80u, 211u, 213u, 1024u}) {
     FrameHeader h = helloHeader();
     h.payloadLength = n;
     requireProtocolError(decode(h),
-                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 80)");
+                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 212)");
   }
 }
 
@@ -648,6 +649,7 @@ HelloPayload validHello() {
   p.timeoutMs = 300000;
   for (size_t i = 0; i < p.clientNonce.size(); ++i) p.clientNonce[i] = static_cast<uint8_t>(0x40 + i);
   for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = static_cast<uint8_t>(0xA0 + i);
+  p.jobName = "job-7";
   return p;
 }
 }  // namespace
@@ -661,6 +663,9 @@ TEST_CASE("frame: hello payload: round trip and exact bytes") {
   REQUIRE(b[47] == 0x40 + 31);
   REQUIRE(b[48] == 0xA0);  // authProof at 48..79
   REQUIRE(b[79] == 0xA0 + 31);
+  REQUIRE(hexOf(b.data() + 80, 4) == "05000000");  // jobNameLength
+  REQUIRE(std::string(b.begin() + 84, b.begin() + 89) == "job-7");  // jobName at 84..211
+  REQUIRE(std::all_of(b.begin() + 89, b.end(), [](uint8_t c) { return c == 0; }));
   HelloPayload out;
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
   REQUIRE(out.worldSize == p.worldSize);
@@ -671,6 +676,45 @@ TEST_CASE("frame: hello payload: round trip and exact bytes") {
   REQUIRE(out.timeoutMs == p.timeoutMs);
   REQUIRE(out.clientNonce == p.clientNonce);
   REQUIRE(out.authProof == p.authProof);
+  REQUIRE(out.jobName == "job-7");
+  p.jobName.clear();  // no job: the pool's own secret
+  b = encodeHello(p);
+  REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
+  REQUIRE(out.jobName.empty());
+  p.jobName = std::string(kMaxJobNameBytes, 'j');
+  b = encodeHello(p);
+  REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
+  REQUIRE(out.jobName == p.jobName);
+}
+
+TEST_CASE("frame: hello payload: a malformed job name is refused, naming the byte") {
+  const auto valid = encodeHello(validHello());  // "job-7"
+  HelloPayload out;
+  auto bad = valid;
+  bad[80] = 129;
+  requireProtocolError(decodeHello(bad.data(), bad.size(), &out),
+                       "hello payload: jobNameLength 129 (expected 0..128)");
+  bad = valid;
+  bad[83] = 1;
+  requireProtocolError(decodeHello(bad.data(), bad.size(), &out),
+                       "hello payload: jobNameLength 16777221 (expected 0..128)");
+  bad = valid;
+  bad[86] = '/';
+  requireProtocolError(decodeHello(bad.data(), bad.size(), &out),
+                       "hello payload: jobName byte 0x2f at offset 86 (expected A-Z a-z 0-9 . _ -)");
+  bad = valid;
+  bad[88] = 0;  // a NUL inside the announced length
+  requireProtocolError(decodeHello(bad.data(), bad.size(), &out),
+                       "hello payload: jobName byte 0x00 at offset 88");
+  bad = valid;
+  bad[211] = 'x';  // bytes after the name must stay zero
+  requireProtocolError(decodeHello(bad.data(), bad.size(), &out),
+                       "hello payload: jobName padding 0x78 at offset 211 (expected 0 after "
+                       "jobNameLength 5)");
+  CHECK(isValidJobName("team-a.train_7"));
+  CHECK_FALSE(isValidJobName(""));
+  CHECK_FALSE(isValidJobName("a b"));
+  CHECK_FALSE(isValidJobName(std::string(kMaxJobNameBytes + 1, 'j')));
 }
 
 TEST_CASE("frame: hello payload: boundary values are accepted") {
@@ -700,9 +744,9 @@ TEST_CASE("frame: hello payload: wrong size") {
   auto valid = encodeHello(validHello());
   std::memcpy(buf.data(), valid.data(), valid.size());
   HelloPayload out;
-  for (size_t n : {size_t{0}, size_t{48}, size_t{79}}) {
+  for (size_t n : {size_t{0}, size_t{48}, size_t{80}, size_t{211}}) {
     requireProtocolError(decodeHello(buf.data(), n, &out),
-                         "hello payload: " + std::to_string(n) + " bytes (expected 80)");
+                         "hello payload: " + std::to_string(n) + " bytes (expected 212)");
   }
 }
 

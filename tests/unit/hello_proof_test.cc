@@ -103,6 +103,7 @@ TEST_CASE("auth: the proof binds the challenge, the secret and every field of th
       {"reducerCount", [](Hello& h) { h.payload.reducerCount = 4; }},
       {"timeoutMs", [](Hello& h) { h.payload.timeoutMs = 60001; }},
       {"clientNonce", [](Hello& h) { h.payload.clientNonce[31] ^= 0x80; }},
+      {"jobName", [](Hello& h) { h.payload.jobName = "job-b"; }},
   };
   for (const auto& [name, change] : changes) {
     INFO(name);
@@ -155,6 +156,13 @@ TEST_CASE("auth: a job's secret is derived from the pool's secret and the job's 
   }
   CHECK_FALSE(deriveJobSecret(pool, std::string(129, 'j')).isOk());
   CHECK(deriveJobSecret(pool, std::string(128, 'j')).isOk());
+}
+
+TEST_CASE("auth: a HELLO is proven with the pool's secret, or with its job's derived one") {
+  const std::string pool = "pool-secret-0123456789abcdef";
+  CHECK(*helloKey(pool, "") == pool);
+  CHECK(*helloKey(pool, "team-a.train-7") == *deriveJobSecret(pool, "team-a.train-7"));
+  CHECK_FALSE(helloKey(pool, "bad name").isOk());
 }
 
 }  // namespace rs::wire

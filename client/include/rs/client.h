@@ -50,10 +50,15 @@ struct ClientOptions {
   // The job secret that proves this worker to the reducers (proto/WIRE.md, "Authentication");
   // empty: none, and only reducers without a secret accept it. Never logged or sent.
   std::string secret;
+  // On a standing pool that serves several jobs: this job's name (1..128 of A-Z a-z 0-9 . _ -),
+  // with `secret` set to the job's own secret (`reduction-server --derive-job-secret JOB`).
+  // Empty: `secret` is the pool's (or the only job's) secret itself.
+  std::string jobName;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
-  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS; the secret from RS_SECRET_FILE or RS_SECRET.
+  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS; the secret from RS_SECRET_FILE or RS_SECRET, the job
+  // name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.

@@ -1,0 +1,239 @@
+// gRPC calls to a reducer with a job secret (proto/WIRE.md, "Control plane"): every call but the
+// health check carries a proof (client/control/attach_call_proof.h); a missing, wrong, replayed
+// or stale one is refused UNAUTHENTICATED with a named reason; Drain needs the pool's secret;
+// a job's JoinGroup binds the group to the job, and another job cannot join, leave or see it.
+#include <catch2/catch.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "client/control/attach_call_proof.h"
+#include "core/wire/auth.h"
+#include "proto/health.grpc.pb.h"
+#include "proto/reduction.grpc.pb.h"
+#include "tests/support/local_pool.h"
+
+namespace rs::test {
+namespace {
+
+constexpr const char* kPoolSecret = "pool-secret-5d1a9e7c3b2f4086";
+constexpr const char* kJoin = "/rs.v1.ReductionServer/JoinGroup";
+constexpr const char* kDrain = "/rs.v1.ReductionServer/Drain";
+
+std::string jobSecret(const std::string& job) { return *wire::deriveJobSecret(kPoolSecret, job); }
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string idBytes(const GroupId& id) {
+  std::string out(16, '\0');
+  for (int i = 0; i < 8; ++i) {
+    out[static_cast<size_t>(i)] = static_cast<char>(id.hi >> (56 - 8 * i));
+    out[static_cast<size_t>(i + 8)] = static_cast<char>(id.lo >> (56 - 8 * i));
+  }
+  return out;
+}
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string freshNonce() { return wire::toHex(*wire::randomNonce()); }
+
+struct Reducer {
+  Reducer()
+      : pool(1, config()),
+        channel(grpc::CreateChannel("127.0.0.1:" + std::to_string(pool.reducer(0).grpcPort()),
+                                    grpc::InsecureChannelCredentials())),
+        stub(rs::v1::ReductionServer::NewStub(channel)) {}
+  static server::ServerConfig config() {
+    server::ServerConfig c = testServerConfig();
+    c.secret = kPoolSecret;
+    return c;
+  }
+  LocalPool pool;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<rs::v1::ReductionServer::Stub> stub;
+};
+
+rs::v1::JoinGroupRequest joinRequest(const GroupId& id, uint32_t rank) {
+  rs::v1::JoinGroupRequest join;
+  join.set_group_id(idBytes(id));
+  join.set_world_size(2);
+  join.set_rank(rank);
+  join.set_stream_count(1);
+  join.set_reducer_count(1);
+  return join;
+}
+
+// JoinGroup signed by `job` (empty: the pool's secret).
+grpc::Status joinAs(Reducer& r, const std::string& job, const GroupId& id, uint32_t rank) {
+  grpc::ClientContext ctx;
+  const auto request = joinRequest(id, rank);
+  REQUIRE(client::attachCallProof(ctx, kJoin, request, job.empty() ? kPoolSecret : jobSecret(job),
+                                  job)
+              .isOk());
+  rs::v1::JoinGroupResponse out;
+  return r.stub->JoinGroup(&ctx, request, &out);
+}
+
+void requireUnauthenticated(const grpc::Status& s, const std::string& named) {
+  INFO(s.error_message());
+  CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(contains(s.error_message(), named));
+}
+
+}  // namespace
+
+TEST_CASE("grpc auth: Drain and JoinGroup without a valid proof are refused by name") {
+  Reducer r;
+  const GroupId id = GroupId::random();
+  const auto join = joinRequest(id, 0);
+  rs::v1::JoinGroupResponse joined;
+  rs::v1::DrainResponse drained;
+
+  {  // no proof at all
+    grpc::ClientContext ctx;
+    requireUnauthenticated(r.stub->Drain(&ctx, {}, &drained), "carries no proof");
+    grpc::ClientContext ctx2;
+    requireUnauthenticated(r.stub->JoinGroup(&ctx2, join, &joined), "carries no proof");
+  }
+  {  // a proof under another secret
+    grpc::ClientContext ctx;
+    REQUIRE(client::attachCallProof(ctx, kDrain, rs::v1::DrainRequest(),
+                                    "not-the-pool-secret-0123456789")
+                .isOk());
+    requireUnauthenticated(r.stub->Drain(&ctx, {}, &drained), "proof is wrong");
+  }
+  {  // a job's secret presented as another job's
+    grpc::ClientContext ctx;
+    REQUIRE(client::attachCallProof(ctx, kJoin, join, jobSecret("team-b"), "team-a").isOk());
+    requireUnauthenticated(r.stub->JoinGroup(&ctx, join, &joined),
+                           "proof is wrong for job 'team-a'");
+  }
+  {  // a valid proof of another request (a changed group id, rank...)
+    grpc::ClientContext ctx;
+    REQUIRE(client::attachCallProof(ctx, kJoin, joinRequest(id, 1), kPoolSecret).isOk());
+    requireUnauthenticated(r.stub->JoinGroup(&ctx, join, &joined), "proof is wrong");
+  }
+  {  // a valid proof for another method
+    grpc::ClientContext ctx;
+    REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/GetInfo",
+                                    rs::v1::DrainRequest(), kPoolSecret)
+                .isOk());
+    requireUnauthenticated(r.stub->Drain(&ctx, {}, &drained), "proof is wrong");
+  }
+  {  // stale, and from the future
+    for (int64_t offset : {int64_t{-10} * 60 * 1000, int64_t{10} * 60 * 1000}) {
+      grpc::ClientContext ctx;
+      client::addCallProof(ctx, client::makeCallProof(kDrain, rs::v1::DrainRequest(), kPoolSecret,
+                                                      "", nowMs() + offset, freshNonce()));
+      requireUnauthenticated(r.stub->Drain(&ctx, {}, &drained), "timestamp is");
+    }
+  }
+  {  // replayed: the same valid metadata twice
+    const auto proof = client::makeCallProof(kJoin, join, kPoolSecret, "", nowMs(), freshNonce());
+    grpc::ClientContext first;
+    client::addCallProof(first, proof);
+    REQUIRE(r.stub->JoinGroup(&first, join, &joined).ok());
+    grpc::ClientContext second;
+    client::addCallProof(second, proof);
+    requireUnauthenticated(r.stub->JoinGroup(&second, join, &joined), "nonce was already used");
+  }
+  {  // GetInfo and GetStats need a proof too; the health check stays open for the kubelet
+    grpc::ClientContext ctx;
+    rs::v1::GetInfoResponse info;
+    requireUnauthenticated(r.stub->GetInfo(&ctx, {}, &info), "carries no proof");
+    grpc::ClientContext ctx2;
+    rs::v1::GetStatsResponse stats;
+    requireUnauthenticated(r.stub->GetStats(&ctx2, {}, &stats), "carries no proof");
+    grpc::ClientContext ctx3;
+    grpc::health::v1::HealthCheckResponse health;
+    REQUIRE(grpc::health::v1::Health::NewStub(r.channel)->Check(&ctx3, {}, &health).ok());
+    CHECK(health.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+    grpc::ClientContext ctx4;
+    REQUIRE(client::attachCallProof(ctx4, "/rs.v1.ReductionServer/GetInfo",
+                                    rs::v1::GetInfoRequest(), jobSecret("team-a"), "team-a")
+                .isOk());
+    REQUIRE(r.stub->GetInfo(&ctx4, {}, &info).ok());
+    CHECK(info.auth_required());
+  }
+  {  // a job may not drain; the operator (the pool's secret) may
+    grpc::ClientContext ctx;
+    REQUIRE(client::attachCallProof(ctx, kDrain, rs::v1::DrainRequest(), jobSecret("team-a"),
+                                    "team-a")
+                .isOk());
+    grpc::Status s = r.stub->Drain(&ctx, {}, &drained);
+    CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(contains(s.error_message(), "Drain needs the pool's secret"));
+    CHECK_FALSE(r.pool.reducer(0).dataPlane().registry().draining());
+    grpc::ClientContext ctx2;
+    REQUIRE(client::attachCallProof(ctx2, kDrain, rs::v1::DrainRequest(), kPoolSecret).isOk());
+    REQUIRE(r.stub->Drain(&ctx2, {}, &drained).ok());
+    CHECK(r.pool.reducer(0).dataPlane().registry().draining());
+  }
+}
+
+TEST_CASE("grpc auth: a job's group is its own: another job cannot join, leave or see it") {
+  Reducer r;
+  const GroupId id = GroupId::random();
+  REQUIRE(joinAs(r, "team-a", id, 0).ok());
+
+  const std::string named = "group " + id.toString().substr(0, 8) + " belongs to another job";
+  for (const std::string intruder : {"team-b", ""}) {  // another job, and the job-less pool
+    INFO("intruder '" << intruder << "'");
+    grpc::Status s = joinAs(r, intruder, id, 1);
+    CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(contains(s.error_message(), named));
+    grpc::ClientContext ctx;
+    rs::v1::LeaveGroupRequest leave;
+    leave.set_group_id(idBytes(id));
+    leave.set_rank(0);
+    REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/LeaveGroup", leave,
+                                    intruder.empty() ? kPoolSecret : jobSecret(intruder),
+                                    intruder)
+                .isOk());
+    rs::v1::LeaveGroupResponse left;
+    s = r.stub->LeaveGroup(&ctx, leave, &left);
+    CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(contains(s.error_message(), named));
+  }
+  // The owner's second member joins; the group is still declared.
+  REQUIRE(joinAs(r, "team-a", id, 1).ok());
+
+  auto statsAs = [&](const std::string& job) {
+    grpc::ClientContext ctx;
+    REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/GetStats",
+                                    rs::v1::GetStatsRequest(),
+                                    job.empty() ? kPoolSecret : jobSecret(job), job)
+                .isOk());
+    rs::v1::GetStatsResponse stats;
+    REQUIRE(r.stub->GetStats(&ctx, {}, &stats).ok());
+    return stats;
+  };
+  CHECK(statsAs("team-b").groups_size() == 0);  // another job sees nothing of it
+  const auto own = statsAs("team-a");
+  REQUIRE(own.groups_size() == 1);
+  CHECK(own.groups(0).group_id() == idBytes(id).substr(0, 4));  // truncated
+  CHECK(own.groups(0).members_connected() == 2);
+  const auto operatorView = statsAs("");
+  REQUIRE(operatorView.groups_size() == 1);
+  CHECK(operatorView.groups(0).group_id() == idBytes(id).substr(0, 4));
+
+  // The data plane agrees: job A's workers join the group job A declared.
+  Status st = runRanks(2, [&](int rank) -> Status {
+    auto o = testClientOptions(r.pool.endpoints(), 1);
+    o.jobName = "team-a";
+    o.secret = jobSecret("team-a");
+    auto comm = client::Communicator::connect(o, {id, 2, static_cast<uint32_t>(rank)});
+    if (!comm) return comm.status();
+    std::vector<float> buf(1000, 1.0f);
+    RS_RETURN_IF_ERROR(
+        (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum));
+    return buf[999] == 2.0f ? Status::ok() : internalError("wrong sum");
+  });
+  CHECK(st.toString() == "OK");
+}
+
+}  // namespace rs::test

@@ -1,0 +1,111 @@
+// The reducer's check of a gRPC call's proof (server/call_auth.h), without gRPC: the key per
+// job, the time window on both sides, the replay cache and its bound, and an open reducer.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/wire/call_proof.h"
+#include "server/call_auth.h"
+
+namespace rs::server {
+namespace {
+
+constexpr const char* kPool = "pool-secret-0123456789abcdef";
+constexpr const char* kMethod = "/rs.v1.ReductionServer/JoinGroup";
+constexpr int64_t kNow = 1'800'000'000'000;  // ms
+
+wire::Nonce nonceOf(uint8_t n) {
+  wire::Nonce x{};
+  x[0] = n;
+  return x;
+}
+
+CallMetadata signedCall(const std::string& key, const std::string& job, int64_t ts,
+                        const wire::Nonce& nonce, const std::string& request = "req") {
+  CallMetadata m;
+  if (!job.empty()) m.job = job;
+  m.timestamp = std::to_string(ts);
+  m.nonce = wire::toHex(nonce);
+  m.proof = wire::toHex(wire::callProof(key, kMethod, job, ts, nonce, request));
+  return m;
+}
+
+std::string refusal(const Result<Caller>& r) {
+  REQUIRE_FALSE(r.isOk());
+  return r.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("call auth: the pool's secret, or a job's derived key, each naming its caller") {
+  CallAuthenticator auth(kPool);
+  auto pool = auth.check(signedCall(kPool, "", kNow, nonceOf(1)), kMethod, "req", kNow);
+  REQUIRE(pool.isOk());
+  CHECK(pool->isPool());
+  const std::string jobKey = *wire::deriveJobSecret(kPool, "team-a");
+  auto job = auth.check(signedCall(jobKey, "team-a", kNow, nonceOf(2)), kMethod, "req", kNow);
+  REQUIRE(job.isOk());
+  CHECK(job->job == "team-a");
+  CHECK_FALSE(job->isPool());
+  // The job's key under another job's name, a changed request, or another method.
+  CHECK(refusal(auth.check(signedCall(jobKey, "team-b", kNow, nonceOf(3)), kMethod, "req",
+                           kNow))
+            .find("wrong for job 'team-b'") != std::string::npos);
+  CHECK(refusal(auth.check(signedCall(kPool, "", kNow, nonceOf(4)), kMethod, "reQ", kNow))
+            .find("proof is wrong") != std::string::npos);
+  CHECK(refusal(auth.check(signedCall(kPool, "", kNow, nonceOf(5)), "/other", "req", kNow))
+            .find("proof is wrong") != std::string::npos);
+}
+
+TEST_CASE("call auth: missing and malformed metadata are named") {
+  CallAuthenticator auth(kPool);
+  CallMetadata none;
+  CHECK(refusal(auth.check(none, kMethod, "", kNow)).find("carries no proof") !=
+        std::string::npos);
+  CallMetadata m = signedCall(kPool, "", kNow, nonceOf(1));
+  m.timestamp.reset();
+  CHECK(refusal(auth.check(m, kMethod, "req", kNow)).find("rs-timestamp or rs-nonce") !=
+        std::string::npos);
+  m = signedCall(kPool, "", kNow, nonceOf(1));
+  m.timestamp = "12x";
+  CHECK(refusal(auth.check(m, kMethod, "req", kNow)).find("not a decimal") != std::string::npos);
+  m = signedCall(kPool, "", kNow, nonceOf(1));
+  m.proof = "abc";
+  CHECK(refusal(auth.check(m, kMethod, "req", kNow)).find("64 hex digits") != std::string::npos);
+  m = signedCall(kPool, "", kNow, nonceOf(1));
+  m.job = "bad name";
+  CHECK(refusal(auth.check(m, kMethod, "req", kNow)).find("not a job name") != std::string::npos);
+}
+
+TEST_CASE("call auth: the window holds on both sides, and a nonce counts once") {
+  CallAuthenticator auth(kPool, std::chrono::minutes(5), 3);
+  const int64_t window = 5 * 60 * 1000;
+  CHECK(auth.check(signedCall(kPool, "", kNow - window, nonceOf(1)), kMethod, "req", kNow)
+            .isOk());
+  CHECK(auth.check(signedCall(kPool, "", kNow + window, nonceOf(2)), kMethod, "req", kNow)
+            .isOk());
+  CHECK(refusal(auth.check(signedCall(kPool, "", kNow - window - 1000, nonceOf(3)), kMethod,
+                           "req", kNow))
+            .find("timestamp is -301 s away") != std::string::npos);
+  CHECK(refusal(auth.check(signedCall(kPool, "", kNow + window + 1000, nonceOf(3)), kMethod,
+                           "req", kNow))
+            .find("timestamp is 301 s away") != std::string::npos);
+  // A replay of an accepted call.
+  CHECK(refusal(auth.check(signedCall(kPool, "", kNow, nonceOf(1)), kMethod, "req", kNow))
+            .find("already used") != std::string::npos);
+  // The cache is bounded: past its size, fresh calls wait for old nonces to expire.
+  CHECK(auth.check(signedCall(kPool, "", kNow, nonceOf(3)), kMethod, "req", kNow).isOk());
+  auto full = auth.check(signedCall(kPool, "", kNow, nonceOf(4)), kMethod, "req", kNow);
+  REQUIRE_FALSE(full.isOk());
+  CHECK(full.status().code() == StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("call auth: a reducer without a secret admits every call as open") {
+  CallAuthenticator auth("");
+  auto r = auth.check({}, kMethod, "", kNow);
+  REQUIRE(r.isOk());
+  CHECK(r->open);
+  CHECK(r->isPool());
+}
+
+}  // namespace rs::server
