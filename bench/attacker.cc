@@ -173,28 +173,21 @@ std::string readVerdict(int fd) {
   return e.reason.substr(0, e.reason.find_first_of(":("));
 }
 
+// A HELLO as a worker of the pool (no job) would send it, proven with `secret` if not empty.
 std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge, const GroupId& group,
                                 uint32_t rank, uint32_t world, uint16_t stream, uint16_t streams,
                                 uint16_t reducer, uint16_t reducers, std::string_view secret) {
-  wire::FrameHeader h;
-  h.type = wire::FrameType::kHello;
-  h.group = group;
-  h.rank = rank;
-  h.payloadLength = wire::kHelloPayloadSize;
   wire::HelloPayload hello;
   hello.worldSize = world;
   hello.streamIndex = stream;
   hello.streamCount = streams;
   hello.reducerIndex = reducer;
   hello.reducerCount = reducers;
-  if (!secret.empty()) {
-    hello.clientNonce = *wire::randomNonce();
-    hello.authProof = wire::helloProof(secret, challenge.nonce, h, hello);
-  }
-  std::vector<uint8_t> frame(wire::kHeaderSize);
-  wire::encodeHeader(h, frame.data());
-  const auto payload = wire::encodeHello(hello);
-  frame.insert(frame.end(), payload.begin(), payload.end());
+  auto made = wire::helloFrame(group, rank, std::move(hello), secret, challenge.nonce);
+  if (!made) return {};
+  std::vector<uint8_t> frame(wire::kHeaderSize + wire::kHelloPayloadSize);
+  std::copy(made->header.begin(), made->header.end(), frame.begin());
+  std::copy(made->payload.begin(), made->payload.end(), frame.begin() + wire::kHeaderSize);
   return frame;
 }
 

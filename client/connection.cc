@@ -112,22 +112,12 @@ void Connection::sendHello(const wire::Nonce& reducerNonce) {
   hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
   hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
   hello.jobName = o.jobName;
-  wire::FrameHeader h;
-  h.type = wire::FrameType::kHello;
-  h.group = g.id;
-  h.rank = g.rank;
-  h.payloadLength = wire::kHelloPayloadSize;
-  if (!o.secret.empty()) {
-    auto nonce = wire::randomNonce();
-    if (!nonce) return fail(nonce.status());
-    hello.clientNonce = *nonce;
-    hello.authProof = wire::helloProof(o.secret, reducerNonce, h, hello);
-  }
-  const auto helloBytes = wire::encodeHello(hello);
+  auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce);
+  if (!frame) return fail(frame.status());
   // The first frame on the stream: nothing else is handed to the writer before the handshake.
   writer_.enqueue(transport::ownedFrame(
-      wire::encodeHeader(h),
-      std::string(reinterpret_cast<const char*>(helloBytes.data()), helloBytes.size())));
+      frame->header,
+      std::string(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size())));
   writer_.flush(*stream_);
   helloSent_ = true;
   readHeader();

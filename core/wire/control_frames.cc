@@ -2,7 +2,27 @@
 
 #include <string_view>
 
+#include "core/wire/auth.h"
+
 namespace rs::wire {
+
+Result<HelloFrame> helloFrame(const GroupId& group, uint32_t rank, HelloPayload hello,
+                              std::string_view secret, const Nonce& reducerNonce) {
+  FrameHeader h;
+  h.type = FrameType::kHello;
+  h.group = group;
+  h.rank = rank;
+  h.payloadLength = kHelloPayloadSize;
+  hello.clientNonce = {};
+  hello.authProof = {};
+  if (!secret.empty()) {
+    auto nonce = randomNonce();
+    if (!nonce) return nonce.status();
+    hello.clientNonce = *nonce;
+    hello.authProof = helloProof(secret, reducerNonce, h, hello);
+  }
+  return HelloFrame{encodeHeader(h), encodeHello(hello)};
+}
 namespace {
 
 constexpr uint32_t kMaxStatusCode = static_cast<uint32_t>(StatusCode::kInternal);

@@ -3,9 +3,11 @@
 // byte layout, this file what a sender fills in and what a receiver reads back.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/common/status.h"
 #include "core/reduce/dtype.h"
@@ -30,6 +32,17 @@ struct ChunkFields {
 // client's chunk plan and the reducer's --max-chunk both do), as decodeHeader requires.
 FrameHeader reduceHeader(const ChunkFields& chunk);
 FrameHeader resultHeader(const ChunkFields& chunk);
+
+// The HELLO that opens a worker's stream: the header names the group and rank, the payload the
+// rest. With a secret (the pool's, or the job's derived one when hello.jobName is set) the
+// payload gets a fresh client nonce and the proof answering the reducer's CHALLENGE nonce
+// (auth.h); without one both stay zero. Fails only if the CSPRNG cannot be seeded.
+struct HelloFrame {
+  HeaderBytes header{};
+  std::array<uint8_t, kHelloPayloadSize> payload{};
+};
+Result<HelloFrame> helloFrame(const GroupId& group, uint32_t rank, HelloPayload hello,
+                              std::string_view secret, const Nonce& reducerNonce);
 
 // An ERROR or ABORT frame ready to send: the header, then `reason` as its payload.
 struct ErrorFrame {

@@ -52,24 +52,16 @@ inline std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge,
                                        const GroupId& group, uint32_t rank, uint32_t world,
                                        uint32_t streams = 1, uint32_t reducers = 1,
                                        std::string_view secret = {}, std::string_view job = {}) {
-  wire::FrameHeader h;
-  h.type = wire::FrameType::kHello;
-  h.group = group;
-  h.rank = rank;
-  h.payloadLength = wire::kHelloPayloadSize;
   wire::HelloPayload hello;
   hello.worldSize = world;
   hello.streamCount = static_cast<uint16_t>(streams);
   hello.reducerCount = static_cast<uint16_t>(reducers);
   hello.jobName = std::string(job);
-  if (!secret.empty()) {
-    hello.clientNonce = *wire::randomNonce();
-    hello.authProof = wire::helloProof(secret, challenge.nonce, h, hello);
-  }
-  std::vector<uint8_t> frame(wire::kHeaderSize);
-  wire::encodeHeader(h, frame.data());
-  const auto payload = wire::encodeHello(hello);
-  frame.insert(frame.end(), payload.begin(), payload.end());
+  auto made = wire::helloFrame(group, rank, std::move(hello), secret, challenge.nonce);
+  REQUIRE(made.isOk());
+  std::vector<uint8_t> frame(wire::kHeaderSize + wire::kHelloPayloadSize);
+  std::copy(made->header.begin(), made->header.end(), frame.begin());
+  std::copy(made->payload.begin(), made->payload.end(), frame.begin() + wire::kHeaderSize);
   return frame;
 }
 
