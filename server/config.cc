@@ -21,12 +21,14 @@ namespace rs::server {
 std::string ServerConfig::describe() const {
   return fmt::format(
       "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
-      "max_groups={} max_slots_per_group={} collective_timeout_ms={} handshake_timeout_ms={} "
+      "max_groups={} max_groups_per_job={} max_slots_per_group={} collective_timeout_ms={} "
+      "handshake_timeout_ms={} "
       "max_connections_per_group={} max_connections_per_peer={} max_pending_handshakes={} max_pending_handshakes_per_peer={} "
       "idle_timeout_ms={} piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
       "metrics={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
-      formatByteSize(memoryLimitBytes), maxGroups, maxSlotsPerGroup, collectiveTimeoutMs,
+      formatByteSize(memoryLimitBytes), maxGroups, maxGroupsPerJob, maxSlotsPerGroup,
+      collectiveTimeoutMs,
       handshakeTimeoutMs, maxConnectionsPerGroup, maxConnectionsPerPeer, maxPendingHandshakes,
       maxPendingHandshakesPerPeer, idleTimeoutMs,
       formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
@@ -55,6 +57,7 @@ Status ServerConfig::validate() const {
         formatByteSize(memoryLimitBytes), formatByteSize(perThread),
         formatByteSize(2ull * maxChunkBytes)));
   if (maxGroups < 1) return invalidArgument("--max-groups must be at least 1");
+  if (maxGroupsPerJob < 1) return invalidArgument("--max-groups-per-job must be at least 1");
   if (maxSlotsPerGroup < 1) return invalidArgument("--max-slots-per-group must be at least 1");
   if (collectiveTimeoutMs < 1) return invalidArgument("--collective-timeout-ms must be >= 1");
   if (handshakeTimeoutMs < 1) return invalidArgument("--handshake-timeout-ms must be >= 1");
@@ -216,6 +219,10 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   addOption(app, "--max-groups", &c.maxGroups,
             "Most groups served at once",
             "RS_MAX_GROUPS");
+  addOption(app, "--max-groups-per-job", &c.maxGroupsPerJob,
+            "Most groups one job (a worker's RS_JOB, on a pool with per-job keys) may hold at "
+            "once, so that one tenant cannot take every group of a shared pool",
+            "RS_MAX_GROUPS_PER_JOB");
   addOption(app, "--max-slots-per-group", &c.maxSlotsPerGroup,
             "Most chunks one group may hold open per io thread",
             "RS_MAX_SLOTS_PER_GROUP");

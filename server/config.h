@@ -17,6 +17,7 @@ struct ServerConfig {
   uint32_t maxChunkBytes = 8u << 20;        // largest chunk payload accepted
   uint64_t memoryLimitBytes = 2ull << 30;   // accumulator memory, split evenly across io threads
   uint32_t maxGroups = 1024;
+  uint32_t maxGroupsPerJob = 256;  // of a named job (RS_JOB) on a shared pool
   uint32_t maxSlotsPerGroup = 256;          // chunks one group may hold open per io thread
   uint32_t collectiveTimeoutMs = 300000;    // the default, and the ceiling on a group's own
   uint32_t handshakeTimeoutMs = 10000;      // from accept until the HELLO is in

@@ -40,16 +40,10 @@ Status Group::abortReason() const {
   return abortReason_;
 }
 
-GroupRegistry::GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
-                             uint32_t maxStreamsPerWorker, uint32_t maxConnectionsPerGroup,
-                             uint32_t maxConnectionsPerPeer,
+GroupRegistry::GroupRegistry(const RegistryLimits& limits, uint32_t ioThreads,
                              std::shared_ptr<MemoryBudget> memory)
-    : maxGroups_(maxGroups),
+    : limits_(limits),
       ioThreads_(ioThreads),
-      maxTimeoutMs_(maxTimeoutMs),
-      maxStreamsPerWorker_(maxStreamsPerWorker),
-      maxConnectionsPerGroup_(maxConnectionsPerGroup),
-      maxConnectionsPerPeer_(maxConnectionsPerPeer),
       memory_(memory ? std::move(memory)
                      : std::make_shared<MemoryBudget>(UINT64_MAX, ioThreads, 0)) {}
 
@@ -61,10 +55,10 @@ Status GroupRegistry::checkLimits(uint32_t rank, const GroupParams& params) cons
   if (rank >= params.worldSize)
     return invalidArgument(fmt::format("rank {} is not below world_size {}", rank,
                                        params.worldSize));
-  if (params.streamCount < 1 || params.streamCount > maxStreamsPerWorker_)
+  if (params.streamCount < 1 || params.streamCount > limits_.maxStreamsPerWorker)
     return invalidArgument(fmt::format(
         "stream_count {} is outside 1..{} (--max-streams-per-worker)", params.streamCount,
-        maxStreamsPerWorker_));
+        limits_.maxStreamsPerWorker));
   if (params.reducerCount < 1 || params.reducerIndex >= params.reducerCount)
     return invalidArgument(fmt::format("reducer_index {} is not below reducer_count {}",
                                        params.reducerIndex, params.reducerCount));
@@ -100,13 +94,18 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
     tombstones_.erase(t);
   }
   if (draining_) return unavailableError("this reducer is draining and accepts no new groups");
-  if (groups_.size() >= maxGroups_)
+  if (groups_.size() >= limits_.maxGroups)
     return resourceExhausted("this reducer already serves " + std::to_string(groups_.size()) +
                              " groups (--max-groups)");
+  if (auto held = groupsOfJob_.find(params.job);
+      held != groupsOfJob_.end() && held->second >= limits_.maxGroupsPerJob)
+    return resourceExhausted(fmt::format(
+        "job {} already holds {} groups on this reducer (--max-groups-per-job)", params.job,
+        held->second));
   const uint32_t offset = static_cast<uint32_t>(GroupIdHash()(id) % ioThreads_);
   // The operator's timeout is a ceiling: a member cannot hold a stuck group longer.
-  const uint32_t timeoutMs = params.timeoutMs ? std::min(params.timeoutMs, maxTimeoutMs_)
-                                              : maxTimeoutMs_;
+  const uint32_t timeoutMs = params.timeoutMs ? std::min(params.timeoutMs, limits_.maxTimeoutMs)
+                                              : limits_.maxTimeoutMs;
   // Its state sized by world size counts against --memory-limit until the Group is destroyed.
   const uint64_t bookkeeping = bookkeepingBytes(params.worldSize, params.streamCount);
   RS_RETURN_IF_ERROR(
@@ -114,11 +113,12 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
   auto group = std::make_shared<Group>(id, params, offset, timeoutMs);
   group->bookkeeping_ = BookkeepingCharge(memory_, bookkeeping);
   groups_.emplace(id, group);
+  if (!params.job.empty()) ++groupsOfJob_[params.job];
   rs::logger().info("{} created{}: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
                     group->name(), params.job.empty() ? "" : " for job " + params.job,
                     params.worldSize, params.streamCount, params.reducerIndex,
                     params.reducerCount, group->timeoutMs(),
-                    params.timeoutMs > maxTimeoutMs_
+                    params.timeoutMs > limits_.maxTimeoutMs
                         ? fmt::format(" (asked {}, capped by --collective-timeout-ms)",
                                       params.timeoutMs)
                         : std::string());
@@ -132,14 +132,14 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint
   std::lock_guard lock(mu_);
   // Before a group is created, so that a refusal leaves nothing behind.
   if (auto p = peerStreams_.find(peerHost);
-      !peerHost.empty() && p != peerStreams_.end() && p->second >= maxConnectionsPerPeer_)
+      !peerHost.empty() && p != peerStreams_.end() && p->second >= limits_.maxConnectionsPerPeer)
     return resourceExhausted(fmt::format(
         "peer {} already holds {} data connections (--max-connections-per-peer)", peerHost,
         p->second));
   auto found = findOrCreateLocked(id, rank, params);
   if (!found) return found.status();
   Group& g = **found;
-  if (g.openStreams_ >= maxConnectionsPerGroup_)
+  if (g.openStreams_ >= limits_.maxConnectionsPerGroup)
     return resourceExhausted(fmt::format(
         "{} already holds {} data connections (--max-connections-per-group)", g.name(),
         g.openStreams_));
@@ -208,6 +208,10 @@ void GroupRegistry::eraseLocked(const Group& g) {
   rs::logger().info("{} closed: {} reductions, {} in, {} out{}", g.name(),
                     g.counters_.reductions.load(), g.counters_.bytesIn.load(),
                     g.counters_.bytesOut.load(), g.aborted() ? " (aborted)" : "");
+  if (!g.job().empty()) {
+    auto jobGroups = groupsOfJob_.find(g.job());
+    if (jobGroups != groupsOfJob_.end() && --jobGroups->second == 0) groupsOfJob_.erase(jobGroups);
+  }
   const GroupId id = g.id();  // erasing may destroy g
   groups_.erase(id);
 }

@@ -103,13 +103,22 @@ struct GroupSnapshot {
   uint32_t membersKnown = 0;
 };
 
+// The operator's limits, applied alike to HELLO and gRPC JoinGroup (the flags of the same names).
+struct RegistryLimits {
+  uint32_t maxGroups = 1024;
+  // Groups one named job (RS_JOB) may hold at once, so that one tenant of a shared pool cannot
+  // take every group; the job-less identity (the pool's secret, or an open reducer) has only
+  // maxGroups.
+  uint32_t maxGroupsPerJob = UINT32_MAX;
+  uint32_t maxTimeoutMs = 300000;  // the default collective timeout and the ceiling on asks
+  uint32_t maxStreamsPerWorker = 16;
+  uint32_t maxConnectionsPerGroup = UINT32_MAX;
+  uint32_t maxConnectionsPerPeer = UINT32_MAX;
+};
+
 class GroupRegistry {
  public:
-  // The operator's limits, applied alike to HELLO and gRPC JoinGroup: `maxTimeoutMs` is both
-  // the default collective timeout and the ceiling on the one a member asks for.
-  GroupRegistry(uint32_t maxGroups, uint32_t ioThreads, uint32_t maxTimeoutMs,
-                uint32_t maxStreamsPerWorker, uint32_t maxConnectionsPerGroup = UINT32_MAX,
-                uint32_t maxConnectionsPerPeer = UINT32_MAX,
+  GroupRegistry(const RegistryLimits& limits, uint32_t ioThreads,
                 std::shared_ptr<MemoryBudget> memory = nullptr);
 
   // What a new group's bookkeeping is charged to (none given: no limit); the io threads' slot
@@ -156,12 +165,9 @@ class GroupRegistry {
   // Ranks that declared themselves or have a stream connected.
   static uint32_t membersKnownLocked(const Group& group);
 
-  const uint32_t maxGroups_;
+  const RegistryLimits limits_;
   const uint32_t ioThreads_;
-  const uint32_t maxTimeoutMs_;
-  const uint32_t maxStreamsPerWorker_;
-  const uint32_t maxConnectionsPerGroup_;
-  const uint32_t maxConnectionsPerPeer_;
+  std::unordered_map<std::string, uint32_t> groupsOfJob_;  // named jobs only
   const std::shared_ptr<MemoryBudget> memory_;
   std::unordered_map<std::string, uint32_t> peerStreams_;  // joined streams per peer host
   mutable std::mutex mu_;

@@ -34,9 +34,13 @@ Result<std::string> defaultGrpcAddress(const std::string& dataListen, uint16_t d
 
 Server::Server(ServerConfig config)
     : config_(std::move(config)),
-      registry_(config_.maxGroups, static_cast<uint32_t>(config_.ioThreads),
-                config_.collectiveTimeoutMs, config_.maxStreamsPerWorker,
-                config_.maxConnectionsPerGroup, config_.maxConnectionsPerPeer,
+      registry_(RegistryLimits{.maxGroups = config_.maxGroups,
+                               .maxGroupsPerJob = config_.maxGroupsPerJob,
+                               .maxTimeoutMs = config_.collectiveTimeoutMs,
+                               .maxStreamsPerWorker = config_.maxStreamsPerWorker,
+                               .maxConnectionsPerGroup = config_.maxConnectionsPerGroup,
+                               .maxConnectionsPerPeer = config_.maxConnectionsPerPeer},
+                static_cast<uint32_t>(config_.ioThreads),
                 std::make_shared<MemoryBudget>(
                     config_.memoryLimitBytes, static_cast<uint32_t>(config_.ioThreads),
                     SlotPool::roundUp(2ull * config_.maxChunkBytes))),

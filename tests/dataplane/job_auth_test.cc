@@ -222,4 +222,33 @@ TEST_CASE("job auth: a job name needs its secret, and must be a valid name") {
   CHECK(contains(o.validate().message(), "job name (RS_JOB) 'team a'"));
 }
 
+
+TEST_CASE("job auth: one job cannot take every group of a shared pool") {
+  server::ServerConfig config = poolConfig();
+  config.maxGroupsPerJob = 2;
+  LocalPool pool(1, config);
+  const std::string greedy = "greedy";
+  // The greedy job holds its two groups (one member of two connected, so they stay open).
+  std::vector<std::unique_ptr<client::Communicator>> held;
+  for (int i = 0; i < 2; ++i) {
+    auto comm = client::Communicator::connect(jobOptions(pool, greedy, jobSecret(greedy), 1),
+                                              {GroupId::random(), 2, 0});
+    REQUIRE(comm.isOk());
+    held.push_back(std::move(*comm));
+  }
+  // Its third is refused, naming the limit.
+  auto third = client::Communicator::connect(jobOptions(pool, greedy, jobSecret(greedy), 1),
+                                             {GroupId::random(), 2, 0});
+  REQUIRE_FALSE(third.isOk());
+  INFO(third.status().toString());
+  CHECK(contains(third.status().message(), "--max-groups-per-job"));
+  // Another job, and the pool's own identity, still get groups and exact results.
+  CHECK(runJob(pool, "patient", jobSecret("patient"), GroupId::random(), 2).toString() == "OK");
+  CHECK(runJob(pool, "", kPoolSecret, GroupId::random(), 2).toString() == "OK");
+  // Once one of its groups is gone the greedy job may make another.
+  held.pop_back();
+  CHECK(waitUntil([&] { return pool.reducer(0).registry().size() == 1; }));
+  CHECK(runJob(pool, greedy, jobSecret(greedy), GroupId::random(), 2).toString() == "OK");
+}
+
 }  // namespace rs::test

@@ -28,7 +28,7 @@ TEST_CASE("memory budget: world-size-heavy groups are refused once their bookkee
           "the limit, and it returns to zero when they end") {
   // 64 MiB over 2 io threads, each keeping a 16 MiB floor for slots: 32 MiB for bookkeeping.
   auto memory = std::make_shared<MemoryBudget>(64 * kMiB, 2, 16 * kMiB);
-  GroupRegistry registry(1024, 2, 300000, 16, UINT32_MAX, UINT32_MAX, memory);
+  GroupRegistry registry(RegistryLimits{}, 2, memory);
   REQUIRE(registry.memory() == memory);
   CHECK(memory->slotPoolBudget() == 32 * kMiB);  // nothing charged: the thread's whole part
 
