@@ -4,12 +4,13 @@
 // reducers answered: how many attempts, how many were refused with which (named) reason, and
 // the longest time a refusal took.
 //
-//   rs_attacker --mode silent|no-proof|bad-proof|garbage|stall|no-read|conn-flood
+//   rs_attacker --mode silent|no-proof|bad-proof|other-job|garbage|stall|no-read|conn-flood
 //               --reducers H:P[,H:P...] [--group HEX] [--world W] [--duration S] [...]
 //
 // silent     holds --connections connections that never answer the CHALLENGE (handshake pool)
 // no-proof   HELLOs for --group (a victim's id, as if guessed) without a proof, in a loop
 // bad-proof  the same with a proof under a wrong secret
+// other-job  the same from another job of the pool, with that job's own valid key
 // garbage    random bytes where the HELLO belongs, in a loop
 // stall      an authenticated tenant (RS_SECRET / RS_SECRET_FILE) whose partner never comes:
 //            rank 0 of a group of 2 sends --bytes on every stream and waits, group after group
@@ -173,11 +174,14 @@ std::string readVerdict(int fd) {
   return e.reason.substr(0, e.reason.find_first_of(":("));
 }
 
-// A HELLO as a worker of the pool (no job) would send it, proven with `secret` if not empty.
+// A HELLO as a worker of `job` (empty: the pool's own identity) would send it, proven with
+// `secret` if not empty.
 std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge, const GroupId& group,
                                 uint32_t rank, uint32_t world, uint16_t stream, uint16_t streams,
-                                uint16_t reducer, uint16_t reducers, std::string_view secret) {
+                                uint16_t reducer, uint16_t reducers, std::string_view secret,
+                                const std::string& job = {}) {
   wire::HelloPayload hello;
+  hello.jobName = job;
   hello.worldSize = world;
   hello.streamIndex = stream;
   hello.streamCount = streams;
@@ -200,13 +204,14 @@ struct Config {
   uint32_t connections = 64;
   uint32_t streams = 4;
   size_t bytes = 16u << 20;
-  std::string secret;  // the tenant's own, for stall and no-read
+  std::string secret;  // the tenant's own, for stall, no-read and conn-flood
+  std::string job;     // the tenant's job (RS_JOB), whose key `secret` is
   std::chrono::milliseconds ioTimeout{30000};
 };
 
 bool pastDeadline(Clock::time_point end) { return gStop || Clock::now() >= end; }
 
-// no-proof, bad-proof, garbage: one connection after another, each answered or closed.
+// no-proof, bad-proof, other-job, garbage: one connection after another, each answered or closed.
 void refusalLoop(const Config& c, Tally& t, Clock::time_point end) {
   std::mt19937_64 rng(std::random_device{}());
   for (size_t i = 0; !pastDeadline(end); ++i) {
@@ -222,10 +227,15 @@ void refusalLoop(const Config& c, Tally& t, Clock::time_point end) {
       out.resize(wire::kHeaderSize + wire::kHelloPayloadSize);
       for (auto& b : out) b = static_cast<uint8_t>(rng());
     } else {
-      const std::string wrong = c.mode == "bad-proof" ? "a-guess-at-the-job-secret-0000000" : "";
+      // other-job: a genuine tenant of the pool, with its own valid key, naming the victim's
+      // group; bad-proof: a guess; no-proof: nothing.
+      const std::string key = c.mode == "bad-proof"   ? "a-guess-at-the-job-secret-0000000"
+                              : c.mode == "other-job" ? c.secret
+                                                      : "";
       out = helloFrame(*challenge, c.victim, 0, c.world, 0, 1,
                        static_cast<uint16_t>(i % c.reducers.size()),
-                       static_cast<uint16_t>(c.reducers.size()), wrong);
+                       static_cast<uint16_t>(c.reducers.size()), key,
+                       c.mode == "other-job" ? c.job : std::string());
     }
     writeAll(fd, out.data(), out.size());
     const std::string verdict = readVerdict(fd);
@@ -299,7 +309,7 @@ void connFloodLoop(const Config& c, Tally& t, Clock::time_point end) {
     std::vector<uint8_t> hello;
     if (challenge)
       hello = helloFrame(*challenge, GroupId::random(), 0, 2, 0, 1, static_cast<uint16_t>(r),
-                         static_cast<uint16_t>(c.reducers.size()), c.secret);
+                         static_cast<uint16_t>(c.reducers.size()), c.secret, c.job);
     const std::string verdict = !challenge ? "no challenge"
                                 : !writeAll(fd, hello.data(), hello.size(), end)
                                     ? "write failed"
@@ -321,6 +331,7 @@ client::ClientOptions tenantOptions(const Config& c) {
   o.reducers = c.reducers;
   o.streamsPerReducer = c.streams;
   o.secret = c.secret;
+  o.jobName = c.job;
   (void)o.applyEnvironment();  // RS_TIMEOUT_MS (checked in run())
   return o;
 }
@@ -361,7 +372,7 @@ void noReadLoop(const Config& c, Tally& t, Clock::time_point end) {
     auto challenge = readChallenge(fd);
     std::vector<uint8_t> hello;
     if (challenge)
-      hello = helloFrame(*challenge, group, 0, 1, 0, 1, 0, 1, c.secret);
+      hello = helloFrame(*challenge, group, 0, 1, 0, 1, 0, 1, c.secret, c.job);
     if (!challenge || !writeAll(fd, hello.data(), hello.size()) || readVerdict(fd) != "accepted") {
       t.refused("handshake refused", start);
       ::close(fd);
@@ -398,7 +409,8 @@ int run(int argc, char** argv) {
   CLI::App app{"A hostile or broken peer of the reducers (bench/cluster/attack.sh)"};
   app.add_option("--mode", c.mode)->required()->check(
       CLI::IsMember(
-          {"silent", "no-proof", "bad-proof", "garbage", "stall", "no-read", "conn-flood"}));
+          {"silent", "no-proof", "bad-proof", "other-job", "garbage", "stall", "no-read",
+           "conn-flood"}));
   app.add_option("--reducers", reducers, "host:port,...")->required();
   app.add_option("--group", group, "the victim's group id (hex), for no-proof and bad-proof");
   app.add_option("--world", c.world, "the victim's world size");
@@ -425,12 +437,13 @@ int run(int argc, char** argv) {
     c.victim = *g;
   }
   {
-    client::ClientOptions env;  // the tenant's secret: RS_SECRET_FILE or RS_SECRET
+    client::ClientOptions env;  // the tenant: RS_SECRET_FILE or RS_SECRET, and RS_JOB
     if (Status st = env.applyEnvironment(); !st.isOk()) {
       fmt::print(stderr, "{}\n", st.toString());
       return 2;
     }
     c.secret = env.secret;
+    c.job = env.jobName;
   }
 
   struct sigaction stop {};

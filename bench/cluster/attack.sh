@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # What each attack costs a healthy job on the same reducers: an emulated cluster (cluster.sh) of
 # W worker hosts, R reducer hosts and one attacker host, every link shaped to --rate. The
-# reducers require a job secret. Per attack mode, alternating --rounds times: the healthy job
-# (allreduce_perf, W workers, checked results) alone, then the same beside rs_attacker running
-# that mode from the attacker host. Prints, per mode, the healthy job's time alone and beside
-# the attack (median of the rounds), their ratio, wrong elements, and what the attacker got.
+# reducers hold a pool secret; the healthy job and the attacker are tenants of that standing
+# pool, each with its own job key (RS_JOB, --derive-job-secret). The modes that attack the
+# victim (no-proof, bad-proof, other-job, garbage) aim at the healthy job's group id. Per mode,
+# alternating --rounds times: the healthy job (allreduce_perf, W workers, checked results)
+# alone, then the same beside rs_attacker running that mode from the attacker host. Prints, per
+# mode, the healthy job's time alone and beside the attack (median of the rounds), their ratio,
+# wrong elements, and what the attacker got.
 #
 #   bench/cluster/attack.sh [-W 2] [-R 2] [--rate 1gbit] [-s 16M] [-n 20] [--rounds 3]
-#                           [--modes silent,no-proof,bad-proof,garbage,stall,no-read,conn-flood]
+#                           [--modes silent,no-proof,bad-proof,other-job,garbage,stall,no-read,conn-flood]
 #                           [--server-args "..."] [--out DIR] [--build build/release]
 # The attacker runs at nice 19: the cluster's hosts share this machine's cores, and the cost
 # measured should be the reducers' work for the attacker, not the attacker's own CPU.
@@ -20,7 +23,7 @@ repo=$(cd "$here/../.." && pwd)
 orig_args=("$@")
 
 W=2 R="" RATE=1gbit SIZE=16M ITERS=20 ROUNDS=3 BUDGET=1800 STREAMS=4
-MODES=silent,no-proof,bad-proof,garbage,stall,no-read,conn-flood
+MODES=silent,no-proof,bad-proof,other-job,garbage,stall,no-read,conn-flood
 OUT="" BUILD=$repo/build/release SERVER_ARGS=""
 while (($#)); do
   case $1 in
@@ -71,6 +74,10 @@ A=$W  # the attacker host is worker host number W
 cluster_create $((W + 1)) "$R" "$RATE"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$OUT/secret"
 chmod 600 "$OUT/secret"
+for job in healthy attacker; do
+  "$SERVER_BIN" --derive-job-secret "$job" --secret-file "$OUT/secret" >"$OUT/$job.key"
+  chmod 600 "$OUT/$job.key"
+done
 reducers=""
 for ((j = 0; j < R; j++)); do
   a=$(cluster_addr "r$j")
@@ -89,7 +96,7 @@ done
   echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet HEAD -- 2>/dev/null || echo ' (tree modified)')"
   echo "command: $0 ${orig_args[*]}"
   echo "workers $W, reducers $R, attacker host 1, links $RATE; healthy job: $SIZE fp32 sum x $ITERS (+2 warm-up), $STREAMS streams"
-  echo "reducers: --secret-file --collective-timeout-ms 5000 $SERVER_ARGS"
+  echo "reducers: --secret-file (a pool secret) --collective-timeout-ms 5000 $SERVER_ARGS; jobs 'healthy' and 'attacker' with derived keys"
 } | tee "$OUT/setup.txt"
 
 # Runs the healthy job once; prints "time_us busbw wrong".
@@ -99,7 +106,7 @@ healthy() {  # tag
   group=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
   echo "$group" >"$OUT/healthy-group"
   for ((i = W - 1; i >= 0; i--)); do
-    cluster_exec "w$i" env RS_SECRET_FILE="$OUT/secret" timeout -k 5 300 "$PERF_BIN" \
+    cluster_exec "w$i" env RS_JOB=healthy RS_SECRET_FILE="$OUT/healthy.key" timeout -k 5 300 "$PERF_BIN" \
       --reducers "$reducers" --world "$W" --rank "$i" --group "$group" --streams "$STREAMS" \
       -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 2 -d fp32 -o sum >"$OUT/$tag.rank$i.log" 2>&1 &
     pids+=($!)
@@ -113,9 +120,10 @@ healthy() {  # tag
 attacker_start() {  # mode tag
   local mode=$1 tag=$2
   : >"$OUT/$tag.attacker.log"
-  cluster_exec "w$A" env RS_SECRET_FILE="$OUT/secret" nice -n 19 timeout -k 5 600 "$ATTACK_BIN" \
+  cluster_exec "w$A" env RS_JOB=attacker RS_SECRET_FILE="$OUT/attacker.key" nice -n 19 \
+    timeout -k 5 600 "$ATTACK_BIN" \
     --mode "$mode" --reducers "$reducers" --group "$(cat "$OUT/healthy-group")" --world "$W" \
-    --duration 600 --connections 256 >"$OUT/$tag.attacker.log" 2>&1 &
+    --duration 600 --connections 300 >"$OUT/$tag.attacker.log" 2>&1 &
   ATTACKER=$!
   for ((t = 0; t < 300; t++)); do
     grep -q "first attempt done" "$OUT/$tag.attacker.log" && return 0
