@@ -65,6 +65,8 @@ struct Tally {
   std::map<std::string, uint64_t> refusals;  // reason -> count
   double slowestRefusalMs = 0;
   bool underway = false;
+  uint64_t bytesSent = 0;          // no-read: chunk bytes the reducers took
+  uint64_t bytesSentUnderway = 0;  // of which after they first stopped taking them
 
   // Once, when the attack is in place: attack.sh waits for this line before it measures.
   void markUnderway() {
@@ -394,6 +396,9 @@ void noReadLoop(const Config& c, Tally& t, Clock::time_point end) {
       if (!writeAll(fd, h.data(), h.size(), end, full) ||
           !writeAll(fd, payload.data(), payload.size() * sizeof(float), end, full))
         break;
+      const uint64_t bytes = h.size() + payload.size() * sizeof(float);
+      t.bytesSent += bytes;
+      if (t.underway) t.bytesSentUnderway += bytes;
     }
     // Blocked (or the deadline): wait, still not reading, for the reducer to end it.
     pollfd p{fd, POLLRDHUP, 0};
@@ -463,6 +468,10 @@ int run(int argc, char** argv) {
   fmt::print("attack {}: {} attempts, {} accepted, slowest refusal {:.0f} ms\n", c.mode,
              t.attempts, t.accepted, t.slowestRefusalMs);
   for (const auto& [reason, n] : t.refusals) fmt::print("  refused {:6d}x  {}\n", n, reason);
+  if (t.bytesSent)
+    fmt::print("  sent {:.0f} MiB of chunks, {:.0f} MiB of it after the reducers first stopped "
+               "taking them\n",
+               t.bytesSent / 1048576.0, t.bytesSentUnderway / 1048576.0);
   return 0;
 }
 

@@ -84,6 +84,7 @@ for ((j = 0; j < R; j++)); do
   # shellcheck disable=SC2086  # a list of flags
   cluster_exec "r$j" "$SERVER_BIN" --data-listen "$a:2222" --grpc-listen "$a:2223" \
     --secret-file "$OUT/secret" --collective-timeout-ms 5000 --log-level warn \
+    --metrics-listen "$a:2224" \
     --stats-interval 0 --port-file "$OUT/reducer$j.port" $SERVER_ARGS >"$OUT/reducer$j.log" 2>&1 &
   reducers+="${reducers:+,}$a:2222"
 done
@@ -99,31 +100,43 @@ done
   echo "reducers: --secret-file (a pool secret) --collective-timeout-ms 5000 $SERVER_ARGS; jobs 'healthy' and 'attacker' with derived keys"
 } | tee "$OUT/setup.txt"
 
-# Runs the healthy job once; prints "time_us busbw wrong".
-healthy() {  # tag
-  local tag=$1 i group rc=0
-  local -a pids=()
-  group=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-  echo "$group" >"$OUT/healthy-group"
+# Starts the healthy job's W workers on group $2 in the background (pids in HEALTHY_PIDS).
+healthy_start() {  # tag group
+  local tag=$1 group=$2 i
+  HEALTHY_PIDS=()
   for ((i = W - 1; i >= 0; i--)); do
     cluster_exec "w$i" env RS_JOB=healthy RS_SECRET_FILE="$OUT/healthy.key" timeout -k 5 300 "$PERF_BIN" \
       --reducers "$reducers" --world "$W" --rank "$i" --group "$group" --streams "$STREAMS" \
       -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 2 -d fp32 -o sum >"$OUT/$tag.rank$i.log" 2>&1 &
-    pids+=($!)
+    HEALTHY_PIDS+=($!)
   done
-  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+}
+# Waits for the healthy job started by healthy_start; prints "time_us busbw wrong".
+healthy_wait() {  # tag
+  local tag=$1 p rc=0
+  for p in "${HEALTHY_PIDS[@]}"; do wait "$p" || rc=$?; done
   ((rc == 0)) || die "the healthy job failed ($tag, exit $rc): see $OUT/$tag.rank0.log"
   awk '/^ +[0-9]+ +[0-9]+ / { print $5, $7, $8; exit }' "$OUT/$tag.rank0.log"
 }
+new_group() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
+healthy() {  # tag
+  healthy_start "$1" "$(new_group)"
+  healthy_wait "$1"
+}
+# Groups reducer 0 serves now (its metrics, read from the attacker's host).
+groups_on_r0() {
+  cluster_exec "w$A" curl -sf "http://$(cluster_addr r0):2224/metrics" |
+    awk '$1 == "rs_groups" { print $2 + 0 }'
+}
 
 # Starts the attacker in its host and waits until it made its first attempt.
-attacker_start() {  # mode tag
-  local mode=$1 tag=$2
+attacker_start() {  # mode tag victim-group
+  local mode=$1 tag=$2 victim=$3
   : >"$OUT/$tag.attacker.log"
   cluster_exec "w$A" env RS_JOB=attacker RS_SECRET_FILE="$OUT/attacker.key" nice -n 19 \
     timeout -k 5 600 "$ATTACK_BIN" \
-    --mode "$mode" --reducers "$reducers" --group "$(cat "$OUT/healthy-group")" --world "$W" \
-    --duration 600 --connections 300 >"$OUT/$tag.attacker.log" 2>&1 &
+    --mode "$mode" --reducers "$reducers" --group "$victim" --world "$W" \
+    --duration 600 --connections 600 >"$OUT/$tag.attacker.log" 2>&1 &
   ATTACKER=$!
   for ((t = 0; t < 300; t++)); do
     grep -q "first attempt done" "$OUT/$tag.attacker.log" && return 0
@@ -150,8 +163,20 @@ for mode in "${modes[@]}"; do
   for ((k = 1; k <= ROUNDS; k++)); do
     read -r t _ w < <(healthy "$mode-alone-$k")
     echo "$t" >>"$OUT/$mode.alone"; wrong=$((wrong + w))
-    attacker_start "$mode" "$mode-$k"
-    read -r t _ w < <(healthy "$mode-beside-$k")
+    group=$(new_group)
+    case $mode in
+      no-proof|bad-proof|other-job|garbage)
+        # Aimed at the victim's group: it exists first (the attacker learns a live group's id;
+        # an id is random and known only to its members until then).
+        healthy_start "$mode-beside-$k" "$group"
+        for ((t = 0; t < 600; t++)); do (($(groups_on_r0) >= 1)) && break; sleep 0.05; done
+        attacker_start "$mode" "$mode-$k" "$group" ;;
+      *)
+        attacker_start "$mode" "$mode-$k" "$group"
+        healthy_start "$mode-beside-$k" "$group" ;;
+    esac
+    healthy_wait "$mode-beside-$k" >"$OUT/$mode-beside-$k.row"  # here: the workers are this shell's
+    read -r t _ w <"$OUT/$mode-beside-$k.row"
     echo "$t" >>"$OUT/$mode.beside"; wrong=$((wrong + w))
     attacker_stop
     log "$mode round $k: alone $(tail -1 "$OUT/$mode.alone") us, beside $t us"
