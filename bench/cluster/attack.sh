@@ -183,7 +183,7 @@ for mode in "${modes[@]}"; do
   done
   alone=$(median <"$OUT/$mode.alone")
   beside=$(median <"$OUT/$mode.beside")
-  got=$(grep -h "^attack\|refused" "$OUT/$mode-$ROUNDS.attacker.log" | sed 's/^ *//' | paste -sd ';' | sed 's/;/; /g')
+  got=$(grep -h "^attack\|refused\|sent " "$OUT/$mode-$ROUNDS.attacker.log" | sed 's/^ *//' | paste -sd ';' | sed 's/;/; /g')
   printf '| %s | %.1f | %.1f | %.3f | %d | %s |\n' "$mode" "$(echo "$alone / 1000" | bc -l)" \
     "$(echo "$beside / 1000" | bc -l)" "$(echo "$beside / $alone" | bc -l)" "$wrong" "$got" >>"$OUT/report.md"
 done
