@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "core/wire/call_proof.h"
 #include "core/wire/frame.h"
 
@@ -16,41 +14,28 @@ CallAuthenticator::CallAuthenticator(std::string poolSecret, std::chrono::millis
 Result<Caller> CallAuthenticator::check(const CallMetadata& call, std::string_view method,
                                         std::string_view request, int64_t nowMs) {
   if (secret_.empty()) return Caller{true, {}};
-  if (!call.proof)
-    return failedPrecondition(
-        "the call carries no proof (rs-proof metadata), and this reducer requires the job "
-        "secret");
-  if (!call.timestamp || !call.nonce)
-    return failedPrecondition("the call's proof lacks its rs-timestamp or rs-nonce metadata");
-  const std::string job = call.job.value_or("");
-  if (call.job && !wire::isValidJobName(job))
-    return failedPrecondition("the call's rs-job is not a job name (1..128 of A-Z a-z 0-9 . _ -)");
-  int64_t ts = 0;
-  const std::string& t = *call.timestamp;
-  if (auto r = std::from_chars(t.data(), t.data() + t.size(), ts);
-      r.ec != std::errc() || r.ptr != t.data() + t.size())
-    return failedPrecondition("the call's rs-timestamp is not a decimal number of ms");
-  const auto nonce = wire::fromHex(*call.nonce);
-  const auto proof = wire::fromHex(*call.proof);
-  if (!nonce || !proof)
-    return failedPrecondition("the call's rs-nonce or rs-proof is not 64 hex digits");
+  auto claim = wire::decodeCallMetadata(call);
+  if (!claim) return claim.status();
+  const std::string& job = claim->job;
   // The proof first: only a holder of the key may learn about its clock or fill the cache.
   auto key = wire::helloKey(secret_, job);
   if (!key) return key.status();
-  if (!wire::proofsEqual(wire::callProof(*key, method, job, ts, *nonce, request), *proof))
+  if (!wire::proofsEqual(
+          wire::callProof(*key, method, job, claim->timestampMs, claim->nonce, request),
+          claim->proof))
     return failedPrecondition(
         job.empty() ? std::string("the call's proof is wrong: a different secret, or a changed "
                                   "request")
                     : "the call's proof is wrong for job '" + job +
                           "': not that job's secret, or a changed request");
-  const int64_t skew = ts - nowMs;
+  const int64_t skew = claim->timestampMs - nowMs;
   if (skew > window_.count() || -skew > window_.count())
     return failedPrecondition(fmt::format(
         "the call's timestamp is {} s away from this reducer's clock (at most {} s): a stale or "
         "replayed call, or clocks that disagree",
         skew / 1000, window_.count() / 1000));
   std::lock_guard lock(mu_);
-  auto fresh = rememberLocked(*nonce);
+  auto fresh = rememberLocked(claim->nonce);
   if (!fresh) return fresh.status();
   if (!*fresh) return failedPrecondition("the call's nonce was already used: a replayed call");
   return Caller{false, job};

@@ -15,6 +15,7 @@
 
 #include "core/common/status.h"
 #include "core/wire/auth.h"
+#include "core/wire/call_proof.h"
 
 namespace rs::server {
 
@@ -25,10 +26,7 @@ struct Caller {
   bool isPool() const { return open || job.empty(); }
 };
 
-// The rs-* metadata of one call, as it arrived (absent keys are nullopt).
-struct CallMetadata {
-  std::optional<std::string> job, timestamp, nonce, proof;
-};
+using wire::CallMetadata;
 
 class CallAuthenticator {
  public:

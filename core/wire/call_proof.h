@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "core/common/status.h"
 #include "core/wire/auth.h"
 
 namespace rs::wire {
@@ -24,5 +26,25 @@ inline constexpr std::string_view kCallProofKey = "rs-proof";          // 64 hex
 
 AuthProof callProof(std::string_view key, std::string_view method, std::string_view job,
                     int64_t timestampMs, const Nonce& nonce, std::string_view request);
+
+inline constexpr int64_t kMaxCallTimestampMs = 1'000'000'000'000'000;
+
+// The rs-* metadata of one call, as it arrived from the network (absent keys are nullopt).
+struct CallMetadata {
+  std::optional<std::string> job, timestamp, nonce, proof;
+};
+
+// What that metadata says, once every field is well formed.
+struct CallClaim {
+  std::string job;  // empty: no rs-job (the pool's own secret)
+  int64_t timestampMs = 0;
+  Nonce nonce{};
+  AuthProof proof{};
+};
+
+// Decodes a call's metadata: all of rs-timestamp, rs-nonce and rs-proof present, rs-job (if
+// present) a job name, the timestamp decimal, nonce and proof 64 hex digits each. A refusal is
+// a FAILED_PRECONDITION naming the field. The proof itself is not checked here.
+Result<CallClaim> decodeCallMetadata(const CallMetadata& call);
 
 }  // namespace rs::wire

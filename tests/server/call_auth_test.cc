@@ -69,6 +69,12 @@ TEST_CASE("call auth: missing and malformed metadata are named") {
   m = signedCall(kPool, "", kNow, nonceOf(1));
   m.timestamp = "12x";
   CHECK(refusal(auth.check(m, kMethod, "req", kNow)).find("not a decimal") != std::string::npos);
+  // Far from any clock, either way: refused before any arithmetic on it can overflow.
+  for (const char* t : {"-9223372036854775808", "9223372036854775807", "-1"}) {
+    m = signedCall(kPool, "", kNow, nonceOf(1));
+    m.timestamp = t;
+    CHECK(refusal(auth.check(m, kMethod, "req", kNow)).find("out of range") != std::string::npos);
+  }
   m = signedCall(kPool, "", kNow, nonceOf(1));
   m.proof = "abc";
   CHECK(refusal(auth.check(m, kMethod, "req", kNow)).find("64 hex digits") != std::string::npos);
