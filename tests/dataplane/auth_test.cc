@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "server/failure_reason.h"
+#include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
@@ -42,36 +43,6 @@ client::ClientOptions optionsWith(const LocalPool& pool, const std::string& secr
   o.maxChunkBytes = 16 << 10;
   o.connectTimeout = std::chrono::milliseconds(20000);
   return o;
-}
-
-// Every member sums rank + i % 7 over `n` int32 elements; checks the exact sum.
-Status exactAllReduce(client::Communicator& comm, int world, int rank, size_t n) {
-  std::vector<int32_t> buf(n);
-  for (size_t i = 0; i < n; ++i) buf[i] = rank + static_cast<int32_t>(i % 7);
-  RS_RETURN_IF_ERROR(comm.allReduce(buf.data(), buf.data(), n, DataType::kInt32, ReduceOp::kSum));
-  const int32_t ranks = world * (world - 1) / 2;
-  for (size_t i = 0; i < n; ++i)
-    if (buf[i] != ranks + world * static_cast<int32_t>(i % 7))
-      return internalError("wrong sum at element " + std::to_string(i));
-  return Status::ok();
-}
-
-// A socket whose reads give up after 10 s, so a missing reply fails the test instead of hanging.
-asio::ip::tcp::socket rawSocket(asio::io_context& io, uint16_t port) {
-  asio::ip::tcp::socket s(io);
-  s.connect({asio::ip::make_address("127.0.0.1"), port});
-  const timeval tv{10, 0};
-  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return s;
-}
-
-// Reads the ERROR a refused handshake gets and returns its reason.
-std::string readRefusal(asio::ip::tcp::socket& s) {
-  wire::FrameHeader h = readFrameHeader(s);
-  REQUIRE(h.type == wire::FrameType::kError);
-  std::string text(h.payloadLength, '\0');
-  asio::read(s, asio::buffer(text));
-  return text;
 }
 
 uint64_t authFailures(LocalPool& pool) {

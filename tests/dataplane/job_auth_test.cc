@@ -15,6 +15,7 @@
 
 #include "core/wire/auth.h"
 #include "server/failure_reason.h"
+#include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
@@ -49,18 +50,6 @@ client::ClientOptions jobOptions(const LocalPool& pool, const std::string& job,
   return o;
 }
 
-// Every member sums rank + i % 7 over `n` int32 elements; checks the exact sum.
-Status exactAllReduce(client::Communicator& comm, int world, int rank, size_t n) {
-  std::vector<int32_t> buf(n);
-  for (size_t i = 0; i < n; ++i) buf[i] = rank + static_cast<int32_t>(i % 7);
-  RS_RETURN_IF_ERROR(comm.allReduce(buf.data(), buf.data(), n, DataType::kInt32, ReduceOp::kSum));
-  const int32_t ranks = world * (world - 1) / 2;
-  for (size_t i = 0; i < n; ++i)
-    if (buf[i] != ranks + world * static_cast<int32_t>(i % 7))
-      return internalError("wrong sum at element " + std::to_string(i));
-  return Status::ok();
-}
-
 // `world` members of `job` on group `id`, each doing a few exact all-reduces.
 Status runJob(const LocalPool& pool, const std::string& job, const std::string& secret,
               const GroupId& id, int world) {
@@ -78,22 +67,6 @@ Status runJob(const LocalPool& pool, const std::string& job, const std::string& 
 uint64_t authFailures(LocalPool& pool, int reducer = 0) {
   return pool.reducer(reducer).dataPlane().stats().handshakeFailuresBy[static_cast<size_t>(
       server::HandshakeFailure::kAuth)];
-}
-
-asio::ip::tcp::socket rawSocket(asio::io_context& io, uint16_t port) {
-  asio::ip::tcp::socket s(io);
-  s.connect({asio::ip::make_address("127.0.0.1"), port});
-  const timeval tv{10, 0};
-  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return s;
-}
-
-std::string readRefusal(asio::ip::tcp::socket& s) {
-  wire::FrameHeader h = readFrameHeader(s);
-  REQUIRE(h.type == wire::FrameType::kError);
-  std::string text(h.payloadLength, '\0');
-  asio::read(s, asio::buffer(text));
-  return text;
 }
 
 }  // namespace

@@ -7,11 +7,25 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tests/support/local_pool.h"
 
 namespace rs::test {
+
+// Every member sums rank + i % 7 over `n` int32 elements; checks the exact sum.
+inline Status exactAllReduce(client::Communicator& comm, int world, int rank, size_t n) {
+  std::vector<int32_t> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = rank + static_cast<int32_t>(i % 7);
+  RS_RETURN_IF_ERROR(comm.allReduce(buf.data(), buf.data(), n, DataType::kInt32, ReduceOp::kSum));
+  const int32_t ranks = world * (world - 1) / 2;
+  for (size_t i = 0; i < n; ++i)
+    if (buf[i] != ranks + world * static_cast<int32_t>(i % 7))
+      return internalError("wrong sum at element " + std::to_string(i));
+  return Status::ok();
+}
 
 struct HealthyRun {
   int rounds = 0;                             // this many all-reduces, or, if 0, until *stop

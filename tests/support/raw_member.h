@@ -14,6 +14,7 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <chrono>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -93,6 +94,25 @@ inline void connectRaw(asio::ip::tcp::socket& socket, uint16_t port,
                  sizeof(receiveBuffer));
   if (localAddress != nullptr) socket.bind({asio::ip::make_address(localAddress), 0});
   socket.connect({asio::ip::make_address("127.0.0.1"), port});
+}
+
+// A connected socket whose reads give up after 10 s, so a missing reply fails the test instead
+// of hanging it.
+inline asio::ip::tcp::socket rawSocket(asio::io_context& io, uint16_t port) {
+  asio::ip::tcp::socket s(io);
+  connectRaw(s, port);
+  const timeval tv{10, 0};
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return s;
+}
+
+// Reads the ERROR a refused handshake gets and returns its reason.
+inline std::string readRefusal(asio::ip::tcp::socket& s) {
+  wire::FrameHeader h = readFrameHeader(s);
+  REQUIRE(h.type == wire::FrameType::kError);
+  std::string text(h.payloadLength, '\0');
+  asio::read(s, asio::buffer(text));
+  return text;
 }
 
 // connectRaw, then the handshake of `rank` of a one-stream, one-reducer group of `world`.
