@@ -81,13 +81,14 @@ int runClient(const Endpoint& peer, const Sweep& sweep, const transport::TcpOpti
     fmt::print(stderr, "tcp_pingpong: {}\n", fd.status().message());
     return 1;
   }
-  fmt::print("# tcp_pingpong: round trip of S bytes to {} (the server reads all S, then writes "
-             "S back), one connection, TCP_NODELAY, iters {} warmup {}\n#\n",
-             peer.toString(), sweep.iters, sweep.warmup);
-  fmt::print("# {:>10}  {:>6}  {:>10}  {:>10}  {:>10}  {:>10}\n", "size", "iters", "median",
-             "p99", "mean", "min");
-  fmt::print("# {:>10}  {:>6}  {:>10}  {:>10}  {:>10}  {:>10}\n", "(B)", "", "(us)", "(us)",
-             "(us)", "(us)");
+  fmt::print(
+      "# tcp_pingpong: round trip of S bytes to {} (the server reads all S, then writes "
+      "S back), one connection, TCP_NODELAY, iters {} warmup {}\n#\n",
+      peer.toString(), sweep.iters, sweep.warmup);
+  fmt::print("# {:>10}  {:>6}  {:>10}  {:>10}  {:>10}  {:>10}\n", "size", "iters", "median", "p99",
+             "mean", "min");
+  fmt::print("# {:>10}  {:>6}  {:>10}  {:>10}  {:>10}  {:>10}\n", "(B)", "", "(us)", "(us)", "(us)",
+             "(us)");
   std::fflush(stdout);
   std::vector<char> out(sweep.maxBytes, 'p'), in(sweep.maxBytes);
   for (uint64_t bytes = sweep.minBytes; bytes <= sweep.maxBytes; bytes *= sweep.factor) {
@@ -99,7 +100,8 @@ int runClient(const Endpoint& peer, const Sweep& sweep, const transport::TcpOpti
       s = sendAll(*fd, out.data(), bytes);
       if (s.isOk()) s = recvAll(*fd, in.data(), bytes);
       const auto t1 = std::chrono::steady_clock::now();
-      if (i >= sweep.warmup) micros.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      if (i >= sweep.warmup)
+        micros.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
     if (!s.isOk()) {
       fmt::print(stderr, "tcp_pingpong: {} bytes: {}\n", bytes, s.message());
@@ -130,12 +132,16 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", portFile, "Server: write '<port> <pid>' here once listening");
   app.add_option("-b,--min-bytes", minBytes)->capture_default_str();
   app.add_option("-e,--max-bytes", maxBytes)->capture_default_str();
-  app.add_option("-f,--factor", sweep.factor, "Size multiplier between rows")->capture_default_str();
-  app.add_option("-n,--iters", sweep.iters, "Timed round trips per size")->capture_default_str();
-  app.add_option("-w,--warmup", sweep.warmup, "Untimed round trips per size")->capture_default_str();
-  app.add_option("--socket-send-buffer", sendBuffer, "SO_SNDBUF (0: kernel autotuning), as the reducer's flag")
+  app.add_option("-f,--factor", sweep.factor, "Size multiplier between rows")
       ->capture_default_str();
-  app.add_option("--socket-recv-buffer", recvBuffer, "SO_RCVBUF (0: kernel autotuning)")->capture_default_str();
+  app.add_option("-n,--iters", sweep.iters, "Timed round trips per size")->capture_default_str();
+  app.add_option("-w,--warmup", sweep.warmup, "Untimed round trips per size")
+      ->capture_default_str();
+  app.add_option("--socket-send-buffer", sendBuffer,
+                 "SO_SNDBUF (0: kernel autotuning), as the reducer's flag")
+      ->capture_default_str();
+  app.add_option("--socket-recv-buffer", recvBuffer, "SO_RCVBUF (0: kernel autotuning)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto minB = rs::parseByteSize(minBytes), maxB = rs::parseByteSize(maxBytes);
@@ -151,8 +157,9 @@ int main(int argc, char** argv) {
   options.sendBufferBytes = static_cast<int>(*sndB);
   options.recvBufferBytes = static_cast<int>(*rcvB);
   const std::string& where = listen.empty() ? connect : listen;
-  auto endpoint = rs::parseEndpoint(where, listen.empty() ? "--connect" : "--listen",
-                                    listen.empty() ? rs::PortZero::kRefused : rs::PortZero::kAllowed);
+  auto endpoint =
+      rs::parseEndpoint(where, listen.empty() ? "--connect" : "--listen",
+                        listen.empty() ? rs::PortZero::kRefused : rs::PortZero::kAllowed);
   if (where.empty() || !endpoint) {
     fmt::print(stderr, "tcp_pingpong: {}\n",
                where.empty() ? "give --listen or --connect" : endpoint.status().message());

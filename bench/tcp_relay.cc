@@ -56,8 +56,8 @@ void setInterest(int epoll, Stream* s, uint32_t events) {
 bool relay(int epoll, Stream* s) {
   for (int round = 0; round < 16; ++round) {
     if (s->head < s->tail) {
-      const ssize_t n = ::send(s->fd, s->buffer.data() + s->head, s->tail - s->head,
-                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t n =
+          ::send(s->fd, s->buffer.data() + s->head, s->tail - s->head, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         setInterest(epoll, s, EPOLLOUT);
         return true;
@@ -149,15 +149,18 @@ Status iterate(const std::vector<int>& fds, const std::vector<uint64_t>& bytes, 
       if (polls[i].events) ++active;
     }
     if (active == 0) return Status::ok();
-    if (::poll(polls.data(), polls.size(), 30000) <= 0) return ioError("driver: no progress in 30 s");
+    if (::poll(polls.data(), polls.size(), 30000) <= 0)
+      return ioError("driver: no progress in 30 s");
     for (size_t i = 0; i < fds.size(); ++i) {
       if (polls[i].revents & (POLLERR | POLLHUP)) return ioError("driver: a relay stream failed");
       if ((polls[i].revents & POLLOUT) && toSend[i] > 0) {
-        const ssize_t n = ::send(fds[i], out.data(), std::min(toSend[i], chunk), MSG_NOSIGNAL | MSG_DONTWAIT);
+        const ssize_t n =
+            ::send(fds[i], out.data(), std::min(toSend[i], chunk), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) toSend[i] -= static_cast<uint64_t>(n);
       }
       if ((polls[i].revents & POLLIN) && toRecv[i] > 0) {
-        const ssize_t n = ::recv(fds[i], in.data(), std::min<uint64_t>(toRecv[i], in.size()), MSG_DONTWAIT);
+        const ssize_t n =
+            ::recv(fds[i], in.data(), std::min<uint64_t>(toRecv[i], in.size()), MSG_DONTWAIT);
         if (n == 0) return ioError("driver: a relay closed a stream");
         if (n > 0) toRecv[i] -= static_cast<uint64_t>(n);
       }
@@ -178,9 +181,10 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
     }
   const bool printer = o.rank == 0;
   if (printer) {
-    fmt::print("# tcp_relay driver: {} workers, {} relays x {} streams, writes of at most {}, "
-               "iters {} warmup {}; each worker sends S/R to each relay and reads it back\n#\n",
-               o.world, o.relays.size(), o.streams, formatByteSize(o.chunk), o.iters, o.warmup);
+    fmt::print(
+        "# tcp_relay driver: {} workers, {} relays x {} streams, writes of at most {}, "
+        "iters {} warmup {}; each worker sends S/R to each relay and reads it back\n#\n",
+        o.world, o.relays.size(), o.streams, formatByteSize(o.chunk), o.iters, o.warmup);
     fmt::print("# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}\n", "size", "count",
                "type", "redop", "time", "algbw", "busbw", "#wrong");
     fmt::print("# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}\n", "(B)", "(bytes)",
@@ -193,7 +197,8 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
     for (size_t r = 0; r < o.relays.size(); ++r) {
       const uint64_t toRelay = share(bytes, o.relays.size(), r);
       for (int k = 0; k < o.streams; ++k)
-        perStream.push_back(share(toRelay, static_cast<uint64_t>(o.streams), static_cast<uint64_t>(k)));
+        perStream.push_back(
+            share(toRelay, static_cast<uint64_t>(o.streams), static_cast<uint64_t>(k)));
     }
     Status s = Status::ok();
     for (int i = 0; s.isOk() && i < o.warmup; ++i) s = iterate(fds, perStream, o.chunk, out, in);
@@ -234,17 +239,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--buffer", buffer, "Relay: each stream's buffer")->capture_default_str();
   app.add_option("--streams", d.streams, "Driver: streams per relay")->capture_default_str();
-  app.add_option("--world", d.world, "Driver: workers in the run (for busbw)")->capture_default_str();
+  app.add_option("--world", d.world, "Driver: workers in the run (for busbw)")
+      ->capture_default_str();
   app.add_option("--rank", d.rank, "Driver: this worker (rank 0 prints)")->capture_default_str();
-  app.add_option("--chunk", chunk, "Driver: largest write (the client's --max-chunk)")->capture_default_str();
+  app.add_option("--chunk", chunk, "Driver: largest write (the client's --max-chunk)")
+      ->capture_default_str();
   app.add_option("-b,--min-bytes", minBytes)->capture_default_str();
   app.add_option("-e,--max-bytes", maxBytes)->capture_default_str();
   app.add_option("-f,--factor", d.factor, "Size multiplier between rows")->capture_default_str();
   app.add_option("-n,--iters", d.iters, "Timed iterations per size")->capture_default_str();
   app.add_option("-w,--warmup", d.warmup, "Untimed iterations per size")->capture_default_str();
-  app.add_option("--socket-send-buffer", sendBuffer, "SO_SNDBUF (0: kernel autotuning), as the reducer's flag")
+  app.add_option("--socket-send-buffer", sendBuffer,
+                 "SO_SNDBUF (0: kernel autotuning), as the reducer's flag")
       ->capture_default_str();
-  app.add_option("--socket-recv-buffer", recvBuffer, "SO_RCVBUF (0: kernel autotuning)")->capture_default_str();
+  app.add_option("--socket-recv-buffer", recvBuffer, "SO_RCVBUF (0: kernel autotuning)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto minB = rs::parseByteSize(minBytes), maxB = rs::parseByteSize(maxBytes);
@@ -253,7 +262,8 @@ int main(int argc, char** argv) {
   if (!minB || !maxB || !chunkB || !bufferB || !sndB || !rcvB || *minB == 0 || *maxB < *minB ||
       *chunkB == 0 || *bufferB == 0 || d.factor < 2 || d.iters < 1 || d.warmup < 0 ||
       d.streams < 1 || threads < 1 || d.world < 1) {
-    fmt::print(stderr, "tcp_relay: bad option (sizes, -f >= 2, -n >= 1, --streams/--threads >= 1)\n");
+    fmt::print(stderr,
+               "tcp_relay: bad option (sizes, -f >= 2, -n >= 1, --streams/--threads >= 1)\n");
     return 2;
   }
   rs::transport::TcpOptions options;
@@ -269,7 +279,8 @@ int main(int argc, char** argv) {
   }
   auto list = rs::cluster::parseReducerList(relays);
   if (relays.empty() || !list) {
-    fmt::print(stderr, "tcp_relay: {}\n", relays.empty() ? "give --listen or --relays" : list.status().message());
+    fmt::print(stderr, "tcp_relay: {}\n",
+               relays.empty() ? "give --listen or --relays" : list.status().message());
     return 2;
   }
   d.relays = *list;
