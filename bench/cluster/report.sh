@@ -146,3 +146,54 @@ function cell(impl, z,   k) {
   return f(time_[k], 0) (wrong[k] != 0 ? " (wrong!)" : "")
 }
 ' FS=" " "$mpstat" FS='\t' "$out/rows.tsv"
+
+# The floors, when the run had them (run.sh --peers ...,pingpong,relay): below the tables above,
+# which they leave as they were.
+[[ -s $out/pingpong.log || -s $out/floors.tsv ]] || exit 0
+pp=$out/pingpong.log fl=$out/floors.tsv
+[[ -f $pp ]] || pp=/dev/null
+[[ -f $fl ]] || fl=/dev/null
+awk -v clk="$clk" -v pp="$pp" -v fl="$fl" '
+function hsize(b) {
+  if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) " MiB"
+  if (b >= 1024 && b % 1024 == 0) return (b / 1024) " KiB"
+  return b " B"
+}
+function f(x, d) { return sprintf("%." d "f", x) }
+function vcpu(cpu, rx) { return rx > 0 ? cpu * 1e10 / (rx * 8) : 0 }
+function addSize(z) { if (!(z in seen)) { seen[z] = 1; sizes[++n] = z } }
+FILENAME == pp { if ($1 ~ /^[0-9]+$/) { med[$1] = $3; p99[$1] = $4; mean[$1] = $5; addSize($1 + 0) } next }
+FILENAME == fl { if ($1 == "relay") { lc[$2] = $11 / clk; lrx[$2] = $12; addSize($2 + 0) } next }
+$1 == "ours" { ot[$2] = $3; oc[$2] = $11 / clk; orx[$2] = $12 }
+END {
+  for (i = 2; i <= n; i++) { v = sizes[i]; j = i - 1
+    while (j >= 1 && sizes[j] > v) { sizes[j + 1] = sizes[j]; j-- } sizes[j + 1] = v }
+  np = 0; for (z in med) np++
+  if (np) {
+    print "\n## Latency floor: ours against a TCP ping-pong of the same size (w0 <-> r0, same links, socket options and run)\n"
+    print "The ping-pong sends S bytes, the server reads all of them, then sends S back (tcp_pingpong). Ours is the mean time of an all-reduce (the table above); the issue targets ours / floor <= 1.3 at 8-64 KiB. A floor for small sizes: from a few chunks up ours pipelines, which a whole-message round trip cannot.\n"
+    print "| size | ours (us) | ping-pong median (us) | p99 (us) | mean (us) | ours / median | ours / mean |"
+    print "|---:|---:|---:|---:|---:|---:|---:|"
+    for (s = 1; s <= n; s++) { z = sizes[s]; if (!(z in med)) continue
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n", hsize(z), ((z in ot) ? f(ot[z], 0) : "-"), f(med[z], 0),
+             f(p99[z], 0), f(mean[z], 0), ((z in ot) && med[z] > 0 ? f(ot[z] / med[z], 2) : "-"),
+             ((z in ot) && mean[z] > 0 ? f(ot[z] / mean[z], 2) : "-") }
+  }
+  nl = 0; for (z in lc) nl++
+  if (nl) {
+    print "\n## CPU floor: the reducers against a relay moving the same bytes (tcp_relay on the reducer hosts, same streams, same run)\n"
+    print "User+sys CPU of the reduction-server processes during our run, and of the relay processes during the relay run; received bytes on the reducer hosts'"'"' links (headers included; as many go out). vCPU per 10 Gbit/s: per 10 Gbit/s received, with as much sent. The issue targets reducer / relay <= 1.2.\n"
+    print "| size | reducer CPU (s) | received (MB) | vCPU per 10 Gbit/s, reducer | relay CPU (s) | received (MB) | vCPU per 10 Gbit/s, relay | reducer / relay |"
+    print "|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for (s = 1; s <= n; s++) { z = sizes[s]; if (!(z in lc) || !(z in oc)) continue
+      a = vcpu(oc[z], orx[z]); b = vcpu(lc[z], lrx[z])
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", hsize(z), f(oc[z], 2), f(orx[z] / 1e6, 1), f(a, 2),
+             f(lc[z], 2), f(lrx[z] / 1e6, 1), f(b, 2), (b > 0 ? f(a / b, 2) : "-")
+      tc += oc[z]; tr += orx[z]; tlc += lc[z]; tlr += lrx[z] }
+    if (tr > 0 && tlr > 0) {
+      a = vcpu(tc, tr); b = vcpu(tlc, tlr)
+      printf "| all | %s | %s | %s | %s | %s | %s | %s |\n", f(tc, 2), f(tr / 1e6, 1), f(a, 2), f(tlc, 2),
+             f(tlr / 1e6, 1), f(b, 2), (b > 0 ? f(a / b, 2) : "-")
+    }
+  }
+}' "$pp" "$fl" FS='\t' "$out/rows.tsv"

@@ -7,14 +7,18 @@
 # is timestamped as it arrives, so CPU use is attributed per size: machine busy % (/proc/stat,
 # and the peak 1 s sample of `mpstat 1`), and for our run the reducers' user+sys CPU seconds and
 # received bytes, hence vCPU per 10 Gbit/s. Writes raw outputs, results.csv and report.md.
+# Two floors may join the peers: `pingpong` (tcp_pingpong from w0 to r0: the round trip of each
+# size, for "ours / floor" in time) and `relay` (tcp_relay on every reducer host, driven from every
+# worker host with our run's bytes per stream: its CPU per byte beside the reducers').
 #
 #   bench/cluster/run.sh [-W 4] [-R 4] [--rate 1gbit] [-b 8K] [-e 64M] [-f 2] [-n 10] [-w 2]
-#                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring]
+#                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring[,pingpong,relay]]
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
 #                        [--server-io-threads 1] [--streams 4] [--link-seconds 2] [--queue 20ms]
 #                        [--server-args "--max-lead 256KiB"] [--perf-args "--iteration-times"]
 #                        [--cc reno|bbr] [--host-napi inline|threaded] [--mtu 1500]
 #                        [--server-bin P] [--perf-bin P] [--gloo-bin P] [--mpi-bin P]
+#                        [--pingpong-bin P] [--relay-bin P]
 # Needs root. Bounded by --budget (a `timeout` around the whole script) and --step-timeout per
 # implementation; the namespaces and every process in them go on any exit (trap EXIT INT TERM).
 # After a kill -9, `bench/cluster/cluster.sh --cleanup` removes the leftovers.
@@ -28,7 +32,7 @@ W=4 R="" RATE=1gbit MIN=8K MAX=64M FACTOR=2 ITERS=10 WARMUP=2
 PEERS=gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring
 OUT="" BUILD=$repo/build/release BUDGET=1800 STEP_TIMEOUT=600 IO_THREADS=1 STREAMS=4 LINK_SECS=2
 SERVER_ARGS="" PERF_ARGS=""
-SERVER_BIN="" PERF_BIN="" GLOO_BIN="" MPI_BIN=""
+SERVER_BIN="" PERF_BIN="" GLOO_BIN="" MPI_BIN="" PINGPONG_BIN="" RELAY_BIN=""
 while (($#)); do
   case $1 in
     -W|--workers) W=$2 ;; -R|--reducers) R=$2 ;; --rate) RATE=$2 ;;
@@ -39,7 +43,7 @@ while (($#)); do
     --cc) CLUSTER_CC=$2 ;; --perf-args) PERF_ARGS=$2 ;;
     --host-napi) CLUSTER_HOST_NAPI=$2 ;; --mtu) CLUSTER_MTU=$2 ;;
     --server-bin) SERVER_BIN=$2 ;; --perf-bin) PERF_BIN=$2 ;; --gloo-bin) GLOO_BIN=$2 ;;
-    --mpi-bin) MPI_BIN=$2 ;;
+    --mpi-bin) MPI_BIN=$2 ;; --pingpong-bin) PINGPONG_BIN=$2 ;; --relay-bin) RELAY_BIN=$2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
   esac
@@ -61,6 +65,8 @@ SERVER_BIN=${SERVER_BIN:-$BUILD/server/reduction-server}
 PERF_BIN=${PERF_BIN:-$BUILD/bench/allreduce_perf}
 GLOO_BIN=${GLOO_BIN:-$BUILD/bench/peers/gloo_allreduce}
 MPI_BIN=${MPI_BIN:-$BUILD/bench/peers/mpi_allreduce}
+PINGPONG_BIN=${PINGPONG_BIN:-$BUILD/bench/tcp_pingpong}
+RELAY_BIN=${RELAY_BIN:-$BUILD/bench/tcp_relay}
 OUT=${OUT:-${TMPDIR:-/tmp}/rs-cluster/$(date +%Y%m%d-%H%M%S)-W${W}R${R}-$RATE}
 
 log() { echo "run: $*" >&2; }
@@ -134,7 +140,7 @@ snapshot() {
   done
 }
 
-# Copies rank 0's output to $2 and, for each table row, appends to rows.tsv the row and the
+# Copies rank 0's output to $2 and, for each table row, appends to $ROWS the row and the
 # counters' change since the previous row: each size's window holds its warm-up, timed
 # iterations and check. The first window starts at the table header when the header arrives
 # on its own (the peers flush it), else at the start (allreduce_perf's header comes with its
@@ -151,7 +157,7 @@ stamp_rows() {  # impl raw-file
       read -r size _ _ _ time_us algbw busbw wrong _ <<<"$line"
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$impl" "$size" "$time_us" \
         "$algbw" "$busbw" "$wrong" "$t0" "$SNAP_T" $((SNAP_BUSY - b0)) $((SNAP_TOTAL - n0)) \
-        $((SNAP_RED_TICKS - k0)) $((SNAP_RED_RX - x0)) $((SNAP_RED_KTICKS - q0)) >>"$OUT/rows.tsv"
+        $((SNAP_RED_TICKS - k0)) $((SNAP_RED_RX - x0)) $((SNAP_RED_KTICKS - q0)) >>"$ROWS"
       t0=$SNAP_T b0=$SNAP_BUSY n0=$SNAP_TOTAL k0=$SNAP_RED_TICKS x0=$SNAP_RED_RX q0=$SNAP_RED_KTICKS
     fi
   done
@@ -168,6 +174,11 @@ clear_workers() {
 }
 
 failed=()
+wait_port_file() {  # file what: a floor's "<port> <pid>" once it listens
+  local t
+  for ((t = 0; t < 200; t++)); do [[ -s $1 ]] && return 0; sleep 0.1; done
+  die "$2 did not start (no $1)"
+}
 # Runs one implementation: rank r's command line is "$@" with {rank} and {addr} substituted,
 # one process per worker host; or, with W=0 given as $2, one launcher in w0 (mpirun).
 run_impl() {  # impl per-host|launcher cmd...
@@ -214,6 +225,7 @@ sweep=(-b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w "$WARMUP")
   echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS $PERF_ARGS"
 } >"$OUT/setup.txt"
 : >"$OUT/rows.tsv"
+ROWS=$OUT/rows.tsv  # where stamp_rows writes: the relay's rows go to floors.tsv instead
 
 cluster_create "$W" "$R" "$RATE"
 cluster_measure_link w0 r0 "$LINK_SECS" || true
@@ -289,7 +301,39 @@ for peer in "${peer_list[@]}"; do
         --mca pml ob1 --mca btl tcp,self --mca mpi_yield_when_idle 1 \
         --mca btl_tcp_if_include "$CLUSTER_SUBNET.0/24" --mca oob_tcp_if_include "$CLUSTER_SUBNET.0/24" \
         "${algo[@]}" "$MPI_BIN" --label "$peer" "${sweep[@]}" ;;
-    *) log "unknown peer '$peer' (gloo_ring, gloo_chunked, gloo_hd, mpi_default, mpi_ring)" ;;
+    pingpong)
+      [[ -x $PINGPONG_BIN ]] || { log "pingpong: skipped, no $PINGPONG_BIN"; continue; }
+      a=$(cluster_addr r0)
+      cluster_exec r0 "$PINGPONG_BIN" --listen "$a:2225" --port-file "$OUT/pingpong.port" \
+        >"$OUT/pingpong-server.log" 2>&1 &
+      wait_port_file "$OUT/pingpong.port" pingpong
+      log "pingpong: start"
+      rc=0
+      cluster_exec w0 timeout -k 10 "$STEP_TIMEOUT" "$PINGPONG_BIN" --connect "$a:2225" \
+        "${sweep[@]}" >"$OUT/pingpong.log" 2>"$OUT/pingpong.err" || rc=$?
+      kill "$(cut -d' ' -f2 "$OUT/pingpong.port")" 2>/dev/null || true
+      if ((rc != 0)); then failed+=("pingpong(exit $rc)"); log "pingpong: FAILED with exit $rc"; else log "pingpong: done"; fi ;;
+    relay)
+      [[ -x $RELAY_BIN ]] || { log "relay: skipped, no $RELAY_BIN"; continue; }
+      relays="" relay_pids=()
+      for ((j = 0; j < R; j++)); do
+        a=$(cluster_addr "r$j")
+        cluster_exec "r$j" "$RELAY_BIN" --listen "$a:2224" --threads "$IO_THREADS" \
+          --port-file "$OUT/relay$j.port" >"$OUT/relay$j.log" 2>&1 &
+        relays+="${relays:+,}$a:2224"
+      done
+      for ((j = 0; j < R; j++)); do
+        wait_port_file "$OUT/relay$j.port" "relay $j"
+        relay_pids+=("$(cut -d' ' -f2 "$OUT/relay$j.port")")
+      done
+      # The same attribution as ours, with the relays' CPU in place of the (idle) reducers'.
+      saved_pids=("${RED_PIDS[@]}")
+      RED_PIDS=("${relay_pids[@]}") ROWS=$OUT/floors.tsv
+      run_impl relay per-host "$RELAY_BIN" --relays "$relays" --streams "$STREAMS" \
+        --world "$W" --rank '{rank}' "${sweep[@]}"
+      RED_PIDS=("${saved_pids[@]}") ROWS=$OUT/rows.tsv
+      kill "${relay_pids[@]}" 2>/dev/null || true ;;
+    *) log "unknown peer '$peer' (gloo_ring, gloo_chunked, gloo_hd, mpi_default, mpi_ring, pingpong, relay)" ;;
   esac
 done
 

@@ -1,0 +1,291 @@
+// tcp_relay: the CPU floor. A relay receives bytes on each stream and sends the same bytes back
+// on it, nothing else: no framing, no reduction, no copies beyond the one buffer each stream
+// reads into. Driven with the bytes a reducer sees in an all-reduce of S bytes (each of W
+// workers sends S/R to each of R reducers over K streams and gets S/R back), its CPU per byte
+// is what kernel TCP plus a minimal user-space loop cost; the reducer's over it is our overhead.
+//
+//   tcp_relay --listen 10.0.0.100:2224 [--threads 1] [--buffer 512K] [--port-file F]
+//   tcp_relay --relays h:p,h:p --streams 4 --world 4 --rank 0 [-b 8K -e 64M -f 2 -n 10 -w 2]
+//
+// The relay serves until killed, each thread an epoll loop over its share of the streams
+// (level-triggered; a stream alternates between reading into its buffer and writing it back).
+// The driver prints allreduce_perf's table (time per iteration: every stream's bytes sent and
+// read back), so that bench/cluster/run.sh stamps its rows and CPU as it does ours; rank 0
+// prints. The drivers do not wait for each other: the time is a reference, the CPU is the point.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "bench/floor_socket.h"
+#include "core/cluster/cluster_spec.h"
+#include "core/common/byte_size.h"
+
+namespace rs::bench {
+namespace {
+
+// --- relay -------------------------------------------------------------------------------------
+
+struct Stream {
+  int fd = -1;
+  std::vector<char> buffer;
+  size_t head = 0, tail = 0;  // bytes read but not yet sent back: [head, tail)
+  uint32_t interest = EPOLLIN;
+};
+
+void setInterest(int epoll, Stream* s, uint32_t events) {
+  if (s->interest == events) return;
+  s->interest = events;
+  epoll_event e{events, {.ptr = s}};
+  ::epoll_ctl(epoll, EPOLL_CTL_MOD, s->fd, &e);
+}
+
+// Moves bytes until the socket would block, for at most a few rounds so that one busy stream
+// does not starve the others (level-triggered epoll reports it again). False: the stream ended.
+bool relay(int epoll, Stream* s) {
+  for (int round = 0; round < 16; ++round) {
+    if (s->head < s->tail) {
+      const ssize_t n =
+          ::send(s->fd, s->buffer.data() + s->head, s->tail - s->head, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        setInterest(epoll, s, EPOLLOUT);
+        return true;
+      }
+      if (n < 0) return false;
+      s->head += static_cast<size_t>(n);
+      continue;
+    }
+    s->head = s->tail = 0;
+    const ssize_t n = ::recv(s->fd, s->buffer.data(), s->buffer.size(), MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      setInterest(epoll, s, EPOLLIN);
+      return true;
+    }
+    if (n <= 0) return false;
+    s->tail = static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void relayLoop(int epoll) {
+  std::vector<epoll_event> events(64);
+  for (;;) {
+    const int n = ::epoll_wait(epoll, events.data(), static_cast<int>(events.size()), -1);
+    for (int i = 0; i < n; ++i) {
+      auto* s = static_cast<Stream*>(events[static_cast<size_t>(i)].data.ptr);
+      if (!relay(epoll, s)) {
+        ::epoll_ctl(epoll, EPOLL_CTL_DEL, s->fd, nullptr);
+        ::close(s->fd);
+        delete s;  // NOLINT(cppcoreguidelines-owning-memory): owned by its epoll entry
+      }
+    }
+  }
+}
+
+int runRelay(const Endpoint& where, const std::string& portFile, int threads, size_t bufferBytes,
+             const transport::TcpOptions& options) {
+  uint16_t port = 0;
+  auto listener = listenOn(where, &port);
+  Status s = listener.status();
+  if (s.isOk() && !portFile.empty()) s = writePortFile(portFile, port);
+  if (!s.isOk()) {
+    fmt::print(stderr, "tcp_relay: {}\n", s.message());
+    return 1;
+  }
+  std::vector<int> epolls;
+  for (int t = 0; t < threads; ++t) {
+    epolls.push_back(::epoll_create1(EPOLL_CLOEXEC));
+    std::thread(relayLoop, epolls.back()).detach();
+  }
+  for (size_t next = 0;; ++next) {  // streams dealt to the threads in turn, as the reducer's
+    auto fd = acceptTuned(*listener, options);
+    if (!fd) {
+      fmt::print(stderr, "tcp_relay: {}\n", fd.status().message());
+      continue;
+    }
+    auto* stream = new Stream{*fd, std::vector<char>(bufferBytes)};  // NOLINT: see relayLoop
+    epoll_event e{EPOLLIN, {.ptr = stream}};
+    ::epoll_ctl(epolls[next % epolls.size()], EPOLL_CTL_ADD, *fd, &e);
+  }
+}
+
+// --- driver ------------------------------------------------------------------------------------
+
+struct DriveOptions {
+  std::vector<Endpoint> relays;
+  int streams = 4, world = 1, rank = 0;
+  uint64_t minBytes = 0, maxBytes = 0, factor = 2, chunk = 1 << 20;
+  int iters = 10, warmup = 2;
+};
+
+// Part `index` of `total` split in `parts` as evenly as whole bytes allow.
+uint64_t share(uint64_t total, uint64_t parts, uint64_t index) {
+  return total / parts + (index < total % parts ? 1 : 0);
+}
+
+// One iteration: every stream sends its bytes in chunk-sized writes and reads them back, all
+// streams at once (the relay echoes as it reads, so a stream that only sent would stall).
+Status iterate(const std::vector<int>& fds, const std::vector<uint64_t>& bytes, uint64_t chunk,
+               std::vector<char>& out, std::vector<char>& in) {
+  std::vector<uint64_t> toSend = bytes, toRecv = bytes;
+  std::vector<pollfd> polls(fds.size());
+  for (;;) {
+    size_t active = 0;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      polls[i] = {fds[i], 0, 0};
+      if (toSend[i] > 0) polls[i].events |= POLLOUT;
+      if (toRecv[i] > 0) polls[i].events |= POLLIN;
+      if (polls[i].events) ++active;
+    }
+    if (active == 0) return Status::ok();
+    if (::poll(polls.data(), polls.size(), 30000) <= 0)
+      return ioError("driver: no progress in 30 s");
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (polls[i].revents & (POLLERR | POLLHUP)) return ioError("driver: a relay stream failed");
+      if ((polls[i].revents & POLLOUT) && toSend[i] > 0) {
+        const ssize_t n =
+            ::send(fds[i], out.data(), std::min(toSend[i], chunk), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) toSend[i] -= static_cast<uint64_t>(n);
+      }
+      if ((polls[i].revents & POLLIN) && toRecv[i] > 0) {
+        const ssize_t n =
+            ::recv(fds[i], in.data(), std::min<uint64_t>(toRecv[i], in.size()), MSG_DONTWAIT);
+        if (n == 0) return ioError("driver: a relay closed a stream");
+        if (n > 0) toRecv[i] -= static_cast<uint64_t>(n);
+      }
+    }
+  }
+}
+
+int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
+  std::vector<int> fds;
+  for (const Endpoint& relay : o.relays)
+    for (int k = 0; k < o.streams; ++k) {
+      auto fd = connectTuned(relay, options);
+      if (!fd) {
+        fmt::print(stderr, "tcp_relay: rank {}: {}\n", o.rank, fd.status().message());
+        return 1;
+      }
+      fds.push_back(*fd);
+    }
+  const bool printer = o.rank == 0;
+  if (printer) {
+    fmt::print(
+        "# tcp_relay driver: {} workers, {} relays x {} streams, writes of at most {}, "
+        "iters {} warmup {}; each worker sends S/R to each relay and reads it back\n#\n",
+        o.world, o.relays.size(), o.streams, formatByteSize(o.chunk), o.iters, o.warmup);
+    fmt::print("# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}\n", "size", "count",
+               "type", "redop", "time", "algbw", "busbw", "#wrong");
+    fmt::print("# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}\n", "(B)", "(bytes)",
+               "", "", "(us)", "(GB/s)", "(GB/s)", "");
+    std::fflush(stdout);
+  }
+  std::vector<char> out(o.chunk, 'r'), in(1 << 20);
+  for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
+    std::vector<uint64_t> perStream;
+    for (size_t r = 0; r < o.relays.size(); ++r) {
+      const uint64_t toRelay = share(bytes, o.relays.size(), r);
+      for (int k = 0; k < o.streams; ++k)
+        perStream.push_back(
+            share(toRelay, static_cast<uint64_t>(o.streams), static_cast<uint64_t>(k)));
+    }
+    Status s = Status::ok();
+    for (int i = 0; s.isOk() && i < o.warmup; ++i) s = iterate(fds, perStream, o.chunk, out, in);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; s.isOk() && i < o.iters; ++i) s = iterate(fds, perStream, o.chunk, out, in);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.iters;
+    if (!s.isOk()) {
+      fmt::print(stderr, "tcp_relay: rank {}: {} bytes: {}\n", o.rank, bytes, s.message());
+      return 1;
+    }
+    if (printer) {
+      const double algbw = static_cast<double>(bytes) / seconds / 1e9;
+      fmt::print("  {:>10}  {:>12}  {:>6}  {:>5}  {:>10.1f}  {:>7.3f}  {:>7.3f}  {:>6}\n", bytes,
+                 bytes, "bytes", "echo", seconds * 1e6, algbw,
+                 algbw * 2.0 * (o.world - 1) / o.world, 0);
+      std::fflush(stdout);
+    }
+    if (bytes > o.maxBytes / o.factor) break;
+  }
+  for (int fd : fds) ::close(fd);
+  return 0;
+}
+
+}  // namespace
+}  // namespace rs::bench
+
+int main(int argc, char** argv) {
+  std::string listen, relays, portFile, minBytes = "8K", maxBytes = "64M", chunk = "1M";
+  std::string buffer = "512K", sendBuffer = "0", recvBuffer = "0";
+  int threads = 1;
+  rs::bench::DriveOptions d;
+  CLI::App app{"tcp_relay: receive on each stream, send the same bytes back (the CPU floor)"};
+  auto* l = app.add_option("--listen", listen, "Relay on host:port (port 0: any)");
+  app.add_option("--relays", relays, "Drive the relays at host:port,...")->excludes(l);
+  app.add_option("--port-file", portFile, "Relay: write '<port> <pid>' here once listening");
+  app.add_option("--threads", threads, "Relay: epoll threads (as the reducer's --io-threads)")
+      ->capture_default_str();
+  app.add_option("--buffer", buffer, "Relay: each stream's buffer")->capture_default_str();
+  app.add_option("--streams", d.streams, "Driver: streams per relay")->capture_default_str();
+  app.add_option("--world", d.world, "Driver: workers in the run (for busbw)")
+      ->capture_default_str();
+  app.add_option("--rank", d.rank, "Driver: this worker (rank 0 prints)")->capture_default_str();
+  app.add_option("--chunk", chunk, "Driver: largest write (the client's --max-chunk)")
+      ->capture_default_str();
+  app.add_option("-b,--min-bytes", minBytes)->capture_default_str();
+  app.add_option("-e,--max-bytes", maxBytes)->capture_default_str();
+  app.add_option("-f,--factor", d.factor, "Size multiplier between rows")->capture_default_str();
+  app.add_option("-n,--iters", d.iters, "Timed iterations per size")->capture_default_str();
+  app.add_option("-w,--warmup", d.warmup, "Untimed iterations per size")->capture_default_str();
+  app.add_option("--socket-send-buffer", sendBuffer,
+                 "SO_SNDBUF (0: kernel autotuning), as the reducer's flag")
+      ->capture_default_str();
+  app.add_option("--socket-recv-buffer", recvBuffer, "SO_RCVBUF (0: kernel autotuning)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto minB = rs::parseByteSize(minBytes), maxB = rs::parseByteSize(maxBytes);
+  auto chunkB = rs::parseByteSize(chunk), bufferB = rs::parseByteSize(buffer);
+  auto sndB = rs::parseByteSize(sendBuffer), rcvB = rs::parseByteSize(recvBuffer);
+  if (!minB || !maxB || !chunkB || !bufferB || !sndB || !rcvB || *minB == 0 || *maxB < *minB ||
+      *chunkB == 0 || *bufferB == 0 || d.factor < 2 || d.iters < 1 || d.warmup < 0 ||
+      d.streams < 1 || threads < 1 || d.world < 1) {
+    fmt::print(stderr,
+               "tcp_relay: bad option (sizes, -f >= 2, -n >= 1, --streams/--threads >= 1)\n");
+    return 2;
+  }
+  rs::transport::TcpOptions options;
+  options.sendBufferBytes = static_cast<int>(*sndB);
+  options.recvBufferBytes = static_cast<int>(*rcvB);
+  if (!listen.empty()) {
+    auto where = rs::parseEndpoint(listen, "--listen", rs::PortZero::kAllowed);
+    if (!where) {
+      fmt::print(stderr, "tcp_relay: {}\n", where.status().message());
+      return 2;
+    }
+    return rs::bench::runRelay(*where, portFile, threads, *bufferB, options);
+  }
+  auto list = rs::cluster::parseReducerList(relays);
+  if (relays.empty() || !list) {
+    fmt::print(stderr, "tcp_relay: {}\n",
+               relays.empty() ? "give --listen or --relays" : list.status().message());
+    return 2;
+  }
+  d.relays = *list;
+  d.minBytes = *minB;
+  d.maxBytes = *maxB;
+  d.chunk = *chunkB;
+  return rs::bench::runDriver(d, options);
+}
