@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <string>
 
 #include "core/cluster/cluster_spec.h"
@@ -15,6 +16,15 @@ Status readNumber(const char* name, uint64_t min, uint64_t max, uint64_t* out) {
 }
 
 Status readBytes(const char* name, uint64_t* out) { return assignIfSet(envByteSize(name), out); }
+
+Result<double> parseGbps(std::string_view text) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !(v >= 0 && v <= 100000))
+    return invalidArgument("'" + s + "' is not a link rate in Gbit/s (0 .. 100000, e.g. 25)");
+  return v;
+}
 
 }  // namespace
 
@@ -39,6 +49,7 @@ Status ClientOptions::applyEnvironment() {
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &progress));
+  RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_LINK_GBPS", &parseGbps), &linkGbps));
   streamsPerReducer = static_cast<uint32_t>(streams);
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
@@ -70,6 +81,8 @@ Status ClientOptions::validate() const {
   if (collectiveTimeout.count() < 1 || collectiveTimeout.count() > UINT32_MAX)
     return invalidArgument("collective timeout must be 1 ms .. 49 days");
   if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
+  if (!(linkGbps >= 0 && linkGbps <= 100000))
+    return invalidArgument("link rate (RS_LINK_GBPS) must be 0 (not paced) .. 100000 Gbit/s");
   if (!secret.empty()) RS_RETURN_IF_ERROR(checkSecret(secret, "the client's job secret"));
   if (!jobName.empty() && !wire::isValidJobName(jobName))
     return invalidArgument("job name (RS_JOB) '" + jobName.substr(0, wire::kMaxJobNameBytes) +

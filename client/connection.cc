@@ -1,5 +1,6 @@
 #include "client/connection.h"
 
+#include <asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include "client/request_state.h"
@@ -32,7 +33,9 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
           },
           [this](const std::error_code& ec, transport::FrameWriter::Written frames) {
             onWritten(ec, frames);
-          }) {}
+          }),
+      pacer_(transport::LinkShare::forProcess(
+          transport::LinkShare::bytesPerSecondFromGbps(options.linkGbps))) {}
 
 template <typename F>
 auto Connection::counted(F&& handler) {
@@ -226,8 +229,11 @@ void Connection::onResult(const std::error_code& ec) {
   if (next.resultElems == next.header.elemCount) {
     std::shared_ptr<RequestState> request = std::move(next.request);
     expected_.pop_front();
+    if (expected_.empty()) pacer_.idle();
     request->chunkDone(reducerIndex_);
   }
+  // The send pace follows the others as their chunks finish, also in the middle of ours.
+  if (pacer_.enabled() && !closed_) pacer_.refresh(*stream_);
   readHeader();
 }
 
@@ -259,12 +265,16 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
     }
     return;
   }
+  if (!chunks.empty()) pacer_.busy();
   for (auto& c : chunks) {
     expected_.push_back({c.request, c.header, nullptr, c.dst});
     if (handshaken_) enqueueReduce(c);
     else held_.push_back(std::move(c));
   }
-  flush();
+  if (!pacer_.enabled()) return flush();
+  // Paced: the other streams of this collective join first (their submits were posted before
+  // this flush), so that the first write already goes at the share of all of them.
+  asio::post(io_, counted([this] { flush(); }));
 }
 
 // No owner: the caller's buffer stays valid until its request is finished, and a request is
@@ -275,6 +285,7 @@ void Connection::enqueueReduce(const ChunkTransfer& c) {
 
 void Connection::flush() {
   if (closed_ || !handshaken_) return;
+  pacer_.refresh(*stream_);
   writer_.flush(*stream_);
 }
 
@@ -322,6 +333,7 @@ void Connection::close() {
   pendingOps_.add();  // so that the cancellations below cannot drain before we are done here
   if (connector_) connector_->cancel();
   graceTimer_.cancel();
+  pacer_.idle();
   if (stream_) stream_->close();
   writer_.close();
   opDone();

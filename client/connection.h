@@ -20,6 +20,7 @@
 #include "core/common/endpoint.h"
 #include "core/transport/connector.h"
 #include "core/transport/frame_writer.h"
+#include "core/transport/link_share.h"
 #include "core/transport/pending_ops.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
@@ -130,6 +131,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // HELLO, then REDUCE frames straight from the caller's buffer. A failed write leaves it
   // failed(): the read side may still bring the reason.
   transport::FrameWriter writer_;
+  // Pacing (RS_LINK_GBPS): busy while a chunk on this stream waits for its result.
+  transport::LinkShare::Pacer pacer_;
 
   bool closed_ = false;
   transport::PendingOps pendingOps_;

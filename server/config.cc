@@ -24,7 +24,7 @@ std::string ServerConfig::describe() const {
       "max_groups={} max_groups_per_job={} max_slots_per_group={} collective_timeout_ms={} "
       "handshake_timeout_ms={} "
       "max_connections_per_group={} max_connections_per_peer={} max_pending_handshakes={} max_pending_handshakes_per_peer={} "
-      "idle_timeout_ms={} piece={} read_wake={} max_lead={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
+      "idle_timeout_ms={} piece={} read_wake={} max_lead={} link_gbps={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
       "metrics={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxGroupsPerJob, maxSlotsPerGroup,
@@ -32,7 +32,7 @@ std::string ServerConfig::describe() const {
       handshakeTimeoutMs, maxConnectionsPerGroup, maxConnectionsPerPeer, maxPendingHandshakes,
       maxPendingHandshakesPerPeer, idleTimeoutMs,
       formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
-      formatByteSize(maxLeadBytes), statsIntervalSeconds, logLevel, logFormat,
+      formatByteSize(maxLeadBytes), linkGbps, statsIntervalSeconds, logLevel, logFormat,
       transport.tcp.sendBufferBytes, transport.tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
 }
 
@@ -70,6 +70,8 @@ Status ServerConfig::validate() const {
   if (maxPendingHandshakesPerPeer < 1)
     return invalidArgument("--max-pending-handshakes-per-peer must be at least 1");
   if (statsIntervalSeconds < 0) return invalidArgument("--stats-interval must be >= 0");
+  if (!(linkGbps >= 0 && linkGbps <= 100000))
+    return invalidArgument("--link-gbps must be 0 (not paced) .. 100000");
   if (!metricsListen.empty()) {
     // The parse of every listen address; it also refuses civetweb's lists ("a:1,b:2", which
     // would listen on each).
@@ -223,6 +225,11 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "Most groups one job (a worker's RS_JOB, on a pool with per-job keys) may hold at "
             "once, so that one tenant cannot take every group of a shared pool",
             "RS_MAX_GROUPS_PER_JOB");
+  addOption(app, "--link-gbps", &c.linkGbps,
+            "This host's link rate in Gbit/s (the NIC's or the VM's egress cap): the result "
+            "streams are paced to an equal share of it, so that starting them all at once "
+            "cannot overflow the host's transmit queue (0: not paced)",
+            "RS_LINK_GBPS");
   addOption(app, "--max-slots-per-group", &c.maxSlotsPerGroup,
             "Most chunks one group may hold open per io thread",
             "RS_MAX_SLOTS_PER_GROUP");

@@ -39,6 +39,9 @@ struct ServerConfig {
   // the reducer stops reading it (0: no limit). See Slot. Only a bounded receive window makes
   // the pause reach the sender, so it also sets SO_RCVBUF unless that is given.
   uint64_t maxLeadBytes = 0;
+  // This host's link rate (--link-gbps): the reducer paces its result streams to an equal share
+  // of it (core/transport/link_share.h). 0: not paced.
+  double linkGbps = 0;
   double statsIntervalSeconds = 30;         // the periodic throughput line; 0 turns it off
   std::string logLevel = "info";
   std::string logFormat = "text";

@@ -40,7 +40,9 @@ Session::Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& 
           },
           [this](const std::error_code& ec, transport::FrameWriter::Written frames) {
             onWritten(ec, frames);
-          }) {}
+          }),
+      pacer_(transport::LinkShare::forProcess(
+          transport::LinkShare::bytesPerSecondFromGbps(config.linkGbps))) {}
 
 void Session::start(const wire::HelloAckPayload& ack) {
   wire::FrameHeader h;
@@ -147,6 +149,7 @@ void Session::handleReduce() {
   }
   haveLastChunk_ = true;
   lastChunk_ = in_.chunk;
+  if (chunksInFlight_++ == 0) pacer_.busy();
 
   std::shared_ptr<Slot> slot;
   Status error;
@@ -322,6 +325,7 @@ void Session::close(const Status& reason) {
   closed_ = true;
   rs::logger().debug("{}: closing: {}", name_, reason.message());
   if (graceTimer_) graceTimer_->cancel();
+  pacer_.idle();
   stream_->close();
   writer_.close();
   slot_.reset();
@@ -330,6 +334,7 @@ void Session::close(const Status& reason) {
 
 void Session::flush() {
   if (closed_) return;
+  pacer_.refresh(*stream_);
   writer_.flush(*stream_);
 }
 
@@ -358,6 +363,7 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
     if (f.tag == kControlFrame) continue;  // not result payload
     payload += f.payload.size;
     if (f.tag != kLastResultPart) continue;
+    if (chunksInFlight_ > 0 && --chunksInFlight_ == 0) pacer_.idle();
     auto& slot = *static_cast<Slot*>(f.owner.get());  // a RESULT part's owner is its slot
     if (slot.lastPartWritten()) {
       if (!now) now = std::chrono::steady_clock::now();

@@ -16,6 +16,7 @@
 #include "core/common/aligned_buffer.h"
 #include "core/common/status.h"
 #include "core/transport/frame_writer.h"
+#include "core/transport/link_share.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
 #include "server/config.h"
@@ -134,6 +135,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Write side: HELLO_ACK, RESULT parts (each owned by its slot until written), ABORT.
   transport::FrameWriter writer_;
+
+  // Pacing (--link-gbps): busy from a chunk's header until its last RESULT part is written.
+  transport::LinkShare::Pacer pacer_;
+  uint32_t chunksInFlight_ = 0;
 
   bool aborting_ = false;
   bool closed_ = false;

@@ -34,6 +34,9 @@ CLUSTER_SUBNET=${CLUSTER_SUBNET:-10.77.0}          # first three octets of a /24
 # against 144 and 139 ms at 20 ms, while Gloo's chunked ring was the same (107 ms) at 5, 20
 # and 50 ms. Bursts are at most max(64 KiB, 1 ms at the rate), so short transfers stay near it.
 CLUSTER_TBF_LATENCY=${CLUSTER_TBF_LATENCY:-20ms}
+# The host's own end (what it sends) may get a queue of its own: a NIC's transmit queue is
+# deeper than a switch port's. Default: the same as the switch port's.
+CLUSTER_HOST_TBF_LATENCY=${CLUSTER_HOST_TBF_LATENCY:-$CLUSTER_TBF_LATENCY}
 # Congestion control inside every host. This VM's default is BBR, and with it 64 KiB-1 MiB
 # all-reduces stalled for 30-140 ms at random with no retransmissions, and not with Reno
 # (bench/RESULTS.md; a likely cause is BBR's ProbeRTT, which cuts a flow to 4 packets for
@@ -105,7 +108,7 @@ cluster_add_host() {
   ip -n "$ns" link set eth0 up
   ip -n "$ns" link set eth0 mtu "$CLUSTER_MTU"
   ip -n "$sw" link set "$h" mtu "$CLUSTER_MTU"
-  tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency "$CLUSTER_TBF_LATENCY"
+  tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency "$CLUSTER_HOST_TBF_LATENCY"
   tc -n "$sw" qdisc add dev "$h" root tbf rate "$rate" burst "$burst" latency "$CLUSTER_TBF_LATENCY"
   if [[ $CLUSTER_HOST_NAPI == threaded ]]; then
     local before
@@ -114,6 +117,27 @@ cluster_add_host() {
     CLUSTER_NAPI_PIDS[$h]=$(pgrep '^napi/' | grep -vxF -f <(tr ' ' '\n' <<<"$before") | tr '\n' ' ' || true)
     cluster_thread_rx "$sw" "$h" || return 1
   fi
+}
+
+# Where the links dropped packets, and how often TCP resent: one line of cumulative counters,
+# "worker_out worker_in reducer_out reducer_in retrans", summed over the hosts of each kind
+# (out: the host's own tbf; in: its switch port's tbf, the queue an incast fills). Two
+# snapshots around a run say which queue overflowed.
+cluster_loss() {
+  local h ns sw wo=0 wi=0 ro=0 ri=0 rt=0 a b t
+  sw=$(cluster_ns sw)
+  for h in $(cluster_hosts); do
+    ns=$(cluster_ns "$h")
+    a=$(tc -s -n "$ns" qdisc show dev eth0 | awk '/dropped/ { gsub(/[(),]/, ""); for (i = 1; i <= NF; i++) if ($i == "dropped") { print $(i + 1); exit } }')
+    b=$(tc -s -n "$sw" qdisc show dev "$h" | awk '/dropped/ { gsub(/[(),]/, ""); for (i = 1; i <= NF; i++) if ($i == "dropped") { print $(i + 1); exit } }')
+    t=$(ip netns exec "$ns" awk '/^Tcp:/ { if (!n++) { for (i = 1; i <= NF; i++) if ($i == "RetransSegs") c = i } else print $c }' /proc/net/snmp)
+    case $h in
+      w*) wo=$((wo + ${a:-0})) wi=$((wi + ${b:-0})) ;;
+      r*) ro=$((ro + ${a:-0})) ri=$((ri + ${b:-0})) ;;
+    esac
+    rt=$((rt + ${t:-0}))
+  done
+  echo "$wo $wi $ro $ri $rt"
 }
 
 # veth uses NAPI only with GRO requested and only for packets not offloaded by TSO; toggling
@@ -139,7 +163,7 @@ cluster_create() {  # W R RATE
   ip -n "$(cluster_ns sw)" link set br0 mtu "$CLUSTER_MTU" up
   for h in $(cluster_hosts); do cluster_add_host "$h" "$rate" "$burst" || return 1; done
   cluster_log "$CLUSTER_PREFIX: $w workers + $r reducers on ${CLUSTER_SUBNET}.0/24, tbf $rate" \
-    "burst ${burst}B latency $CLUSTER_TBF_LATENCY on both ends of every link, TCP $CLUSTER_CC"
+    "burst ${burst}B latency $CLUSTER_TBF_LATENCY (host end $CLUSTER_HOST_TBF_LATENCY) on both ends of every link, TCP $CLUSTER_CC"
 }
 
 # Namespaces of one cluster (prefix), whatever its size.

@@ -147,6 +147,17 @@ function cell(impl, z,   k) {
 }
 ' FS=" " "$mpstat" FS='\t' "$out/rows.tsv"
 
+# Where each implementation's packets were dropped over its whole sweep (warm-ups included):
+# "in" is the switch port's queue into a host, where an incast overflows, "out" the host's own.
+if [[ -s $out/loss.tsv ]]; then
+  echo
+  echo "## Packets the links dropped, and TCP segments resent, over each implementation's whole sweep"
+  echo
+  echo "| impl | worker out | worker in | reducer out | reducer in | TCP resent |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  awk -F'\t' '{ printf "| %s | %d | %d | %d | %d | %d |\n", $1, $2, $3, $4, $5, $6 }' "$out/loss.tsv"
+fi
+
 # The floors, when the run had them (run.sh --peers ...,pingpong,relay): below the tables above,
 # which they leave as they were.
 [[ -s $out/pingpong.log || -s $out/floors.tsv ]] || exit 0

@@ -15,6 +15,7 @@
 #                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring[,pingpong,relay]]
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
 #                        [--server-io-threads 1] [--streams 4] [--link-seconds 2] [--queue 20ms]
+#                        [--host-queue 20ms] [--pace on|off]
 #                        [--server-args "--max-lead 256KiB"] [--perf-args "--iteration-times"]
 #                        [--cc reno|bbr] [--host-napi inline|threaded] [--mtu 1500]
 #                        [--server-bin P] [--perf-bin P] [--gloo-bin P] [--mpi-bin P]
@@ -32,6 +33,9 @@ W=4 R="" RATE=1gbit MIN=8K MAX=64M FACTOR=2 ITERS=10 WARMUP=2
 PEERS=gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring
 OUT="" BUILD=$repo/build/release BUDGET=1800 STEP_TIMEOUT=600 IO_THREADS=1 STREAMS=4 LINK_SECS=2
 SERVER_ARGS="" PERF_ARGS=""
+# Ours is told the link rate, as a deployment tells it the NIC's (--link-gbps, RS_LINK_GBPS):
+# its streams are then paced to an equal share of the link (core/transport/link_share.h).
+PACE=on
 SERVER_BIN="" PERF_BIN="" GLOO_BIN="" MPI_BIN="" PINGPONG_BIN="" RELAY_BIN=""
 while (($#)); do
   case $1 in
@@ -39,8 +43,8 @@ while (($#)); do
     -b) MIN=$2 ;; -e) MAX=$2 ;; -f) FACTOR=$2 ;; -n) ITERS=$2 ;; -w) WARMUP=$2 ;;
     --peers) PEERS=$2 ;; --out) OUT=$2 ;; --build) BUILD=$2 ;; --budget) BUDGET=$2 ;;
     --step-timeout) STEP_TIMEOUT=$2 ;; --server-io-threads) IO_THREADS=$2 ;;
-    --streams) STREAMS=$2 ;; --server-args) SERVER_ARGS=$2 ;; --link-seconds) LINK_SECS=$2 ;; --queue) CLUSTER_TBF_LATENCY=$2 ;;
-    --cc) CLUSTER_CC=$2 ;; --perf-args) PERF_ARGS=$2 ;;
+    --streams) STREAMS=$2 ;; --server-args) SERVER_ARGS=$2 ;; --link-seconds) LINK_SECS=$2 ;; --queue) CLUSTER_TBF_LATENCY=$2 ;; --host-queue) CLUSTER_HOST_TBF_LATENCY=$2 ;;
+    --cc) CLUSTER_CC=$2 ;; --perf-args) PERF_ARGS=$2 ;; --pace) PACE=$2 ;;
     --host-napi) CLUSTER_HOST_NAPI=$2 ;; --mtu) CLUSTER_MTU=$2 ;;
     --server-bin) SERVER_BIN=$2 ;; --perf-bin) PERF_BIN=$2 ;; --gloo-bin) GLOO_BIN=$2 ;;
     --mpi-bin) MPI_BIN=$2 ;; --pingpong-bin) PINGPONG_BIN=$2 ;; --relay-bin) RELAY_BIN=$2 ;;
@@ -184,8 +188,9 @@ wait_port_file() {  # file what: a floor's "<port> <pid>" once it listens
 run_impl() {  # impl per-host|launcher cmd...
   local impl=$1 mode=$2; shift 2
   local -a pids=()
-  local i rc=0
+  local i rc=0 loss0 loss1
   log "$impl: start"
+  loss0=$(cluster_loss)
   if [[ $mode == launcher ]]; then
     { cluster_exec w0 timeout -k 10 "$STEP_TIMEOUT" "$@" 2>"$OUT/$impl.err" |
         stamp_rows "$impl" "$OUT/$impl.log"; } &
@@ -205,6 +210,10 @@ run_impl() {  # impl per-host|launcher cmd...
   fi
   for i in "${pids[@]}"; do wait "$i" || rc=$?; done
   clear_workers
+  loss1=$(cluster_loss)
+  # shellcheck disable=SC2086  # two lists of five counters
+  paste -d' ' <(tr ' ' '\n' <<<"$loss0") <(tr ' ' '\n' <<<"$loss1") |
+    awk -v impl="$impl" '{ d[NR] = $2 - $1 } END { printf "%s\t%d\t%d\t%d\t%d\t%d\n", impl, d[1], d[2], d[3], d[4], d[5] }' >>"$OUT/loss.tsv"
   if ((rc != 0)); then
     failed+=("$impl(exit $rc)")
     log "$impl: FAILED with exit $rc (see $OUT/$impl.err, $OUT/$impl.rank*.log)"
@@ -221,10 +230,11 @@ sweep=(-b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w "$WARMUP")
   echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "command: $0 ${orig_args[*]}"
-  echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY), TCP congestion control $CLUSTER_CC, MTU $CLUSTER_MTU, host receive work $CLUSTER_HOST_NAPI"
-  echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS $PERF_ARGS"
+  echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY, host end ${CLUSTER_HOST_TBF_LATENCY:-$CLUSTER_TBF_LATENCY}), TCP congestion control $CLUSTER_CC, MTU $CLUSTER_MTU, host receive work $CLUSTER_HOST_NAPI"
+  echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS $PERF_ARGS; ours paced to the link rate: $PACE"
 } >"$OUT/setup.txt"
 : >"$OUT/rows.tsv"
+: >"$OUT/loss.tsv"
 ROWS=$OUT/rows.tsv  # where stamp_rows writes: the relay's rows go to floors.tsv instead
 
 cluster_create "$W" "$R" "$RATE"
@@ -241,12 +251,17 @@ else
   log "mpstat (sysstat) not installed: no 1 s CPU samples"
 fi
 
+[[ $PACE == on || $PACE == off ]] || die "--pace on|off, not '$PACE'"
+link_gbps=0
+if [[ $PACE == on ]]; then
+  link_gbps=$(awk -v b="$(cluster_rate_bits "$RATE")" 'BEGIN { printf "%.6g", b / 1e9 }')
+fi
 reducers=""
 for ((j = 0; j < R; j++)); do
   a=$(cluster_addr "r$j")
   # shellcheck disable=SC2086  # --server-args is a list of flags, split on purpose
   cluster_exec "r$j" "$SERVER_BIN" --data-listen "$a:2222" --grpc-listen "$a:2223" \
-    --io-threads "$IO_THREADS" $SERVER_ARGS --port-file "$OUT/reducer$j.port" --log-level warn \
+    --io-threads "$IO_THREADS" --link-gbps "$link_gbps" $SERVER_ARGS --port-file "$OUT/reducer$j.port" --log-level warn \
     --stats-interval 0 >"$OUT/reducer$j.log" 2>&1 &
   reducers+="${reducers:+,}$a:2222"
 done
@@ -267,7 +282,7 @@ log "$R reducers up: $reducers"
 
 group=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 # shellcheck disable=SC2086  # --perf-args is a list of flags, split on purpose
-run_impl ours per-host "$PERF_BIN" --reducers "$reducers" --world "$W" --rank '{rank}' \
+run_impl ours per-host env RS_LINK_GBPS="$link_gbps" "$PERF_BIN" --reducers "$reducers" --world "$W" --rank '{rank}' \
   --group "$group" "${sweep[@]}" -d fp32 -o sum --streams "$STREAMS" $PERF_ARGS
 
 IFS=, read -ra peer_list <<<"$PEERS"

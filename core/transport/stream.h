@@ -12,6 +12,7 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/io_context.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,6 +54,10 @@ class Stream {
   // io thread that will own it. No operation may be pending. This stream is left closed; the
   // returned one carries on with the same connection (and the same tuning) on `target`.
   virtual Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) = 0;
+
+  // Caps the rate this stream sends at (bytes per second; 0: no cap), so that the streams of
+  // one host together fit its link (link_share.h). A transport that cannot pace ignores it.
+  virtual void setPacingRate(uint64_t /*bytesPerSecond*/) {}
 
   // Half-close: the peer reads end-of-stream after what was written; reading goes on.
   virtual void shutdownSend() = 0;

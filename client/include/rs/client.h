@@ -46,6 +46,9 @@ struct ClientOptions {
   uint64_t maxChunkBytes = 1 << 20;         // and no chunk is larger than this
   std::chrono::milliseconds collectiveTimeout{300000};
   std::chrono::milliseconds connectTimeout{120000};  // reducers may start after the workers
+  // This host's link rate in Gbit/s (RS_LINK_GBPS): the streams with a transfer under way are
+  // paced to an equal share of it (core/transport/link_share.h). 0: not paced.
+  double linkGbps = 0;
   transport::Options transport;  // socket tuning of the streams
   // The job secret that proves this worker to the reducers (proto/WIRE.md, "Authentication");
   // empty: none, and only reducers without a secret accept it. Never logged or sent.
@@ -57,7 +60,7 @@ struct ClientOptions {
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
-  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS; the secret from RS_SECRET_FILE or RS_SECRET, the job
+  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS; the secret from RS_SECRET_FILE or RS_SECRET, the job
   // name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags

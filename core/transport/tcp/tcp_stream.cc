@@ -91,6 +91,19 @@ void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler, size_t
   socket_.async_read_some(asio::buffer(data, size), std::move(handler));
 }
 
+// Linux TCP paces by itself once a socket has a maximum pacing rate (no fq qdisc needed).
+// Best effort: a kernel that refuses leaves the stream unpaced, which is how it ran before.
+void TcpStream::setPacingRate(uint64_t bytesPerSecond) {
+  if (!socket_.is_open()) return;
+  const uint64_t rate = bytesPerSecond == 0 ? ~uint64_t{0} : bytesPerSecond;
+  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &rate,
+                   sizeof(rate)) == 0)
+    return;
+  const unsigned int rate32 = static_cast<unsigned int>(std::min<uint64_t>(rate, UINT_MAX));
+  (void)::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &rate32,
+                     sizeof(rate32));
+}
+
 void TcpStream::shutdownSend() {
   std::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);

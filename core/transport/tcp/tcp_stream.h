@@ -22,6 +22,7 @@ class TcpStream final : public Stream {
   void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) override;
   bool trySendNow(const void* data, size_t size) override;
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override;
+  void setPacingRate(uint64_t bytesPerSecond) override;
   void shutdownSend() override;
   void close() override;
   bool isOpen() const override { return socket_.is_open(); }

@@ -1,0 +1,56 @@
+#include "core/transport/link_share.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include "core/transport/stream.h"
+
+namespace rs::transport {
+
+std::shared_ptr<LinkShare> LinkShare::forProcess(uint64_t linkBytesPerSecond) {
+  if (linkBytesPerSecond == 0) return nullptr;
+  static std::mutex mu;
+  static std::map<uint64_t, std::weak_ptr<LinkShare>> shares;
+  std::lock_guard lock(mu);
+  std::weak_ptr<LinkShare>& slot = shares[linkBytesPerSecond];
+  std::shared_ptr<LinkShare> share = slot.lock();
+  if (!share) {
+    share = std::make_shared<LinkShare>(linkBytesPerSecond);
+    slot = share;
+  }
+  return share;
+}
+
+uint64_t LinkShare::bytesPerSecondFromGbps(double gbps) {
+  if (!(gbps > 0)) return 0;
+  return static_cast<uint64_t>(std::llround(gbps * 1e9 / 8));
+}
+
+uint64_t LinkShare::share() const {
+  const uint32_t n = std::max<uint32_t>(1, busy_.load(std::memory_order_relaxed));
+  return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(rate_) * kPacedFraction) / n);
+}
+
+void LinkShare::Pacer::busy() {
+  if (!link_ || busy_) return;
+  busy_ = true;
+  link_->busy_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void LinkShare::Pacer::idle() {
+  if (!link_ || !busy_) return;
+  busy_ = false;
+  link_->busy_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void LinkShare::Pacer::refresh(Stream& stream) {
+  if (!link_) return;
+  const uint64_t share = link_->share();
+  if (share == applied_) return;
+  applied_ = share;
+  stream.setPacingRate(share);
+}
+
+}  // namespace rs::transport

@@ -1,0 +1,86 @@
+// Pacing the streams of one host so that together they send at the host's link rate.
+//
+// Why (bench/RESULTS.md, "Where W=8 lost its time"): a worker sends its part of a collective
+// to every reducer at once, over R x K streams, and a reducer its results to every worker. With
+// loss-based TCP each stream's window is as large as the path ever let it grow, so at the
+// start of a collective every stream hands its whole flight to the host's transmit queue at
+// the same instant. Counted on the emulated links at W=8 (tc qdisc drops): that queue, the
+// sender's own, overflowed, not the switch port in front of a reducer. A stream whose whole
+// flight was dropped there has nothing in flight to clock a retransmission and waits for the
+// kernel's 200 ms probe timer: a 1 MiB all-reduce then took 160-420 ms against 84 ms of link
+// time. Paced at an equal share of the link, the streams hand the queue no more than the link
+// drains, and no flight is lost.
+//
+// How: every stream that carries a transfer (a worker's chunk until its result is in, a
+// reducer's chunk until its result is written) is busy; each busy stream is paced at
+// rate / busy (SO_MAX_PACING_RATE, which Linux TCP honours by itself, without the fq qdisc).
+// A stream re-reads its share before each write and each received result part, on its own
+// thread, so no thread touches another's socket. A lone small collective still gets the
+// whole link: only busy streams divide it.
+//
+// The link rate comes from the operator (reducers: --link-gbps; workers: RS_LINK_GBPS), as
+// the NIC's or the VM's egress rate (the sizing calculator's per-machine bandwidth). 0: off,
+// the streams are not paced.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace rs::transport {
+
+class Stream;
+
+class LinkShare {
+ public:
+  explicit LinkShare(uint64_t linkBytesPerSecond) : rate_(linkBytesPerSecond) {}
+  LinkShare(const LinkShare&) = delete;
+  LinkShare& operator=(const LinkShare&) = delete;
+
+  // One instance per rate in a process, shared by every communicator in it (they share the
+  // host's link); nullptr for 0.
+  static std::shared_ptr<LinkShare> forProcess(uint64_t linkBytesPerSecond);
+  // Gbit/s as an operator writes it -> bytes per second (0 for 0).
+  static uint64_t bytesPerSecondFromGbps(double gbps);
+
+  // What the paced streams together may send: the link less room for what the pace does not
+  // count. Linux paces TCP segments without their IP and Ethernet headers (34 of each 1514
+  // bytes on the wire, 2.3%), and the same link carries the ACKs of what the host receives
+  // (one 66-byte frame per two full segments at line rate, 2.3%). Paced at the full rate, the
+  // host's queue would grow by those 4.6% for as long as a collective lasts (a 250 KB queue
+  // at 100 Mbit/s is full after 0.4 s) and drop anyway.
+  static constexpr double kPacedFraction = 0.93;
+
+  uint64_t linkBytesPerSecond() const { return rate_; }
+  uint32_t busyStreams() const { return busy_.load(std::memory_order_relaxed); }
+  // What each busy stream may send: the paced part of the link / busy streams.
+  uint64_t share() const;
+
+  // One stream's membership: busy/idle transitions and its applied pace. Lives on the
+  // stream's thread; idle() is called before the stream closes (the destructor calls it too).
+  class Pacer {
+   public:
+    Pacer() = default;
+    explicit Pacer(std::shared_ptr<LinkShare> link) : link_(std::move(link)) {}
+    ~Pacer() { idle(); }
+    Pacer(const Pacer&) = delete;
+    Pacer& operator=(const Pacer&) = delete;
+
+    bool enabled() const { return link_ != nullptr; }
+    void busy();
+    void idle();
+    // Applies the current share to `stream` when it changed since the last call.
+    void refresh(Stream& stream);
+
+   private:
+    std::shared_ptr<LinkShare> link_;
+    bool busy_ = false;
+    uint64_t applied_ = 0;  // 0: never applied
+  };
+
+ private:
+  const uint64_t rate_;
+  std::atomic<uint32_t> busy_{0};
+};
+
+}  // namespace rs::transport

@@ -1,0 +1,147 @@
+// Pacing to a share of the host's link (core/transport/link_share.h): the share arithmetic,
+// the pace a real TCP socket is left with (read back with getsockopt), and exact all-reduces
+// with pacing on at both ends, after which no stream is still counted busy.
+#include <catch2/catch.hpp>
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <memory>
+
+#include "core/common/aligned_buffer.h"
+#include "core/transport/link_share.h"
+#include "core/transport/tcp/tcp_stream.h"
+#include "tests/support/local_pool.h"
+#include "tests/support/verify_pattern.h"
+#include "tests/support/wait_until.h"
+
+namespace rs::test {
+namespace {
+
+using transport::LinkShare;
+
+uint64_t pacingRateOf(transport::tcp::TcpStream& stream) {
+  uint64_t rate = 0;
+  socklen_t len = sizeof(rate);
+  REQUIRE(::getsockopt(stream.socket().native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &rate,
+                       &len) == 0);
+  return len == sizeof(uint32_t) ? static_cast<uint32_t>(rate) : rate;
+}
+
+struct LoopbackStreams {
+  asio::io_context io;
+  std::vector<std::unique_ptr<transport::tcp::TcpStream>> streams;
+  std::vector<asio::ip::tcp::socket> peers;
+  explicit LoopbackStreams(int n) {
+    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    for (int i = 0; i < n; ++i) {
+      peers.emplace_back(io);
+      peers.back().connect(acceptor.local_endpoint());
+      asio::ip::tcp::socket accepted(io);
+      acceptor.accept(accepted);
+      streams.push_back(std::make_unique<transport::tcp::TcpStream>(std::move(accepted)));
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the paced part of the link is divided among the busy streams only", "[link_share]") {
+  CHECK(LinkShare::bytesPerSecondFromGbps(0) == 0);
+  CHECK(LinkShare::bytesPerSecondFromGbps(-1) == 0);
+  CHECK(LinkShare::bytesPerSecondFromGbps(8) == 1'000'000'000);
+  CHECK(LinkShare::forProcess(0) == nullptr);
+  auto link = LinkShare::forProcess(1'000'000);
+  CHECK(LinkShare::forProcess(1'000'000) == link);  // one per rate in a process
+  CHECK(LinkShare::forProcess(2'000'000) != link);
+  const uint64_t paced = static_cast<uint64_t>(1'000'000 * LinkShare::kPacedFraction);
+  CHECK(link->share() == paced);
+
+  LinkShare::Pacer a(link), b(link), c(link);
+  a.busy();
+  a.busy();  // a stream counts once however many chunks it carries
+  CHECK(link->busyStreams() == 1);
+  CHECK(link->share() == paced);
+  b.busy();
+  c.busy();
+  CHECK(link->busyStreams() == 3);
+  CHECK(link->share() == paced / 3);
+  b.idle();
+  b.idle();
+  CHECK(link->share() == paced / 2);
+  {
+    LinkShare::Pacer d(link);
+    d.busy();
+    CHECK(link->busyStreams() == 3);
+  }  // a pacer that goes away busy leaves the count
+  CHECK(link->busyStreams() == 2);
+  a.idle();
+  c.idle();
+  CHECK(link->busyStreams() == 0);
+  LinkShare::Pacer off;
+  off.busy();
+  CHECK_FALSE(off.enabled());
+}
+
+TEST_CASE("a busy TCP stream is left paced at its share, and follows it as others come and go",
+          "[link_share]") {
+  LoopbackStreams s(3);
+  auto link = std::make_shared<LinkShare>(3'000'000);
+  const uint64_t paced = static_cast<uint64_t>(3'000'000 * LinkShare::kPacedFraction);
+  LinkShare::Pacer p0(link), p1(link), p2(link);
+  p0.busy();
+  p0.refresh(*s.streams[0]);
+  CHECK(pacingRateOf(*s.streams[0]) == paced);
+  p1.busy();
+  p2.busy();
+  p0.refresh(*s.streams[0]);
+  p1.refresh(*s.streams[1]);
+  CHECK(pacingRateOf(*s.streams[0]) == paced / 3);
+  CHECK(pacingRateOf(*s.streams[1]) == paced / 3);
+  p1.idle();
+  p2.idle();
+  p0.refresh(*s.streams[0]);
+  CHECK(pacingRateOf(*s.streams[0]) == paced);
+  s.streams[2]->setPacingRate(0);  // 0: no cap
+  CHECK(pacingRateOf(*s.streams[2]) >= (uint64_t{1} << 32) - 1);
+}
+
+TEST_CASE("all-reduces with both ends paced are exact and leave no stream counted busy",
+          "[link_share]") {
+  constexpr double kGbps = 40;  // far above loopback's share of this machine: exactness only
+  server::ServerConfig config = testServerConfig();
+  config.linkGbps = kGbps;
+  LocalPool pool(2, config);
+  auto options = testClientOptions(pool.endpoints(), 2);
+  options.linkGbps = kGbps;
+  options.minChunkBytes = 4 << 10;
+  options.maxChunkBytes = 64 << 10;
+  const GroupId id = GroupId::random();
+  constexpr int kWorld = 3;
+  Status st = runRanks(kWorld, [&](int rank) -> Status {
+    auto comm = client::Communicator::connect(
+        options, {id, static_cast<uint32_t>(kWorld), static_cast<uint32_t>(rank)});
+    if (!comm) return comm.status();
+    for (uint64_t count : {1ull, 1000ull, 70000ull, 300000ull}) {
+      AlignedBuffer send(count * 4), recv(count * 4);
+      for (uint64_t i = 0; i < count; ++i)
+        storeAs(DataType::kFloat32, send.data(), i, exactInput(rank, i, ReduceOp::kSum));
+      RS_RETURN_IF_ERROR((*comm)->allReduce(send.data(), recv.data(), count, DataType::kFloat32,
+                                            ReduceOp::kSum));
+      for (uint64_t i = 0; i < count; ++i)
+        if (loadAs(DataType::kFloat32, recv.data(), i) !=
+            expectedResult(DataType::kFloat32, ReduceOp::kSum, kWorld, i))
+          return internalError("element " + std::to_string(i) + " of " + std::to_string(count));
+    }
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+  // Every client stream went idle with its last result; the reducers' with their last write,
+  // whose completion may run just after the member read it (and the pool still holds them).
+  auto link = LinkShare::forProcess(LinkShare::bytesPerSecondFromGbps(kGbps));
+  CHECK(waitUntil([&] { return link->busyStreams() == 0; }));
+}
+
+}  // namespace rs::test
