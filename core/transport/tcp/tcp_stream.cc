@@ -8,6 +8,8 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -93,8 +95,18 @@ void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler, size_t
 
 // Linux TCP paces by itself once a socket has a maximum pacing rate (no fq qdisc needed).
 // Best effort: a kernel that refuses leaves the stream unpaced, which is how it ran before.
+// A paced stream also keeps little unsent data in the kernel (TCP_NOTSENT_LOWAT), so that a
+// write ends when its bytes are nearly on their way, not when they were copied: the owner
+// then counts the stream idle when it truly is, and the others' share does not rise while
+// megabytes of it still wait to leave at the old pace.
 void TcpStream::setPacingRate(uint64_t bytesPerSecond) {
   if (!socket_.is_open()) return;
+  if (!lowWatermarkSet_ && bytesPerSecond != 0) {
+    const int unsent = kPacedUnsentBytes;
+    (void)::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent,
+                       sizeof(unsent));
+    lowWatermarkSet_ = true;
+  }
   const uint64_t rate = bytesPerSecond == 0 ? ~uint64_t{0} : bytesPerSecond;
   if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &rate,
                    sizeof(rate)) == 0)

@@ -40,6 +40,9 @@ class TcpStream final : public Stream {
   std::string peerName_;
   std::vector<asio::const_buffer> gather_;  // the pending write's buffers
   int lowWatermark_ = 1;                    // SO_RCVLOWAT now set (the kernel's default is 1)
+  // Unsent bytes a paced stream leaves in the kernel (TCP_NOTSENT_LOWAT; setPacingRate).
+  static constexpr int kPacedUnsentBytes = 128 << 10;
+  bool lowWatermarkSet_ = false;  // TCP_NOTSENT_LOWAT, set with the first pace
 };
 
 }  // namespace rs::transport::tcp
