@@ -39,6 +39,7 @@ Status ClientOptions::applyEnvironment() {
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &progress));
+  RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_WIRE_DTYPE", &parseWireType), &float32WireType));
   streamsPerReducer = static_cast<uint32_t>(streams);
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
@@ -56,6 +57,18 @@ Result<ClientOptions::Progress> ClientOptions::parseProgress(std::string_view na
   return invalidArgument("'" + std::string(name) + "' is not 'threads' or 'caller'");
 }
 
+Result<DataType> ClientOptions::parseWireType(std::string_view name) {
+  if (name == "fp32") return DataType::kFloat32;
+  if (name == "bf16") return DataType::kBfloat16;
+  return invalidArgument("'" + std::string(name) +
+                         "' is not a wire type: expected 'fp32' (no compression) or 'bf16'");
+}
+
+DataType ClientOptions::wireType(DataType type, ReduceOp op) const {
+  const bool summed = op == ReduceOp::kSum || op == ReduceOp::kAvg;
+  return type == DataType::kFloat32 && summed ? float32WireType : type;
+}
+
 Status ClientOptions::validate() const {
   if (reducers.empty()) return invalidArgument("no reducers given");
   if (reducers.size() > 65535) return invalidArgument("more than 65535 reducers");
@@ -70,6 +83,9 @@ Status ClientOptions::validate() const {
   if (collectiveTimeout.count() < 1 || collectiveTimeout.count() > UINT32_MAX)
     return invalidArgument("collective timeout must be 1 ms .. 49 days");
   if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
+  if (float32WireType != DataType::kFloat32 && float32WireType != DataType::kBfloat16)
+    return invalidArgument(
+        "the wire type of fp32 all-reduces (RS_WIRE_DTYPE) must be fp32 or bf16");
   if (!secret.empty()) RS_RETURN_IF_ERROR(checkSecret(secret, "the client's job secret"));
   if (!jobName.empty() && !wire::isValidJobName(jobName))
     return invalidArgument("job name (RS_JOB) '" + jobName.substr(0, wire::kMaxJobNameBytes) +
