@@ -246,13 +246,13 @@ double unitRoundoff(DataType t) {
 // stays stable when two methods do the same number of roundings.
 struct Error {
   uint64_t max_ulp = 0;
-  double mean_ulp = 0, max_rel = 0, mean_rel = 0, norm = 0;
+  double mean_ulp = 0, max_rel = 0, mean_rel = 0, norm = 0, max_norm = 0;
 
   // The worse of two, statistic by statistic.
   static Error worst(const Error& a, const Error& b) {
     return {std::max(a.max_ulp, b.max_ulp), std::max(a.mean_ulp, b.mean_ulp),
             std::max(a.max_rel, b.max_rel), std::max(a.mean_rel, b.mean_rel),
-            std::max(a.norm, b.norm)};
+            std::max(a.norm, b.norm),       std::max(a.max_norm, b.max_norm)};
   }
 };
 
@@ -273,7 +273,9 @@ Error measure(DataType t, const std::vector<uint32_t>& result, const Reference& 
       ++rel_count;
     }
     if (ref.magnitude[i] != 0) {
-      norm_sum += error / (unitRoundoff(t) * ref.magnitude[i]);
+      const double norm = error / (unitRoundoff(t) * ref.magnitude[i]);
+      norm_sum += norm;
+      e.max_norm = std::max(e.max_norm, norm);
       ++norm_count;
     }
   }
@@ -319,17 +321,23 @@ std::vector<uint32_t> widenBits(const std::vector<uint32_t>& bf16) {
 void printWireTable(const std::vector<WireRow>& rows) {
   std::printf("\nfp32 with bf16 on the wire (RS_WIRE_DTYPE=bf16: inputs rounded to bf16, fp32 "
               "accumulator, result rounded to bf16, widened to fp32); ULPs of fp32\n");
-  std::printf("%-8s %2s | %-37s | %-37s | %-19s\n", "", "", "wire bf16 vs fp64 reference",
+  std::printf("ULPs and Rel blow up where a sum cancels to near zero; normBF, |result - ref| / "
+              "(2^-8 * sum |terms|) in bf16's unit roundoff, is the stable scale: rounding every "
+              "input and the sum once bounds it by about 2\n");
+  std::printf("%-8s %2s | %-55s | %-37s | %-19s\n", "", "", "wire bf16 vs fp64 reference",
               "plain fp32 (ours) vs fp64 reference", "wire vs plain fp32");
-  std::printf("%-8s %2s | %10s %9s %8s %8s | %10s %9s %8s %8s | %8s %8s\n", "inputs", "W",
-              "maxULP", "meanULP", "maxRel", "meanRel", "maxULP", "meanULP", "maxRel", "meanRel",
-              "maxRel", "meanRel");
+  std::printf("%-8s %2s | %10s %9s %8s %8s %8s %8s | %10s %9s %8s %8s | %8s %8s\n", "inputs",
+              "W", "maxULP", "meanULP", "maxRel", "meanRel", "maxNrmBF", "normBF", "maxULP",
+              "meanULP", "maxRel", "meanRel", "maxRel", "meanRel");
+  // The wire's norm is measured in fp32's unit roundoff: scale it to bf16's (2^-24 -> 2^-8).
+  constexpr double kToBf16 = 0x1p-16;
   for (const WireRow& r : rows)
-    std::printf("%-8s %2zu | %10llu %9.1f %8.1e %8.1e | %10llu %9.3f %8.1e %8.1e | %8.1e %8.1e\n",
+    std::printf("%-8s %2zu | %10llu %9.1f %8.1e %8.1e %8.3f %8.3f | %10llu %9.3f %8.1e %8.1e | "
+                "%8.1e %8.1e\n",
                 r.dist->name, r.workers, static_cast<unsigned long long>(r.wire.max_ulp),
-                r.wire.mean_ulp, r.wire.max_rel, r.wire.mean_rel,
-                static_cast<unsigned long long>(r.plain.max_ulp), r.plain.mean_ulp,
-                r.plain.max_rel, r.plain.mean_rel, r.wire_vs_plain.max_rel,
+                r.wire.mean_ulp, r.wire.max_rel, r.wire.mean_rel, r.wire.max_norm * kToBf16,
+                r.wire.norm * kToBf16, static_cast<unsigned long long>(r.plain.max_ulp),
+                r.plain.mean_ulp, r.plain.max_rel, r.plain.mean_rel, r.wire_vs_plain.max_rel,
                 r.wire_vs_plain.mean_rel);
 }
 
