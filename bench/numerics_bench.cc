@@ -29,6 +29,12 @@
 //
 //   numerics_bench [--elements 65536] [--seed 1] [--workers 2,4,8,16,32,64]
 //
+// A last table, "fp32 with bf16 on the wire" (RS_WIRE_DTYPE=bf16, the client's wire
+// compression): each worker's fp32 values are narrowed to bf16 with the client's kernel
+// (reduce::narrowFloat32), summed as ours sums bf16 (fp32 accumulator, one rounding to bf16),
+// and widened back to fp32; its error is given in fp32 ULPs and relative terms against the
+// fp64 reference of the fp32 inputs, and against ours on plain fp32.
+//
 // --elements is per worker. Inputs are drawn in fp64 and rounded to each type, seeded by
 // (seed, distribution, W), so a run is reproducible from the seed it prints.
 
@@ -50,6 +56,7 @@
 #include "bench/numerics/reference_sum.h"
 #include "bench/numerics/ulp.h"
 #include "core/common/text.h"
+#include "core/reduce/convert.h"
 #include "core/reduce/dtype.h"
 #include "core/reduce/reduce.h"
 
@@ -239,13 +246,13 @@ double unitRoundoff(DataType t) {
 // stays stable when two methods do the same number of roundings.
 struct Error {
   uint64_t max_ulp = 0;
-  double mean_ulp = 0, max_rel = 0, mean_rel = 0, norm = 0;
+  double mean_ulp = 0, max_rel = 0, mean_rel = 0, norm = 0, max_norm = 0;
 
   // The worse of two, statistic by statistic.
   static Error worst(const Error& a, const Error& b) {
     return {std::max(a.max_ulp, b.max_ulp), std::max(a.mean_ulp, b.mean_ulp),
             std::max(a.max_rel, b.max_rel), std::max(a.mean_rel, b.mean_rel),
-            std::max(a.norm, b.norm)};
+            std::max(a.norm, b.norm),       std::max(a.max_norm, b.max_norm)};
   }
 };
 
@@ -266,7 +273,9 @@ Error measure(DataType t, const std::vector<uint32_t>& result, const Reference& 
       ++rel_count;
     }
     if (ref.magnitude[i] != 0) {
-      norm_sum += error / (unitRoundoff(t) * ref.magnitude[i]);
+      const double norm = error / (unitRoundoff(t) * ref.magnitude[i]);
+      norm_sum += norm;
+      e.max_norm = std::max(e.max_norm, norm);
       ++norm_count;
     }
   }
@@ -281,6 +290,56 @@ struct Row {
   size_t workers;
   Error ours, ring;
 };
+
+// fp32 with bf16 on the wire: against the fp64 reference, plain fp32 (ours) against the same,
+// and the wire result against plain fp32.
+struct WireRow {
+  const Distribution* dist;
+  size_t workers;
+  Error wire, plain, wire_vs_plain;
+};
+
+// Every worker's fp32 contribution narrowed to bf16, as the client sends it.
+Contributions narrowToBfloat16(const Contributions& f32) {
+  Contributions c{DataType::kBfloat16, f32.workers, f32.n,
+                  std::vector<std::vector<std::byte>>(f32.workers)};
+  for (size_t w = 0; w < f32.workers; ++w) {
+    c.wire[w].resize(f32.n * 2);
+    reduce::narrowFloat32(DataType::kBfloat16, reinterpret_cast<const float*>(f32.wire[w].data()),
+                          c.wire[w].data(), f32.n);
+  }
+  return c;
+}
+
+// bf16 results widened to fp32, as the client writes them into the caller's buffer.
+std::vector<uint32_t> widenBits(const std::vector<uint32_t>& bf16) {
+  std::vector<uint32_t> out(bf16.size());
+  for (size_t i = 0; i < bf16.size(); ++i) out[i] = bf16[i] << 16;
+  return out;
+}
+
+void printWireTable(const std::vector<WireRow>& rows) {
+  std::printf("\nfp32 with bf16 on the wire (RS_WIRE_DTYPE=bf16: inputs rounded to bf16, fp32 "
+              "accumulator, result rounded to bf16, widened to fp32); ULPs of fp32\n");
+  std::printf("ULPs and Rel blow up where a sum cancels to near zero; normBF, |result - ref| / "
+              "(2^-8 * sum |terms|) in bf16's unit roundoff, is the stable scale: rounding every "
+              "input and the sum once bounds it by about 2\n");
+  std::printf("%-8s %2s | %-55s | %-37s | %-19s\n", "", "", "wire bf16 vs fp64 reference",
+              "plain fp32 (ours) vs fp64 reference", "wire vs plain fp32");
+  std::printf("%-8s %2s | %10s %9s %8s %8s %8s %8s | %10s %9s %8s %8s | %8s %8s\n", "inputs",
+              "W", "maxULP", "meanULP", "maxRel", "meanRel", "maxNrmBF", "normBF", "maxULP",
+              "meanULP", "maxRel", "meanRel", "maxRel", "meanRel");
+  // The wire's norm is measured in fp32's unit roundoff: scale it to bf16's (2^-24 -> 2^-8).
+  constexpr double kToBf16 = 0x1p-16;
+  for (const WireRow& r : rows)
+    std::printf("%-8s %2zu | %10llu %9.1f %8.1e %8.1e %8.3f %8.3f | %10llu %9.3f %8.1e %8.1e | "
+                "%8.1e %8.1e\n",
+                r.dist->name, r.workers, static_cast<unsigned long long>(r.wire.max_ulp),
+                r.wire.mean_ulp, r.wire.max_rel, r.wire.mean_rel, r.wire.max_norm * kToBf16,
+                r.wire.norm * kToBf16, static_cast<unsigned long long>(r.plain.max_ulp),
+                r.plain.mean_ulp, r.plain.max_rel, r.plain.mean_rel, r.wire_vs_plain.max_rel,
+                r.wire_vs_plain.mean_rel);
+}
 
 std::string ratio(double ours, double ring) {
   if (ring == 0) return ours == 0 ? "1.00" : "inf";
@@ -354,6 +413,7 @@ int run(const Options& o) {
   for (const Distribution& d : kDistributions) std::printf("  %-8s %s\n", d.name, d.what);
 
   std::vector<Row> rows[std::size(kTypes)];
+  std::vector<WireRow> wire_rows;
   for (size_t di = 0; di < std::size(kDistributions); ++di) {
     const Distribution& d = kDistributions[di];
     for (size_t workers : o.workers) {
@@ -373,10 +433,25 @@ int run(const Options& o) {
         std::shuffle(ring.begin(), ring.end(), rng);
         worst_ring = Error::worst(worst_ring, measure(c.type, ringSum(c, ring), ref));
         rows[ti].push_back({&d, workers, ours, worst_ring});
+        if (c.type != DataType::kFloat32) continue;
+        // Wire compression of the same fp32 inputs; each the worse of the two arrival orders.
+        const Contributions narrow = narrowToBfloat16(c);
+        const auto plain = oursSum(c, Arrival::kRankOrder, rng);
+        Reference vs_plain{std::vector<double>(c.n), ref.magnitude};
+        for (size_t i = 0; i < c.n; ++i) vs_plain.sum[i] = toDouble(c.type, plain[i]);
+        const auto wire_rank = widenBits(oursSum(narrow, Arrival::kRankOrder, rng));
+        const auto wire_shuffled = widenBits(oursSum(narrow, Arrival::kShuffledPerPart, rng));
+        wire_rows.push_back(
+            {&d, workers,
+             Error::worst(measure(c.type, wire_rank, ref), measure(c.type, wire_shuffled, ref)),
+             ours,
+             Error::worst(measure(c.type, wire_rank, vs_plain),
+                          measure(c.type, wire_shuffled, vs_plain))});
       }
     }
   }
   for (size_t ti = 0; ti < std::size(kTypes); ++ti) printTable(kTypes[ti], rows[ti]);
+  printWireTable(wire_rows);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\n%.1f s\n", seconds);

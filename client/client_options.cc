@@ -50,6 +50,7 @@ Status ClientOptions::applyEnvironment() {
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &progress));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_LINK_GBPS", &parseGbps), &linkGbps));
+  RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_WIRE_DTYPE", &parseWireType), &float32WireType));
   streamsPerReducer = static_cast<uint32_t>(streams);
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
@@ -65,6 +66,18 @@ Result<ClientOptions::Progress> ClientOptions::parseProgress(std::string_view na
   if (name == "threads") return Progress::kIoThreads;
   if (name == "caller") return Progress::kCaller;
   return invalidArgument("'" + std::string(name) + "' is not 'threads' or 'caller'");
+}
+
+Result<DataType> ClientOptions::parseWireType(std::string_view name) {
+  if (name == "fp32") return DataType::kFloat32;
+  if (name == "bf16") return DataType::kBfloat16;
+  return invalidArgument("'" + std::string(name) +
+                         "' is not a wire type: expected 'fp32' (no compression) or 'bf16'");
+}
+
+DataType ClientOptions::wireType(DataType type, ReduceOp op) const {
+  const bool summed = op == ReduceOp::kSum || op == ReduceOp::kAvg;
+  return type == DataType::kFloat32 && summed ? float32WireType : type;
 }
 
 Status ClientOptions::validate() const {
@@ -83,6 +96,9 @@ Status ClientOptions::validate() const {
   if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
   if (!(linkGbps >= 0 && linkGbps <= 100000))
     return invalidArgument("link rate (RS_LINK_GBPS) must be 0 (not paced) .. 100000 Gbit/s");
+  if (float32WireType != DataType::kFloat32 && float32WireType != DataType::kBfloat16)
+    return invalidArgument(
+        "the wire type of fp32 all-reduces (RS_WIRE_DTYPE) must be fp32 or bf16");
   if (!secret.empty()) RS_RETURN_IF_ERROR(checkSecret(secret, "the client's job secret"));
   if (!jobName.empty() && !wire::isValidJobName(jobName))
     return invalidArgument("job name (RS_JOB) '" + jobName.substr(0, wire::kMaxJobNameBytes) +

@@ -100,8 +100,12 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
     return invalidArgument("all-reduce of " + std::to_string(count) + " elements with a null buffer");
   if (failedFlag_.load(std::memory_order_acquire)) return health();
 
+  // With wire compression the chunks are planned in wire bytes (the reducers' limit), and the
+  // connections convert each chunk between the caller's type and the wire type.
+  const DataType wireType = options_.wireType(type, op);
   const size_t elemSize = dataTypeSize(type);
-  const cluster::ChunkPlan plan = cluster::planChunks(count, elemSize, reducers_, chunking_);
+  const cluster::ChunkPlan plan =
+      cluster::planChunks(count, dataTypeSize(wireType), reducers_, chunking_);
   std::lock_guard submitLock(submitMu_);
   const uint64_t seq = nextSeq_++;
   const uint64_t first = nextChunk_;
@@ -132,10 +136,11 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
                                    .chunk = chunk,
                                    .elemOffset = offset,
                                    .elemCount = static_cast<uint32_t>(plan.elemsInChunk(i, count)),
-                                   .dtype = type,
+                                   .dtype = wireType,
                                    .op = op});
     t.src = src + offset * elemSize;
     t.dst = dst + offset * elemSize;
+    t.compressed = wireType != type;
     const uint32_t r = cluster::reducerForChunk(chunk, reducers_);
     const uint32_t s = cluster::streamForChunk(chunk, reducers_, streams_);
     batches[static_cast<size_t>(r) * streams_ + s].push_back(std::move(t));

@@ -4,12 +4,19 @@
 #include <spdlog/spdlog.h>
 
 #include "client/request_state.h"
+#include "core/reduce/convert.h"
 #include "core/wire/auth.h"
 #include "core/wire/control_frames.h"
 
 namespace rs::client {
 namespace {
 constexpr auto kReasonGrace = std::chrono::milliseconds(2000);
+// Narrowed bytes kept ahead of the socket: enough to fill a gather write of small chunks and
+// to overlap a large chunk's conversion with the previous one's write, little enough that a
+// collective's staging memory stays bounded per stream.
+constexpr uint64_t kStageAhead = 2 << 20;
+// FrameWriter tag of a REDUCE frame whose payload is a staging buffer.
+constexpr uint32_t kStagedTag = 1;
 }  // namespace
 
 Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
@@ -195,8 +202,12 @@ void Connection::onHeader(const std::error_code& ec) {
         name_, in_.chunk, in_.seq, in_.elemOffset, in_.elemOffset + in_.elemCount,
         want.elemOffset + next.resultElems, want.elemOffset + want.elemCount, want.chunk,
         want.seq)));
-  // Straight into the caller's buffer.
-  auto* dst = static_cast<std::byte*>(next.dst) + next.resultElems * dataTypeSize(in_.dtype);
+  // Straight into the caller's buffer, or for a compressed chunk into the staging buffer.
+  void* dst = static_cast<std::byte*>(next.dst) + next.resultElems * dataTypeSize(in_.dtype);
+  if (next.compressed) {
+    resultStaging_.resize(in_.elemCount);
+    dst = resultStaging_.data();
+  }
   stream_->asyncReadExactly(dst, in_.payloadLength,
                             counted([this](const std::error_code& e, size_t) { onResult(e); }));
 }
@@ -213,9 +224,7 @@ void Connection::onHelloAck(const std::error_code& ec) {
         "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
         name_, ack.maxPayloadBytes, options_.maxChunkBytes)));
   handshaken_ = true;
-  for (const ChunkTransfer& c : held_) enqueueReduce(c);
-  held_.clear();
-  flush();
+  feedWriter();
   owner_.onConnected(*this);
   readHeader();
 }
@@ -225,6 +234,9 @@ void Connection::onResult(const std::error_code& ec) {
   if (ec) return fail(ioError(fmt::format("{}: reading the result of chunk {}: {}", name_,
                                           in_.chunk, ec.message())));
   ChunkTransfer& next = expected_.front();
+  if (next.compressed)
+    reduce::widenToFloat32(in_.dtype, resultStaging_.data(),
+                           static_cast<float*>(next.dst) + next.resultElems, in_.elemCount);
   next.resultElems += in_.elemCount;
   if (next.resultElems == next.header.elemCount) {
     std::shared_ptr<RequestState> request = std::move(next.request);
@@ -267,20 +279,42 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
   }
   if (!chunks.empty()) pacer_.busy();
   for (auto& c : chunks) {
-    expected_.push_back({c.request, c.header, nullptr, c.dst});
-    if (handshaken_) enqueueReduce(c);
-    else held_.push_back(std::move(c));
+    expected_.push_back({c.request, c.header, nullptr, c.dst, 0, c.compressed});
+    held_.push_back(std::move(c));
   }
-  if (!pacer_.enabled()) return flush();
+  if (!pacer_.enabled()) return feedWriter();
   // Paced: the other streams of this collective join first (their submits were posted before
-  // this flush), so that the first write already goes at the share of all of them.
-  asio::post(io_, counted([this] { flush(); }));
+  // this one's writes), so that the first write already goes at the share of all of them.
+  asio::post(io_, counted([this] { feedWriter(); }));
 }
 
-// No owner: the caller's buffer stays valid until its request is finished, and a request is
-// failed only once every connection has drained (its writes included).
+void Connection::feedWriter() {
+  if (closed_ || !handshaken_) return;
+  while (!held_.empty()) {
+    // At least one narrowed frame may always wait, however large, so that nothing stalls.
+    if (held_.front().compressed && stagedBytes_ >= kStageAhead) break;
+    enqueueReduce(held_.front());
+    held_.pop_front();
+  }
+  flush();
+}
+
+// No owner for a plain chunk: the caller's buffer stays valid until its request is finished,
+// and a request is failed only once every connection has drained (its writes included). A
+// compressed chunk's frame owns its staging buffer; the caller's buffer is only read.
 void Connection::enqueueReduce(const ChunkTransfer& c) {
-  writer_.enqueue({wire::encodeHeader(c.header), {c.src, c.header.payloadLength}, nullptr, 0});
+  if (!c.compressed) {
+    writer_.enqueue({wire::encodeHeader(c.header), {c.src, c.header.payloadLength}, nullptr, 0});
+    return;
+  }
+  std::shared_ptr<uint16_t[]> staged(new uint16_t[c.header.elemCount]);
+  reduce::narrowFloat32(c.header.dtype, static_cast<const float*>(c.src), staged.get(),
+                        c.header.elemCount);
+  stagedBytes_ += c.header.payloadLength;
+  writer_.enqueue({wire::encodeHeader(c.header),
+                   {staged.get(), c.header.payloadLength},
+                   std::move(staged),
+                   kStagedTag});
 }
 
 void Connection::flush() {
@@ -289,7 +323,9 @@ void Connection::flush() {
   writer_.flush(*stream_);
 }
 
-void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Written) {
+void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Written frames) {
+  for (const auto& f : frames)
+    if (f.tag == kStagedTag) stagedBytes_ -= f.payload.size;
   if (closed_) return;
   if (ec && !handshaken_) return fail(ioError("sending HELLO: " + ec.message()));
   if (ec) {
@@ -303,7 +339,7 @@ void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Wr
     }));
     return;
   }
-  flush();
+  feedWriter();
 }
 
 // --- Failure ---------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 // One stream from this member to one reducer: connect (retrying until the reducer is up),
 // HELLO, then a send queue of REDUCE frames written straight from the caller's buffer and a
-// FIFO of expected RESULT frames read straight into the caller's buffer.
+// FIFO of expected RESULT frames read straight into the caller's buffer. A compressed chunk
+// (fp32 in the caller's buffers, bf16 on the wire: RS_WIRE_DTYPE) is narrowed into a staging
+// buffer just before it goes to the writer, and each RESULT part is read into a staging buffer
+// and widened into the caller's buffer as it arrives, so conversion overlaps the transfer.
 //
 // A stream carries its chunks in increasing order and the reducer completes them in that
 // order (each member's contributions to chunk i precede those to any later chunk on the
@@ -57,6 +60,8 @@ struct ChunkTransfer {
   const void* src = nullptr;
   void* dst = nullptr;
   uint64_t resultElems = 0;  // of the RESULT: the reducer sends it in parts, front to back
+  // src and dst hold fp32 and the frames header.dtype (bf16): convert on the way out and in.
+  bool compressed = false;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -93,7 +98,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void onHelloAck(const std::error_code& ec);
   void onResult(const std::error_code& ec);
   void onErrorText(const std::error_code& ec);
-  // Hands a chunk's REDUCE frame to the writer.
+  // Hands the held chunks' REDUCE frames to the writer, in order, narrowing compressed ones
+  // only while little narrowed data waits to be written (kStageAhead); then flushes.
+  void feedWriter();
   void enqueueReduce(const ChunkTransfer& chunk);
   void flush();
   void onWritten(const std::error_code& ec, transport::FrameWriter::Written frames);
@@ -124,9 +131,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::array<uint8_t, wire::kChallengePayloadSize> challengeBytes_{};
   std::string errorText_;
 
-  // Chunks not handed to the writer: submitted before the handshake (sent after it) or after
-  // close (failed once drained).
-  std::vector<ChunkTransfer> held_;
+  // Chunks not handed to the writer: submitted before the handshake (sent after it), waiting
+  // for their turn to be narrowed, or submitted after close (failed once drained).
+  std::deque<ChunkTransfer> held_;
+  // Narrowed REDUCE payload bytes handed to the writer and not yet written.
+  uint64_t stagedBytes_ = 0;
+  // One RESULT part of a compressed chunk, read here and then widened into the caller's buffer.
+  std::vector<uint16_t> resultStaging_;
   std::deque<ChunkTransfer> expected_;
   // HELLO, then REDUCE frames straight from the caller's buffer. A failed write leaves it
   // failed(): the read side may still bring the reason.

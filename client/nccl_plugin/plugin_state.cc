@@ -54,8 +54,11 @@ PluginState* create() {
     s->collnetEnabled = true;
     std::vector<std::string> list;
     for (const auto& r : s->client.reducers) list.push_back(r.toString());
-    RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "CollNet through {} reducers ({}), {} streams each",
-                   s->client.reducers.size(), fmt::join(list, ","), s->client.streamsPerReducer);
+    // RS_WIRE_DTYPE=bf16 (ClientOptions::fromEnvironment) halves fp32 sum/avg bytes on the wire.
+    RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET,
+                   "CollNet through {} reducers ({}), {} streams each, fp32 sums on the wire as {}",
+                   s->client.reducers.size(), fmt::join(list, ","), s->client.streamsPerReducer,
+                   dataTypeName(s->client.float32WireType));
   } else {
     s->collnetOffReason = client.status().message();
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "CollNet off: {}", s->collnetOffReason);

@@ -57,17 +57,27 @@ struct ClientOptions {
   // with `secret` set to the job's own secret (`reduction-server --derive-job-secret JOB`).
   // Empty: `secret` is the pool's (or the only job's) secret itself.
   std::string jobName;
+  // Wire compression, opt in: the type fp32 sum and avg all-reduces travel in. kBfloat16 halves
+  // their bytes: each chunk is rounded to bf16 (nearest even) on its way out, the reducer sums
+  // in fp32 and rounds once, and the bf16 result is widened back into the caller's fp32
+  // buffer, so results carry bf16 precision. Other types and ops go as they are. Every member
+  // of a group must use the same setting (the reducer refuses a mix as a type mismatch).
+  DataType float32WireType = DataType::kFloat32;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
-  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS; the secret from RS_SECRET_FILE or RS_SECRET, the job
-  // name from RS_JOB.
+  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS, RS_WIRE_DTYPE (fp32|bf16); the secret
+  // from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.
   Status applyEnvironment();
   // "threads" (kIoThreads) or "caller" (kCaller).
   static Result<Progress> parseProgress(std::string_view name);
+  // "fp32" (kFloat32: no compression) or "bf16" (kBfloat16).
+  static Result<DataType> parseWireType(std::string_view name);
+  // The type an all-reduce of `type` with `op` travels in under these options.
+  DataType wireType(DataType type, ReduceOp op) const;
   Status validate() const;
 };
 
