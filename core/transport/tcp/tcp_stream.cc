@@ -95,25 +95,24 @@ void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler, size_t
 
 // Linux TCP paces by itself once a socket has a maximum pacing rate (no fq qdisc needed).
 // Best effort: a kernel that refuses leaves the stream unpaced, which is how it ran before.
-// A paced stream also keeps little unsent data in the kernel (TCP_NOTSENT_LOWAT), so that a
-// write ends when its bytes are nearly on their way, not when they were copied: the owner
-// then counts the stream idle when it truly is, and the others' share does not rise while
-// megabytes of it still wait to leave at the old pace.
+// A paced stream also keeps only about 2 ms of its pace unsent in the kernel
+// (TCP_NOTSENT_LOWAT), so that a write ends when its bytes are nearly on their way, not when
+// they were copied: the owner then counts the stream idle when it truly is, and the others'
+// share does not rise while much of it still waits to leave at the old pace.
 void TcpStream::setPacingRate(uint64_t bytesPerSecond) {
   if (!socket_.is_open()) return;
-  if (!lowWatermarkSet_ && bytesPerSecond != 0) {
-    const int unsent = kPacedUnsentBytes;
-    (void)::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent,
-                       sizeof(unsent));
-    lowWatermarkSet_ = true;
-  }
+  const int fd = socket_.native_handle();
   const uint64_t rate = bytesPerSecond == 0 ? ~uint64_t{0} : bytesPerSecond;
-  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &rate,
-                   sizeof(rate)) == 0)
-    return;
-  const unsigned int rate32 = static_cast<unsigned int>(std::min<uint64_t>(rate, UINT_MAX));
-  (void)::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &rate32,
-                     sizeof(rate32));
+  if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate)) != 0) {
+    const unsigned int rate32 = static_cast<unsigned int>(std::min<uint64_t>(rate, UINT_MAX));
+    (void)::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate32, sizeof(rate32));
+  }
+  if (bytesPerSecond == 0) return;  // unpaced: the unsent limit no longer matters
+  const int unsent = static_cast<int>(
+      std::clamp<uint64_t>(bytesPerSecond / 500, kMinPacedUnsentBytes, kMaxPacedUnsentBytes));
+  if (unsent != unsentLimit_ &&
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent, sizeof(unsent)) == 0)
+    unsentLimit_ = unsent;
 }
 
 void TcpStream::shutdownSend() {
