@@ -4,9 +4,24 @@
 
 #include <algorithm>
 
+#include <cstring>
+
 #include "core/reduce/reduce.h"
 
 namespace rs::server {
+namespace {
+// Each staging region starts on a cache line, so that the folds read aligned vectors.
+constexpr size_t kStagingAlign = 64;
+size_t alignUp(size_t n) { return (n + kStagingAlign - 1) / kStagingAlign * kStagingAlign; }
+}  // namespace
+
+size_t Slot::bufferBytes(uint32_t elemCount, DataType dtype, uint32_t worldSize,
+                         bool deterministic) {
+  const size_t acc = static_cast<size_t>(elemCount) * accumulatorSize(dtype);
+  if (!deterministic || worldSize <= 1) return acc;
+  return alignUp(acc) +
+         (worldSize - 1) * alignUp(static_cast<size_t>(elemCount) * dataTypeSize(dtype));
+}
 
 Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::FrameHeader& h,
            const Setup& setup)
@@ -23,6 +38,9 @@ Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::Fra
       maxLeadBytes_(setup.maxLeadBytes),
       minPartElems_(setup.minPartBytes / dataTypeSize(h.dtype)),
       timeout_(setup.timeout),
+      deterministic_(setup.deterministic),
+      stagingOffset_(alignUp(static_cast<size_t>(h.elemCount) * accumulatorSize(h.dtype))),
+      stagingStride_(alignUp(static_cast<size_t>(h.elemCount) * dataTypeSize(h.dtype))),
       pool_(std::move(pool)),
       accumulator_(std::move(buffer)),
       stateBytes_(setup.stateBytes),
@@ -72,11 +90,15 @@ size_t Slot::fold(uint32_t rank, const std::byte* src, size_t bytes) {
   const uint64_t end = begin + std::min<uint64_t>(bytes / elemSize_, elemCount_ - begin);
   if (end == begin) return 0;
   std::byte* acc = accumulator_.data();
-  if (begin < frontier_) {
+  if (deterministic_ && rank > 0) {
+    std::memcpy(staging(rank) + begin * elemSize_, src, (end - begin) * elemSize_);
+  } else if (deterministic_) {
+    reduce::accumulateFirst(dtype_, src, acc + begin * accSize_, end - begin);
+  } else if (begin < frontier_) {
     const uint64_t n = std::min(end, frontier_) - begin;
     reduce::accumulate(dtype_, op_, src, acc + begin * accSize_, n);
   }
-  if (end > frontier_) {
+  if (!deterministic_ && end > frontier_) {
     const uint64_t from = std::max(begin, frontier_);
     reduce::accumulateFirst(dtype_, src + (from - begin) * elemSize_, acc + from * accSize_,
                             end - from);
@@ -107,6 +129,11 @@ std::optional<Slot::Part> Slot::releaseReady() {
   if (ready <= released_) return std::nullopt;
   if (ready < elemCount_ && ready - released_ < minPartElems_) return std::nullopt;
   const uint64_t from = released_;
+  if (deterministic_) {  // rank 0 initialised [from, ready); the others in rank order
+    std::byte* acc = accumulator_.data() + from * accSize_;
+    for (uint32_t r = 1; r < members_.size(); ++r)
+      reduce::accumulate(dtype_, op_, staging(r) + from * elemSize_, acc, ready - from);
+  }
   if (!reduce::finalizeIsIdentity(dtype_, op_)) {
     // In place and in order: the wire-typed part lands at or below its accumulator elements,
     // behind everything not yet finalized (reduce.h allows dst to trail acc).

@@ -21,6 +21,18 @@
 // than a RESULT part, and a part is at most a piece, which --max-lead is at least. With the
 // shard's argument in shard.h (the oldest open chunk of a stream always completes) this
 // cannot deadlock.
+//
+// Deterministic mode (the group's RS_DETERMINISTIC): folding as bytes arrive makes an fp sum
+// depend on the arrival order. Instead rank 0's bytes initialise the accumulator as they come,
+// every other member's are copied into its own staging region (wire-typed, behind the
+// accumulator in the same pool buffer), and releaseReady folds the common prefix in rank order
+// (rank 1, 2, ... into the same fp32 accumulator) just before it finalizes it: the same
+// arithmetic as folding in rank order, whatever order the bytes came in. Why stage whole
+// chunks rather than fold member r up to what r-1 has folded and stage only the rest: the
+// worst case (rank 0 slowest) needs the whole chunk per member anyway, and the buffer is
+// charged to the pool up front, so a smaller staging area would not lower what the operator's
+// memory limit must allow; the extra copy is what one pass over a 32 KiB part costs. Cut-
+// through and the lead limit work unchanged: both read only `received` and `released`.
 #pragma once
 
 #include <chrono>
@@ -54,10 +66,15 @@ class Slot {
     uint64_t maxLeadBytes = 0;   // 0: no lead limit; otherwise at least minPartBytes
     uint64_t minPartBytes = 0;   // a RESULT part goes out once the ready prefix grew this much
     uint64_t stateBytes = 0;     // charged to the pool with the buffer (stateBytes(worldSize))
+    bool deterministic = false;  // rank-order sums; the buffer is bufferBytes(..., true)
   };
   // What a slot of a group of `worldSize` holds beside its accumulator, at most: the per-rank
   // state and the two held-back lists. Charged to the pool with the accumulator.
   static uint64_t stateBytes(uint32_t worldSize);
+  // The pool buffer a chunk needs: its accumulator, and in deterministic mode a wire-typed
+  // staging region for each member but rank 0.
+  static size_t bufferBytes(uint32_t elemCount, DataType dtype, uint32_t worldSize,
+                            bool deterministic);
   // [from, to): elements finalized (wire-typed at resultData(from)) and ready to send.
   struct Part {
     uint64_t from = 0;
@@ -65,7 +82,8 @@ class Slot {
   };
 
   // Opened by the first REDUCE header of the chunk; `buffer` holds at least
-  // elemCount * accumulatorSize(dtype) bytes and returns to `pool` with the slot.
+  // bufferBytes(elemCount, dtype, worldSize, deterministic) bytes and returns to `pool` with
+  // the slot.
   Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::FrameHeader& opener,
        const Setup& setup);
   ~Slot();
@@ -119,7 +137,7 @@ class Slot {
     return accumulator_.data() + elem * elemSize_;
   }
   uint64_t released() const { return released_; }
-  // The pool memory this slot holds (its accumulator, as the pool rounded it).
+  // The pool memory this slot holds (its accumulator and staging, as the pool rounded it).
   size_t memoryBytes() const { return accumulator_.size(); }
   uint64_t received(uint32_t rank) const { return members_[rank].received; }
 
@@ -151,6 +169,10 @@ class Slot {
     uint64_t received = 0;  // elements folded in (a prefix of the chunk)
   };
   std::string ranksIn(MemberState state) const;
+  // Deterministic mode: where rank r (>= 1) stages its contribution.
+  std::byte* staging(uint32_t rank) {
+    return accumulator_.data() + stagingOffset_ + (rank - 1) * stagingStride_;
+  }
 
   // What every contribution must agree on (from the header that opened the slot).
   const GroupId group_;
@@ -166,9 +188,12 @@ class Slot {
   const uint64_t maxLeadBytes_;
   const uint64_t minPartElems_;
   const std::chrono::milliseconds timeout_;
+  const bool deterministic_;
+  const size_t stagingOffset_;  // deterministic: the staging regions start here in the buffer
+  const size_t stagingStride_;  // and are this far apart
 
   std::shared_ptr<SlotPool> pool_;  // shared: a slot may outlive its shard at shutdown
-  AlignedBuffer accumulator_;       // elemCount * accSize bytes
+  AlignedBuffer accumulator_;       // elemCount * accSize bytes (then staging, deterministic)
   const uint64_t stateBytes_;       // charged to pool_ with the accumulator
 
   // Elements [0, frontier) hold at least one contribution: a piece below the frontier is
