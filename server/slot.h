@@ -23,16 +23,17 @@
 // cannot deadlock.
 //
 // Deterministic mode (the group's RS_DETERMINISTIC): folding as bytes arrive makes an fp sum
-// depend on the arrival order. Instead rank 0's bytes initialise the accumulator as they come,
-// every other member's are copied into its own staging region (wire-typed, behind the
-// accumulator in the same pool buffer), and releaseReady folds the common prefix in rank order
-// (rank 1, 2, ... into the same fp32 accumulator) just before it finalizes it: the same
-// arithmetic as folding in rank order, whatever order the bytes came in. Why stage whole
+// depend on the arrival order. Instead every member's bytes are copied, wire-typed, into its
+// own staging region of the slot's buffer (rank 0's first, at the front), and releaseReady
+// reduces the common prefix with the fused kernel (reduce::reduceInputs: per element
+// rank 0 op rank 1 op ... in rank order, fp32 for fp16/bf16, rounded once), written in place
+// over rank 0's region: whatever order the bytes came in, the same arithmetic. Why stage whole
 // chunks rather than fold member r up to what r-1 has folded and stage only the rest: the
 // worst case (rank 0 slowest) needs the whole chunk per member anyway, and the buffer is
 // charged to the pool up front, so a smaller staging area would not lower what the operator's
-// memory limit must allow; the extra copy is what one pass over a 32 KiB part costs. Cut-
-// through and the lead limit work unchanged: both read only `received` and `released`.
+// memory limit must allow. Why no accumulator: one fused pass over W staged inputs moves about
+// the bytes that W folds into an accumulator do, so the copy is nearly all the extra time.
+// Cut-through and the lead limit work unchanged: both read only `received` and `released`.
 #pragma once
 
 #include <chrono>
@@ -71,8 +72,8 @@ class Slot {
   // What a slot of a group of `worldSize` holds beside its accumulator, at most: the per-rank
   // state and the two held-back lists. Charged to the pool with the accumulator.
   static uint64_t stateBytes(uint32_t worldSize);
-  // The pool buffer a chunk needs: its accumulator, and in deterministic mode a wire-typed
-  // staging region for each member but rank 0.
+  // The pool buffer a chunk needs: its accumulator, or in deterministic mode a wire-typed
+  // staging region for each member (and no accumulator).
   static size_t bufferBytes(uint32_t elemCount, DataType dtype, uint32_t worldSize,
                             bool deterministic);
   // [from, to): elements finalized (wire-typed at resultData(from)) and ready to send.
@@ -169,10 +170,9 @@ class Slot {
     uint64_t received = 0;  // elements folded in (a prefix of the chunk)
   };
   std::string ranksIn(MemberState state) const;
-  // Deterministic mode: where rank r (>= 1) stages its contribution.
-  std::byte* staging(uint32_t rank) {
-    return accumulator_.data() + stagingOffset_ + (rank - 1) * stagingStride_;
-  }
+  // Deterministic mode: where rank r stages its contribution (rank 0's region, at the front,
+  // receives the result in place, so resultData is the same in both modes).
+  std::byte* staging(uint32_t rank) { return accumulator_.data() + rank * stagingStride_; }
 
   // What every contribution must agree on (from the header that opened the slot).
   const GroupId group_;
@@ -189,11 +189,10 @@ class Slot {
   const uint64_t minPartElems_;
   const std::chrono::milliseconds timeout_;
   const bool deterministic_;
-  const size_t stagingOffset_;  // deterministic: the staging regions start here in the buffer
-  const size_t stagingStride_;  // and are this far apart
+  const size_t stagingStride_;  // deterministic: the members' staging regions are this far apart
 
   std::shared_ptr<SlotPool> pool_;  // shared: a slot may outlive its shard at shutdown
-  AlignedBuffer accumulator_;       // elemCount * accSize bytes (then staging, deterministic)
+  AlignedBuffer accumulator_;       // elemCount * accSize bytes (deterministic: the staging)
   const uint64_t stateBytes_;       // charged to pool_ with the accumulator
 
   // Elements [0, frontier) hold at least one contribution: a piece below the frontier is
@@ -201,6 +200,7 @@ class Slot {
   // the initialised region is always a prefix.
   uint64_t frontier_ = 0;
   std::vector<Member> members_;
+  std::vector<const void*> inputs_;  // deterministic: the staged prefixes reduceInputs reads
   uint32_t membersDone_ = 0;
   // Elements [0, released) are finalized in place, wire-typed at the front of the accumulator
   // (element i at i * elemSize), and handed out as RESULT parts.

@@ -229,12 +229,12 @@ TEST_CASE("deterministic slot: cut-through and the lead limit work as in the nor
 }
 
 TEST_CASE("deterministic slot: the staging copies are charged to the pool") {
-  // fp32, 1000 elements: a 4000-byte accumulator, then 3 staging regions on 64-byte lines.
+  // fp32, 1000 elements: a 4000-byte accumulator, or 4 staging regions on 64-byte lines.
   CHECK(Slot::bufferBytes(1000, DataType::kFloat32, 4, false) == 4000);
-  CHECK(Slot::bufferBytes(1000, DataType::kFloat32, 4, true) == 4032 + 3 * 4032);
-  // bf16 accumulates in fp32 and stages wire-typed halves.
-  CHECK(Slot::bufferBytes(1000, DataType::kBfloat16, 8, true) == 4032 + 7 * 2048);
-  CHECK(Slot::bufferBytes(1000, DataType::kFloat32, 1, true) == 4000);  // nothing to order
+  CHECK(Slot::bufferBytes(1000, DataType::kFloat32, 4, true) == 4 * 4032);
+  // bf16 accumulates in fp32, but stages wire-typed halves and needs no accumulator.
+  CHECK(Slot::bufferBytes(1000, DataType::kBfloat16, 8, false) == 4000);
+  CHECK(Slot::bufferBytes(1000, DataType::kBfloat16, 8, true) == 8 * 2048);
 
   // A pool that holds one normal slot of 256 KiB but not the deterministic one of W = 4.
   const uint32_t count = 64 << 10;  // fp32: 256 KiB

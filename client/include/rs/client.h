@@ -59,7 +59,7 @@ struct ClientOptions {
   std::string jobName;
   // Deterministic mode (RS_DETERMINISTIC=1): the reducers sum every chunk in rank order, so
   // results are bit-identical from run to run whatever order contributions arrive in, at the
-  // cost of reducer memory (one staging copy of the chunk per member but rank 0). Every member
+  // cost of reducer memory (a staging copy of the chunk per member). Every member
   // of a group must set it alike; the reducer refuses one that differs.
   bool deterministic = false;
 
