@@ -9,7 +9,9 @@
 //              [--seconds 0.1] [--trials 5]
 //
 // Each row runs the two modes alternately, --trials times each for --seconds, and keeps each
-// mode's best rate: on a shared machine the best is the run least disturbed by others.
+// mode's best rate: on a shared machine the best is the run least disturbed by others. Time is
+// the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so that time the scheduler gives to other
+// processes does not count; caches and memory bandwidth they share still do.
 // Members arrive interleaved: in each round every member hands one piece, in an order shuffled
 // per round (a reducer's sockets deliver in no fixed order). Single-threaded, as one io thread
 // owns a slot.
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -34,7 +37,12 @@
 namespace rs::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Seconds of CPU this thread has used.
+double threadSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 struct Row {
   double gbps = 0;
@@ -68,7 +76,7 @@ Row measure(DataType type, uint32_t world, uint32_t count, size_t pieceBytes, bo
 
   Row row;
   uint64_t chunks = 0;
-  const auto start = Clock::now();
+  const double start = threadSeconds();
   double elapsed = 0;
   uint64_t releasedElems = 0;  // every element must leave exactly once
   while (elapsed < seconds || chunks < 3) {
@@ -87,7 +95,7 @@ Row measure(DataType type, uint32_t world, uint32_t count, size_t pieceBytes, bo
       }
     }
     ++chunks;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    elapsed = threadSeconds() - start;
   }
   if (releasedElems != chunks * count) {
     fmt::print(stderr, "slot_bench: {} elements released, expected {}\n", releasedElems,
@@ -139,7 +147,7 @@ int main(int argc, char** argv) {
   if (!pieceBytes || *pieceBytes < 1) return fmt::print(stderr, "bad --piece\n"), 2;
 
   fmt::print("slot_bench: fold + release of one chunk, pieces of {}, best of {} alternating "
-             "trials of {:.2f} s per mode\n",
+             "trials of {:.2f} CPU s per mode\n",
              formatByteSize(*pieceBytes), trials, seconds);
   fmt::print("{:>5} {:>3} {:>8} {:>11} {:>11} {:>7} {:>12} {:>12} {:>7}\n", "type", "W", "chunk",
              "normal GB/s", "determ GB/s", "ratio", "normal mem", "determ mem", "x mem");
