@@ -70,7 +70,8 @@ class Slot {
     bool deterministic = false;  // rank-order sums; the buffer is bufferBytes(..., true)
   };
   // What a slot of a group of `worldSize` holds beside its accumulator, at most: the per-rank
-  // state and the two held-back lists. Charged to the pool with the accumulator.
+  // state, the two held-back lists and deterministic mode's input pointers. Charged to the
+  // pool with the accumulator.
   static uint64_t stateBytes(uint32_t worldSize);
   // The pool buffer a chunk needs: its accumulator, or in deterministic mode a wire-typed
   // staging region for each member (and no accumulator).
