@@ -56,6 +56,7 @@ struct Options {
   std::string progress = "caller";
   std::string minChunk = "16K", maxChunk = "1M";
   std::string wireDtype = "fp32";  // RS_WIRE_DTYPE: bf16 halves an fp32 sum's bytes
+  int deterministic = 0;  // RS_DETERMINISTIC's flag: rank-order sums on the reducers
   double tcpProbeGbps = 0;  // set by the launcher for the ratio column
   std::string logLevel = "warn";
   std::set<std::string> given;  // the client-knob flags given on the command line
@@ -64,7 +65,7 @@ struct Options {
 // The client knobs that the library also reads from the environment (RS_STREAMS, ...).
 const std::vector<std::string> kClientKnobFlags = {"--streams", "--client-io-threads",
                                                    "--progress", "--min-chunk", "--max-chunk",
-                                                   "--wire-dtype"};
+                                                   "--wire-dtype", "--deterministic"};
 
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -101,6 +102,7 @@ int runWorker(const Options& o) {
     if (use("--max-chunk")) co.maxChunkBytes = *maxChunk;
     if (use("--wire-dtype"))
       co.float32WireType = *client::ClientOptions::parseWireType(o.wireDtype);  // checked by CLI
+    if (use("--deterministic")) co.deterministic = o.deterministic != 0;
   };
   applyFlags(/*onlyGiven=*/false);
   co.reducers = *reducers;
@@ -125,11 +127,11 @@ int runWorker(const Options& o) {
   const double bound = o.tcpProbeGbps > 0 ? o.tcpProbeGbps / 8 / (2.0 * o.world) : 0;  // GB/s
   if (printer) {
     fmt::print("# allreduce_perf: {} workers, {} reducers x {} streams, {} {}, iters {} warmup {} "
-               "depth {}, chunks {}..{}, {} progress, fp32 sums on the wire as {}\n",
+               "depth {}, chunks {}..{}, {} progress, fp32 sums on the wire as {}{}\n",
                o.world, reducers->size(), co.streamsPerReducer, o.type, o.op, o.iters, o.warmup,
                o.depth, formatByteSize(co.minChunkBytes), formatByteSize(co.maxChunkBytes),
                co.progress == client::ClientOptions::Progress::kCaller ? "caller" : "threads",
-               dataTypeName(co.float32WireType));
+               dataTypeName(co.float32WireType), co.deterministic ? ", deterministic" : "");
     if (bound > 0)
       fmt::print("# raw loopback TCP in this run: {:.2f} Gbit/s over {} streams; each member moves "
                  "S in and S out, so at that rate algbw would be {:.3f} GB/s (vs TCP = 1). A "
@@ -319,6 +321,9 @@ int main(int argc, char** argv) {
         auto t = rs::client::ClientOptions::parseWireType(v);
         return t ? std::string() : t.status().message();
       })
+  app.add_option("--deterministic", o.deterministic,
+                 "Rank-order sums on the reducers, bit-identical run to run (0/1; RS_DETERMINISTIC)")
+      ->check(CLI::Range(0, 1))
       ->capture_default_str();
   app.add_option("--tcp-probe-gbps", o.tcpProbeGbps, "(set by --local-pool)");
   CLI11_PARSE(app, argc, argv);
@@ -344,7 +349,8 @@ int main(int argc, char** argv) {
         {"--streams", std::to_string(o.streams)},
         {"--client-io-threads", std::to_string(o.clientIoThreads)},
         {"--progress", o.progress}, {"--min-chunk", o.minChunk}, {"--max-chunk", o.maxChunk},
-        {"--wire-dtype", o.wireDtype}};
+        {"--wire-dtype", o.wireDtype},
+        {"--deterministic", std::to_string(o.deterministic)}};
     for (const auto& [flag, value] : knobs)
       if (o.given.count(flag) > 0) pass.insert(pass.end(), {flag, value});
     if (o.iterationTimes) pass.push_back("--iteration-times");

@@ -42,10 +42,12 @@ Status ClientOptions::applyEnvironment() {
   uint64_t streams = streamsPerReducer, threads = ioThreads;
   uint64_t timeoutMs = static_cast<uint64_t>(collectiveTimeout.count());
   uint64_t connectMs = static_cast<uint64_t>(connectTimeout.count());
+  uint64_t deterministicMode = deterministic ? 1 : 0;
   RS_RETURN_IF_ERROR(readNumber("RS_STREAMS", 1, 256, &streams));
   RS_RETURN_IF_ERROR(readNumber("RS_CLIENT_IO_THREADS", 1, 256, &threads));
   RS_RETURN_IF_ERROR(readNumber("RS_TIMEOUT_MS", 1, UINT32_MAX, &timeoutMs));
   RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
+  RS_RETURN_IF_ERROR(readNumber("RS_DETERMINISTIC", 0, 1, &deterministicMode));
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &progress));
@@ -55,6 +57,7 @@ Status ClientOptions::applyEnvironment() {
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
   connectTimeout = std::chrono::milliseconds(connectMs);
+  deterministic = deterministicMode != 0;
   auto secret = secretFromEnvironment();  // RS_SECRET_FILE or RS_SECRET
   if (!secret) return secret.status();
   this->secret = std::move(*secret);

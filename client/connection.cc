@@ -122,7 +122,8 @@ void Connection::sendHello(const wire::Nonce& reducerNonce) {
   hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
   hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
   hello.jobName = o.jobName;
-  auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce);
+  auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce,
+                                o.deterministic ? wire::kFlagDeterministic : uint16_t{0});
   if (!frame) return fail(frame.status());
   // The first frame on the stream: nothing else is handed to the writer before the handshake.
   writer_.enqueue(transport::ownedFrame(

@@ -135,7 +135,8 @@ grpc::Status ControlService::JoinGroup(grpc::ServerContext* ctx,
   GroupParams params{in->world_size(), static_cast<uint16_t>(in->stream_count()),
                      static_cast<uint16_t>(in->reducer_index()),
                      static_cast<uint16_t>(in->reducer_count()), in->timeout_ms(),
-                     caller.job};  // the caller's job owns the group it declares
+                     caller.job,  // the caller's job owns the group it declares
+                     in->deterministic()};
   auto known = registry_.declareMember(*id, in->rank(), params);
   if (!known) return toGrpc(known.status());
   rs::logger().info("group {} rank {} joined over gRPC ({} members known)",

@@ -83,6 +83,12 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
           g.name(), rank, params.worldSize, params.streamCount, params.reducerIndex,
           params.reducerCount, have.worldSize, have.streamCount, have.reducerIndex,
           have.reducerCount));
+    if (have.deterministic != params.deterministic)
+      return invalidArgument(fmt::format(
+          "{}: rank {} {} deterministic mode, but the group was created {} it (set "
+          "RS_DETERMINISTIC alike on every member)",
+          g.name(), rank, params.deterministic ? "asks for" : "does not ask for",
+          have.deterministic ? "with" : "without"));
     return it->second;
   }
   if (auto t = tombstones_.find(id); t != tombstones_.end()) {
@@ -114,14 +120,15 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
   group->bookkeeping_ = BookkeepingCharge(memory_, bookkeeping);
   groups_.emplace(id, group);
   if (!params.job.empty()) ++groupsOfJob_[params.job];
-  rs::logger().info("{} created{}: world_size={} streams={} reducer={}/{} timeout_ms={}{}",
+  rs::logger().info("{} created{}: world_size={} streams={} reducer={}/{} timeout_ms={}{}{}",
                     group->name(), params.job.empty() ? "" : " for job " + params.job,
                     params.worldSize, params.streamCount, params.reducerIndex,
                     params.reducerCount, group->timeoutMs(),
                     params.timeoutMs > limits_.maxTimeoutMs
                         ? fmt::format(" (asked {}, capped by --collective-timeout-ms)",
                                       params.timeoutMs)
-                        : std::string());
+                        : std::string(),
+                    params.deterministic ? " deterministic" : "");
   return group;
 }
 

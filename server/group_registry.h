@@ -30,6 +30,9 @@ struct GroupParams {
   // The job the member proved itself for ("": the pool's secret, or an open reducer). The
   // group belongs to its creator's job: members of any other job are refused.
   std::string job;
+  // Deterministic mode (the HELLO's kFlagDeterministic): chunks summed in rank order, so that
+  // results are bit-identical whatever the arrival order (slot.h). Every member must agree.
+  bool deterministic = false;
 
   // The shape every member must agree on (the timeout is not part of it).
   bool sameShape(const GroupParams& o) const {

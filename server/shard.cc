@@ -76,6 +76,11 @@ Status Shard::admit(const Slot& slot, const wire::FrameHeader& h, uint32_t rank)
   return s;
 }
 
+size_t Shard::slotBufferBytes(const GroupShard& gs, const wire::FrameHeader& h) {
+  const GroupParams& p = gs.group->params();
+  return Slot::bufferBytes(h.elemCount, h.dtype, p.worldSize, p.deterministic);
+}
+
 std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h,
                                       AlignedBuffer buffer) {
   const GroupParams& p = gs.group->params();
@@ -87,6 +92,7 @@ std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h
   setup.maxLeadBytes = config_.maxLeadBytes;
   setup.minPartBytes = std::min<uint64_t>(kMinResultPartBytes, config_.pieceBytes);
   setup.stateBytes = Slot::stateBytes(p.worldSize);
+  setup.deterministic = p.deterministic;
   auto slot = std::make_shared<Slot>(pool_, std::move(buffer), h, setup);
   gs.open.emplace(h.chunk, slot);
   gs.group->counters().openSlots.fetch_add(1, std::memory_order_relaxed);
@@ -126,15 +132,18 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
       return Acquire::kFailed;
     }
   }
-  const size_t bytes = static_cast<size_t>(h.elemCount) * accumulatorSize(h.dtype);
+  const size_t bytes = slotBufferBytes(*gs, h);
   const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
   if (!pool_->fitsEver(bytes, state)) {
     // validate() makes an accumulator alone always fit; its per-rank state for a very large
-    // world, with the bookkeeping of many groups charged, may not.
+    // world, with the bookkeeping of many groups charged, or a deterministic group's staging
+    // copies, may not.
     *error = resourceExhausted(fmt::format(
-        "chunk {} needs {} bytes and {} of per-rank state (world_size {}), more than this "
+        "chunk {} needs {} bytes{} and {} of per-rank state (world_size {}), more than this "
         "thread's whole pool ({}: its part of --memory-limit less the bookkeeping charged)",
-        h.chunk, bytes, state, gs->group->params().worldSize, pool_->budget()));
+        h.chunk, bytes,
+        gs->group->params().deterministic ? " (deterministic: a staging copy per member)" : "",
+        state, gs->group->params().worldSize, pool_->budget()));
     failGroup(gs->group, *error);
     return Acquire::kFailed;
   }
@@ -199,8 +208,7 @@ void Shard::serviceWaiters() {
         continue;
       }
       slot = open->second;
-    } else if (const size_t bytes = static_cast<size_t>(it->header.elemCount) *
-                                    accumulatorSize(it->header.dtype);
+    } else if (const size_t bytes = slotBufferBytes(*gs, it->header);
                !memoryBlocked && !blocked.contains(gs) && mayOpen(*gs, bytes)) {
       const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
       if (auto buffer = pool_->tryAcquire(bytes, state))

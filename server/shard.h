@@ -134,6 +134,9 @@ class Shard final : public SessionOwner {
   GroupShard* findGroup(const GroupId& id);
   // The members-agree check of a header for an open slot; a refusal is counted.
   Status admit(const Slot& slot, const wire::FrameHeader& header, uint32_t rank);
+  // The pool buffer the chunk's slot takes (its accumulator, and the staging of a
+  // deterministic group).
+  static size_t slotBufferBytes(const GroupShard& gs, const wire::FrameHeader& header);
   std::shared_ptr<Slot> openSlot(GroupShard& gs, const wire::FrameHeader& header,
                                  AlignedBuffer buffer);
   void sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);

@@ -3,10 +3,22 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/reduce/reduce.h"
 
 namespace rs::server {
+namespace {
+// Each staging region starts on a cache line, so that the folds read aligned vectors.
+constexpr size_t kStagingAlign = 64;
+size_t alignUp(size_t n) { return (n + kStagingAlign - 1) / kStagingAlign * kStagingAlign; }
+}  // namespace
+
+size_t Slot::bufferBytes(uint32_t elemCount, DataType dtype, uint32_t worldSize,
+                         bool deterministic) {
+  if (!deterministic) return static_cast<size_t>(elemCount) * accumulatorSize(dtype);
+  return worldSize * alignUp(static_cast<size_t>(elemCount) * dataTypeSize(dtype));
+}
 
 Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::FrameHeader& h,
            const Setup& setup)
@@ -23,17 +35,21 @@ Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::Fra
       maxLeadBytes_(setup.maxLeadBytes),
       minPartElems_(setup.minPartBytes / dataTypeSize(h.dtype)),
       timeout_(setup.timeout),
+      deterministic_(setup.deterministic),
+      stagingStride_(alignUp(static_cast<size_t>(h.elemCount) * dataTypeSize(h.dtype))),
       pool_(std::move(pool)),
       accumulator_(std::move(buffer)),
       stateBytes_(setup.stateBytes),
       members_(setup.worldSize),
+      inputs_(setup.deterministic ? setup.worldSize : 0),
       created_(std::chrono::steady_clock::now()),
       deadline_(created_ + setup.timeout) {}
 
 Slot::~Slot() { pool_->release(std::move(accumulator_), stateBytes_); }
 
 uint64_t Slot::stateBytes(uint32_t worldSize) {
-  return static_cast<uint64_t>(worldSize) * (sizeof(Member) + 2 * sizeof(uint32_t));
+  return static_cast<uint64_t>(worldSize) *
+         (sizeof(Member) + 2 * sizeof(uint32_t) + sizeof(const void*));
 }
 
 Status Slot::admit(const wire::FrameHeader& h, uint32_t rank, FrameRejection* why) const {
@@ -72,11 +88,13 @@ size_t Slot::fold(uint32_t rank, const std::byte* src, size_t bytes) {
   const uint64_t end = begin + std::min<uint64_t>(bytes / elemSize_, elemCount_ - begin);
   if (end == begin) return 0;
   std::byte* acc = accumulator_.data();
-  if (begin < frontier_) {
+  if (deterministic_) {
+    std::memcpy(staging(rank) + begin * elemSize_, src, (end - begin) * elemSize_);
+  } else if (begin < frontier_) {
     const uint64_t n = std::min(end, frontier_) - begin;
     reduce::accumulate(dtype_, op_, src, acc + begin * accSize_, n);
   }
-  if (end > frontier_) {
+  if (!deterministic_ && end > frontier_) {
     const uint64_t from = std::max(begin, frontier_);
     reduce::accumulateFirst(dtype_, src + (from - begin) * elemSize_, acc + from * accSize_,
                             end - from);
@@ -107,7 +125,11 @@ std::optional<Slot::Part> Slot::releaseReady() {
   if (ready <= released_) return std::nullopt;
   if (ready < elemCount_ && ready - released_ < minPartElems_) return std::nullopt;
   const uint64_t from = released_;
-  if (!reduce::finalizeIsIdentity(dtype_, op_)) {
+  if (deterministic_) {  // in rank order, in place over rank 0's staged bytes
+    for (uint32_t r = 0; r < members_.size(); ++r) inputs_[r] = staging(r) + from * elemSize_;
+    reduce::reduceInputs(dtype_, op_, inputs_.data(), inputs_.size(),
+                         staging(0) + from * elemSize_, ready - from);
+  } else if (!reduce::finalizeIsIdentity(dtype_, op_)) {
     // In place and in order: the wire-typed part lands at or below its accumulator elements,
     // behind everything not yet finalized (reduce.h allows dst to trail acc).
     std::byte* acc = accumulator_.data();

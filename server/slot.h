@@ -21,6 +21,19 @@
 // than a RESULT part, and a part is at most a piece, which --max-lead is at least. With the
 // shard's argument in shard.h (the oldest open chunk of a stream always completes) this
 // cannot deadlock.
+//
+// Deterministic mode (the group's RS_DETERMINISTIC): folding as bytes arrive makes an fp sum
+// depend on the arrival order. Instead every member's bytes are copied, wire-typed, into its
+// own staging region of the slot's buffer (rank 0's first, at the front), and releaseReady
+// reduces the common prefix with the fused kernel (reduce::reduceInputs: per element
+// rank 0 op rank 1 op ... in rank order, fp32 for fp16/bf16, rounded once), written in place
+// over rank 0's region: whatever order the bytes came in, the same arithmetic. Why stage whole
+// chunks rather than fold member r up to what r-1 has folded and stage only the rest: the
+// worst case (rank 0 slowest) needs the whole chunk per member anyway, and the buffer is
+// charged to the pool up front, so a smaller staging area would not lower what the operator's
+// memory limit must allow. Why no accumulator: one fused pass over W staged inputs moves about
+// the bytes that W folds into an accumulator do, so the copy is nearly all the extra time.
+// Cut-through and the lead limit work unchanged: both read only `received` and `released`.
 #pragma once
 
 #include <chrono>
@@ -54,10 +67,16 @@ class Slot {
     uint64_t maxLeadBytes = 0;   // 0: no lead limit; otherwise at least minPartBytes
     uint64_t minPartBytes = 0;   // a RESULT part goes out once the ready prefix grew this much
     uint64_t stateBytes = 0;     // charged to the pool with the buffer (stateBytes(worldSize))
+    bool deterministic = false;  // rank-order sums; the buffer is bufferBytes(..., true)
   };
   // What a slot of a group of `worldSize` holds beside its accumulator, at most: the per-rank
-  // state and the two held-back lists. Charged to the pool with the accumulator.
+  // state, the two held-back lists and deterministic mode's input pointers. Charged to the
+  // pool with the accumulator.
   static uint64_t stateBytes(uint32_t worldSize);
+  // The pool buffer a chunk needs: its accumulator, or in deterministic mode a wire-typed
+  // staging region for each member (and no accumulator).
+  static size_t bufferBytes(uint32_t elemCount, DataType dtype, uint32_t worldSize,
+                            bool deterministic);
   // [from, to): elements finalized (wire-typed at resultData(from)) and ready to send.
   struct Part {
     uint64_t from = 0;
@@ -65,7 +84,8 @@ class Slot {
   };
 
   // Opened by the first REDUCE header of the chunk; `buffer` holds at least
-  // elemCount * accumulatorSize(dtype) bytes and returns to `pool` with the slot.
+  // bufferBytes(elemCount, dtype, worldSize, deterministic) bytes and returns to `pool` with
+  // the slot.
   Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::FrameHeader& opener,
        const Setup& setup);
   ~Slot();
@@ -119,7 +139,7 @@ class Slot {
     return accumulator_.data() + elem * elemSize_;
   }
   uint64_t released() const { return released_; }
-  // The pool memory this slot holds (its accumulator, as the pool rounded it).
+  // The pool memory this slot holds (its accumulator and staging, as the pool rounded it).
   size_t memoryBytes() const { return accumulator_.size(); }
   uint64_t received(uint32_t rank) const { return members_[rank].received; }
 
@@ -151,6 +171,9 @@ class Slot {
     uint64_t received = 0;  // elements folded in (a prefix of the chunk)
   };
   std::string ranksIn(MemberState state) const;
+  // Deterministic mode: where rank r stages its contribution (rank 0's region, at the front,
+  // receives the result in place, so resultData is the same in both modes).
+  std::byte* staging(uint32_t rank) { return accumulator_.data() + rank * stagingStride_; }
 
   // What every contribution must agree on (from the header that opened the slot).
   const GroupId group_;
@@ -166,9 +189,11 @@ class Slot {
   const uint64_t maxLeadBytes_;
   const uint64_t minPartElems_;
   const std::chrono::milliseconds timeout_;
+  const bool deterministic_;
+  const size_t stagingStride_;  // deterministic: the members' staging regions are this far apart
 
   std::shared_ptr<SlotPool> pool_;  // shared: a slot may outlive its shard at shutdown
-  AlignedBuffer accumulator_;       // elemCount * accSize bytes
+  AlignedBuffer accumulator_;       // elemCount * accSize bytes (deterministic: the staging)
   const uint64_t stateBytes_;       // charged to pool_ with the accumulator
 
   // Elements [0, frontier) hold at least one contribution: a piece below the frontier is
@@ -176,6 +201,7 @@ class Slot {
   // the initialised region is always a prefix.
   uint64_t frontier_ = 0;
   std::vector<Member> members_;
+  std::vector<const void*> inputs_;  // deterministic: the staged prefixes reduceInputs reads
   uint32_t membersDone_ = 0;
   // Elements [0, released) are finalized in place, wire-typed at the front of the accumulator
   // (element i at i * elemSize), and handed out as RESULT parts.

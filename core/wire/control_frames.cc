@@ -7,9 +7,11 @@
 namespace rs::wire {
 
 Result<HelloFrame> helloFrame(const GroupId& group, uint32_t rank, HelloPayload hello,
-                              std::string_view secret, const Nonce& reducerNonce) {
+                              std::string_view secret, const Nonce& reducerNonce,
+                              uint16_t flags) {
   FrameHeader h;
   h.type = FrameType::kHello;
+  h.flags = flags;
   h.group = group;
   h.rank = rank;
   h.payloadLength = kHelloPayloadSize;

@@ -36,13 +36,15 @@ FrameHeader resultHeader(const ChunkFields& chunk);
 // The HELLO that opens a worker's stream: the header names the group and rank, the payload the
 // rest. With a secret (the pool's, or the job's derived one when hello.jobName is set) the
 // payload gets a fresh client nonce and the proof answering the reducer's CHALLENGE nonce
-// (auth.h); without one both stay zero. Fails only if the CSPRNG cannot be seeded.
+// (auth.h); without one both stay zero. `flags`: the header's HELLO flags (kFlagDeterministic),
+// covered by the proof. Fails only if the CSPRNG cannot be seeded.
 struct HelloFrame {
   HeaderBytes header{};
   std::array<uint8_t, kHelloPayloadSize> payload{};
 };
 Result<HelloFrame> helloFrame(const GroupId& group, uint32_t rank, HelloPayload hello,
-                              std::string_view secret, const Nonce& reducerNonce);
+                              std::string_view secret, const Nonce& reducerNonce,
+                              uint16_t flags = 0);
 
 // An ERROR or ABORT frame ready to send: the header, then `reason` as its payload.
 struct ErrorFrame {

@@ -247,6 +247,11 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
     return headerError("unknown flag bits " + hex(flags & ~kKnownFlags, 4) + " in flags " +
                        hex(flags, 4) + " (known bits " + hex(kKnownFlags, 4) + ")");
   }
+  if ((flags & kFlagDeterministic) != 0 && type != static_cast<uint8_t>(FrameType::kHello)) {
+    return headerError("flag 0x0001 (deterministic) on a " +
+                       std::string(frameTypeName(static_cast<FrameType>(type))) +
+                       " frame (only HELLO may carry it)");
+  }
   const uint16_t reserved = get16(data + kOffReserved);
   if (reserved != 0) {
     return headerError("reserved " + hex(reserved, 4) + " at bytes 62..63 (expected 0)");

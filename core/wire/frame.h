@@ -36,9 +36,13 @@ enum class FrameType : uint8_t {
 inline constexpr uint8_t kMinFrameType = 1;
 inline constexpr uint8_t kMaxFrameType = 7;
 
-// No flag bits are defined in version 1; decoders reject unknown bits so that a future flag
-// never changes meaning silently.
-inline constexpr uint16_t kKnownFlags = 0;
+// Decoders reject unknown bits so that a future flag never changes meaning silently.
+// kFlagDeterministic (HELLO only): this member asks for deterministic mode (RS_DETERMINISTIC):
+// the group's chunks are summed in rank order, bit-identical whatever the arrival order. A
+// group property, in the header so that the HELLO payload keeps its fixed size; every member
+// must agree. On any other frame type it is refused.
+inline constexpr uint16_t kFlagDeterministic = 0x0001;
+inline constexpr uint16_t kKnownFlags = kFlagDeterministic;
 
 struct FrameHeader {
   FrameType type = FrameType::kReduce;

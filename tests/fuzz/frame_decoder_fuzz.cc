@@ -54,7 +54,8 @@ void checkRejected(const rs::Status& s, const char* prefix) {
 
 // What a receiver may rely on once decodeHeader() returned OK.
 void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
-  require(h.flags == 0, "no unknown flags");
+  require((h.flags & ~kKnownFlags) == 0, "no unknown flags");
+  require(h.flags == 0 || h.type == FrameType::kHello, "the deterministic flag only on HELLO");
   switch (h.type) {
     case FrameType::kReduce:
     case FrameType::kResult:
@@ -259,6 +260,9 @@ void writeSeeds(const std::string& dir) {
   h.payloadLength = kHelloPayloadSize;
   auto helloBytes = encodeHello(hello);
   writeSeed(dir, "hello", h, {helloBytes.begin(), helloBytes.end()});
+  h.flags = kFlagDeterministic;
+  writeSeed(dir, "hello_deterministic", h, {helloBytes.begin(), helloBytes.end()});
+  h.flags = 0;
 
   ChallengePayload challenge;
   challenge.mode = AuthMode::kJobSecret;

@@ -51,11 +51,12 @@ struct Shape {
   uint32_t world = 0;
   uint64_t maxLeadBytes = 0;
   uint64_t minPartBytes = 32 << 10;
+  bool deterministic = false;
 };
 
 std::unique_ptr<Slot> openSlot(const std::shared_ptr<SlotPool>& pool, const Shape& s,
                                std::chrono::milliseconds timeout = 60s) {
-  auto buffer = pool->tryAcquire(size_t{s.count} * accumulatorSize(s.dtype));
+  auto buffer = pool->tryAcquire(Slot::bufferBytes(s.count, s.dtype, s.world, s.deterministic));
   REQUIRE(buffer);
   Slot::Setup setup;
   setup.worldSize = s.world;
@@ -63,6 +64,7 @@ std::unique_ptr<Slot> openSlot(const std::shared_ptr<SlotPool>& pool, const Shap
   setup.timeout = timeout;
   setup.maxLeadBytes = s.maxLeadBytes;
   setup.minPartBytes = s.minPartBytes;
+  setup.deterministic = s.deterministic;
   return std::make_unique<Slot>(pool, std::move(*buffer), reduceHeader(0, s.dtype, s.op, s.count),
                                 setup);
 }
@@ -246,6 +248,25 @@ TEST_CASE("slot: uneven pieces from several members fold to the reference, every
     }
   }
   CHECK(pool->inUse() == 0);  // every slot returned its buffer
+}
+
+TEST_CASE("slot: deterministic mode folds to the same reference, every type and op") {
+  auto pool = std::make_shared<SlotPool>(64 << 20);
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
+                     DataType::kInt32}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+      for (uint32_t world : {1u, 3u, 4u}) {
+        Shape s{t, op, 1031, world};
+        s.minPartBytes = 256;
+        s.deterministic = true;
+        INFO(typeOpName(s) << " world " << world);
+        auto slot = openSlot(pool, s);
+        Results results = feedRandomly(*slot, s, 23 * world + static_cast<uint32_t>(op));
+        CHECK(results.bytes == reference(s));
+      }
+    }
+  }
+  CHECK(pool->inUse() == 0);
 }
 
 TEST_CASE("slot: an element split across reads is folded once it is whole") {

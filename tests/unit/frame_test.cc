@@ -360,8 +360,25 @@ TEST_CASE("frame: every unknown flag bit is rejected") {
     Status s = decode(patched(reduceHeader(), 6, flag, 2));
     requireProtocolError(s, "unknown flag bits");
   }
-  requireProtocolError(decode(patched(reduceHeader(), 6, 0x8001, 2)),
-                       "unknown flag bits 0x8001 in flags 0x8001");
+  requireProtocolError(decode(patched(reduceHeader(), 6, 0x8002, 2)),
+                       "unknown flag bits 0x8002 in flags 0x8002 (known bits 0x0001)");
+  requireProtocolError(decode(patched(helloHeader(), 6, 0x8001, 2)),
+                       "unknown flag bits 0x8000 in flags 0x8001");
+}
+
+TEST_CASE("frame: the deterministic flag rides on HELLO only") {
+  FrameHeader hello = helloHeader();
+  hello.flags = kFlagDeterministic;
+  FrameHeader back;
+  REQUIRE(decode(encodeHeader(hello), &back).isOk());
+  REQUIRE(back.flags == kFlagDeterministic);
+  REQUIRE(encodeHeader(back) == encodeHeader(hello));
+  for (const FrameHeader& h : validHeaders()) {
+    if (h.type == FrameType::kHello) continue;
+    requireProtocolError(decode(patched(h, 6, kFlagDeterministic, 2)),
+                         "flag 0x0001 (deterministic) on a " +
+                             std::string(frameTypeName(h.type)) + " frame");
+  }
 }
 
 TEST_CASE("frame: reserved bytes must be zero") {
@@ -416,10 +433,12 @@ TEST_CASE("frame: with a fresh checksum, a flipped bit is caught by a field chec
       } else {
         REQUIRE(s.code() == StatusCode::kProtocolError);
       }
-      // Magic, version, flags and reserved bits never pass. (A type bit may name another
-      // valid type; then that type's rules decide.)
+      // Magic, version, flags and reserved bits never pass, but the deterministic flag (bit
+      // 48) on a HELLO. (A type bit may name another valid type; then that type's rules decide.)
       const size_t byte = bit / 8;
-      if (byte < 5 || byte == 6 || byte == 7 || byte == 62 || byte == 63) REQUIRE_FALSE(s.isOk());
+      const bool helloFlag = h.type == FrameType::kHello && bit == 48;
+      if ((byte < 5 || byte == 6 || byte == 7 || byte == 62 || byte == 63) && !helloFlag)
+        REQUIRE_FALSE(s.isOk());
     }
   }
 }

@@ -63,11 +63,16 @@ struct ClientOptions {
   // buffer, so results carry bf16 precision. Other types and ops go as they are. Every member
   // of a group must use the same setting (the reducer refuses a mix as a type mismatch).
   DataType float32WireType = DataType::kFloat32;
+  // Deterministic mode (RS_DETERMINISTIC=1): the reducers sum every chunk in rank order, so
+  // results are bit-identical from run to run whatever order contributions arrive in, at the
+  // cost of reducer memory (a staging copy of the chunk per member). Every member
+  // of a group must set it alike; the reducer refuses one that differs.
+  bool deterministic = false;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
-  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS, RS_WIRE_DTYPE (fp32|bf16); the secret
-  // from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
+  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS, RS_WIRE_DTYPE (fp32|bf16),
+  // RS_DETERMINISTIC (0|1); the secret from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.
