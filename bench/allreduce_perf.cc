@@ -321,6 +321,7 @@ int main(int argc, char** argv) {
         auto t = rs::client::ClientOptions::parseWireType(v);
         return t ? std::string() : t.status().message();
       })
+      ->capture_default_str();
   app.add_option("--deterministic", o.deterministic,
                  "Rank-order sums on the reducers, bit-identical run to run (0/1; RS_DETERMINISTIC)")
       ->check(CLI::Range(0, 1))

@@ -225,7 +225,7 @@ void Session::readPiece() {
   stream_->asyncReadSome(
       staging_.data() + tailBytes_, want,
       [self = shared_from_this()](const std::error_code& ec, size_t n) { self->onPiece(ec, n); },
-      config_.readWakeBytes);  // the stream caps the wake at `want`
+      slot_->readWakeBytes());  // the stream caps the wake at `want`
 }
 
 void Session::onPiece(const std::error_code& ec, size_t bytes) {

@@ -34,6 +34,7 @@ Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::Fra
       accSize_(accumulatorSize(h.dtype)),
       maxLeadBytes_(setup.maxLeadBytes),
       minPartElems_(setup.minPartBytes / dataTypeSize(h.dtype)),
+      readWakeBytes_(setup.readWakeBytes),
       timeout_(setup.timeout),
       deterministic_(setup.deterministic),
       stagingStride_(alignUp(static_cast<size_t>(h.elemCount) * dataTypeSize(h.dtype))),

@@ -66,6 +66,7 @@ class Slot {
     std::chrono::milliseconds timeout{0};
     uint64_t maxLeadBytes = 0;   // 0: no lead limit; otherwise at least minPartBytes
     uint64_t minPartBytes = 0;   // a RESULT part goes out once the ready prefix grew this much
+    uint64_t readWakeBytes = 0;  // a contribution's read wakes once this much is in (0: any)
     uint64_t stateBytes = 0;     // charged to the pool with the buffer (stateBytes(worldSize))
     bool deterministic = false;  // rank-order sums; the buffer is bufferBytes(..., true)
   };
@@ -111,6 +112,8 @@ class Slot {
   uint64_t bytesLeft(uint32_t rank) const {
     return (elemCount_ - members_[rank].received) * elemSize_;
   }
+  // How much of a contribution a read waits for (SO_RCVLOWAT), fine enough for cut-through.
+  uint64_t readWakeBytes() const { return readWakeBytes_; }
   bool memberDone(uint32_t rank) const { return members_[rank].state == MemberState::kDone; }
   // Every member's last element is in.
   bool complete() const { return membersDone_ == members_.size(); }
@@ -188,6 +191,7 @@ class Slot {
   const size_t accSize_;   // in the accumulator
   const uint64_t maxLeadBytes_;
   const uint64_t minPartElems_;
+  const uint64_t readWakeBytes_;
   const std::chrono::milliseconds timeout_;
   const bool deterministic_;
   const size_t stagingStride_;  // deterministic: the members' staging regions are this far apart
