@@ -46,10 +46,12 @@ class LinkShare {
   // What the paced streams together may send: the link less room for what the pace does not
   // count. Linux paces TCP segments without their IP and Ethernet headers (34 of each 1514
   // bytes on the wire, 2.3%), and the same link carries the ACKs of what the host receives
-  // (one 66-byte frame per two full segments at line rate, 2.3%). Paced at the full rate, the
-  // host's queue would grow by those 4.6% for as long as a collective lasts (a 250 KB queue
-  // at 100 Mbit/s is full after 0.4 s) and drop anyway.
-  static constexpr double kPacedFraction = 0.93;
+  // (one 66-byte frame per one or two full segments, 2.3-4.6%); the rest is room for the
+  // pacing timers' jitter on a busy host. At 0.93 the hosts' queues at W=16 still overflowed
+  // now and then (1 MiB iterations of 195-446 ms, 4 MiB 905-1063 ms, 50 Mbit/s links); at
+  // 0.88, 4 MiB took 832-836 ms every time. Paced at the full rate, a host's queue would grow
+  // by those percents for as long as a collective lasts and drop anyway.
+  static constexpr double kPacedFraction = 0.9;
 
   uint64_t linkBytesPerSecond() const { return rate_; }
   uint32_t busyStreams() const { return busy_.load(std::memory_order_relaxed); }
