@@ -51,7 +51,7 @@ struct Options {
   std::string type = "fp32", op = "sum";
   bool check = true;
   bool iterationTimes = false;  // rank 0 prints every timed iteration (depth 1: each latency)
-  uint32_t streams = 4;
+  uint32_t streams = 0;  // 0: the client's automatic count
   uint32_t clientIoThreads = 1;
   std::string progress = "caller";
   std::string minChunk = "16K", maxChunk = "1M";
@@ -128,7 +128,7 @@ int runWorker(const Options& o) {
   if (printer) {
     fmt::print("# allreduce_perf: {} workers, {} reducers x {} streams, {} {}, iters {} warmup {} "
                "depth {}, chunks {}..{}, {} progress, fp32 sums on the wire as {}{}\n",
-               o.world, reducers->size(), co.streamsPerReducer, o.type, o.op, o.iters, o.warmup,
+               o.world, reducers->size(), co.effectiveStreams(), o.type, o.op, o.iters, o.warmup,
                o.depth, formatByteSize(co.minChunkBytes), formatByteSize(co.maxChunkBytes),
                co.progress == client::ClientOptions::Progress::kCaller ? "caller" : "threads",
                dataTypeName(co.float32WireType), co.deterministic ? ", deterministic" : "");
@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
                "Print rank 0's time between completions for every timed iteration");
   app.add_option("--depth", o.depth, "All-reduces kept in flight")->capture_default_str();
   app.add_option("-c,--check", o.check, "Check every result (0/1)")->capture_default_str();
-  app.add_option("--streams", o.streams, "TCP streams per reducer")->capture_default_str();
+  app.add_option("--streams", o.streams, "TCP streams per reducer (0: automatic, RS_STREAMS)")->capture_default_str();
   app.add_option("--client-io-threads", o.clientIoThreads, "Client io threads")->capture_default_str();
   app.add_option("--progress", o.progress,
                  "Who does the client's I/O: io threads, or the caller while it waits")

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -43,7 +44,7 @@ Status ClientOptions::applyEnvironment() {
   uint64_t timeoutMs = static_cast<uint64_t>(collectiveTimeout.count());
   uint64_t connectMs = static_cast<uint64_t>(connectTimeout.count());
   uint64_t deterministicMode = deterministic ? 1 : 0;
-  RS_RETURN_IF_ERROR(readNumber("RS_STREAMS", 1, 256, &streams));
+  RS_RETURN_IF_ERROR(readNumber("RS_STREAMS", 0, 256, &streams));
   RS_RETURN_IF_ERROR(readNumber("RS_CLIENT_IO_THREADS", 1, 256, &threads));
   RS_RETURN_IF_ERROR(readNumber("RS_TIMEOUT_MS", 1, UINT32_MAX, &timeoutMs));
   RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
@@ -63,6 +64,12 @@ Status ClientOptions::applyEnvironment() {
   this->secret = std::move(*secret);
   if (auto job = envString("RS_JOB")) jobName = std::move(*job);
   return Status::ok();
+}
+
+uint32_t ClientOptions::streamsFor(size_t reducers) {
+  constexpr size_t kStreamsPerWorker = 16, kMostPerReducer = 4;
+  if (reducers == 0) return kMostPerReducer;
+  return static_cast<uint32_t>(std::clamp<size_t>(kStreamsPerWorker / reducers, 1, kMostPerReducer));
 }
 
 Result<ClientOptions::Progress> ClientOptions::parseProgress(std::string_view name) {
@@ -86,8 +93,8 @@ DataType ClientOptions::wireType(DataType type, ReduceOp op) const {
 Status ClientOptions::validate() const {
   if (reducers.empty()) return invalidArgument("no reducers given");
   if (reducers.size() > 65535) return invalidArgument("more than 65535 reducers");
-  if (streamsPerReducer < 1 || streamsPerReducer > 256)
-    return invalidArgument("streams per reducer must be 1..256");
+  if (streamsPerReducer > 256)
+    return invalidArgument("streams per reducer must be 1..256 (0: automatic)");
   if (ioThreads < 1 || ioThreads > 256) return invalidArgument("client io threads must be 1..256");
   if (minChunkBytes < 1 || maxChunkBytes < minChunkBytes)
     return invalidArgument("chunk sizes: need 1 <= min (" + formatByteSize(minChunkBytes) +

@@ -7,8 +7,16 @@
 
 namespace rs::client {
 
+namespace {
+// The automatic stream count resolved once, so that routing and every HELLO use the same one.
+ClientOptions withStreamsResolved(ClientOptions options) {
+  options.streamsPerReducer = options.effectiveStreams();
+  return options;
+}
+}  // namespace
+
 CommunicatorCore::CommunicatorCore(ClientOptions options, GroupSpec group)
-    : options_(std::move(options)),
+    : options_(withStreamsResolved(std::move(options))),
       group_(group),
       reducers_(static_cast<uint32_t>(options_.reducers.size())),
       streams_(options_.streamsPerReducer),

@@ -14,7 +14,7 @@
 #   bench/cluster/run.sh [-W 4] [-R 4] [--rate 1gbit] [-b 8K] [-e 64M] [-f 2] [-n 10] [-w 2]
 #                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring[,pingpong,relay]]
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
-#                        [--server-io-threads 1] [--streams 4] [--link-seconds 2] [--queue 20ms]
+#                        [--server-io-threads 1] [--streams auto|N] [--link-seconds 2] [--queue 20ms]
 #                        [--host-queue 20ms] [--pace on|off]
 #                        [--server-args "--max-lead 256KiB"] [--perf-args "--iteration-times"]
 #                        [--cc reno|bbr] [--host-napi inline|threaded] [--mtu 1500]
@@ -31,7 +31,7 @@ orig_args=("$@")
 
 W=4 R="" RATE=1gbit MIN=8K MAX=64M FACTOR=2 ITERS=10 WARMUP=2
 PEERS=gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring
-OUT="" BUILD=$repo/build/release BUDGET=1800 STEP_TIMEOUT=600 IO_THREADS=1 STREAMS=4 LINK_SECS=2
+OUT="" BUILD=$repo/build/release BUDGET=1800 STEP_TIMEOUT=600 IO_THREADS=1 STREAMS=auto LINK_SECS=2
 SERVER_ARGS="" PERF_ARGS=""
 # Ours is told the link rate, as a deployment tells it the NIC's (--link-gbps, RS_LINK_GBPS):
 # its streams are then paced to an equal share of the link (core/transport/link_share.h).
@@ -54,6 +54,11 @@ while (($#)); do
   shift 2
 done
 R=${R:-$W}
+# The client's automatic count (ClientOptions::streamsFor), written out for the report and the relay.
+if [[ $STREAMS == auto ]]; then
+  STREAMS=$((16 / R))
+  if ((STREAMS > 4)); then STREAMS=4; elif ((STREAMS < 1)); then STREAMS=1; fi
+fi
 
 # The whole run under one deadline: timeout TERMs this script (its trap tears down), and
 # KILLs after a grace period; `cluster.sh --cleanup` handles what a KILL leaves.

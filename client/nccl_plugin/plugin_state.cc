@@ -57,7 +57,7 @@ PluginState* create() {
     // RS_WIRE_DTYPE=bf16 (ClientOptions::fromEnvironment) halves fp32 sum/avg bytes on the wire.
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET,
                    "CollNet through {} reducers ({}), {} streams each, fp32 sums on the wire as {}",
-                   s->client.reducers.size(), fmt::join(list, ","), s->client.streamsPerReducer,
+                   s->client.reducers.size(), fmt::join(list, ","), s->client.effectiveStreams(),
                    dataTypeName(s->client.float32WireType));
   } else {
     s->collnetOffReason = client.status().message();

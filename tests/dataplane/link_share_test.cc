@@ -7,6 +7,7 @@
 #include <asio/ip/tcp.hpp>
 #include <sys/socket.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -142,6 +143,41 @@ TEST_CASE("all-reduces with both ends paced are exact and leave no stream counte
   // whose completion may run just after the member read it (and the pool still holds them).
   auto link = LinkShare::forProcess(LinkShare::bytesPerSecondFromGbps(kGbps));
   CHECK(waitUntil([&] { return link->busyStreams() == 0; }));
+}
+
+}  // namespace rs::test
+
+namespace rs::test {
+
+TEST_CASE("the automatic stream count keeps a worker near 16 streams", "[link_share]") {
+  using client::ClientOptions;
+  CHECK(ClientOptions::streamsFor(1) == 4);
+  CHECK(ClientOptions::streamsFor(4) == 4);
+  CHECK(ClientOptions::streamsFor(5) == 3);
+  CHECK(ClientOptions::streamsFor(8) == 2);
+  CHECK(ClientOptions::streamsFor(16) == 1);
+  CHECK(ClientOptions::streamsFor(300) == 1);
+  ClientOptions o;
+  o.reducers.resize(8);
+  CHECK(o.effectiveStreams() == 2);
+  o.streamsPerReducer = 3;
+  CHECK(o.effectiveStreams() == 3);
+}
+
+TEST_CASE("RS_LINK_GBPS and RS_STREAMS=0 are read; a bad rate is refused by name",
+          "[link_share]") {
+  client::ClientOptions o;
+  ::setenv("RS_LINK_GBPS", "12.5", 1);
+  ::setenv("RS_STREAMS", "0", 1);
+  REQUIRE(o.applyEnvironment().isOk());
+  CHECK(o.linkGbps == 12.5);
+  CHECK(o.streamsPerReducer == 0);
+  ::setenv("RS_LINK_GBPS", "fast", 1);
+  const Status bad = o.applyEnvironment();
+  ::unsetenv("RS_LINK_GBPS");
+  ::unsetenv("RS_STREAMS");
+  CHECK_FALSE(bad.isOk());
+  CHECK(bad.message().find("RS_LINK_GBPS") != std::string::npos);
 }
 
 }  // namespace rs::test
