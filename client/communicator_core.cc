@@ -1,5 +1,7 @@
 #include "client/communicator_core.h"
 
+#include <algorithm>
+
 #include <asio/post.hpp>
 
 #include "core/common/log.h"
@@ -34,13 +36,22 @@ Status CommunicatorCore::start() {
     guards_.push_back(asio::make_work_guard(*ios_.back()));
   }
   if (caller) progress_ = std::make_unique<CallerProgress>(*ios_.front());
-  for (uint32_t r = 0; r < reducers_; ++r)
+  // Each reducer's link as this member may use it: the group's W members share it (the same
+  // rate as this host's, which is all a worker knows of it).
+  const uint64_t link = transport::LinkShare::bytesPerSecondFromGbps(options_.linkGbps);
+  for (uint32_t r = 0; r < reducers_; ++r) {
+    auto reducerLink =
+        link == 0 ? nullptr
+                  : std::make_shared<transport::LinkShare>(
+                        std::max<uint64_t>(1, link / std::max<uint32_t>(1, group_.worldSize)));
     for (uint32_t s = 0; s < streams_; ++s) {
       // Streams of one reducer go to different threads first, so K streams use K threads.
       asio::io_context& io = *ios_[(r * streams_ + s) % ios_.size()];
       connections_.push_back(
-          std::make_shared<Connection>(*this, options_, group_, io, r, s, options_.reducers[r]));
+          std::make_shared<Connection>(*this, options_, group_, io, r, s, options_.reducers[r],
+                                       reducerLink));
     }
+  }
   buildLoggerBeforeThreads();
   if (!caller)
     for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });

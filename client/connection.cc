@@ -21,7 +21,8 @@ constexpr uint32_t kStagedTag = 1;
 
 Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
                        const GroupSpec& group, asio::io_context& io, uint32_t reducerIndex,
-                       uint32_t streamIndex, Endpoint endpoint)
+                       uint32_t streamIndex, Endpoint endpoint,
+                       std::shared_ptr<transport::LinkShare> reducerLink)
     : owner_(owner),
       options_(options),
       group_(group),
@@ -42,7 +43,8 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
             onWritten(ec, frames);
           }),
       pacer_(transport::LinkShare::forProcess(
-          transport::LinkShare::bytesPerSecondFromGbps(options.linkGbps))) {}
+                 transport::LinkShare::bytesPerSecondFromGbps(options.linkGbps)),
+             std::move(reducerLink)) {}
 
 template <typename F>
 auto Connection::counted(F&& handler) {

@@ -67,9 +67,10 @@ struct ChunkTransfer {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `options` and `group` must outlive the connection (the owner holds them).
+  // `reducerLink`: this member's share of the reducer's link, for pacing (may be null).
   Connection(ConnectionOwner& owner, const ClientOptions& options, const GroupSpec& group,
              asio::io_context& io, uint32_t reducerIndex, uint32_t streamIndex,
-             Endpoint endpoint);
+             Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr);
 
   // Connects (within options.connectTimeout) and handshakes; reports through
   // ConnectionOwner::onConnected, or onFailed.

@@ -37,17 +37,19 @@ void LinkShare::Pacer::busy() {
   if (!link_ || busy_) return;
   busy_ = true;
   link_->busy_.fetch_add(1, std::memory_order_relaxed);
+  if (far_) far_->busy_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void LinkShare::Pacer::idle() {
   if (!link_ || !busy_) return;
   busy_ = false;
   link_->busy_.fetch_sub(1, std::memory_order_relaxed);
+  if (far_) far_->busy_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void LinkShare::Pacer::refresh(Stream& stream) {
   if (!link_) return;
-  const uint64_t share = link_->share();
+  const uint64_t share = far_ ? std::min(link_->share(), far_->share()) : link_->share();
   if (share == applied_) return;
   applied_ = share;
   stream.setPacingRate(share);

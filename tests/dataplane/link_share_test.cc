@@ -181,3 +181,31 @@ TEST_CASE("RS_LINK_GBPS and RS_STREAMS=0 are read; a bad rate is refused by name
 }
 
 }  // namespace rs::test
+
+namespace rs::test {
+
+TEST_CASE("a pace also bounded by the far end's link takes the smaller share", "[link_share]") {
+  using transport::LinkShare;
+  auto host = std::make_shared<LinkShare>(8'000'000);
+  auto reducerA = std::make_shared<LinkShare>(1'000'000);  // e.g. its link / W
+  auto reducerB = std::make_shared<LinkShare>(1'000'000);
+  LinkShare::Pacer a1(host, reducerA), a2(host, reducerA), b1(host, reducerB);
+  a1.busy();
+  a2.busy();
+  b1.busy();
+  CHECK(host->busyStreams() == 3);
+  CHECK(reducerA->busyStreams() == 2);
+  CHECK(reducerB->busyStreams() == 1);
+  // host: 0.9 x 8e6 / 3 = 2.4e6 each; reducer A: 0.9 x 1e6 / 2 = 450e3; B: 900e3.
+  CHECK(std::min(host->share(), reducerA->share()) == reducerA->share());
+  CHECK(reducerA->share() == static_cast<uint64_t>(1'000'000 * LinkShare::kPacedFraction) / 2);
+  a2.idle();
+  CHECK(reducerA->busyStreams() == 1);
+  CHECK(host->busyStreams() == 2);
+  b1.idle();
+  a1.idle();
+  CHECK(host->busyStreams() == 0);
+  CHECK(reducerA->busyStreams() == 0);
+}
+
+}  // namespace rs::test
