@@ -120,11 +120,14 @@ cluster_add_host() {
 }
 
 # Where the links dropped packets, and how often TCP resent: one line of cumulative counters,
-# "worker_out worker_in reducer_out reducer_in retrans", summed over the hosts of each kind
-# (out: the host's own tbf; in: its switch port's tbf, the queue an incast fills). Two
+# "worker_out worker_in reducer_out reducer_in retrans backlog", summed over the hosts of each
+# kind (out: the host's own tbf; in: its switch port's tbf, the queue an incast fills), and the
+# packets the kernel dropped from its per-CPU receive backlog (/proc/net/softnet_stat; the
+# whole machine: every veth of every host hands its packets through the same two backlogs of
+# net.core.netdev_max_backlog each, where a real host has its NIC's queues to itself). Two
 # snapshots around a run say which queue overflowed.
 cluster_loss() {
-  local h ns sw wo=0 wi=0 ro=0 ri=0 rt=0 a b t
+  local h ns sw wo=0 wi=0 ro=0 ri=0 rt=0 bl=0 a b t
   sw=$(cluster_ns sw)
   for h in $(cluster_hosts); do
     ns=$(cluster_ns "$h")
@@ -137,7 +140,8 @@ cluster_loss() {
     esac
     rt=$((rt + ${t:-0}))
   done
-  echo "$wo $wi $ro $ri $rt"
+  while read -r _ a _; do bl=$((bl + 16#$a)); done </proc/net/softnet_stat
+  echo "$wo $wi $ro $ri $rt $bl"
 }
 
 # veth uses NAPI only with GRO requested and only for packets not offloaded by TSO; toggling

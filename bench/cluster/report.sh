@@ -153,9 +153,9 @@ if [[ -s $out/loss.tsv ]]; then
   echo
   echo "## Packets the links dropped, and TCP segments resent, over each implementation's whole sweep"
   echo
-  echo "| impl | worker out | worker in | reducer out | reducer in | TCP resent |"
-  echo "|---|---:|---:|---:|---:|---:|"
-  awk -F'\t' '{ printf "| %s | %d | %d | %d | %d | %d |\n", $1, $2, $3, $4, $5, $6 }' "$out/loss.tsv"
+  echo "| impl | worker out | worker in | reducer out | reducer in | TCP resent | kernel backlog (whole machine) |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  awk -F'\t' '{ printf "| %s | %d | %d | %d | %d | %d | %s |\n", $1, $2, $3, $4, $5, $6, ($7 == "" ? "-" : $7) }' "$out/loss.tsv"
 fi
 
 # The floors, when the run had them (run.sh --peers ...,pingpong,relay): below the tables above,

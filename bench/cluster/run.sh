@@ -15,7 +15,7 @@
 #                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring[,pingpong,relay]]
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
 #                        [--server-io-threads 1] [--streams auto|N] [--link-seconds 2] [--queue 20ms]
-#                        [--host-queue 20ms] [--pace on|off]
+#                        [--host-queue 20ms] [--pace on|off] [--backlog PACKETS]
 #                        [--server-args "--max-lead 256KiB"] [--perf-args "--iteration-times"]
 #                        [--cc reno|bbr] [--host-napi inline|threaded] [--mtu 1500]
 #                        [--server-bin P] [--perf-bin P] [--gloo-bin P] [--mpi-bin P]
@@ -36,6 +36,9 @@ SERVER_ARGS="" PERF_ARGS=""
 # Ours is told the link rate, as a deployment tells it the NIC's (--link-gbps, RS_LINK_GBPS):
 # its streams are then paced to an equal share of the link (core/transport/link_share.h).
 PACE=on
+# net.core.netdev_max_backlog for the run (restored at exit): the per-CPU receive queue that
+# every host's veth shares on this machine. Empty: left as it is.
+BACKLOG=""
 SERVER_BIN="" PERF_BIN="" GLOO_BIN="" MPI_BIN="" PINGPONG_BIN="" RELAY_BIN=""
 while (($#)); do
   case $1 in
@@ -44,7 +47,7 @@ while (($#)); do
     --peers) PEERS=$2 ;; --out) OUT=$2 ;; --build) BUILD=$2 ;; --budget) BUDGET=$2 ;;
     --step-timeout) STEP_TIMEOUT=$2 ;; --server-io-threads) IO_THREADS=$2 ;;
     --streams) STREAMS=$2 ;; --server-args) SERVER_ARGS=$2 ;; --link-seconds) LINK_SECS=$2 ;; --queue) CLUSTER_TBF_LATENCY=$2 ;; --host-queue) CLUSTER_HOST_TBF_LATENCY=$2 ;;
-    --cc) CLUSTER_CC=$2 ;; --perf-args) PERF_ARGS=$2 ;; --pace) PACE=$2 ;;
+    --cc) CLUSTER_CC=$2 ;; --perf-args) PERF_ARGS=$2 ;; --pace) PACE=$2 ;; --backlog) BACKLOG=$2 ;;
     --host-napi) CLUSTER_HOST_NAPI=$2 ;; --mtu) CLUSTER_MTU=$2 ;;
     --server-bin) SERVER_BIN=$2 ;; --perf-bin) PERF_BIN=$2 ;; --gloo-bin) GLOO_BIN=$2 ;;
     --mpi-bin) MPI_BIN=$2 ;; --pingpong-bin) PINGPONG_BIN=$2 ;; --relay-bin) RELAY_BIN=$2 ;;
@@ -98,6 +101,7 @@ teardown() {
   set +e
   for p in "${helpers[@]}"; do kill "$p" 2>/dev/null; done
   cluster_destroy "$CLUSTER_PREFIX"
+  [[ -n ${saved_backlog:-} ]] && sysctl -q -w "net.core.netdev_max_backlog=$saved_backlog"
   if [[ -n $(cluster_namespaces "$CLUSTER_PREFIX") ]]; then
     log "namespaces left behind: run bench/cluster/cluster.sh --cleanup"; rc=1
   fi
@@ -218,7 +222,7 @@ run_impl() {  # impl per-host|launcher cmd...
   loss1=$(cluster_loss)
   # shellcheck disable=SC2086  # two lists of five counters
   paste -d' ' <(tr ' ' '\n' <<<"$loss0") <(tr ' ' '\n' <<<"$loss1") |
-    awk -v impl="$impl" '{ d[NR] = $2 - $1 } END { printf "%s\t%d\t%d\t%d\t%d\t%d\n", impl, d[1], d[2], d[3], d[4], d[5] }' >>"$OUT/loss.tsv"
+    awk -v impl="$impl" '{ d[NR] = $2 - $1 } END { printf "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", impl, d[1], d[2], d[3], d[4], d[5], d[6] }' >>"$OUT/loss.tsv"
   if ((rc != 0)); then
     failed+=("$impl(exit $rc)")
     log "$impl: FAILED with exit $rc (see $OUT/$impl.err, $OUT/$impl.rank*.log)"
@@ -235,13 +239,18 @@ sweep=(-b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w "$WARMUP")
   echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -r)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "command: $0 ${orig_args[*]}"
-  echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY, host end ${CLUSTER_HOST_TBF_LATENCY:-$CLUSTER_TBF_LATENCY}), TCP congestion control $CLUSTER_CC, MTU $CLUSTER_MTU, host receive work $CLUSTER_HOST_NAPI"
+  echo "workers: $W, reducers: $R, link rate: $RATE (tbf, both ends, latency $CLUSTER_TBF_LATENCY, host end ${CLUSTER_HOST_TBF_LATENCY:-$CLUSTER_TBF_LATENCY}), TCP congestion control $CLUSTER_CC, MTU $CLUSTER_MTU, host receive work $CLUSTER_HOST_NAPI, netdev_max_backlog ${BACKLOG:-$(sysctl -n net.core.netdev_max_backlog)}"
   echo "sweep: ${sweep[*]}, fp32 sum; reducers: --io-threads $IO_THREADS $SERVER_ARGS; workers: --streams $STREAMS $PERF_ARGS; ours paced to the link rate: $PACE"
 } >"$OUT/setup.txt"
 : >"$OUT/rows.tsv"
 : >"$OUT/loss.tsv"
 ROWS=$OUT/rows.tsv  # where stamp_rows writes: the relay's rows go to floors.tsv instead
 
+if [[ -n $BACKLOG ]]; then
+  [[ $BACKLOG =~ ^[0-9]+$ ]] || die "--backlog takes a packet count, not '$BACKLOG'"
+  saved_backlog=$(sysctl -n net.core.netdev_max_backlog)
+  sysctl -q -w "net.core.netdev_max_backlog=$BACKLOG"
+fi
 cluster_create "$W" "$R" "$RATE"
 cluster_measure_link w0 r0 "$LINK_SECS" || true
 echo "link measured (iperf3 --bidir w0<->r0, Mbit/s each way at once): ${LINK_MBPS:-not measured}" >>"$OUT/setup.txt"
