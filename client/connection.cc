@@ -243,6 +243,7 @@ void Connection::onResult(const std::error_code& ec) {
   next.resultElems += in_.elemCount;
   if (next.resultElems == next.header.elemCount) {
     std::shared_ptr<RequestState> request = std::move(next.request);
+    pacer_.done(next.header.payloadLength);
     expected_.pop_front();
     if (expected_.empty()) pacer_.idle();
     request->chunkDone(reducerIndex_);
@@ -280,7 +281,9 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
     }
     return;
   }
-  if (!chunks.empty()) pacer_.busy();
+  uint64_t bytes = 0;
+  for (const auto& c : chunks) bytes += c.header.payloadLength;
+  if (!chunks.empty()) pacer_.busy(bytes);
   for (auto& c : chunks) {
     expected_.push_back({c.request, c.header, nullptr, c.dst, 0, c.compressed});
     held_.push_back(std::move(c));

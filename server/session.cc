@@ -149,7 +149,8 @@ void Session::handleReduce() {
   }
   haveLastChunk_ = true;
   lastChunk_ = in_.chunk;
-  if (chunksInFlight_++ == 0) pacer_.busy();
+  ++chunksInFlight_;
+  pacer_.busy(in_.payloadLength);
 
   std::shared_ptr<Slot> slot;
   Status error;
@@ -362,6 +363,7 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
   for (const transport::FrameWriter::Frame& f : frames) {
     if (f.tag == kControlFrame) continue;  // not result payload
     payload += f.payload.size;
+    pacer_.done(f.payload.size);  // a chunk's parts add up to what its header announced
     if (f.tag != kLastResultPart) continue;
     if (chunksInFlight_ > 0 && --chunksInFlight_ == 0) pacer_.idle();
     auto& slot = *static_cast<Slot*>(f.owner.get());  // a RESULT part's owner is its slot

@@ -33,23 +33,42 @@ uint64_t LinkShare::share() const {
   return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(rate_) * kPacedFraction) / n);
 }
 
-void LinkShare::Pacer::busy() {
-  if (!link_ || busy_) return;
-  busy_ = true;
-  link_->busy_.fetch_add(1, std::memory_order_relaxed);
-  if (far_) far_->busy_.fetch_add(1, std::memory_order_relaxed);
+void LinkShare::Pacer::busy(uint64_t bytes) {
+  if (!link_) return;
+  if (!busy_) {
+    busy_ = true;
+    link_->busy_.fetch_add(1, std::memory_order_relaxed);
+    if (far_) far_->busy_.fetch_add(1, std::memory_order_relaxed);
+  }
+  bytes_ += bytes;
+  if (link_->bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > kUnpacedBytes)
+    link_->paced_.store(true, std::memory_order_relaxed);
+  if (far_) far_->bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void LinkShare::Pacer::done(uint64_t bytes) {
+  if (!link_ || !busy_) return;
+  bytes = std::min(bytes, bytes_);
+  bytes_ -= bytes;
+  link_->bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  if (far_) far_->bytes_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 void LinkShare::Pacer::idle() {
   if (!link_ || !busy_) return;
+  done(bytes_);
   busy_ = false;
-  link_->busy_.fetch_sub(1, std::memory_order_relaxed);
+  if (link_->busy_.fetch_sub(1, std::memory_order_relaxed) == 1)
+    link_->paced_.store(false, std::memory_order_relaxed);
   if (far_) far_->busy_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void LinkShare::Pacer::refresh(Stream& stream) {
   if (!link_) return;
-  const uint64_t share = far_ ? std::min(link_->share(), far_->share()) : link_->share();
+  // Unpaced (0) while the host has little under way; applied_ starts at 0 as if unpaced.
+  const uint64_t share = !link_->paced() ? 0
+                         : far_        ? std::min(link_->share(), far_->share())
+                                       : link_->share();
   if (share == applied_) return;
   applied_ = share;
   stream.setPacingRate(share);

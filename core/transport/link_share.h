@@ -58,7 +58,20 @@ class LinkShare {
   // by those percents for as long as a collective lasts and drop anyway.
   static constexpr double kPacedFraction = 0.9;
 
+  // A host with at most this much on its way is not paced at all: every queue on the path
+  // absorbs it (a switch port holds hundreds of KB; the emulated links' 20 ms is 250 KB at
+  // 100 Mbit/s), and a pace would only stretch a small collective to its fair share of a
+  // link it has to itself for that long (16 KiB at W=4, 1 Gbit/s: 522 us paced, 135 us not,
+  // beside a 138 us ping-pong of the same size). At 256 KiB, W=8 over 100 Mbit/s took 34 ms
+  // unpaced against 27 ms paced: the threshold stays below that.
+  static constexpr uint64_t kUnpacedBytes = 128 << 10;
+
   uint64_t linkBytesPerSecond() const { return rate_; }
+  uint64_t bytesUnderWay() const { return bytes_.load(std::memory_order_relaxed); }
+  // Paced from the moment the host has more than kUnpacedBytes under way until all its
+  // streams are idle again: a collective whose remaining bytes drop below the threshold is not
+  // let loose at its tail, when every stream would burst at once.
+  bool paced() const { return paced_.load(std::memory_order_relaxed); }
   uint32_t busyStreams() const { return busy_.load(std::memory_order_relaxed); }
   // What each busy stream may send: the paced part of the link / busy streams.
   uint64_t share() const;
@@ -77,7 +90,10 @@ class LinkShare {
     Pacer& operator=(const Pacer&) = delete;
 
     bool enabled() const { return link_ != nullptr; }
-    void busy();
+    // `bytes` more to carry (a chunk); the stream is busy until they are done or it is idle.
+    void busy(uint64_t bytes = 0);
+    void done(uint64_t bytes);
+    // Not busy, whatever it still had to carry.
     void idle();
     // Applies the current share to `stream` when it changed since the last call.
     void refresh(Stream& stream);
@@ -86,12 +102,15 @@ class LinkShare {
     std::shared_ptr<LinkShare> link_;
     std::shared_ptr<LinkShare> far_;
     bool busy_ = false;
+    uint64_t bytes_ = 0;    // this stream's part of the links' bytes under way
     uint64_t applied_ = 0;  // 0: never applied
   };
 
  private:
   const uint64_t rate_;
   std::atomic<uint32_t> busy_{0};
+  std::atomic<uint64_t> bytes_{0};
+  std::atomic<bool> paced_{false};
 };
 
 }  // namespace rs::transport

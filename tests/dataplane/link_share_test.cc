@@ -92,7 +92,7 @@ TEST_CASE("a busy TCP stream is left paced at its share, and follows it as other
   auto link = std::make_shared<LinkShare>(3'000'000);
   const uint64_t paced = static_cast<uint64_t>(3'000'000 * LinkShare::kPacedFraction);
   LinkShare::Pacer p0(link), p1(link), p2(link);
-  p0.busy();
+  p0.busy(LinkShare::kUnpacedBytes + 1);  // enough under way to be paced
   p0.refresh(*s.streams[0]);
   CHECK(pacingRateOf(*s.streams[0]) == paced);
   p1.busy();
@@ -206,6 +206,38 @@ TEST_CASE("a pace also bounded by the far end's link takes the smaller share", "
   a1.idle();
   CHECK(host->busyStreams() == 0);
   CHECK(reducerA->busyStreams() == 0);
+}
+
+}  // namespace rs::test
+
+namespace rs::test {
+
+TEST_CASE("a host with little under way is not paced; past the threshold it is",
+          "[link_share]") {
+  using transport::LinkShare;
+  LoopbackStreams s(2);
+  auto link = std::make_shared<LinkShare>(10'000'000);
+  LinkShare::Pacer a(link), b(link);
+  a.busy(LinkShare::kUnpacedBytes / 2);
+  b.busy(LinkShare::kUnpacedBytes / 2);
+  CHECK_FALSE(link->paced());
+  a.refresh(*s.streams[0]);
+  CHECK(pacingRateOf(*s.streams[0]) >= (uint64_t{1} << 32) - 1);  // never set: no cap
+  b.busy(1);
+  CHECK(link->paced());
+  a.refresh(*s.streams[0]);
+  CHECK(pacingRateOf(*s.streams[0]) == link->share());
+  b.done(LinkShare::kUnpacedBytes / 2 + 1);
+  CHECK(link->paced());  // still: a collective's tail is not let loose
+  a.idle();
+  b.idle();
+  CHECK(link->bytesUnderWay() == 0);
+  CHECK(link->busyStreams() == 0);
+  CHECK_FALSE(link->paced());  // every stream idle: the next small collective goes unpaced
+  a.busy(1);
+  a.refresh(*s.streams[0]);
+  CHECK(pacingRateOf(*s.streams[0]) >= (uint64_t{1} << 32) - 1);  // no cap
+  a.idle();
 }
 
 }  // namespace rs::test
