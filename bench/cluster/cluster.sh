@@ -166,8 +166,50 @@ cluster_create() {  # W R RATE
   ip -n "$(cluster_ns sw)" link add br0 type bridge
   ip -n "$(cluster_ns sw)" link set br0 mtu "$CLUSTER_MTU" up
   for h in $(cluster_hosts); do cluster_add_host "$h" "$rate" "$burst" || return 1; done
+  cluster_fit_neigh_table
   cluster_log "$CLUSTER_PREFIX: $w workers + $r reducers on ${CLUSTER_SUBNET}.0/24, tbf $rate" \
     "burst ${burst}B latency $CLUSTER_TBF_LATENCY (host end $CLUSTER_HOST_TBF_LATENCY) on both ends of every link, TCP $CLUSTER_CC"
+}
+
+# The kernel keeps one ARP table for every namespace, and its garbage-collection thresholds
+# (net.ipv4.neigh.default.gc_thresh1..3, set only in the root namespace) count all namespaces'
+# entries together. Real hosts each have a table of their own; here H hosts that all talk to each
+# other hold up to H*(H-1) entries, and at W=R=32 (64 hosts, 2048 entries for our all-to-all
+# alone) the default limit of 1024 refused new ones ("neighbor table overflow" in dmesg): SYNs
+# never left and connections died when their entry went stale. So while clusters exist the
+# thresholds are raised to fit all of their hosts (never lowered), and the last cluster to go
+# puts back what the first one found.
+CLUSTER_NEIGH_SAVED=${CLUSTER_NEIGH_SAVED:-/run/rs-cluster-neigh-thresholds}
+cluster_all_hosts() { ip netns list 2>/dev/null | awk '$1 ~ /^rsc[0-9a-z]+-[wr][0-9]+$/' | wc -l; }
+
+cluster_fit_neigh_table() {
+  local hosts need i key cur want
+  hosts=$(cluster_all_hosts)
+  need=$((hosts * hosts))
+  ((need > $(sysctl -n net.ipv4.neigh.default.gc_thresh1))) || return 0
+  [[ -e $CLUSTER_NEIGH_SAVED ]] ||
+    sysctl -n net.ipv4.neigh.default.gc_thresh{1,2,3} | paste -sd' ' >"$CLUSTER_NEIGH_SAVED"
+  # Below thresh1 nothing is collected; thresh3 is the hard limit.
+  for i in 1 2 3; do
+    key=net.ipv4.neigh.default.gc_thresh$i
+    cur=$(sysctl -n "$key")
+    want=$((need * (i == 1 ? 1 : i == 2 ? 2 : 4)))
+    ((cur >= want)) || sysctl -q -w "$key=$want"
+  done
+  cluster_log "ARP table limits (shared by all namespaces) raised for $hosts hosts:" \
+    "$(sysctl -n net.ipv4.neigh.default.gc_thresh{1,2,3} | paste -sd/)"
+}
+
+cluster_restore_neigh_table() {
+  local t1 t2 t3
+  [[ -e $CLUSTER_NEIGH_SAVED ]] || return 0
+  (($(cluster_all_hosts) == 0)) || return 0
+  read -r t1 t2 t3 <"$CLUSTER_NEIGH_SAVED"
+  # thresh3 >= thresh2 >= thresh1 must hold at every step: lower 1, then 2, then 3.
+  sysctl -q -w net.ipv4.neigh.default.gc_thresh1="$t1" net.ipv4.neigh.default.gc_thresh2="$t2" \
+    net.ipv4.neigh.default.gc_thresh3="$t3"
+  rm -f "$CLUSTER_NEIGH_SAVED"
+  cluster_log "ARP table limits put back: $t1/$t2/$t3"
 }
 
 # Namespaces of one cluster (prefix), whatever its size.
@@ -193,6 +235,7 @@ cluster_destroy() {  # [PREFIX]
   done
   for ns in "${spaces[@]}"; do ip netns del "$ns" || cluster_log "ip netns del $ns failed"; done
   cluster_log "$p: destroyed ${#spaces[@]} namespaces"
+  cluster_restore_neigh_table
 }
 
 # Running and not a zombie (a killed creator can linger as one until it is reaped).
