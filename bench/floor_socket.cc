@@ -24,9 +24,19 @@ asio::io_context& ioContext() {
 
 std::string errnoText() { return std::system_category().message(errno); }
 
+Status writePortFile(const std::string& path, uint16_t port) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return ioError("writing " + tmp + ": " + errnoText());
+  std::fprintf(f, "%u %d\n", static_cast<unsigned>(port), static_cast<int>(::getpid()));
+  if (std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0)
+    return ioError("writing " + path + ": " + errnoText());
+  return Status::ok();
+}
+
 }  // namespace
 
-Result<int> listenOn(const Endpoint& where, uint16_t* boundPort) {
+Result<int> listenOn(const Endpoint& where, const std::string& portFile) {
   auto address = transport::tcp::resolveNow(where);
   if (!address) return address.status();
   std::error_code ec;
@@ -36,7 +46,7 @@ Result<int> listenOn(const Endpoint& where, uint16_t* boundPort) {
   if (!ec) acceptor.bind(*address, ec);
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return ioError("listening on " + where.toString() + ": " + ec.message());
-  *boundPort = acceptor.local_endpoint().port();
+  if (!portFile.empty()) RS_RETURN_IF_ERROR(writePortFile(portFile, acceptor.local_endpoint().port()));
   return acceptor.release();
 }
 
@@ -95,16 +105,6 @@ Status recvAll(int fd, char* data, size_t bytes) {
     data += n;
     bytes -= static_cast<size_t>(n);
   }
-  return Status::ok();
-}
-
-Status writePortFile(const std::string& path, uint16_t port) {
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) return ioError("writing " + tmp + ": " + errnoText());
-  std::fprintf(f, "%u %d\n", static_cast<unsigned>(port), static_cast<int>(::getpid()));
-  if (std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0)
-    return ioError("writing " + path + ": " + errnoText());
   return Status::ok();
 }
 

@@ -13,8 +13,10 @@
 
 namespace rs::bench {
 
-// A listening socket's descriptor; *boundPort is the port it got (where.port may be 0).
-Result<int> listenOn(const Endpoint& where, uint16_t* boundPort);
+// A listening socket's descriptor. Where `portFile` is not empty, "<port> <pid>\n" is written
+// there (whole, then renamed) once it listens, with the port it got (where.port may be 0): the
+// cluster scripts wait for that file and stop the process by that pid.
+Result<int> listenOn(const Endpoint& where, const std::string& portFile);
 
 // Accepts one connection on `listener` and tunes it.
 Result<int> acceptTuned(int listener, const transport::TcpOptions& options);
@@ -27,9 +29,5 @@ Result<int> connectTuned(const Endpoint& peer, const transport::TcpOptions& opti
 // Whole buffers on a blocking socket.
 Status sendAll(int fd, const char* data, size_t bytes);
 Status recvAll(int fd, char* data, size_t bytes);
-
-// "<port> <pid>\n" into `path` (written whole, then renamed): the cluster scripts wait for it
-// and stop the process by that pid.
-Status writePortFile(const std::string& path, uint16_t port);
 
 }  // namespace rs::bench

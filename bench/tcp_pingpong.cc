@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "bench/floor_options.h"
 #include "bench/floor_socket.h"
 #include "bench/latency_summary.h"
-#include "core/common/byte_size.h"
 
 namespace rs::bench {
 namespace {
@@ -49,12 +49,9 @@ Status serveConnection(int fd) {
 
 int runServer(const Endpoint& where, const std::string& portFile,
               const transport::TcpOptions& options) {
-  uint16_t port = 0;
-  auto listener = listenOn(where, &port);
-  Status s = listener.status();
-  if (s.isOk() && !portFile.empty()) s = writePortFile(portFile, port);
-  if (!s.isOk()) {
-    fmt::print(stderr, "tcp_pingpong: {}\n", s.message());
+  auto listener = listenOn(where, portFile);
+  if (!listener) {
+    fmt::print(stderr, "tcp_pingpong: {}\n", listener.status().message());
     return 1;
   }
   for (;;) {  // one client at a time: a second one would share the link and skew both
@@ -69,13 +66,7 @@ int runServer(const Endpoint& where, const std::string& portFile,
   }
 }
 
-struct Sweep {
-  uint64_t minBytes = 0, maxBytes = 0;
-  uint64_t factor = 2;
-  int iters = 50, warmup = 5;
-};
-
-int runClient(const Endpoint& peer, const Sweep& sweep, const transport::TcpOptions& options) {
+int runClient(const Endpoint& peer, const SizeSweep& sweep, const transport::TcpOptions& options) {
   auto fd = connectTuned(peer, options);
   if (!fd) {
     fmt::print(stderr, "tcp_pingpong: {}\n", fd.status().message());
@@ -91,7 +82,7 @@ int runClient(const Endpoint& peer, const Sweep& sweep, const transport::TcpOpti
              "(us)");
   std::fflush(stdout);
   std::vector<char> out(sweep.maxBytes, 'p'), in(sweep.maxBytes);
-  for (uint64_t bytes = sweep.minBytes; bytes <= sweep.maxBytes; bytes *= sweep.factor) {
+  for (uint64_t bytes : sweep.sizes()) {
     const SizeHeader h{bytes, static_cast<uint64_t>(sweep.warmup + sweep.iters)};
     Status s = sendAll(*fd, reinterpret_cast<const char*>(&h), sizeof h);
     std::vector<double> micros;
@@ -111,7 +102,6 @@ int runClient(const Endpoint& peer, const Sweep& sweep, const transport::TcpOpti
     fmt::print("  {:>10}  {:>6}  {:>10.1f}  {:>10.1f}  {:>10.1f}  {:>10.1f}\n", bytes, sweep.iters,
                l.median, l.p99, l.mean, l.min);
     std::fflush(stdout);
-    if (bytes > sweep.maxBytes / sweep.factor) break;
   }
   const SizeHeader done{};
   (void)sendAll(*fd, reinterpret_cast<const char*>(&done), sizeof done);
@@ -123,39 +113,20 @@ int runClient(const Endpoint& peer, const Sweep& sweep, const transport::TcpOpti
 }  // namespace rs::bench
 
 int main(int argc, char** argv) {
-  std::string listen, connect, portFile, minBytes = "8K", maxBytes = "64M";
-  std::string sendBuffer = "0", recvBuffer = "0";
-  rs::bench::Sweep sweep;
+  std::string listen, connect, portFile;
   CLI::App app{"tcp_pingpong: round trip of S bytes over TCP with our socket options"};
   auto* l = app.add_option("--listen", listen, "Serve on host:port (port 0: any)");
   app.add_option("--connect", connect, "Measure against the server at host:port")->excludes(l);
   app.add_option("--port-file", portFile, "Server: write '<port> <pid>' here once listening");
-  app.add_option("-b,--min-bytes", minBytes)->capture_default_str();
-  app.add_option("-e,--max-bytes", maxBytes)->capture_default_str();
-  app.add_option("-f,--factor", sweep.factor, "Size multiplier between rows")
-      ->capture_default_str();
-  app.add_option("-n,--iters", sweep.iters, "Timed round trips per size")->capture_default_str();
-  app.add_option("-w,--warmup", sweep.warmup, "Untimed round trips per size")
-      ->capture_default_str();
-  app.add_option("--socket-send-buffer", sendBuffer,
-                 "SO_SNDBUF (0: kernel autotuning), as the reducer's flag")
-      ->capture_default_str();
-  app.add_option("--socket-recv-buffer", recvBuffer, "SO_RCVBUF (0: kernel autotuning)")
-      ->capture_default_str();
+  const rs::bench::FloorOptions floor(app, "round trips", /*iters=*/50, /*warmup=*/5);
   CLI11_PARSE(app, argc, argv);
 
-  auto minB = rs::parseByteSize(minBytes), maxB = rs::parseByteSize(maxBytes);
-  auto sndB = rs::parseByteSize(sendBuffer), rcvB = rs::parseByteSize(recvBuffer);
-  if (!minB || !maxB || !sndB || !rcvB || *minB == 0 || *maxB < *minB || sweep.factor < 2 ||
-      sweep.iters < 1 || sweep.warmup < 0) {
-    fmt::print(stderr, "tcp_pingpong: need 0 < -b <= -e, -f >= 2, -n >= 1, -w >= 0\n");
+  auto sweep = floor.sweep();
+  auto options = floor.tcpOptions();
+  if (!sweep || !options) {
+    fmt::print(stderr, "tcp_pingpong: {}\n", (!sweep ? sweep.status() : options.status()).message());
     return 2;
   }
-  sweep.minBytes = *minB;
-  sweep.maxBytes = *maxB;
-  rs::transport::TcpOptions options;
-  options.sendBufferBytes = static_cast<int>(*sndB);
-  options.recvBufferBytes = static_cast<int>(*rcvB);
   const std::string& where = listen.empty() ? connect : listen;
   auto endpoint =
       rs::parseEndpoint(where, listen.empty() ? "--connect" : "--listen",
@@ -165,6 +136,6 @@ int main(int argc, char** argv) {
                where.empty() ? "give --listen or --connect" : endpoint.status().message());
     return 2;
   }
-  return listen.empty() ? rs::bench::runClient(*endpoint, sweep, options)
-                        : rs::bench::runServer(*endpoint, portFile, options);
+  return listen.empty() ? rs::bench::runClient(*endpoint, *sweep, *options)
+                        : rs::bench::runServer(*endpoint, portFile, *options);
 }

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/floor_options.h"
 #include "bench/floor_socket.h"
 #include "core/cluster/cluster_spec.h"
 #include "core/common/byte_size.h"
@@ -95,12 +96,9 @@ void relayLoop(int epoll) {
 
 int runRelay(const Endpoint& where, const std::string& portFile, int threads, size_t bufferBytes,
              const transport::TcpOptions& options) {
-  uint16_t port = 0;
-  auto listener = listenOn(where, &port);
-  Status s = listener.status();
-  if (s.isOk() && !portFile.empty()) s = writePortFile(portFile, port);
-  if (!s.isOk()) {
-    fmt::print(stderr, "tcp_relay: {}\n", s.message());
+  auto listener = listenOn(where, portFile);
+  if (!listener) {
+    fmt::print(stderr, "tcp_relay: {}\n", listener.status().message());
     return 1;
   }
   std::vector<int> epolls;
@@ -125,8 +123,8 @@ int runRelay(const Endpoint& where, const std::string& portFile, int threads, si
 struct DriveOptions {
   std::vector<Endpoint> relays;
   int streams = 4, world = 1, rank = 0;
-  uint64_t minBytes = 0, maxBytes = 0, factor = 2, chunk = 1 << 20;
-  int iters = 10, warmup = 2;
+  uint64_t chunk = 1 << 20;
+  SizeSweep sweep;
 };
 
 // Part `index` of `total` split in `parts` as evenly as whole bytes allow.
@@ -184,7 +182,7 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
     fmt::print(
         "# tcp_relay driver: {} workers, {} relays x {} streams, writes of at most {}, "
         "iters {} warmup {}; each worker sends S/R to each relay and reads it back\n#\n",
-        o.world, o.relays.size(), o.streams, formatByteSize(o.chunk), o.iters, o.warmup);
+        o.world, o.relays.size(), o.streams, formatByteSize(o.chunk), o.sweep.iters, o.sweep.warmup);
     fmt::print("# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}\n", "size", "count",
                "type", "redop", "time", "algbw", "busbw", "#wrong");
     fmt::print("# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}\n", "(B)", "(bytes)",
@@ -192,7 +190,7 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
     std::fflush(stdout);
   }
   std::vector<char> out(o.chunk, 'r'), in(1 << 20);
-  for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
+  for (uint64_t bytes : o.sweep.sizes()) {
     std::vector<uint64_t> perStream;
     for (size_t r = 0; r < o.relays.size(); ++r) {
       const uint64_t toRelay = share(bytes, o.relays.size(), r);
@@ -201,11 +199,11 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
             share(toRelay, static_cast<uint64_t>(o.streams), static_cast<uint64_t>(k)));
     }
     Status s = Status::ok();
-    for (int i = 0; s.isOk() && i < o.warmup; ++i) s = iterate(fds, perStream, o.chunk, out, in);
+    for (int i = 0; s.isOk() && i < o.sweep.warmup; ++i) s = iterate(fds, perStream, o.chunk, out, in);
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; s.isOk() && i < o.iters; ++i) s = iterate(fds, perStream, o.chunk, out, in);
+    for (int i = 0; s.isOk() && i < o.sweep.iters; ++i) s = iterate(fds, perStream, o.chunk, out, in);
     const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.iters;
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.sweep.iters;
     if (!s.isOk()) {
       fmt::print(stderr, "tcp_relay: rank {}: {} bytes: {}\n", o.rank, bytes, s.message());
       return 1;
@@ -217,7 +215,6 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
                  algbw * 2.0 * (o.world - 1) / o.world, 0);
       std::fflush(stdout);
     }
-    if (bytes > o.maxBytes / o.factor) break;
   }
   for (int fd : fds) ::close(fd);
   return 0;
@@ -227,8 +224,7 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
 }  // namespace rs::bench
 
 int main(int argc, char** argv) {
-  std::string listen, relays, portFile, minBytes = "8K", maxBytes = "64M", chunk = "1M";
-  std::string buffer = "512K", sendBuffer = "0", recvBuffer = "0";
+  std::string listen, relays, portFile, chunk = "1M", buffer = "512K";
   int threads = 1;
   rs::bench::DriveOptions d;
   CLI::App app{"tcp_relay: receive on each stream, send the same bytes back (the CPU floor)"};
@@ -244,38 +240,29 @@ int main(int argc, char** argv) {
   app.add_option("--rank", d.rank, "Driver: this worker (rank 0 prints)")->capture_default_str();
   app.add_option("--chunk", chunk, "Driver: largest write (the client's --max-chunk)")
       ->capture_default_str();
-  app.add_option("-b,--min-bytes", minBytes)->capture_default_str();
-  app.add_option("-e,--max-bytes", maxBytes)->capture_default_str();
-  app.add_option("-f,--factor", d.factor, "Size multiplier between rows")->capture_default_str();
-  app.add_option("-n,--iters", d.iters, "Timed iterations per size")->capture_default_str();
-  app.add_option("-w,--warmup", d.warmup, "Untimed iterations per size")->capture_default_str();
-  app.add_option("--socket-send-buffer", sendBuffer,
-                 "SO_SNDBUF (0: kernel autotuning), as the reducer's flag")
-      ->capture_default_str();
-  app.add_option("--socket-recv-buffer", recvBuffer, "SO_RCVBUF (0: kernel autotuning)")
-      ->capture_default_str();
+  const rs::bench::FloorOptions floor(app, "iterations", /*iters=*/10, /*warmup=*/2);
   CLI11_PARSE(app, argc, argv);
 
-  auto minB = rs::parseByteSize(minBytes), maxB = rs::parseByteSize(maxBytes);
-  auto chunkB = rs::parseByteSize(chunk), bufferB = rs::parseByteSize(buffer);
-  auto sndB = rs::parseByteSize(sendBuffer), rcvB = rs::parseByteSize(recvBuffer);
-  if (!minB || !maxB || !chunkB || !bufferB || !sndB || !rcvB || *minB == 0 || *maxB < *minB ||
-      *chunkB == 0 || *bufferB == 0 || d.factor < 2 || d.iters < 1 || d.warmup < 0 ||
-      d.streams < 1 || threads < 1 || d.world < 1) {
-    fmt::print(stderr,
-               "tcp_relay: bad option (sizes, -f >= 2, -n >= 1, --streams/--threads >= 1)\n");
+  auto sweep = floor.sweep();
+  auto options = floor.tcpOptions();
+  if (!sweep || !options) {
+    fmt::print(stderr, "tcp_relay: {}\n", (!sweep ? sweep.status() : options.status()).message());
     return 2;
   }
-  rs::transport::TcpOptions options;
-  options.sendBufferBytes = static_cast<int>(*sndB);
-  options.recvBufferBytes = static_cast<int>(*rcvB);
+  auto chunkB = rs::parseByteSize(chunk), bufferB = rs::parseByteSize(buffer);
+  if (!chunkB || !bufferB || *chunkB == 0 || *bufferB == 0 || d.streams < 1 || threads < 1 ||
+      d.world < 1) {
+    fmt::print(stderr, "tcp_relay: bad option (--chunk, --buffer > 0; --streams, --threads, "
+                       "--world >= 1)\n");
+    return 2;
+  }
   if (!listen.empty()) {
     auto where = rs::parseEndpoint(listen, "--listen", rs::PortZero::kAllowed);
     if (!where) {
       fmt::print(stderr, "tcp_relay: {}\n", where.status().message());
       return 2;
     }
-    return rs::bench::runRelay(*where, portFile, threads, *bufferB, options);
+    return rs::bench::runRelay(*where, portFile, threads, *bufferB, *options);
   }
   auto list = rs::cluster::parseReducerList(relays);
   if (relays.empty() || !list) {
@@ -284,8 +271,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   d.relays = *list;
-  d.minBytes = *minB;
-  d.maxBytes = *maxB;
   d.chunk = *chunkB;
-  return rs::bench::runDriver(d, options);
+  d.sweep = *sweep;
+  return rs::bench::runDriver(d, *options);
 }

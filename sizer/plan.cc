@@ -18,6 +18,10 @@ EmitPlan makePlan(const Job& job, const Sizing& sizing, EmitPlan names) {
     plan.reducerMemoryGb = job.reducerType->memoryGb;
   }
   plan.reducerVcpus = static_cast<int>(job.rates.reducerVcpus);
+  // The pacing rates are the egress the sizing itself used: the table's figure for each type
+  // (Tier_1's with --tier1), or the rate given instead of a type.
+  plan.workerLinkGbps = job.rates.workerGbps;
+  plan.reducerLinkGbps = job.rates.reducerGbps;
   return plan;
 }
 

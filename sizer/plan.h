@@ -11,7 +11,8 @@ namespace rs::sizer {
 
 // `names` gives what the sizing does not know (job name, region, images, training script); the
 // workers, their type and GPUs, and the reducers, their type, vCPUs and memory come from the job
-// and the sizing. A type the job gave as a rate (--worker-gbps, --reducer-gbps) stays empty.
+// and the sizing, and each side's link rate is the egress the sizing used for it. A type the job
+// gave as a rate (--worker-gbps, --reducer-gbps) stays empty.
 EmitPlan makePlan(const Job& job, const Sizing& sizing, EmitPlan names = {});
 
 // Why `--emit` cannot write this job's files, naming the flag to add; OK when it can.

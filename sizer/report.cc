@@ -214,7 +214,9 @@ json toJson(const Report& rep) {
                {"reducer_machine_type", orNull(plan.reducerMachineType)},
                {"reducer_count", plan.reducers},
                {"reducer_vcpus", plan.reducerVcpus},
-               {"reducer_memory_gb", plan.reducerMemoryGb > 0 ? json(plan.reducerMemoryGb) : json(nullptr)}};
+               {"reducer_memory_gb", plan.reducerMemoryGb > 0 ? json(plan.reducerMemoryGb) : json(nullptr)},
+               {"worker_link_gbps", plan.workerLinkGbps},
+               {"reducer_link_gbps", plan.reducerLinkGbps}};
   return j;
 }
 

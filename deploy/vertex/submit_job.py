@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Made by rs-sizer --emit (sizer/emit) for this plan:
-#   workers:  8 x a2-megagpu-16g (16 x NVIDIA_TESLA_A100 each)
-#   reducers: 25 x n1-highcpu-16
+#   workers:  8 x a2-megagpu-16g (16 x NVIDIA_TESLA_A100 each), paced to 100 Gbit/s (RS_LINK_GBPS)
+#   reducers: 25 x n1-highcpu-16, paced to 32 Gbit/s (--link-gbps)
 # Change the plan and emit again rather than editing the counts here (deploy/README.md).
 #
 # Submits the job of custom-job.yaml through the Vertex AI SDK (pip install google-cloud-aiplatform),
@@ -37,6 +37,10 @@ WORKER_POOL_SPECS = [
         {
           "name": "NCCL_COLLNET_ENABLE",
           "value": "1"
+        },
+        {
+          "name": "RS_LINK_GBPS",
+          "value": "100"
         }
       ]
     }
@@ -62,6 +66,10 @@ WORKER_POOL_SPECS = [
         {
           "name": "NCCL_COLLNET_ENABLE",
           "value": "1"
+        },
+        {
+          "name": "RS_LINK_GBPS",
+          "value": "100"
         }
       ]
     }
@@ -77,6 +85,10 @@ WORKER_POOL_SPECS = [
     },
     "container_spec": {
       "image_uri": "us-docker.pkg.dev/my-project/reduction-server/reduction-server:0.1.0",
+      "args": [
+        "--link-gbps",
+        "32"
+      ],
       "env": [
         {
           "name": "RS_LOG_FORMAT",

@@ -8,6 +8,8 @@
 namespace rs::sizer {
 namespace {
 
+constexpr double kMostLinkGbps = 100000;  // the most the daemon and the plugin accept
+
 bool allOf(const std::string& text, std::string_view extra, bool upper) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [&](char c) {
            const unsigned char u = static_cast<unsigned char>(c);
@@ -58,6 +60,17 @@ Status validatePlan(const EmitPlan& plan) {
                                    std::pair{"reducer machine type", &plan.reducerMachineType}}) {
     if (!allOf(*type, "-", false)) {
       return invalidArgument(fmt::format("{} '{}' is not a machine type name such as n1-highcpu-16", what, *type));
+    }
+  }
+  // The daemon (--link-gbps) and the plugin (RS_LINK_GBPS) accept 0 .. 100000; 0 would leave the
+  // streams unpaced, which is what this field exists to prevent.
+  for (const auto& [what, gbps] : {std::pair{"worker link rate (RS_LINK_GBPS)", plan.workerLinkGbps},
+                                   std::pair{"reducer link rate (--link-gbps)", plan.reducerLinkGbps}}) {
+    if (!(gbps > 0 && gbps <= kMostLinkGbps)) {
+      return invalidArgument(fmt::format(
+          "{} {} Gbit/s: need a finite rate above 0 and at most {} (the machine type's egress, "
+          "as makePlan takes it from rs-sizer's table)",
+          what, gbps, kMostLinkGbps));
     }
   }
   if (plan.acceleratorCount < 0) {
@@ -129,6 +142,8 @@ Result<ReducerResources> reducerResources(const EmitPlan& plan) {
   return r;
 }
 
+std::string linkGbpsText(double gbps) { return fmt::format("{}", gbps); }
+
 std::string kubernetesJobSecretName(const EmitPlan& plan) { return plan.jobName + "-rs-secret"; }
 std::string kubernetesPoolSecretName(const EmitPlan& plan) { return plan.jobName + "-pool-secret"; }
 
@@ -138,8 +153,10 @@ std::vector<std::string> planSummary(const EmitPlan& plan) {
                                : fmt::format("{} x {} each", plan.acceleratorCount, plan.acceleratorType);
   return {
       "Made by rs-sizer --emit (sizer/emit) for this plan:",
-      fmt::format("  workers:  {} x {} ({})", plan.workers, plan.workerMachineType, gpus),
-      fmt::format("  reducers: {} x {}", plan.reducers, plan.reducerMachineType),
+      fmt::format("  workers:  {} x {} ({}), paced to {} Gbit/s (RS_LINK_GBPS)", plan.workers,
+                  plan.workerMachineType, gpus, linkGbpsText(plan.workerLinkGbps)),
+      fmt::format("  reducers: {} x {}, paced to {} Gbit/s (--link-gbps)", plan.reducers,
+                  plan.reducerMachineType, linkGbpsText(plan.reducerLinkGbps)),
       "Change the plan and emit again rather than editing the counts here (deploy/README.md).",
   };
 }

@@ -33,6 +33,13 @@ struct EmitPlan {
   double reducerMemoryGb = 0;       // of that machine type, as GCP lists it (14.4 for n1-highcpu-16)
   std::string reducerImage;         // docker/'s reducer image (ENTRYPOINT reduction-server)
 
+  // Each machine type's egress in Gbit/s, as the sizing used it (rs-sizer's machine table, its
+  // Tier_1 figure with --tier1): the link rate the streams are paced to, so that a deployment
+  // paces without the operator looking it up. Reducers get it as --link-gbps, workers as
+  // RS_LINK_GBPS (README, "Running a reducer"). Required: 0 is no rate, not "unpaced".
+  double workerLinkGbps = 0;
+  double reducerLinkGbps = 0;
+
   int dataPort = 2222;              // gRPC listens on dataPort + 1
   int metricsPort = 2224;
   // What the Kubernetes workers run under torchrun (Vertex AI runs the image's own entry point).
@@ -77,6 +84,10 @@ std::string kubernetesPoolSecretName(const EmitPlan& plan);  // <jobName>-pool-s
 inline constexpr std::string_view kEmitKinds[] = {"vertex-yaml", "vertex-json", "gcloud",
                                                   "vertex-python", "k8s", "k8s-pool"};
 Result<std::string> emitSpec(std::string_view kind, const EmitPlan& plan);
+
+// A link rate as the specs write it: the shortest text that reads back as the same number
+// (32, 100, 23.5), no trailing zeros or exponent for the rates validatePlan accepts.
+std::string linkGbpsText(double gbps);
 
 // The comment block at the top of every emitted file: what plan it was made for.
 std::vector<std::string> planSummary(const EmitPlan& plan);

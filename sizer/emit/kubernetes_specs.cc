@@ -82,6 +82,8 @@ SpecValue reducerContainer(const EmitPlan& plan, const ReducerResources& r, cons
   return SpecValue::map({
       {"name", "reduction-server"},
       {"image", plan.reducerImage},
+      {"args", SpecValue::list({"--link-gbps", linkGbpsText(plan.reducerLinkGbps)})
+                   .withComment("Result streams paced to the reducer machine type's egress (rs-sizer's table).")},
       {"env", std::move(env).withComment(fmt::format(
                   "One io thread per CPU of the limit; the accumulator ({}) well inside the\n"
                   "memory limit ({}): the rest holds socket buffers, gRPC and stacks.",
@@ -205,6 +207,8 @@ SpecValue workerPodTemplate(const EmitPlan& plan) {
                .withComment("This worker's index in the Indexed Job: torchrun's --node-rank."),
            SpecValue::map({{"name", "NCCL_NET_PLUGIN"}, {"value", "reduction-server"}}),
            SpecValue::map({{"name", "NCCL_COLLNET_ENABLE"}, {"value", "1"}}),
+           SpecValue::map({{"name", "RS_LINK_GBPS"}, {"value", linkGbpsText(plan.workerLinkGbps)}})
+               .withComment("Streams paced to the worker machine type's egress (rs-sizer's table)."),
            SpecValue::map({{"name", "RS_REDUCERS"}, {"value", reducers}})
                .withComment("Every reducer of this JobSet, by its stable DNS name."),
            secretEnv().withComment("This job's secret, the same file as the reducers'."),
@@ -323,6 +327,8 @@ Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan) {
                                       "kubectl apply -k THIS_FOLDER (kustomization.yaml)",
                                       "Workers in the same namespace set:",
                                       "RS_REDUCERS=" + reducers,
+                                      fmt::format("RS_LINK_GBPS={} ({}'s egress; workers of another type, theirs),",
+                                                  linkGbpsText(plan.workerLinkGbps), plan.workerMachineType),
                                       "and RS_JOB (the job's name) and RS_SECRET_FILE (a file of that job's own secret,",
                                       "from reduction-server --derive-job-secret JOB: deploy/README.md)."}),
                     {service, statefulSet, budget});

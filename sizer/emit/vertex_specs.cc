@@ -50,9 +50,12 @@ SpecValue env(const std::vector<std::pair<std::string, std::string>>& vars) {
 }
 
 // NCCL loads libnccl-net-reduction-server.so (installed by the worker layer) and offloads
-// all-reduce to its CollNet; the plugin reads the reducers from CLUSTER_SPEC's workerpool2.
-std::vector<std::pair<std::string, std::string>> workerEnv() {
-  return {{"NCCL_NET_PLUGIN", "reduction-server"}, {"NCCL_COLLNET_ENABLE", "1"}};
+// all-reduce to its CollNet; the plugin reads the reducers from CLUSTER_SPEC's workerpool2 and
+// paces its streams to the worker machine type's egress.
+std::vector<std::pair<std::string, std::string>> workerEnv(const EmitPlan& plan) {
+  return {{"NCCL_NET_PLUGIN", "reduction-server"},
+          {"NCCL_COLLNET_ENABLE", "1"},
+          {"RS_LINK_GBPS", linkGbpsText(plan.workerLinkGbps)}};
 }
 
 SpecValue diskSpec(Naming n) {
@@ -60,13 +63,22 @@ SpecValue diskSpec(Naming n) {
                          {fieldName("bootDiskSizeGb", n), kBootDiskSizeGb}});
 }
 
+// `args` go to the image's ENTRYPOINT (none: the image's own command line).
 SpecValue pool(Naming n, SpecValue machine, int replicas, const std::string& image,
+               const std::vector<std::string>& args,
                const std::vector<std::pair<std::string, std::string>>& vars) {
+  SpecValue container = SpecValue::map({{fieldName("imageUri", n), image}});
+  if (!args.empty()) {
+    SpecValue list = SpecValue::list();
+    for (const auto& arg : args) list.add(arg);
+    container.set("args", std::move(list));
+  }
+  container.set("env", env(vars));
   return SpecValue::map({
       {fieldName("machineSpec", n), std::move(machine)},
       {fieldName("replicaCount", n), replicas},
       {fieldName("diskSpec", n), diskSpec(n)},
-      {fieldName("containerSpec", n), SpecValue::map({{fieldName("imageUri", n), image}, {"env", env(vars)}})},
+      {fieldName("containerSpec", n), std::move(container)},
   });
 }
 
@@ -76,12 +88,14 @@ SpecValue workerPool(const EmitPlan& plan, int replicas, Naming n) {
     machine.set(fieldName("acceleratorType", n), plan.acceleratorType)
         .set(fieldName("acceleratorCount", n), plan.acceleratorCount);
   }
-  return pool(n, std::move(machine), replicas, plan.workerImage, workerEnv());
+  return pool(n, std::move(machine), replicas, plan.workerImage, {}, workerEnv(plan));
 }
 
+// The daemon paces its result streams to the reducer machine type's egress.
 SpecValue reducerPool(const EmitPlan& plan, Naming n) {
   return pool(n, SpecValue::map({{fieldName("machineType", n), plan.reducerMachineType}}), plan.reducers,
-              plan.reducerImage, {{"RS_LOG_FORMAT", "json"}});
+              plan.reducerImage, {"--link-gbps", linkGbpsText(plan.reducerLinkGbps)},
+              {{"RS_LOG_FORMAT", "json"}});
 }
 
 // The three pools: 0 the primary worker, 1 the other W - 1 workers, 2 the reducers.
@@ -94,7 +108,9 @@ SpecValue workerPoolSpecs(const EmitPlan& plan, Naming n) {
                 .withComment(fmt::format("Pool 1: the other {} workers, the same image.", plan.workers - 1)));
   pools.add(reducerPool(plan, n).withComment(
       "Pool 2: the reducers, sized by rs-sizer; no GPUs. Each takes its data port from its\n"
-      "CLUSTER_SPEC workerpool2 entry and serves gRPC (grpc.health.v1) on the next port."));
+      "CLUSTER_SPEC workerpool2 entry and serves gRPC (grpc.health.v1) on the next port.\n"
+      "Both ends pace their streams to their machine type's egress: the reducers' --link-gbps,\n"
+      "the workers' RS_LINK_GBPS (rs-sizer's figures for the types)."));
   return pools;
 }
 

@@ -49,7 +49,8 @@ grep -qF "Answer: 25 x n1-highcpu-16 (the bandwidth bound binds)" <<<"$out" || {
 echo "ok: $(grep Answer <<<"$out")"
 expect_json '.reducers == 25 and .bandwidth_bound == 25 and .cpu_bound == 11 and .worker_type == "a2-megagpu-16g"
              and .worker_egress_gbps == 100 and .plan.accelerator_type == "NVIDIA_TESLA_A100"
-             and .plan.accelerator_count == 16 and .plan.reducer_count == 25' \
+             and .plan.accelerator_count == 16 and .plan.reducer_count == 25
+             and .plan.worker_link_gbps == 100 and .plan.reducer_link_gbps == 32' \
   --workers 8 --worker-type a2-megagpu-16g
 
 # The CPU bound binds where a shape has more egress than its vCPUs can serve.

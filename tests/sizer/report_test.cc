@@ -57,6 +57,8 @@ TEST_CASE("report: JSON carries the answer, both bounds and every input used") {
   CHECK(j["predictions"][1]["reducers"] == 8);
   CHECK(j["plan"]["reducer_count"] == 16);
   CHECK(j["plan"]["worker_machine_type"].is_null());
+  CHECK(j["plan"]["worker_link_gbps"] == 100.0);  // a rate given for the type is the one paced to
+  CHECK(j["plan"]["reducer_link_gbps"] == 32.0);
   CHECK(!j.contains("recommendations"));
 
   const std::string text = formatText(rep);
@@ -86,6 +88,12 @@ TEST_CASE("report: the plan the spec emitters read") {
   CHECK(plan.reducers == 16);  // 800 / 50 (Tier_1)
   CHECK(plan.reducerVcpus == 32);
   CHECK(plan.reducerMemoryGb == 32);  // n2-highcpu: 1 GB per vCPU
+  // The pacing rates are the egress the sizing used: Tier_1's for the reducers; the workers' type
+  // has no Tier_1 and keeps its default.
+  CHECK(plan.reducerLinkGbps == findMachineType("n2-highcpu-32")->tier1Gbps);
+  CHECK(plan.reducerLinkGbps == s.job.rates.reducerGbps);
+  CHECK(plan.workerLinkGbps == findMachineType("a2-ultragpu-8g")->defaultGbps);
+  CHECK(plan.workerLinkGbps == s.job.rates.workerGbps);
   // What the sizing does not know is kept from the names given.
   CHECK(plan.jobName == "my-job");
   CHECK(plan.workerImage == "registry/trainer:1");

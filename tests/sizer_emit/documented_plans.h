@@ -12,11 +12,8 @@ namespace rs::sizer::testing {
 inline constexpr const char* kReducerImage = "us-docker.pkg.dev/my-project/reduction-server/reduction-server:0.1.0";
 inline constexpr const char* kWorkerImage = "us-docker.pkg.dev/my-project/reduction-server/trainer-rs:latest";
 
-// `workers` of `workerType` with the default reducers (n1-highcpu-16), as rs-sizer sizes them.
-inline EmitPlan sizedPlan(int64_t workers, const char* workerType, const char* jobName) {
-  JobSpec spec;
-  spec.workers = workers;
-  spec.workerType = workerType;
+// The job of `spec` as rs-sizer sizes and plans it, with deploy/'s images.
+inline EmitPlan sizedPlan(const JobSpec& spec, const char* jobName) {
   auto job = resolveJob(spec);
   REQUIRE(job.isOk());
   auto sizing = sizePool(job->rates);
@@ -26,6 +23,14 @@ inline EmitPlan sizedPlan(int64_t workers, const char* workerType, const char* j
   names.workerImage = kWorkerImage;
   names.reducerImage = kReducerImage;
   return makePlan(*job, *sizing, names);
+}
+
+// `workers` of `workerType` with the default reducers (n1-highcpu-16).
+inline EmitPlan sizedPlan(int64_t workers, const char* workerType, const char* jobName) {
+  JobSpec spec;
+  spec.workers = workers;
+  spec.workerType = workerType;
+  return sizedPlan(spec, jobName);
 }
 
 // 8 x a2-megagpu-16g (100 Gbps each) need 25 x n1-highcpu-16 (32 Gbps each): 800 <= 25 x 32.

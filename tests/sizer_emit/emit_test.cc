@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <limits>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "core/cluster/cluster_spec.h"
 #include "sizer/emit/emit.h"
@@ -44,6 +47,12 @@ std::string valueAfter(const std::string& text, const std::string& marker, const
   return text.substr(start + prefix.size(), end - start - prefix.size());
 }
 
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
 std::string errorOf(const EmitPlan& plan) {
   auto text = emitVertexYaml(plan);
   REQUIRE_FALSE(text.isOk());
@@ -67,6 +76,95 @@ TEST_CASE("emit: deploy/ holds the emitters' output for the documented plans, by
   }
   INFO("deploy/k8s/reducer-pool/reducer-pool.yaml differs from the emitter's k8s-pool output");
   CHECK(emitted("k8s-pool", a2HighPoolPlan()) == readSourceFile("deploy/k8s/reducer-pool/reducer-pool.yaml"));
+}
+
+namespace {
+
+// The value of environment variable `name` in a Vertex AI containerSpec, or "" where it has none.
+std::string envValue(const nlohmann::json& container, const std::string& name) {
+  for (const auto& var : container["env"])
+    if (var["name"] == name) return var["value"].get<std::string>();
+  return "";
+}
+
+// The line after the first line holding `marker`, its indentation and "- " dash removed.
+std::string itemAfter(const std::string& text, const std::string& marker) {
+  const size_t at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  const size_t start = text.find('\n', at) + 1;
+  std::string line = text.substr(start, text.find('\n', start) - start);
+  line.erase(0, line.find_first_not_of(' '));
+  if (line.rfind("- ", 0) == 0) line.erase(0, 2);
+  return line;
+}
+
+struct PacedCase {
+  const char* what;
+  EmitPlan plan;
+  const char* workerGbps;   // as the files must write them
+  const char* reducerGbps;
+};
+
+}  // namespace
+
+TEST_CASE("emit: reducers get --link-gbps and workers RS_LINK_GBPS, their machine types' egress") {
+  // The table's figures, written out here so that a change to the table shows up in this test.
+  REQUIRE(findMachineType("a2-megagpu-16g")->defaultGbps == 100);
+  REQUIRE(findMachineType("n1-highcpu-16")->defaultGbps == 32);
+  REQUIRE(findMachineType("g2-standard-48")->defaultGbps == 50);
+  REQUIRE(findMachineType("n2-highcpu-32")->defaultGbps == 32);
+  REQUIRE(findMachineType("a3-highgpu-8g")->defaultGbps == 200);  // its gVNIC share
+  REQUIRE(findMachineType("c3-highcpu-88")->tier1Gbps == 100);
+
+  JobSpec g2;
+  g2.workers = 6;
+  g2.workerType = "g2-standard-48";
+  g2.reducerType = "n2-highcpu-32";
+  JobSpec a3Tier1;  // GKE with Tier_1 reducers: the reducers' rate is their Tier_1 egress
+  a3Tier1.workers = 4;
+  a3Tier1.workerType = "a3-highgpu-8g";
+  a3Tier1.reducerType = "c3-highcpu-88";
+  a3Tier1.platform = Platform::kGke;
+  a3Tier1.tier1 = true;
+  const PacedCase cases[] = {
+      {"8 x a2-megagpu-16g, n1-highcpu-16 reducers", a2MegaPlan(), "100", "32"},
+      {"6 x g2-standard-48, n2-highcpu-32 reducers", rs::sizer::testing::sizedPlan(g2, "g2-job"), "50", "32"},
+      {"4 x a3-highgpu-8g, c3-highcpu-88 Tier_1 reducers", rs::sizer::testing::sizedPlan(a3Tier1, "a3-job"),
+       "200", "100"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    // Vertex AI: both worker pools carry RS_LINK_GBPS; the reducers' container its args.
+    const auto pools = nlohmann::json::parse(emitted("vertex-json", c.plan))["jobSpec"]["workerPoolSpecs"];
+    CHECK(envValue(pools[0]["containerSpec"], "RS_LINK_GBPS") == c.workerGbps);
+    CHECK(envValue(pools[1]["containerSpec"], "RS_LINK_GBPS") == c.workerGbps);
+    CHECK(pools[2]["containerSpec"]["args"] == nlohmann::json::array({"--link-gbps", c.reducerGbps}));
+    CHECK(envValue(pools[2]["containerSpec"], "RS_LINK_GBPS").empty());
+    CHECK(!pools[0]["containerSpec"].contains("args"));  // the training image's own command line
+    const std::string yaml = emitted("vertex-yaml", c.plan);
+    CHECK(itemAfter(yaml, "- \"--link-gbps\"") == fmt::format("\"{}\"", c.reducerGbps));
+    CHECK(countOf(yaml, fmt::format("- name: RS_LINK_GBPS\n          value: \"{}\"\n", c.workerGbps)) == 2);
+    CHECK(countOf(emitted("vertex-python", c.plan), "\"--link-gbps\",") == 1);
+
+    // Kubernetes: the JobSet's reducers and workers, and the standing pool's reducers.
+    const std::string jobSet = emitted("k8s", c.plan);
+    CHECK(itemAfter(jobSet, "- \"--link-gbps\"") == fmt::format("\"{}\"", c.reducerGbps));
+    CHECK(valueAfter(jobSet, "- name: RS_LINK_GBPS", "value: ") == fmt::format("\"{}\"", c.workerGbps));
+    CHECK(countOf(jobSet, "- name: RS_LINK_GBPS\n") == 1);  // the workers only
+    const std::string pool = emitted("k8s-pool", c.plan);
+    CHECK(itemAfter(pool, "- \"--link-gbps\"") == fmt::format("\"{}\"", c.reducerGbps));
+    CHECK_THAT(pool, Catch::Contains(fmt::format("# RS_LINK_GBPS={} ({}'s egress", c.workerGbps,
+                                                 c.plan.workerMachineType)));
+  }
+}
+
+TEST_CASE("emit: a link rate is written as the shortest number that reads back the same") {
+  CHECK(linkGbpsText(32) == "32");
+  CHECK(linkGbpsText(100) == "100");
+  CHECK(linkGbpsText(23.5) == "23.5");
+  CHECK(linkGbpsText(0.1) == "0.1");
+  CHECK(linkGbpsText(3200) == "3200");
+  CHECK(linkGbpsText(100000) == "100000");
 }
 
 TEST_CASE("emit: the Vertex REST body has the three pools of the plan") {
@@ -167,6 +265,26 @@ TEST_CASE("emit: a plan that cannot be emitted is refused, naming the input") {
   plan = a2MegaPlan();
   plan.metricsPort = 2223;
   CHECK_THAT(errorOf(plan), Catch::Contains("metrics 2223"));
+  // The pacing rates: none (a plan not made by makePlan), not a number, beyond the daemon's range.
+  plan = a2MegaPlan();
+  plan.workerLinkGbps = 0;
+  CHECK_THAT(errorOf(plan), Catch::Contains("worker link rate (RS_LINK_GBPS) 0 Gbit/s: need a finite rate above 0"));
+  plan = a2MegaPlan();
+  plan.reducerLinkGbps = 0;
+  CHECK_THAT(errorOf(plan), Catch::Contains("reducer link rate (--link-gbps) 0 Gbit/s"));
+  CHECK_THAT(emitKubernetesReducerPool(plan).status().message(), Catch::Contains("reducer link rate"));
+  plan.reducerLinkGbps = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THAT(errorOf(plan), Catch::Contains("reducer link rate (--link-gbps) nan Gbit/s"));
+  plan.reducerLinkGbps = std::numeric_limits<double>::infinity();
+  CHECK_THAT(errorOf(plan), Catch::Contains("reducer link rate (--link-gbps) inf Gbit/s"));
+  plan = a2MegaPlan();
+  plan.workerLinkGbps = -100;
+  CHECK_THAT(errorOf(plan), Catch::Contains("worker link rate (RS_LINK_GBPS) -100 Gbit/s"));
+  plan.workerLinkGbps = 200000;
+  CHECK_THAT(errorOf(plan), Catch::Contains("at most 100000"));
+  EmitPlan unsized = a2MegaPlan();
+  unsized.workerLinkGbps = unsized.reducerLinkGbps = 0;
+  for (std::string_view kind : kEmitKinds) CHECK_FALSE(emitSpec(kind, unsized).isOk());
   plan = a2MegaPlan();
   plan.region = "US Central";
   CHECK_THAT(errorOf(plan), Catch::Contains("region 'US Central'"));
@@ -176,12 +294,6 @@ TEST_CASE("emit: a plan that cannot be emitted is refused, naming the input") {
 }
 
 namespace {
-
-size_t countOf(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
 
 // The longest run of hexadecimal digits: a secret value would be one of 32 or more.
 size_t longestHexRun(const std::string& text) {
