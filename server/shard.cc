@@ -6,6 +6,8 @@
 
 #include "core/cluster/sharding.h"
 #include "core/common/log.h"
+#include "core/transport/link_share.h"
+#include "server/cut_through.h"
 #include "server/session.h"
 
 namespace rs::server {
@@ -14,16 +16,6 @@ constexpr auto kTimeoutScanPeriod = std::chrono::milliseconds(200);
 // A RESULT part goes out once the ready prefix grew by this much (or a piece, if smaller; see
 // Slot::releaseReady): a bounded frame count per chunk, a download trailing the upload by little.
 constexpr uint64_t kMinResultPartBytes = 32 << 10;
-// Cut-through needs several steps per chunk: a contribution's read wakes, and a RESULT part
-// goes out, at least every 1/16 of the chunk (no finer than 4 KiB). With only the fixed 64 KiB
-// wake, a 64 KiB chunk (1 MiB over 16 reducers) was read whole before any of it was summed,
-// so its download began when its upload ended: 360 ms for 1 MiB at W=16 over 50 Mbit/s links,
-// against 180 ms of link time.
-constexpr uint64_t kCutThroughSteps = 16;
-constexpr uint64_t kMinCutThroughStepBytes = 4 << 10;
-uint64_t cutThroughStep(uint64_t chunkBytes, uint64_t atMost) {
-  return std::min(atMost, std::max(kMinCutThroughStepBytes, chunkBytes / kCutThroughSteps));
-}
 }  // namespace
 
 Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
@@ -101,10 +93,13 @@ std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h
   setup.timeout = std::chrono::milliseconds(gs.group->timeoutMs());
   setup.maxLeadBytes = config_.maxLeadBytes;
   const uint64_t chunkBytes = static_cast<uint64_t>(h.elemCount) * dataTypeSize(h.dtype);
-  setup.minPartBytes =
-      cutThroughStep(chunkBytes, std::min<uint64_t>(kMinResultPartBytes, config_.pieceBytes));
-  setup.readWakeBytes =
-      config_.readWakeBytes == 0 ? 0 : cutThroughStep(chunkBytes, config_.readWakeBytes);
+  const uint64_t streamRate = streamShare(
+      transport::LinkShare::bytesPerSecondFromGbps(config_.linkGbps), p.worldSize, p.streamCount);
+  setup.minPartBytes = cutThroughStep(
+      chunkBytes, std::min<uint64_t>(kMinResultPartBytes, config_.pieceBytes), streamRate);
+  setup.readWakeBytes = config_.readWakeBytes == 0
+                            ? 0
+                            : cutThroughStep(chunkBytes, config_.readWakeBytes, streamRate);
   setup.stateBytes = Slot::stateBytes(p.worldSize);
   setup.deterministic = p.deterministic;
   auto slot = std::make_shared<Slot>(pool_, std::move(buffer), h, setup);
