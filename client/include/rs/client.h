@@ -78,8 +78,8 @@ struct ClientOptions {
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
   // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS, RS_REDUCER_LINK_GBPS,
-  // RS_WIRE_DTYPE (fp32|bf16),
-  // RS_DETERMINISTIC (0|1); the secret from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
+  // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1); the secret from RS_SECRET_FILE or
+  // RS_SECRET, the job name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.
