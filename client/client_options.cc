@@ -53,6 +53,8 @@ Status ClientOptions::applyEnvironment() {
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &progress));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_LINK_GBPS", &parseGbps), &linkGbps));
+  RS_RETURN_IF_ERROR(
+      assignIfSet(envParsed("RS_REDUCER_LINK_GBPS", &parseGbps), &reducerLinkGbps));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_WIRE_DTYPE", &parseWireType), &float32WireType));
   streamsPerReducer = static_cast<uint32_t>(streams);
   ioThreads = static_cast<uint32_t>(threads);
@@ -106,6 +108,9 @@ Status ClientOptions::validate() const {
   if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
   if (!(linkGbps >= 0 && linkGbps <= 100000))
     return invalidArgument("link rate (RS_LINK_GBPS) must be 0 (not paced) .. 100000 Gbit/s");
+  if (!(reducerLinkGbps >= 0 && reducerLinkGbps <= 100000))
+    return invalidArgument(
+        "reducers' link rate (RS_REDUCER_LINK_GBPS) must be 0 (RS_LINK_GBPS's) .. 100000 Gbit/s");
   if (float32WireType != DataType::kFloat32 && float32WireType != DataType::kBfloat16)
     return invalidArgument(
         "the wire type of fp32 all-reduces (RS_WIRE_DTYPE) must be fp32 or bf16");

@@ -36,14 +36,18 @@ Status CommunicatorCore::start() {
     guards_.push_back(asio::make_work_guard(*ios_.back()));
   }
   if (caller) progress_ = std::make_unique<CallerProgress>(*ios_.front());
-  // Each reducer's link as this member may use it: the group's W members share it (the same
-  // rate as this host's, which is all a worker knows of it).
-  const uint64_t link = transport::LinkShare::bytesPerSecondFromGbps(options_.linkGbps);
+  // Each reducer's link as this member may use it: the group's W members share it. Its rate is
+  // RS_REDUCER_LINK_GBPS where the reducers' machines differ from this one (CPU reducers at 32
+  // Gbit/s behind GPU workers at 100-200), else this host's, the same machine type. Nothing is
+  // paced while this host's rate is unset: pacing is opted into with RS_LINK_GBPS.
+  const bool paced = transport::LinkShare::bytesPerSecondFromGbps(options_.linkGbps) != 0;
+  const uint64_t reducerRate =
+      transport::LinkShare::bytesPerSecondFromGbps(options_.effectiveReducerLinkGbps());
   for (uint32_t r = 0; r < reducers_; ++r) {
     auto reducerLink =
-        link == 0 ? nullptr
-                  : std::make_shared<transport::LinkShare>(
-                        std::max<uint64_t>(1, link / std::max<uint32_t>(1, group_.worldSize)));
+        !paced ? nullptr
+               : std::make_shared<transport::LinkShare>(std::max<uint64_t>(
+                     1, reducerRate / std::max<uint32_t>(1, group_.worldSize)));
     for (uint32_t s = 0; s < streams_; ++s) {
       // Streams of one reducer go to different threads first, so K streams use K threads.
       asio::io_context& io = *ios_[(r * streams_ + s) % ios_.size()];

@@ -23,9 +23,9 @@
 // workers that is the tighter bound: at W=16, R=8 the workers' own shares sent 1.8x what each
 // reducer's link drains, and its port dropped 190 thousand packets in one sweep.
 //
-// The link rate comes from the operator (reducers: --link-gbps; workers: RS_LINK_GBPS), as
-// the NIC's or the VM's egress rate (the sizing calculator's per-machine bandwidth). 0: off,
-// the streams are not paced.
+// The link rate comes from the operator (reducers: --link-gbps; workers: RS_LINK_GBPS, and
+// the reducers' as RS_REDUCER_LINK_GBPS where it differs), as the NIC's or the VM's egress rate
+// (the sizing calculator's per-machine bandwidth). 0: off, the streams are not paced.
 #pragma once
 
 #include <atomic>

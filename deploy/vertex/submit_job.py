@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Made by rs-sizer --emit (sizer/emit) for this plan:
 #   workers:  8 x a2-megagpu-16g (16 x NVIDIA_TESLA_A100 each), paced to 100 Gbit/s (RS_LINK_GBPS)
-#   reducers: 25 x n1-highcpu-16, paced to 32 Gbit/s (--link-gbps)
+#   reducers: 25 x n1-highcpu-16, paced to 32 Gbit/s (--link-gbps; the workers' RS_REDUCER_LINK_GBPS)
 # Change the plan and emit again rather than editing the counts here (deploy/README.md).
 #
 # Submits the job of custom-job.yaml through the Vertex AI SDK (pip install google-cloud-aiplatform),
@@ -41,6 +41,10 @@ WORKER_POOL_SPECS = [
         {
           "name": "RS_LINK_GBPS",
           "value": "100"
+        },
+        {
+          "name": "RS_REDUCER_LINK_GBPS",
+          "value": "32"
         }
       ]
     }
@@ -70,6 +74,10 @@ WORKER_POOL_SPECS = [
         {
           "name": "RS_LINK_GBPS",
           "value": "100"
+        },
+        {
+          "name": "RS_REDUCER_LINK_GBPS",
+          "value": "32"
         }
       ]
     }

@@ -62,7 +62,8 @@ Status validatePlan(const EmitPlan& plan) {
       return invalidArgument(fmt::format("{} '{}' is not a machine type name such as n1-highcpu-16", what, *type));
     }
   }
-  // The daemon (--link-gbps) and the plugin (RS_LINK_GBPS) accept 0 .. 100000; 0 would leave the
+  // The daemon (--link-gbps) and the plugin (RS_LINK_GBPS, RS_REDUCER_LINK_GBPS) accept
+  // 0 .. 100000; 0 would leave the
   // streams unpaced, which is what this field exists to prevent.
   for (const auto& [what, gbps] : {std::pair{"worker link rate (RS_LINK_GBPS)", plan.workerLinkGbps},
                                    std::pair{"reducer link rate (--link-gbps)", plan.reducerLinkGbps}}) {
@@ -155,8 +156,8 @@ std::vector<std::string> planSummary(const EmitPlan& plan) {
       "Made by rs-sizer --emit (sizer/emit) for this plan:",
       fmt::format("  workers:  {} x {} ({}), paced to {} Gbit/s (RS_LINK_GBPS)", plan.workers,
                   plan.workerMachineType, gpus, linkGbpsText(plan.workerLinkGbps)),
-      fmt::format("  reducers: {} x {}, paced to {} Gbit/s (--link-gbps)", plan.reducers,
-                  plan.reducerMachineType, linkGbpsText(plan.reducerLinkGbps)),
+      fmt::format("  reducers: {} x {}, paced to {} Gbit/s (--link-gbps; the workers' RS_REDUCER_LINK_GBPS)",
+                  plan.reducers, plan.reducerMachineType, linkGbpsText(plan.reducerLinkGbps)),
       "Change the plan and emit again rather than editing the counts here (deploy/README.md).",
   };
 }

@@ -35,8 +35,10 @@ struct EmitPlan {
 
   // Each machine type's egress in Gbit/s, as the sizing used it (rs-sizer's machine table, its
   // Tier_1 figure with --tier1): the link rate the streams are paced to, so that a deployment
-  // paces without the operator looking it up. Reducers get it as --link-gbps, workers as
-  // RS_LINK_GBPS (README, "Running a reducer"). Required: 0 is no rate, not "unpaced".
+  // paces without the operator looking it up. Reducers get theirs as --link-gbps; workers get
+  // theirs as RS_LINK_GBPS and the reducers' as RS_REDUCER_LINK_GBPS, so that W workers do not
+  // send a slower reducer W x their own share (README, "Running a reducer"). Required: 0 is no
+  // rate, not "unpaced".
   double workerLinkGbps = 0;
   double reducerLinkGbps = 0;
 

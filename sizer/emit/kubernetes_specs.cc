@@ -209,6 +209,8 @@ SpecValue workerPodTemplate(const EmitPlan& plan) {
            SpecValue::map({{"name", "NCCL_COLLNET_ENABLE"}, {"value", "1"}}),
            SpecValue::map({{"name", "RS_LINK_GBPS"}, {"value", linkGbpsText(plan.workerLinkGbps)}})
                .withComment("Streams paced to the worker machine type's egress (rs-sizer's table)."),
+           SpecValue::map({{"name", "RS_REDUCER_LINK_GBPS"}, {"value", linkGbpsText(plan.reducerLinkGbps)}})
+               .withComment("And to each reducer's 1/W of the reducer machine type's."),
            SpecValue::map({{"name", "RS_REDUCERS"}, {"value", reducers}})
                .withComment("Every reducer of this JobSet, by its stable DNS name."),
            secretEnv().withComment("This job's secret, the same file as the reducers'."),
@@ -329,6 +331,8 @@ Result<std::string> emitKubernetesReducerPool(const EmitPlan& plan) {
                                       "RS_REDUCERS=" + reducers,
                                       fmt::format("RS_LINK_GBPS={} ({}'s egress; workers of another type, theirs),",
                                                   linkGbpsText(plan.workerLinkGbps), plan.workerMachineType),
+                                      fmt::format("RS_REDUCER_LINK_GBPS={} ({}'s egress),",
+                                                  linkGbpsText(plan.reducerLinkGbps), plan.reducerMachineType),
                                       "and RS_JOB (the job's name) and RS_SECRET_FILE (a file of that job's own secret,",
                                       "from reduction-server --derive-job-secret JOB: deploy/README.md)."}),
                     {service, statefulSet, budget});

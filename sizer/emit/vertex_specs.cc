@@ -51,11 +51,12 @@ SpecValue env(const std::vector<std::pair<std::string, std::string>>& vars) {
 
 // NCCL loads libnccl-net-reduction-server.so (installed by the worker layer) and offloads
 // all-reduce to its CollNet; the plugin reads the reducers from CLUSTER_SPEC's workerpool2 and
-// paces its streams to the worker machine type's egress.
+// paces its streams to the worker machine type's egress, and to each reducer's 1/W of theirs.
 std::vector<std::pair<std::string, std::string>> workerEnv(const EmitPlan& plan) {
   return {{"NCCL_NET_PLUGIN", "reduction-server"},
           {"NCCL_COLLNET_ENABLE", "1"},
-          {"RS_LINK_GBPS", linkGbpsText(plan.workerLinkGbps)}};
+          {"RS_LINK_GBPS", linkGbpsText(plan.workerLinkGbps)},
+          {"RS_REDUCER_LINK_GBPS", linkGbpsText(plan.reducerLinkGbps)}};
 }
 
 SpecValue diskSpec(Naming n) {
@@ -110,7 +111,8 @@ SpecValue workerPoolSpecs(const EmitPlan& plan, Naming n) {
       "Pool 2: the reducers, sized by rs-sizer; no GPUs. Each takes its data port from its\n"
       "CLUSTER_SPEC workerpool2 entry and serves gRPC (grpc.health.v1) on the next port.\n"
       "Both ends pace their streams to their machine type's egress: the reducers' --link-gbps,\n"
-      "the workers' RS_LINK_GBPS (rs-sizer's figures for the types)."));
+      "the workers' RS_LINK_GBPS, and the workers to each reducer's 1/W of RS_REDUCER_LINK_GBPS\n"
+      "(rs-sizer's figures for the types)."));
   return pools;
 }
 

@@ -1,15 +1,19 @@
 // Pacing to a share of the host's link (core/transport/link_share.h): the share arithmetic,
-// the pace a real TCP socket is left with (read back with getsockopt), and exact all-reduces
-// with pacing on at both ends, after which no stream is still counted busy.
+// the pace a real TCP socket is left with (read back with getsockopt), exact all-reduces
+// with pacing on at both ends, after which no stream is still counted busy, and a worker's
+// pace to a reducer bounded by the reducers' link rate (RS_REDUCER_LINK_GBPS) / W.
 #include <catch2/catch.hpp>
 
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "core/common/aligned_buffer.h"
 #include "core/transport/link_share.h"
@@ -238,6 +242,126 @@ TEST_CASE("a host with little under way is not paced; past the threshold it is",
   a.refresh(*s.streams[0]);
   CHECK(pacingRateOf(*s.streams[0]) >= (uint64_t{1} << 32) - 1);  // no cap
   a.idle();
+}
+
+}  // namespace rs::test
+
+namespace rs::test {
+
+TEST_CASE("RS_REDUCER_LINK_GBPS is read, 0 or unset meaning RS_LINK_GBPS's; a bad rate is refused "
+          "by name",
+          "[link_share]") {
+  client::ClientOptions o;
+  o.linkGbps = 100;
+  CHECK(o.effectiveReducerLinkGbps() == 100);  // unset: the reducers are machines like this one
+  ::setenv("RS_REDUCER_LINK_GBPS", "32", 1);
+  REQUIRE(o.applyEnvironment().isOk());
+  CHECK(o.reducerLinkGbps == 32);
+  CHECK(o.linkGbps == 100);
+  CHECK(o.effectiveReducerLinkGbps() == 32);
+  ::setenv("RS_REDUCER_LINK_GBPS", "23.5", 1);
+  REQUIRE(o.applyEnvironment().isOk());
+  CHECK(o.effectiveReducerLinkGbps() == 23.5);
+  ::setenv("RS_REDUCER_LINK_GBPS", "0", 1);
+  REQUIRE(o.applyEnvironment().isOk());
+  CHECK(o.effectiveReducerLinkGbps() == 100);
+  for (const char* bad : {"32G", "-1", "100001", "fast"}) {
+    INFO(bad);
+    ::setenv("RS_REDUCER_LINK_GBPS", bad, 1);
+    const Status st = o.applyEnvironment();
+    CHECK_FALSE(st.isOk());
+    CHECK(st.message().find("RS_REDUCER_LINK_GBPS") != std::string::npos);
+  }
+  ::unsetenv("RS_REDUCER_LINK_GBPS");
+  o.reducers = {Endpoint{"127.0.0.1", 2222}};
+  o.reducerLinkGbps = 100001;  // set in code rather than from the environment
+  const Status invalid = o.validate();
+  CHECK_FALSE(invalid.isOk());
+  CHECK(invalid.message().find("RS_REDUCER_LINK_GBPS") != std::string::npos);
+  o.reducerLinkGbps = 32;
+  CHECK(o.validate().isOk());
+}
+
+}  // namespace rs::test
+
+namespace rs::test {
+namespace {
+
+// The pace of every TCP socket of this process whose peer is 127.0.0.1:`port`: the members'
+// streams to that reducer (the reducer's own sockets have the port as their local one).
+std::vector<uint64_t> pacingRatesTo(uint16_t port) {
+  std::vector<uint64_t> rates;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_in peer{};
+    socklen_t len = sizeof(peer);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+        peer.sin_family != AF_INET || ntohs(peer.sin_port) != port)
+      continue;
+    uint64_t rate = 0;
+    socklen_t rateLen = sizeof(rate);
+    if (::getsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &rateLen) == 0)
+      rates.push_back(rateLen == sizeof(uint32_t) ? static_cast<uint32_t>(rate) : rate);
+  }
+  return rates;
+}
+
+}  // namespace
+
+TEST_CASE("a member sends each reducer its 1/W of the reducers' link rate, not of its own",
+          "[link_share]") {
+  // Workers at 8 Gbit/s, reducers at 0.8. Rank 0 alone starts a 1 MiB all-reduce (past
+  // kUnpacedBytes: paced) on its one stream to the one reducer, which holds it until rank 1's
+  // part comes: meanwhile that stream stays busy at its pace.
+  constexpr int kWorld = 2;
+  constexpr double kWorkerGbps = 8, kReducerGbps = 0.8;
+  LocalPool pool(1);
+  auto options = testClientOptions(pool.endpoints(), 1);
+  options.linkGbps = kWorkerGbps;
+  options.reducerLinkGbps = kReducerGbps;
+  const GroupId id = GroupId::random();
+  std::unique_ptr<client::Communicator> comms[kWorld];
+  REQUIRE(runRanks(kWorld, [&](int rank) -> Status {
+            auto comm = client::Communicator::connect(
+                options, {id, static_cast<uint32_t>(kWorld), static_cast<uint32_t>(rank)});
+            if (!comm) return comm.status();
+            comms[rank] = std::move(*comm);
+            return Status::ok();
+          }).toString() == "OK");
+
+  constexpr uint64_t kCount = 256 << 10;
+  std::vector<AlignedBuffer> send, recv;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    send.emplace_back(kCount * 4);
+    recv.emplace_back(kCount * 4);
+    for (uint64_t i = 0; i < kCount; ++i)
+      storeAs(DataType::kFloat32, send.back().data(), i, exactInput(rank, i, ReduceOp::kSum));
+  }
+  auto first = comms[0]->allReduceAsync(send[0].data(), recv[0].data(), kCount,
+                                        DataType::kFloat32, ReduceOp::kSum);
+  REQUIRE(first.isOk());
+  constexpr uint64_t kNoCap = (uint64_t{1} << 32) - 1;  // rank 1's idle stream, never paced
+  uint64_t pace = 0;
+  CHECK(waitUntil([&] {
+    for (uint64_t rate : pacingRatesTo(pool.endpoints()[0].port))
+      if (rate < kNoCap) pace = rate;
+    return pace != 0;
+  }));
+  // The smaller of this host's share (0.9 x 1 GB/s, one busy stream) and the reducer's 1/W:
+  // 0.9 x 100 MB/s / 2 = 45 MB/s; with the worker's rate it would be 450 MB/s.
+  const auto share = [](double gbps) {
+    return LinkShare(LinkShare::bytesPerSecondFromGbps(gbps) / kWorld).share();
+  };
+  CHECK(pace == share(kReducerGbps));
+  CHECK(pace != share(kWorkerGbps));
+
+  REQUIRE(comms[1]->allReduce(send[1].data(), recv[1].data(), kCount, DataType::kFloat32,
+                              ReduceOp::kSum).toString() == "OK");
+  REQUIRE((*first)->wait().toString() == "OK");
+  for (int rank = 0; rank < kWorld; ++rank)
+    for (uint64_t i = 0; i < kCount; i += 997)
+      REQUIRE(loadAs(DataType::kFloat32, recv[rank].data(), i) ==
+              expectedResult(DataType::kFloat32, ReduceOp::kSum, kWorld, i));
 }
 
 }  // namespace rs::test

@@ -109,7 +109,7 @@ expect_line planted.out "FAIL  planted/kind.yaml: document 3 (PodDisruptionBudge
 expect_line planted.out "FAIL  planted/successPolicy.yaml: document 1 (JobSet rs-train): spec.successPolicy.targetReplicatedJob: TS2561"
 expect_line planted.out "FAIL  planted/dependsOn.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[1].dependsOn[0].status: TS2820"
 expect_line planted.out "FAIL  planted/completionMode.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[0].template.spec.completionMod: TS2561"
-expect_line planted.out "FAIL  planted/submit_job.py: line 126: aiplatform.CustomJob() has no parameter 'worker_pool_spec'"
+expect_line planted.out "FAIL  planted/submit_job.py: line 134: aiplatform.CustomJob() has no parameter 'worker_pool_spec'"
 expect_line planted.out "FAIL  planted/nosecretfile.yaml: document 1 (JobSet rs-train): replicatedJob reducers: container reduction-server: no RS_SECRET_FILE"
 expect_line planted.out "FAIL  planted/literal.yaml: document 2 (StatefulSet reduction-server): pod template: container reduction-server: RS_SECRET holds the secret itself"
 expect_line planted.out "FAIL  planted/writable.yaml: document 2 (StatefulSet reduction-server): pod template: container reduction-server: the Secret volume holding RS_SECRET_FILE is not mounted readOnly"

@@ -107,7 +107,8 @@ struct PacedCase {
 
 }  // namespace
 
-TEST_CASE("emit: reducers get --link-gbps and workers RS_LINK_GBPS, their machine types' egress") {
+TEST_CASE("emit: reducers get --link-gbps, workers RS_LINK_GBPS and RS_REDUCER_LINK_GBPS: the "
+          "machine types' egress") {
   // The table's figures, written out here so that a change to the table shows up in this test.
   REQUIRE(findMachineType("a2-megagpu-16g")->defaultGbps == 100);
   REQUIRE(findMachineType("n1-highcpu-16")->defaultGbps == 32);
@@ -140,10 +141,16 @@ TEST_CASE("emit: reducers get --link-gbps and workers RS_LINK_GBPS, their machin
     CHECK(envValue(pools[1]["containerSpec"], "RS_LINK_GBPS") == c.workerGbps);
     CHECK(pools[2]["containerSpec"]["args"] == nlohmann::json::array({"--link-gbps", c.reducerGbps}));
     CHECK(envValue(pools[2]["containerSpec"], "RS_LINK_GBPS").empty());
+    // The workers also know the reducers' rate, to send each its 1/W of it and no more.
+    CHECK(envValue(pools[0]["containerSpec"], "RS_REDUCER_LINK_GBPS") == c.reducerGbps);
+    CHECK(envValue(pools[1]["containerSpec"], "RS_REDUCER_LINK_GBPS") == c.reducerGbps);
+    CHECK(envValue(pools[2]["containerSpec"], "RS_REDUCER_LINK_GBPS").empty());
     CHECK(!pools[0]["containerSpec"].contains("args"));  // the training image's own command line
     const std::string yaml = emitted("vertex-yaml", c.plan);
     CHECK(itemAfter(yaml, "- \"--link-gbps\"") == fmt::format("\"{}\"", c.reducerGbps));
     CHECK(countOf(yaml, fmt::format("- name: RS_LINK_GBPS\n          value: \"{}\"\n", c.workerGbps)) == 2);
+    CHECK(countOf(yaml, fmt::format("- name: RS_REDUCER_LINK_GBPS\n          value: \"{}\"\n", c.reducerGbps)) ==
+          2);
     CHECK(countOf(emitted("vertex-python", c.plan), "\"--link-gbps\",") == 1);
 
     // Kubernetes: the JobSet's reducers and workers, and the standing pool's reducers.
@@ -151,10 +158,14 @@ TEST_CASE("emit: reducers get --link-gbps and workers RS_LINK_GBPS, their machin
     CHECK(itemAfter(jobSet, "- \"--link-gbps\"") == fmt::format("\"{}\"", c.reducerGbps));
     CHECK(valueAfter(jobSet, "- name: RS_LINK_GBPS", "value: ") == fmt::format("\"{}\"", c.workerGbps));
     CHECK(countOf(jobSet, "- name: RS_LINK_GBPS\n") == 1);  // the workers only
+    CHECK(valueAfter(jobSet, "- name: RS_REDUCER_LINK_GBPS", "value: ") == fmt::format("\"{}\"", c.reducerGbps));
+    CHECK(countOf(jobSet, "- name: RS_REDUCER_LINK_GBPS\n") == 1);
     const std::string pool = emitted("k8s-pool", c.plan);
     CHECK(itemAfter(pool, "- \"--link-gbps\"") == fmt::format("\"{}\"", c.reducerGbps));
     CHECK_THAT(pool, Catch::Contains(fmt::format("# RS_LINK_GBPS={} ({}'s egress", c.workerGbps,
                                                  c.plan.workerMachineType)));
+    CHECK_THAT(pool, Catch::Contains(fmt::format("# RS_REDUCER_LINK_GBPS={} ({}'s egress", c.reducerGbps,
+                                                 c.plan.reducerMachineType)));
   }
 }
 

@@ -50,6 +50,11 @@ struct ClientOptions {
   // This host's link rate in Gbit/s (RS_LINK_GBPS): the streams with a transfer under way are
   // paced to an equal share of it (core/transport/link_share.h). 0: not paced.
   double linkGbps = 0;
+  // Each reducer's link rate in Gbit/s (RS_REDUCER_LINK_GBPS), of which this member may send a
+  // reducer 1/W. Set it where the reducers' machines are slower than this one (GPU workers at
+  // 100-200 Gbit/s, CPU reducers at 32): else W workers each sending at their own rate / W
+  // overrun the reducer's port. 0: the same as linkGbps. Ignored while linkGbps is 0.
+  double reducerLinkGbps = 0;
   transport::Options transport;  // socket tuning of the streams
   // The job secret that proves this worker to the reducers (proto/WIRE.md, "Authentication");
   // empty: none, and only reducers without a secret accept it. Never logged or sent.
@@ -72,8 +77,9 @@ struct ClientOptions {
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
-  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS, RS_WIRE_DTYPE (fp32|bf16),
-  // RS_DETERMINISTIC (0|1); the secret from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
+  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS, RS_REDUCER_LINK_GBPS,
+  // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1); the secret from RS_SECRET_FILE or
+  // RS_SECRET, the job name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.
@@ -89,6 +95,10 @@ struct ClientOptions {
   // streamsPerReducer, or the automatic count when it is 0.
   uint32_t effectiveStreams() const {
     return streamsPerReducer != 0 ? streamsPerReducer : streamsFor(reducers.size());
+  }
+  // reducerLinkGbps, or linkGbps when it is 0.
+  double effectiveReducerLinkGbps() const {
+    return reducerLinkGbps != 0 ? reducerLinkGbps : linkGbps;
   }
   // "fp32" (kFloat32: no compression) or "bf16" (kBfloat16).
   static Result<DataType> parseWireType(std::string_view name);
