@@ -175,8 +175,8 @@ function f(x, d) { return sprintf("%." d "f", x) }
 function vcpu(cpu, rx) { return rx > 0 ? cpu * 1e10 / (rx * 8) : 0 }
 function addSize(z) { if (!(z in seen)) { seen[z] = 1; sizes[++n] = z } }
 FILENAME == pp { if ($1 ~ /^[0-9]+$/) { med[$1] = $3; p99[$1] = $4; mean[$1] = $5; addSize($1 + 0) } next }
-FILENAME == fl { if ($1 == "relay") { lc[$2] = $11 / clk; lrx[$2] = $12; addSize($2 + 0) } next }
-$1 == "ours" { ot[$2] = $3; oc[$2] = $11 / clk; orx[$2] = $12 }
+FILENAME == fl { if ($1 == "relay") { lc[$2] = $11 / clk; lrx[$2] = $12; lk[$2] = $13 / clk; addSize($2 + 0) } next }
+$1 == "ours" { ot[$2] = $3; oc[$2] = $11 / clk; orx[$2] = $12; ok[$2] = $13 / clk }
 END {
   for (i = 2; i <= n; i++) { v = sizes[i]; j = i - 1
     while (j >= 1 && sizes[j] > v) { sizes[j + 1] = sizes[j]; j-- } sizes[j + 1] = v }
@@ -206,6 +206,18 @@ END {
       a = vcpu(tc, tr); b = vcpu(tlc, tlr)
       printf "| all | %s | %s | %s | %s | %s | %s | %s |\n", f(tc, 2), f(tr / 1e6, 1), f(a, 2), f(tlc, 2),
              f(tlr / 1e6, 1), f(b, 2), (b > 0 ? f(a / b, 2) : "-")
+    }
+    # --host-napi threaded: the packet receive work of each host, what the interrupts of a NIC cost
+    # it, is counted too; the figure a CPU-bound sizing needs (rs-sizer --vcpu-per-10gbps).
+    tk = 0; for (z in ok) tk += ok[z] + lk[z]
+    if (tk > 0) {
+      print "\nThe same with the reducer hosts'"'"' receive threads counted (--host-napi threaded): process + host receive.\n"
+      print "| size | reducer + receive (s) | vCPU per 10 Gbit/s, reducer | relay + receive (s) | vCPU per 10 Gbit/s, relay | reducer / relay |"
+      print "|---:|---:|---:|---:|---:|---:|"
+      for (s = 1; s <= n; s++) { z = sizes[s]; if (!(z in lc) || !(z in oc)) continue
+        a = vcpu(oc[z] + ok[z], orx[z]); b = vcpu(lc[z] + lk[z], lrx[z])
+        printf "| %s | %s | %s | %s | %s | %s |\n", hsize(z), f(oc[z] + ok[z], 2), f(a, 2),
+               f(lc[z] + lk[z], 2), f(b, 2), (b > 0 ? f(a / b, 2) : "-") }
     }
   }
 }' "$pp" "$fl" FS='\t' "$out/rows.tsv"
