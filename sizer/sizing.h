@@ -12,18 +12,19 @@
 namespace rs::sizer {
 
 // vCPUs a reducer spends per 10 Gbit/s of worker traffic it receives (and sends back: the
-// measurement moved the same bytes out as in). This is the figure counted as a host counts it,
-// the reducer process plus its host's own packet-receive work, because a reducer VM on GCP
-// pays its own interrupts and TCP receive as well; the process alone was 1.3-1.4, which would
-// size a pool that runs out of CPU first. Of that measurement's range (1.9 at MTU 9000, 2.2 at
-// 1500) the 1500 figure is taken: GCP's default VPC MTU is 1460, and an undersized pool costs
-// more (idle GPUs) than an oversized one (idle CPU VMs).
-inline constexpr double kDefaultVcpuPer10Gbps = 2.2;
+// measurement moved the same bytes out as in), counted as a host counts it: the reducer process
+// plus its host's own packet-receive work, because a reducer VM on GCP pays its own interrupts
+// and TCP receive as well (the process alone was 0.7-0.8). Measured beside a relay that moves
+// the same bytes on the same streams and does nothing else (bench/tcp_relay), so the figure is
+// kernel TCP's cost plus ours: 1.29-1.49 against the relay's 1.10-1.19 in three runs; the
+// highest, rounded up, is taken, because an undersized pool costs more (idle GPUs) than an
+// oversized one (idle CPU VMs). MTU 1500 as GCP's default VPC (1460).
+inline constexpr double kDefaultVcpuPer10Gbps = 1.5;
 inline constexpr std::string_view kVcpuCostSource =
-    "bench/RESULTS.md, section \"The reducer's CPU cost\", part \"Counting each host's own "
-    "kernel work\": 2.20 vCPU per 10 Gbit/s of reducer ingress (64 MiB all-reduces, MTU 1500, "
-    "reducer process plus its host's receive threads; run.sh --host-napi threaded, build "
-    "bcd3bd7, recorded in commit 41bdc62)";
+    "bench/RESULTS.md, section \"Latency and CPU floors (Step 8)\", part \"CPU, counted as a "
+    "host counts it\": 1.29-1.49 vCPU per 10 Gbit/s in and out for the reducer process plus its "
+    "host's receive threads, against 1.10-1.19 for a relay of the same bytes (W=4, 1 Gbit/s, "
+    "64 MiB, MTU 1500, run.sh --peers relay --host-napi threaded, commits 0536842-d374664)";
 
 struct Rates {
   int64_t workers = 0;

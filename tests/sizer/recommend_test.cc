@@ -45,15 +45,17 @@ TEST_CASE("recommend: every CPU type, ranked by total vCPUs, each with its own b
   REQUIRE(n1 != nullptr);
   CHECK(n1->sizing.reducers == 25);
   CHECK(n1->totalVcpus == 400);
-  // c3-highcpu-4: 23 Gbit/s on 4 vCPUs: ceil(800*2.2/40) = 44 reducers, CPU-bound, 176 vCPUs.
+  // c3-highcpu-4: 23 Gbit/s on 4 vCPUs, which carry 40/1.5 = 26.7: ceil(800/23) = 35
+  // reducers, bandwidth-bound, 140 vCPUs.
   const Candidate* c3 = find(list, "c3-highcpu-4");
   REQUIRE(c3 != nullptr);
-  CHECK(c3->sizing.reducers == 44);
-  CHECK(c3->sizing.binding == Bound::kCpu);
-  CHECK(c3->totalVcpus == 176);
-  // The cheapest in vCPUs is where egress per vCPU meets the CPU cost: 10/2.2 = 4.5 Gbit/s
-  // per vCPU carried, so 176 vCPUs is the floor (800 * 2.2 / 10); ties go to fewer reducers.
-  CHECK(list.front().totalVcpus == 176);
+  CHECK(c3->sizing.reducers == 35);
+  CHECK(c3->sizing.binding == Bound::kBandwidth);
+  CHECK(c3->totalVcpus == 140);
+  // No pool goes below the CPU floor, 800 * 1.5 / 10 = 120 vCPUs; c3-highcpu-4 has the most
+  // egress per vCPU of the table (5.75 Gbit/s) and comes first; ties go to fewer reducers.
+  CHECK(list.front().totalVcpus >= 120);
+  CHECK(list.front().totalVcpus == 140);
   CHECK(list.front().sizing.reducers <= c3->sizing.reducers);
 }
 
@@ -78,9 +80,9 @@ TEST_CASE("recommend: with prices, the priced types ranked by cost per hour") {
   auto recs = recommend(eightMegagpus(), &prices);
   REQUIRE(recs.isOk());
   REQUIRE(recs->byCost.size() == 3);
-  // n1-highcpu-16: 25 x 0.57 = 14.25; c3-highcpu-4: 44 x 0.17 = 7.48; n2-highcpu-32: 25 x 1.15.
+  // n1-highcpu-16: 25 x 0.57 = 14.25; c3-highcpu-4: 35 x 0.17 = 5.95; n2-highcpu-32: 25 x 1.15.
   CHECK(recs->byCost[0].type->name == "c3-highcpu-4");
-  CHECK(recs->byCost[0].costPerHour == Approx(44 * 0.17));
+  CHECK(recs->byCost[0].costPerHour == Approx(35 * 0.17));
   CHECK(recs->byCost[1].type->name == "n1-highcpu-16");
   CHECK(recs->byCost[1].costPerHour == Approx(25 * 0.57));
   CHECK(recs->byCost[2].type->name == "n2-highcpu-32");
