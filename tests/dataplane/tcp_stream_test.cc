@@ -10,11 +10,13 @@
 #include <asio/write.hpp>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "core/transport/tcp/socket_options.h"
 #include "core/transport/tcp/tcp_stream.h"
 #include "tests/support/wait_until.h"
 
@@ -205,4 +207,34 @@ TEST_CASE("trySendNow on a closed stream sends nothing", "[transport]") {
   CHECK_FALSE(p.reader->trySendNow(&byte, 1));
 }
 
+}  // namespace rs::transport::tcp
+
+namespace rs::transport::tcp {
+namespace {
+
+// The minimum RTO that keeps a tail loss probe from waiting 200 ms, read back from the kernel.
+// Linux older than 6.15 refuses the option (and the getsockopt): nothing to check there.
+TEST_CASE("configureSocket sets a 5 ms minimum RTO where the kernel has the option",
+          "[transport]") {
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.open(asio::ip::tcp::v4());
+  constexpr int kTcpRtoMinUs = 45;
+  int before = 0;
+  socklen_t len = sizeof(before);
+  if (::getsockopt(socket.native_handle(), IPPROTO_TCP, kTcpRtoMinUs, &before, &len) != 0) {
+    WARN("this kernel has no TCP_RTO_MIN_US: not checked");
+    return;
+  }
+  CHECK(before == 200000);  // the kernel's default, so the check below sees our change
+  REQUIRE(configureSocket(socket, TcpOptions{}).isOk());
+  int after = 0;
+  len = sizeof(after);
+  REQUIRE(::getsockopt(socket.native_handle(), IPPROTO_TCP, kTcpRtoMinUs, &after, &len) == 0);
+  // Kept in jiffies: 5 ms reads back rounded up to the tick (8 ms at 250 Hz).
+  CHECK(after >= 5000);
+  CHECK(after <= 10000);
+}
+
+}  // namespace
 }  // namespace rs::transport::tcp
