@@ -183,18 +183,18 @@ CLUSTER_NEIGH_SAVED=${CLUSTER_NEIGH_SAVED:-/run/rs-cluster-neigh-thresholds}
 cluster_all_hosts() { ip netns list 2>/dev/null | awk '$1 ~ /^rsc[0-9a-z]+-[wr][0-9]+$/' | wc -l; }
 
 cluster_fit_neigh_table() {
-  local hosts need i key cur want
+  local hosts need i key
+  # Below thresh1 nothing is collected, above thresh2 collection is forced, thresh3 is the hard
+  # limit: 1, 2 and 4 times what the hosts may hold.
+  local -a times=(0 1 2 4)
   hosts=$(cluster_all_hosts)
   need=$((hosts * hosts))
   ((need > $(sysctl -n net.ipv4.neigh.default.gc_thresh1))) || return 0
   [[ -e $CLUSTER_NEIGH_SAVED ]] ||
     sysctl -n net.ipv4.neigh.default.gc_thresh{1,2,3} | paste -sd' ' >"$CLUSTER_NEIGH_SAVED"
-  # Below thresh1 nothing is collected; thresh3 is the hard limit.
   for i in 1 2 3; do
     key=net.ipv4.neigh.default.gc_thresh$i
-    cur=$(sysctl -n "$key")
-    want=$((need * (i == 1 ? 1 : i == 2 ? 2 : 4)))
-    ((cur >= want)) || sysctl -q -w "$key=$want"
+    (($(sysctl -n "$key") >= need * times[i])) || sysctl -q -w "$key=$((need * times[i]))"
   done
   cluster_log "ARP table limits (shared by all namespaces) raised for $hosts hosts:" \
     "$(sysctl -n net.ipv4.neigh.default.gc_thresh{1,2,3} | paste -sd/)"
@@ -205,7 +205,6 @@ cluster_restore_neigh_table() {
   [[ -e $CLUSTER_NEIGH_SAVED ]] || return 0
   (($(cluster_all_hosts) == 0)) || return 0
   read -r t1 t2 t3 <"$CLUSTER_NEIGH_SAVED"
-  # thresh3 >= thresh2 >= thresh1 must hold at every step: lower 1, then 2, then 3.
   sysctl -q -w net.ipv4.neigh.default.gc_thresh1="$t1" net.ipv4.neigh.default.gc_thresh2="$t2" \
     net.ipv4.neigh.default.gc_thresh3="$t3"
   rm -f "$CLUSTER_NEIGH_SAVED"
