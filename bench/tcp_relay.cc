@@ -5,13 +5,23 @@
 // is what kernel TCP plus a minimal user-space loop cost; the reducer's over it is our overhead.
 //
 //   tcp_relay --listen 10.0.0.100:2224 [--threads 1] [--buffer 512K] [--port-file F]
+//             [--link-gbps G]
 //   tcp_relay --relays h:p,h:p --streams 4 --world 4 --rank 0 [-b 8K -e 64M -f 2 -n 10 -w 2]
+//             [--link-gbps G]
 //
 // The relay serves until killed, each thread an epoll loop over its share of the streams
 // (level-triggered; a stream alternates between reading into its buffer and writing it back).
 // The driver prints allreduce_perf's table (time per iteration: every stream's bytes sent and
 // read back), so that bench/cluster/run.sh stamps its rows and CPU as it does ours; rank 0
 // prints. The drivers do not wait for each other: the time is a reference, the CPU is the point.
+//
+// --link-gbps paces every stream as our data path paces a busy one (SO_MAX_PACING_RATE and its
+// unsent limit, transport::tcp::setPacing), so that a paced reducer is held against a relay that
+// pays the kernel's pacing too: the relay gives each stream an equal part of the paced link
+// (LinkShare::kPacedFraction) among the streams it has accepted (a relay serves one run, whose
+// streams all carry bytes at once, as a reducer's do at the sizes this floor is run at); a
+// driver, the smaller of its own link's part and its part of each relay's link (W drivers
+// share it), as a worker's pacer does.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <poll.h>
@@ -32,6 +42,8 @@
 #include "bench/floor_socket.h"
 #include "core/cluster/cluster_spec.h"
 #include "core/common/byte_size.h"
+#include "core/transport/link_share.h"
+#include "core/transport/tcp/socket_options.h"
 
 namespace rs::bench {
 namespace {
@@ -94,8 +106,16 @@ void relayLoop(int epoll) {
   }
 }
 
+// A stream's pace when `streams` streams share a link of `linkBytesPerSecond` (0: unpaced).
+uint64_t streamPace(uint64_t linkBytesPerSecond, uint64_t streams) {
+  if (linkBytesPerSecond == 0 || streams == 0) return 0;
+  return std::max<uint64_t>(
+      1, static_cast<uint64_t>(static_cast<double>(linkBytesPerSecond) *
+                               transport::LinkShare::kPacedFraction) / streams);
+}
+
 int runRelay(const Endpoint& where, const std::string& portFile, int threads, size_t bufferBytes,
-             const transport::TcpOptions& options) {
+             const transport::TcpOptions& options, uint64_t linkBytesPerSecond) {
   auto listener = listenOn(where, portFile);
   if (!listener) {
     fmt::print(stderr, "tcp_relay: {}\n", listener.status().message());
@@ -106,11 +126,18 @@ int runRelay(const Endpoint& where, const std::string& portFile, int threads, si
     epolls.push_back(::epoll_create1(EPOLL_CLOEXEC));
     std::thread(relayLoop, epolls.back()).detach();
   }
+  std::vector<int> paced;  // every stream accepted, re-paced as each one joins
   for (size_t next = 0;; ++next) {  // streams dealt to the threads in turn, as the reducer's
     auto fd = acceptTuned(*listener, options);
     if (!fd) {
       fmt::print(stderr, "tcp_relay: {}\n", fd.status().message());
       continue;
+    }
+    if (linkBytesPerSecond > 0) {
+      paced.push_back(*fd);
+      // Another thread may be sending on these sockets: the kernel serialises the option.
+      const uint64_t pace = streamPace(linkBytesPerSecond, paced.size());
+      for (int p : paced) (void)transport::tcp::setPacing(p, pace, 0);
     }
     auto* stream = new Stream{*fd, std::vector<char>(bufferBytes)};  // NOLINT: see relayLoop
     epoll_event e{EPOLLIN, {.ptr = stream}};
@@ -124,6 +151,7 @@ struct DriveOptions {
   std::vector<Endpoint> relays;
   int streams = 4, world = 1, rank = 0;
   uint64_t chunk = 1 << 20;
+  uint64_t linkBytesPerSecond = 0;  // every host's link, to pace at (0: unpaced)
   SizeSweep sweep;
 };
 
@@ -177,6 +205,12 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
       }
       fds.push_back(*fd);
     }
+  // Its own link shared by its R x K streams, and each relay's link shared by W drivers' K
+  // streams: the tighter of the two.
+  const uint64_t perLink = static_cast<uint64_t>(o.streams) *
+                           std::max<uint64_t>(o.relays.size(), static_cast<uint64_t>(o.world));
+  const uint64_t pace = streamPace(o.linkBytesPerSecond, perLink);
+  for (int fd : fds) (void)transport::tcp::setPacing(fd, pace, 0);
   const bool printer = o.rank == 0;
   if (printer) {
     fmt::print(
@@ -226,6 +260,7 @@ int runDriver(const DriveOptions& o, const transport::TcpOptions& options) {
 int main(int argc, char** argv) {
   std::string listen, relays, portFile, chunk = "1M", buffer = "512K";
   int threads = 1;
+  double linkGbps = 0;
   rs::bench::DriveOptions d;
   CLI::App app{"tcp_relay: receive on each stream, send the same bytes back (the CPU floor)"};
   auto* l = app.add_option("--listen", listen, "Relay on host:port (port 0: any)");
@@ -240,6 +275,9 @@ int main(int argc, char** argv) {
   app.add_option("--rank", d.rank, "Driver: this worker (rank 0 prints)")->capture_default_str();
   app.add_option("--chunk", chunk, "Driver: largest write (the client's --max-chunk)")
       ->capture_default_str();
+  app.add_option("--link-gbps", linkGbps,
+                 "Every host's link rate: pace each stream as ours paces a busy one (0: unpaced)")
+      ->capture_default_str();
   const rs::bench::FloorOptions floor(app, "iterations", /*iters=*/10, /*warmup=*/2);
   CLI11_PARSE(app, argc, argv);
 
@@ -251,9 +289,9 @@ int main(int argc, char** argv) {
   }
   auto chunkB = rs::parseByteSize(chunk), bufferB = rs::parseByteSize(buffer);
   if (!chunkB || !bufferB || *chunkB == 0 || *bufferB == 0 || d.streams < 1 || threads < 1 ||
-      d.world < 1) {
+      d.world < 1 || !(linkGbps >= 0)) {
     fmt::print(stderr, "tcp_relay: bad option (--chunk, --buffer > 0; --streams, --threads, "
-                       "--world >= 1)\n");
+                       "--world >= 1; --link-gbps >= 0)\n");
     return 2;
   }
   if (!listen.empty()) {
@@ -262,7 +300,8 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "tcp_relay: {}\n", where.status().message());
       return 2;
     }
-    return rs::bench::runRelay(*where, portFile, threads, *bufferB, *options);
+    return rs::bench::runRelay(*where, portFile, threads, *bufferB, *options,
+                               rs::transport::LinkShare::bytesPerSecondFromGbps(linkGbps));
   }
   auto list = rs::cluster::parseReducerList(relays);
   if (relays.empty() || !list) {
@@ -272,6 +311,7 @@ int main(int argc, char** argv) {
   }
   d.relays = *list;
   d.chunk = *chunkB;
+  d.linkBytesPerSecond = rs::transport::LinkShare::bytesPerSecondFromGbps(linkGbps);
   d.sweep = *sweep;
   return rs::bench::runDriver(d, *options);
 }

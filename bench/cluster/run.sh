@@ -9,7 +9,8 @@
 # received bytes, hence vCPU per 10 Gbit/s. Writes raw outputs, results.csv and report.md.
 # Two floors may join the peers: `pingpong` (tcp_pingpong from w0 to r0: the round trip of each
 # size, for "ours / floor" in time) and `relay` (tcp_relay on every reducer host, driven from every
-# worker host with our run's bytes per stream: its CPU per byte beside the reducers').
+# worker host with our run's bytes per stream: its CPU per byte beside the reducers'; paced as
+# ours is, with --pace on).
 #
 #   bench/cluster/run.sh [-W 4] [-R 4] [--rate 1gbit] [-b 8K] [-e 64M] [-f 2] [-n 10] [-w 2]
 #                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring[,pingpong,relay]]
@@ -348,7 +349,7 @@ for peer in "${peer_list[@]}"; do
       for ((j = 0; j < R; j++)); do
         a=$(cluster_addr "r$j")
         cluster_exec "r$j" "$RELAY_BIN" --listen "$a:2224" --threads "$IO_THREADS" \
-          --port-file "$OUT/relay$j.port" >"$OUT/relay$j.log" 2>&1 &
+          --link-gbps "$link_gbps" --port-file "$OUT/relay$j.port" >"$OUT/relay$j.log" 2>&1 &
         relays+="${relays:+,}$a:2224"
       done
       for ((j = 0; j < R; j++)); do
@@ -359,7 +360,7 @@ for peer in "${peer_list[@]}"; do
       saved_pids=("${RED_PIDS[@]}")
       RED_PIDS=("${relay_pids[@]}") ROWS=$OUT/floors.tsv
       run_impl relay per-host "$RELAY_BIN" --relays "$relays" --streams "$STREAMS" \
-        --world "$W" --rank '{rank}' "${sweep[@]}"
+        --world "$W" --rank '{rank}' --link-gbps "$link_gbps" "${sweep[@]}"
       RED_PIDS=("${saved_pids[@]}") ROWS=$OUT/rows.tsv
       kill "${relay_pids[@]}" 2>/dev/null || true ;;
     *) log "unknown peer '$peer' (gloo_ring, gloo_chunked, gloo_hd, mpi_default, mpi_ring, pingpong, relay)" ;;

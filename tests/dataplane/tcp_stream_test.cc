@@ -11,8 +11,10 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -214,7 +216,7 @@ namespace {
 
 // The minimum RTO that keeps a tail loss probe from waiting 200 ms, read back from the kernel.
 // Linux older than 6.15 refuses the option (and the getsockopt): nothing to check there.
-TEST_CASE("configureSocket sets a 5 ms minimum RTO where the kernel has the option",
+TEST_CASE("configureSocket sets a 20 ms minimum RTO where the kernel has the option",
           "[transport]") {
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
@@ -231,9 +233,30 @@ TEST_CASE("configureSocket sets a 5 ms minimum RTO where the kernel has the opti
   int after = 0;
   len = sizeof(after);
   REQUIRE(::getsockopt(socket.native_handle(), IPPROTO_TCP, kTcpRtoMinUs, &after, &len) == 0);
-  // Kept in jiffies: 5 ms reads back rounded up to the tick (8 ms at 250 Hz).
-  CHECK(after >= 5000);
-  CHECK(after <= 10000);
+  // Kept in jiffies: 20 ms reads back rounded up to the tick (20 ms at 100, 250 and 1000 Hz).
+  CHECK(after >= 20000);
+  CHECK(after <= 30000);
+}
+
+// The pace and the unsent limit that goes with it, read back from the kernel.
+TEST_CASE("setPacing sets the pacing rate and about 2 ms of it unsent", "[transport]") {
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.open(asio::ip::tcp::v4());
+  const int fd = socket.native_handle();
+  auto readBack = [fd](int level, int name) {
+    uint64_t value = 0;
+    socklen_t len = sizeof(value);
+    REQUIRE(::getsockopt(fd, level, name, &value, &len) == 0);
+    return len == sizeof(uint32_t) ? static_cast<uint64_t>(static_cast<uint32_t>(value)) : value;
+  };
+  CHECK(setPacing(fd, 5'000'000, 0) == 10'000);  // 2 ms of 5 MB/s
+  CHECK(readBack(SOL_SOCKET, SO_MAX_PACING_RATE) == 5'000'000);
+  CHECK(readBack(IPPROTO_TCP, TCP_NOTSENT_LOWAT) == 10'000);
+  CHECK(setPacing(fd, 1'000'000, 10'000) == 4096);  // never under 4 KiB
+  CHECK(readBack(IPPROTO_TCP, TCP_NOTSENT_LOWAT) == 4096);
+  CHECK(setPacing(fd, 0, 4096) == 4096);  // unpaced: the limit is left as it was
+  CHECK(readBack(SOL_SOCKET, SO_MAX_PACING_RATE) >= UINT32_MAX);  // the kernel's "no limit"
 }
 
 }  // namespace

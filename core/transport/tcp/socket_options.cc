@@ -2,6 +2,10 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <climits>
 
 namespace rs::transport::tcp {
 namespace {
@@ -11,11 +15,18 @@ constexpr int kTcpRtoMinUs = 45;
 // top of the round trip, for a delayed ACK that may never come. At W=8 over 100 Mbit/s, a
 // worker's ACK dropped in its own full transmit queue left a reducer's last result segment
 // waiting so: 1 MiB all-reduces took 300-360 ms in 6-7 of 30 iterations against 97-135 ms,
-// with no retransmission timeout counted, and a 5 ms route rto_min removed every stall
-// (bench/RESULTS.md). Reducers sit beside their workers, round trips are well under a
-// millisecond, so 5 ms (the kernel rounds it up to its tick, 8 ms at 250 Hz) still leaves a
-// wide margin against spurious retransmissions.
-constexpr int kRtoMinMicroseconds = 5000;
+// with no retransmission timeout counted, and a 5 ms route rto_min removed every stall.
+// Why 20 ms and not 5 (bench/RESULTS.md, "The minimum RTO and the CPU"): Linux (6.7+) also
+// caps its delayed-ACK timer one tick below the minimum RTO, and at 5 ms (8 at 250 Hz) paced
+// W=4 runs kept the machine 49-82% busy against 39-42% without the option, the reducers'
+// CPU per byte up to 1.6x; at 20 ms, 44-50%. W=8 ran as well at 20 ms as at 5 (256 KiB: 24.2
+// against 24.0 ms; 1 MiB: 30 of 30 iterations under 99 ms); at 40 ms 256 KiB took 28 ms.
+// Reducers sit beside their workers, round trips are well under a millisecond, so 20 ms
+// still leaves a wide margin against spurious retransmissions.
+constexpr int kRtoMinMicroseconds = 20000;
+// Unsent bytes a paced socket leaves in the kernel: 2 ms of its pace, within these bounds.
+constexpr uint64_t kMinPacedUnsentBytes = 4 << 10;
+constexpr uint64_t kMaxPacedUnsentBytes = 1 << 20;
 }  // namespace
 
 Status configureSocket(asio::ip::tcp::socket& socket, const TcpOptions& options) {
@@ -46,6 +57,26 @@ Status configureSocket(asio::ip::tcp::socket& socket, const TcpOptions& options)
     }
   }
   return Status::ok();
+}
+
+// Linux TCP paces by itself once a socket has a maximum pacing rate (no fq qdisc needed).
+// A paced socket also keeps only about 2 ms of its pace unsent in the kernel
+// (TCP_NOTSENT_LOWAT), so that a write ends when its bytes are nearly on their way, not when
+// they were copied: the owner then counts the stream idle when it truly is, and the others'
+// share does not rise while much of it still waits to leave at the old pace.
+int setPacing(int fd, uint64_t bytesPerSecond, int unsentLimit) {
+  const uint64_t rate = bytesPerSecond == 0 ? ~uint64_t{0} : bytesPerSecond;
+  if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate)) != 0) {
+    const unsigned int rate32 = static_cast<unsigned int>(std::min<uint64_t>(rate, UINT_MAX));
+    (void)::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate32, sizeof(rate32));
+  }
+  if (bytesPerSecond == 0) return unsentLimit;  // unpaced: the unsent limit no longer matters
+  const int unsent = static_cast<int>(
+      std::clamp<uint64_t>(bytesPerSecond / 500, kMinPacedUnsentBytes, kMaxPacedUnsentBytes));
+  if (unsent != unsentLimit &&
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent, sizeof(unsent)) == 0)
+    return unsent;
+  return unsentLimit;
 }
 
 }  // namespace rs::transport::tcp

@@ -1,8 +1,8 @@
 #include "core/transport/tcp/tcp_stream.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstddef>
+#include <cstdint>
 
 #include <asio/post.hpp>
 #include <asio/read.hpp>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/transport/tcp/address.h"
+#include "core/transport/tcp/socket_options.h"
 
 namespace rs::transport::tcp {
 
@@ -93,26 +94,9 @@ void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler, size_t
   socket_.async_read_some(asio::buffer(data, size), std::move(handler));
 }
 
-// Linux TCP paces by itself once a socket has a maximum pacing rate (no fq qdisc needed).
-// Best effort: a kernel that refuses leaves the stream unpaced, which is how it ran before.
-// A paced stream also keeps only about 2 ms of its pace unsent in the kernel
-// (TCP_NOTSENT_LOWAT), so that a write ends when its bytes are nearly on their way, not when
-// they were copied: the owner then counts the stream idle when it truly is, and the others'
-// share does not rise while much of it still waits to leave at the old pace.
 void TcpStream::setPacingRate(uint64_t bytesPerSecond) {
-  if (!socket_.is_open()) return;
-  const int fd = socket_.native_handle();
-  const uint64_t rate = bytesPerSecond == 0 ? ~uint64_t{0} : bytesPerSecond;
-  if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate)) != 0) {
-    const unsigned int rate32 = static_cast<unsigned int>(std::min<uint64_t>(rate, UINT_MAX));
-    (void)::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate32, sizeof(rate32));
-  }
-  if (bytesPerSecond == 0) return;  // unpaced: the unsent limit no longer matters
-  const int unsent = static_cast<int>(
-      std::clamp<uint64_t>(bytesPerSecond / 500, kMinPacedUnsentBytes, kMaxPacedUnsentBytes));
-  if (unsent != unsentLimit_ &&
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent, sizeof(unsent)) == 0)
-    unsentLimit_ = unsent;
+  if (socket_.is_open())
+    unsentLimit_ = setPacing(socket_.native_handle(), bytesPerSecond, unsentLimit_);
 }
 
 void TcpStream::shutdownSend() {

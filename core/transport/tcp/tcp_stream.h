@@ -40,10 +40,6 @@ class TcpStream final : public Stream {
   std::string peerName_;
   std::vector<asio::const_buffer> gather_;  // the pending write's buffers
   int lowWatermark_ = 1;                    // SO_RCVLOWAT now set (the kernel's default is 1)
-  // Unsent bytes a paced stream leaves in the kernel (TCP_NOTSENT_LOWAT; setPacingRate): 2 ms
-  // of its pace, within these bounds.
-  static constexpr int kMinPacedUnsentBytes = 4 << 10;
-  static constexpr int kMaxPacedUnsentBytes = 1 << 20;
   int unsentLimit_ = 0;  // TCP_NOTSENT_LOWAT as set; 0: never set (the kernel's: unlimited)
 };
 
