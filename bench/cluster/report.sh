@@ -161,11 +161,12 @@ fi
 
 # The floors, when the run had them (run.sh --peers ...,pingpong,relay): below the tables above,
 # which they leave as they were.
-[[ -s $out/pingpong.log || -s $out/floors.tsv ]] || exit 0
-pp=$out/pingpong.log fl=$out/floors.tsv
+[[ -s $out/pingpong.log || -s $out/gather.log || -s $out/floors.tsv ]] || exit 0
+pp=$out/pingpong.log ga=$out/gather.log fl=$out/floors.tsv
 [[ -f $pp ]] || pp=/dev/null
+[[ -f $ga ]] || ga=/dev/null
 [[ -f $fl ]] || fl=/dev/null
-awk -v clk="$clk" -v pp="$pp" -v fl="$fl" '
+awk -v clk="$clk" -v pp="$pp" -v ga="$ga" -v fl="$fl" '
 function hsize(b) {
   if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) " MiB"
   if (b >= 1024 && b % 1024 == 0) return (b / 1024) " KiB"
@@ -175,6 +176,7 @@ function f(x, d) { return sprintf("%." d "f", x) }
 function vcpu(cpu, rx) { return rx > 0 ? cpu * 1e10 / (rx * 8) : 0 }
 function addSize(z) { if (!(z in seen)) { seen[z] = 1; sizes[++n] = z } }
 FILENAME == pp { if ($1 ~ /^[0-9]+$/) { med[$1] = $3; p99[$1] = $4; mean[$1] = $5; addSize($1 + 0) } next }
+FILENAME == ga { if ($1 ~ /^[0-9]+$/) { gmed[$1] = $3; gp99[$1] = $4; gmean[$1] = $5; addSize($1 + 0) } next }
 FILENAME == fl { if ($1 == "relay") { lc[$2] = $11 / clk; lrx[$2] = $12; lk[$2] = $13 / clk; addSize($2 + 0) } next }
 $1 == "ours" { ot[$2] = $3; oc[$2] = $11 / clk; orx[$2] = $12; ok[$2] = $13 / clk }
 END {
@@ -190,6 +192,17 @@ END {
       printf "| %s | %s | %s | %s | %s | %s | %s |\n", hsize(z), ((z in ot) ? f(ot[z], 0) : "-"), f(med[z], 0),
              f(p99[z], 0), f(mean[z], 0), ((z in ot) && med[z] > 0 ? f(ot[z] / med[z], 2) : "-"),
              ((z in ot) && mean[z] > 0 ? f(ot[z] / mean[z], 2) : "-") }
+  }
+  ng = 0; for (z in gmed) ng++
+  if (ng) {
+    print "\n## Gather floor: ours against our all-reduce'"'"'s messages without the reduction (same links and run)\n"
+    print "Every worker cuts S into the client'"'"'s chunks and sends chunk k to reducer host k mod R, where a tcp_pingpong server sends each worker its own copy back once all W have sent theirs (tcp_pingpong --members W; times of worker 0). The one-client ping-pong above over this is what W members'"'"' messages cost on these links and this machine; ours over this is what the reducer adds.\n"
+    print "| size | ours (us) | gather median (us) | p99 (us) | mean (us) | ours / gather mean | gather mean / ping-pong median |"
+    print "|---:|---:|---:|---:|---:|---:|---:|"
+    for (s = 1; s <= n; s++) { z = sizes[s]; if (!(z in gmed)) continue
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n", hsize(z), ((z in ot) ? f(ot[z], 0) : "-"), f(gmed[z], 0),
+             f(gp99[z], 0), f(gmean[z], 0), ((z in ot) && gmean[z] > 0 ? f(ot[z] / gmean[z], 2) : "-"),
+             ((z in med) && med[z] > 0 ? f(gmean[z] / med[z], 2) : "-") }
   }
   nl = 0; for (z in lc) nl++
   if (nl) {
@@ -220,4 +233,4 @@ END {
                f(lc[z] + lk[z], 2), f(b, 2), (b > 0 ? f(a / b, 2) : "-") }
     }
   }
-}' "$pp" "$fl" FS='\t' "$out/rows.tsv"
+}' "$pp" "$ga" "$fl" FS='\t' "$out/rows.tsv"

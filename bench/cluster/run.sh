@@ -7,13 +7,14 @@
 # is timestamped as it arrives, so CPU use is attributed per size: machine busy % (/proc/stat,
 # and the peak 1 s sample of `mpstat 1`), and for our run the reducers' user+sys CPU seconds and
 # received bytes, hence vCPU per 10 Gbit/s. Writes raw outputs, results.csv and report.md.
-# Two floors may join the peers: `pingpong` (tcp_pingpong from w0 to r0: the round trip of each
-# size, for "ours / floor" in time) and `relay` (tcp_relay on every reducer host, driven from every
-# worker host with our run's bytes per stream: its CPU per byte beside the reducers'; paced as
-# ours is, with --pace on).
+# Three floors may join the peers: `pingpong` (tcp_pingpong from w0 to r0: the round trip of each
+# size, for "ours / floor" in time), `gather` (tcp_pingpong on every reducer host with every
+# worker a client: our all-reduce's messages without the reduction) and `relay` (tcp_relay on
+# every reducer host, driven from every worker host with our run's bytes per stream: its CPU per
+# byte beside the reducers'; paced as ours is, with --pace on).
 #
 #   bench/cluster/run.sh [-W 4] [-R 4] [--rate 1gbit] [-b 8K] [-e 64M] [-f 2] [-n 10] [-w 2]
-#                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring[,pingpong,relay]]
+#                        [--peers gloo_ring,gloo_chunked,gloo_hd,mpi_default,mpi_ring[,pingpong,gather,relay]]
 #                        [--out DIR] [--build build/release] [--budget 1800] [--step-timeout 600]
 #                        [--server-io-threads 1] [--streams auto|N] [--link-seconds 2] [--queue 20ms]
 #                        [--host-queue 20ms] [--pace on|off] [--backlog PACKETS]
@@ -343,6 +344,32 @@ for peer in "${peer_list[@]}"; do
         "${sweep[@]}" >"$OUT/pingpong.log" 2>"$OUT/pingpong.err" || rc=$?
       kill "$(cut -d' ' -f2 "$OUT/pingpong.port")" 2>/dev/null || true
       if ((rc != 0)); then failed+=("pingpong(exit $rc)"); log "pingpong: FAILED with exit $rc"; else log "pingpong: done"; fi ;;
+    gather)
+      # The gather floor: our all-reduce's messages without the reduction (tcp_pingpong --members
+      # on every reducer host, every worker a client cutting S into the client's chunks).
+      [[ -x $PINGPONG_BIN ]] || { log "gather: skipped, no $PINGPONG_BIN"; continue; }
+      servers="" server_pids=() clients=()
+      for ((j = 0; j < R; j++)); do
+        a=$(cluster_addr "r$j")
+        cluster_exec "r$j" "$PINGPONG_BIN" --listen "$a:2226" --members "$W" \
+          --port-file "$OUT/gather$j.port" >"$OUT/gather-server$j.log" 2>&1 &
+        servers+="${servers:+,}$a:2226"
+      done
+      for ((j = 0; j < R; j++)); do
+        wait_port_file "$OUT/gather$j.port" "gather server $j"
+        server_pids+=("$(cut -d' ' -f2 "$OUT/gather$j.port")")
+      done
+      log "gather: start"
+      rc=0
+      for ((i = 0; i < W; i++)); do
+        cluster_exec "w$i" timeout -k 10 "$STEP_TIMEOUT" "$PINGPONG_BIN" --connect "$servers" --chunks \
+          "${sweep[@]}" >"$OUT/gather.rank$i.log" 2>&1 &
+        clients+=($!)
+      done
+      for c in "${clients[@]}"; do wait "$c" || rc=$?; done
+      mv "$OUT/gather.rank0.log" "$OUT/gather.log"
+      kill "${server_pids[@]}" 2>/dev/null || true
+      if ((rc != 0)); then failed+=("gather(exit $rc)"); log "gather: FAILED with exit $rc"; else log "gather: done"; fi ;;
     relay)
       [[ -x $RELAY_BIN ]] || { log "relay: skipped, no $RELAY_BIN"; continue; }
       relays="" relay_pids=()
@@ -363,7 +390,7 @@ for peer in "${peer_list[@]}"; do
         --world "$W" --rank '{rank}' --link-gbps "$link_gbps" "${sweep[@]}"
       RED_PIDS=("${saved_pids[@]}") ROWS=$OUT/rows.tsv
       kill "${relay_pids[@]}" 2>/dev/null || true ;;
-    *) log "unknown peer '$peer' (gloo_ring, gloo_chunked, gloo_hd, mpi_default, mpi_ring, pingpong, relay)" ;;
+    *) log "unknown peer '$peer' (gloo_ring, gloo_chunked, gloo_hd, mpi_default, mpi_ring, pingpong, gather, relay)" ;;
   esac
 done
 

@@ -51,12 +51,15 @@ class LinkShare {
   // What the paced streams together may send: the link less room for what the pace does not
   // count. Linux paces TCP segments without their IP and Ethernet headers (34 of each 1514
   // bytes on the wire, 2.3%), and the same link carries the ACKs of what the host receives
-  // (one 66-byte frame per one or two full segments, 2.3-4.6%); the rest is room for the
-  // pacing timers' jitter on a busy host. At 0.93 the hosts' queues at W=16 still overflowed
-  // now and then (1 MiB iterations of 195-446 ms, 4 MiB 905-1063 ms, 50 Mbit/s links); at
-  // 0.88, 4 MiB took 832-836 ms every time. Paced at the full rate, a host's queue would grow
-  // by those percents for as long as a collective lasts and drop anyway.
-  static constexpr double kPacedFraction = 0.9;
+  // (one 66-byte frame per one or two full segments, 2.3-4.6%, far fewer where the receiver
+  // coalesces segments). 0.9 held ours to 0.90 of the nominal link where Gloo's unpaced ring
+  // reached 0.94-0.95, which alone kept W=32 at 0.89 of the ideal ratio at 16 MiB. At 0.94,
+  // with the 20 ms minimum RTO (transport/tcp/socket_options.cc) bounding what an overflow
+  // costs: W=8 over 100 Mbit/s 64 MiB at 1.00 of the measured link (0.96 at 0.9), W=16 0.98 of
+  // the ideal at 16 and 64 MiB (0.95, 0.94), W=32 0.92 at 16 MiB (bench/RESULTS.md, "The
+  // paced fraction"). At 0.93, before that RTO, W=16's hosts' queues overflowed now and then
+  // and a 1 MiB iteration took 195-446 ms where it took 100 ms.
+  static constexpr double kPacedFraction = 0.94;
 
   // A host with at most this much on its way is not paced at all: every queue on the path
   // absorbs it (a switch port holds hundreds of KB; the emulated links' 20 ms is 250 KB at
