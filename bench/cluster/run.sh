@@ -196,6 +196,24 @@ wait_port_file() {  # file what: a floor's "<port> <pid>" once it listens
 }
 # Runs one implementation: rank r's command line is "$@" with {rank} and {addr} substituted,
 # one process per worker host; or, with W=0 given as $2, one launcher in w0 (mpirun).
+# A floor's server on every reducer host: "$@" --listen <host>:PORT --port-file
+# $OUT/NAME<j>.port (log NAME<j>.log), each waited for. Sets FLOOR_SERVERS (host:port,...) and
+# FLOOR_PIDS.
+start_floor_servers() {  # name port cmd...
+  local name=$1 port=$2 j a
+  shift 2
+  FLOOR_SERVERS="" FLOOR_PIDS=()
+  for ((j = 0; j < R; j++)); do
+    a=$(cluster_addr "r$j")
+    cluster_exec "r$j" "$@" --listen "$a:$port" --port-file "$OUT/$name$j.port" >"$OUT/$name$j.log" 2>&1 &
+    FLOOR_SERVERS+="${FLOOR_SERVERS:+,}$a:$port"
+  done
+  for ((j = 0; j < R; j++)); do
+    wait_port_file "$OUT/$name$j.port" "$name $j"
+    FLOOR_PIDS+=("$(cut -d' ' -f2 "$OUT/$name$j.port")")
+  done
+}
+
 run_impl() {  # impl per-host|launcher cmd...
   local impl=$1 mode=$2; shift 2
   local -a pids=()
@@ -348,48 +366,28 @@ for peer in "${peer_list[@]}"; do
       # The gather floor: our all-reduce's messages without the reduction (tcp_pingpong --members
       # on every reducer host, every worker a client cutting S into the client's chunks).
       [[ -x $PINGPONG_BIN ]] || { log "gather: skipped, no $PINGPONG_BIN"; continue; }
-      servers="" server_pids=() clients=()
-      for ((j = 0; j < R; j++)); do
-        a=$(cluster_addr "r$j")
-        cluster_exec "r$j" "$PINGPONG_BIN" --listen "$a:2226" --members "$W" \
-          --port-file "$OUT/gather$j.port" >"$OUT/gather-server$j.log" 2>&1 &
-        servers+="${servers:+,}$a:2226"
-      done
-      for ((j = 0; j < R; j++)); do
-        wait_port_file "$OUT/gather$j.port" "gather server $j"
-        server_pids+=("$(cut -d' ' -f2 "$OUT/gather$j.port")")
-      done
+      start_floor_servers gather-server 2226 "$PINGPONG_BIN" --members "$W"
       log "gather: start"
-      rc=0
+      rc=0 clients=()
       for ((i = 0; i < W; i++)); do
-        cluster_exec "w$i" timeout -k 10 "$STEP_TIMEOUT" "$PINGPONG_BIN" --connect "$servers" --chunks \
+        cluster_exec "w$i" timeout -k 10 "$STEP_TIMEOUT" "$PINGPONG_BIN" --connect "$FLOOR_SERVERS" --chunks \
           "${sweep[@]}" >"$OUT/gather.rank$i.log" 2>&1 &
         clients+=($!)
       done
       for c in "${clients[@]}"; do wait "$c" || rc=$?; done
       mv "$OUT/gather.rank0.log" "$OUT/gather.log"
-      kill "${server_pids[@]}" 2>/dev/null || true
+      kill "${FLOOR_PIDS[@]}" 2>/dev/null || true
       if ((rc != 0)); then failed+=("gather(exit $rc)"); log "gather: FAILED with exit $rc"; else log "gather: done"; fi ;;
     relay)
       [[ -x $RELAY_BIN ]] || { log "relay: skipped, no $RELAY_BIN"; continue; }
-      relays="" relay_pids=()
-      for ((j = 0; j < R; j++)); do
-        a=$(cluster_addr "r$j")
-        cluster_exec "r$j" "$RELAY_BIN" --listen "$a:2224" --threads "$IO_THREADS" \
-          --link-gbps "$link_gbps" --port-file "$OUT/relay$j.port" >"$OUT/relay$j.log" 2>&1 &
-        relays+="${relays:+,}$a:2224"
-      done
-      for ((j = 0; j < R; j++)); do
-        wait_port_file "$OUT/relay$j.port" "relay $j"
-        relay_pids+=("$(cut -d' ' -f2 "$OUT/relay$j.port")")
-      done
+      start_floor_servers relay 2224 "$RELAY_BIN" --threads "$IO_THREADS" --link-gbps "$link_gbps"
       # The same attribution as ours, with the relays' CPU in place of the (idle) reducers'.
       saved_pids=("${RED_PIDS[@]}")
-      RED_PIDS=("${relay_pids[@]}") ROWS=$OUT/floors.tsv
-      run_impl relay per-host "$RELAY_BIN" --relays "$relays" --streams "$STREAMS" \
+      RED_PIDS=("${FLOOR_PIDS[@]}") ROWS=$OUT/floors.tsv
+      run_impl relay per-host "$RELAY_BIN" --relays "$FLOOR_SERVERS" --streams "$STREAMS" \
         --world "$W" --rank '{rank}' --link-gbps "$link_gbps" "${sweep[@]}"
       RED_PIDS=("${saved_pids[@]}") ROWS=$OUT/rows.tsv
-      kill "${relay_pids[@]}" 2>/dev/null || true ;;
+      kill "${FLOOR_PIDS[@]}" 2>/dev/null || true ;;
     *) log "unknown peer '$peer' (gloo_ring, gloo_chunked, gloo_hd, mpi_default, mpi_ring, pingpong, gather, relay)" ;;
   esac
 done
