@@ -3,8 +3,8 @@
 //
 //  ours  the reducer's arithmetic, through the kernels server/slot.cc calls: the first
 //        contribution to arrive is widened into the accumulator (accumulateFirst), later ones
-//        are folded in as they arrive (accumulate, fp32 accumulator for fp16/bf16, fp64 for
-//        fp32), and finalize() rounds once. Arrival order is either rank order or a
+//        are folded in as they arrive (accumulate, fp32 accumulator for fp16/bf16, the type
+//        itself for fp32), and finalize() rounds once. Arrival order is either rank order or a
 //        fresh random permutation for every part of kPartElems elements (sockets deliver
 //        contributions in any order, part by part); the table gives the worse of the two.
 //  ring  NCCL's ring all-reduce, rounding to the data type at every hop. Read in NVIDIA/nccl
@@ -352,8 +352,7 @@ void printTable(DataType t, const std::vector<Row>& rows) {
   std::printf("\n%s (%s)\n", std::string(dataTypeName(t)).c_str(),
               accumulatesInFloat32(t) ? "ours: fp32 accumulator, one rounding; ring: a rounding "
                                         "to the type at each of W-1 hops"
-                                      : "ours: fp64 accumulator, one rounding; ring: a rounding "
-                                        "to fp32 at each of W-1 hops");
+                                      : "ours and ring both round to fp32 at each of W-1 adds");
   std::printf("%-8s %2s | %-46s | %-46s | ours/ring ULP\n", "", "",
               "ours (worst of 2 arrival orders)", "ring (NCCL order, worst of 2 rings)");
   std::printf("%-8s %2s | %10s %9s %8s %8s %6s | %10s %9s %8s %8s %6s | %5s %5s\n", "inputs", "W",

@@ -52,21 +52,13 @@ inline constexpr size_t dataTypeSize(DataType t) {
   return 0;
 }
 
-// fp16 and bf16 accumulate in fp32, and fp32 in fp64, each rounded once at the end: a sum of
-// W terms then carries one rounding, where a ring that adds hop by hop carries W-1
-// (bench/RESULTS.md, "Numerics"). Every other type accumulates in itself (integers wrap modulo
-// 2^bits, as NCCL's do; fp64 has nothing wider). An accumulator is thus at most twice its wire
-// type, which the reducer's memory limit counts on (2 x --max-chunk per chunk).
+// fp16 and bf16 accumulate in fp32 and are rounded once at the end; every other type
+// accumulates in itself (integers wrap modulo 2^bits, as NCCL's do).
 inline constexpr bool accumulatesInFloat32(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBfloat16;
 }
-inline constexpr bool accumulatesInFloat64(DataType t) { return t == DataType::kFloat32; }
-// The accumulator is wider than the wire type: first, accumulate and finalize convert.
-inline constexpr bool accumulatesWidened(DataType t) {
-  return accumulatesInFloat32(t) || accumulatesInFloat64(t);
-}
 inline constexpr size_t accumulatorSize(DataType t) {
-  return accumulatesInFloat32(t) ? 4 : accumulatesInFloat64(t) ? 8 : dataTypeSize(t);
+  return accumulatesInFloat32(t) ? 4 : dataTypeSize(t);
 }
 inline constexpr bool isFloatingPoint(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBfloat16 || t == DataType::kFloat32 ||

@@ -3,10 +3,10 @@
 //
 // Every public function is a fold over operands, elementwise, in input order:
 //   out[i] = finish(op(...op(op(load0(in0[i]), load(in1[i])), load(in2[i]))...))
-// where the codecs (reduce-inl.h) say how each operand is stored (wire type or a wider
-// accumulator: fp32 for fp16/bf16, fp64 for fp32) and finish divides for avg. So there is one
-// loop template, fold(), and the instantiations are per (lane type, op, codec triple): about
-// sixty per target, not per (public function x dtype x op).
+// where the codecs (reduce-inl.h) say how each operand is stored (wire type or fp32
+// accumulator) and finish divides for avg. So there is one loop template, fold(), and the
+// instantiations are per (lane type, op, codec triple): about fifty per target, not per
+// (public function x dtype x op).
 
 #include <algorithm>
 #include <cstring>
@@ -27,8 +27,7 @@
 namespace rs::reduce {
 namespace {
 
-// Which operands are in accumulator form; only matters for types whose accumulator is wider
-// (fp16/bf16: fp32; fp32: fp64).
+// Which operands are in accumulator form; only matters for fp16/bf16, whose accumulator is fp32.
 enum class Pass : uint8_t {
   kReduce,      // wire inputs -> wire output
   kAccumulate,  // inputs[0] is the accumulator (also the output), the others are wire
@@ -231,11 +230,11 @@ void floatKernel(const KernelArgs& a) {
   }
 }
 
-// Types with a wider accumulator (Acc): Wire keeps the natural element order (it meets the
-// accumulator); Fused may reorder inside a vector pair, as only wire operands meet in
-// reduceInputs, and folds in the accumulator's lanes too, so it also rounds once.
-template <class Wire, class Fused, class Acc>
-void widenedKernel(const KernelArgs& a) {
+// fp16/bf16: Wire keeps the natural element order (it meets the fp32 accumulator); Fused may
+// reorder inside a vector pair, as only wire operands meet in reduceInputs.
+template <class Wire, class Fused>
+void float32AccumulatedKernel(const KernelArgs& a) {
+  using Acc = PlainCodec<float>;
   switch (a.pass) {
     case Pass::kReduce: return floatKernel<Fused, Fused, Fused>(a);
     case Pass::kAccumulate: return floatKernel<Acc, Wire, Acc>(a);
@@ -244,7 +243,7 @@ void widenedKernel(const KernelArgs& a) {
   }
 }
 
-// Other types accumulate in themselves, so for them every pass is the same fold.
+// Types other than fp16/bf16 accumulate in themselves, so for them every pass is the same fold.
 void foldAnyType(const KernelArgs& a) {
   switch (a.type) {
     case DataType::kInt8: return integerKernel<int8_t>(a);
@@ -253,21 +252,19 @@ void foldAnyType(const KernelArgs& a) {
     case DataType::kUint32: return integerKernel<uint32_t>(a);
     case DataType::kInt64: return integerKernel<int64_t>(a);
     case DataType::kUint64: return integerKernel<uint64_t>(a);
-    case DataType::kFloat16: return widenedKernel<HalfCodec, HalfCodec, PlainCodec<float>>(a);
+    case DataType::kFloat16: return float32AccumulatedKernel<HalfCodec, HalfCodec>(a);
     case DataType::kBfloat16:
       if constexpr (kPairedBfloat16) {
-        return widenedKernel<Bfloat16Codec, Bfloat16PairCodec, PlainCodec<float>>(a);
+        return float32AccumulatedKernel<Bfloat16Codec, Bfloat16PairCodec>(a);
       } else {
-        return widenedKernel<Bfloat16Codec, Bfloat16Codec, PlainCodec<float>>(a);
+        return float32AccumulatedKernel<Bfloat16Codec, Bfloat16Codec>(a);
       }
-#if HWY_HAVE_FLOAT64
     case DataType::kFloat32:
-      return widenedKernel<Float32InDoubleCodec, Float32InDoubleCodec, PlainCodec<double>>(a);
+      return floatKernel<PlainCodec<float>, PlainCodec<float>, PlainCodec<float>>(a);
     case DataType::kFloat64:
+#if HWY_HAVE_FLOAT64
       return floatKernel<PlainCodec<double>, PlainCodec<double>, PlainCodec<double>>(a);
 #else
-    case DataType::kFloat32:
-    case DataType::kFloat64:
       return;  // no target without fp64 lanes is built for a platform we run on
 #endif
   }
@@ -276,13 +273,12 @@ void foldAnyType(const KernelArgs& a) {
 // Many inputs are more streams than the hardware prefetchers follow well (kernel_bench, 256 MiB,
 // fp32 with 16 inputs: ~0.89 of the triad in one pass). Folding kGroup inputs at a time over a
 // block whose partial result stays in L1 keeps fewer streams live (~0.96) and folds in the same
-// order, so results do not change. Partial results of widened types are in their accumulator
-// type (the accumulate passes).
+// order, so results do not change. fp16/bf16 partial results are fp32 (the accumulate passes).
 constexpr size_t kGroup = 8;
 constexpr size_t kBlockBytes = 8192;
 
 void reduceInGroups(const KernelArgs& a) {
-  const bool widened = accumulatesWidened(a.type);
+  const bool widened = accumulatesInFloat32(a.type);
   const size_t wire = dataTypeSize(a.type);
   const size_t block = kBlockBytes / accumulatorSize(a.type);
   HWY_ALIGN uint8_t partial[kBlockBytes];
@@ -369,7 +365,7 @@ void divideIntegers(DataType type, void* data, size_t count, uint32_t divisor) {
 
 void accumulateFirst(DataType type, const void* src, void* acc, size_t count) {
   if (count == 0 || !isValidDataType(static_cast<uint32_t>(type))) return;
-  if (accumulatesWidened(type)) {
+  if (accumulatesInFloat32(type)) {
     run({Pass::kFirst, type, ReduceOp::kSum, &src, 1, acc, count, 0});
   } else if (src != acc) {
     std::memmove(acc, src, count * dataTypeSize(type));
@@ -389,7 +385,7 @@ void finalize(DataType type, ReduceOp op, const void* acc, void* dst, size_t cou
     return;
   // Zero contributors has nothing to divide by; it leaves the sum as it is.
   const uint32_t divisor = op == ReduceOp::kAvg && contributors > 1 ? contributors : 0;
-  if (accumulatesWidened(type) || (divisor != 0 && isFloatingPoint(type))) {
+  if (accumulatesInFloat32(type) || (divisor != 0 && isFloatingPoint(type))) {
     run({Pass::kFinalize, type, ReduceOp::kSum, &acc, 1, dst, count, divisor});
     return;
   }
@@ -398,7 +394,7 @@ void finalize(DataType type, ReduceOp op, const void* acc, void* dst, size_t cou
 }
 
 bool finalizeIsIdentity(DataType type, ReduceOp op) {
-  return !accumulatesWidened(type) && op != ReduceOp::kAvg;
+  return !accumulatesInFloat32(type) && op != ReduceOp::kAvg;
 }
 
 void reduceInputs(DataType type, ReduceOp op, const void* const* inputs, size_t ninputs, void* dst,

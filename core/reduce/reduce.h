@@ -4,8 +4,8 @@
 // The reducer sums while it receives: the first contribution to a slot initialises an
 // accumulator, later ones are folded in piece by piece, and finalize() writes the wire-typed
 // result once all contributions are in. The accumulator holds accumulatorSize(t) bytes per
-// element: fp32 for fp16/bf16 and fp64 for fp32 (rounded once, to nearest even, in finalize),
-// the type itself otherwise.
+// element: fp32 for fp16/bf16 (rounded once, to nearest even, in finalize), the type itself
+// otherwise.
 //
 // Semantics: integers wrap modulo 2^bits for sum and prod; avg is sum / contributors (integer
 // division truncates toward zero). Floating point follows IEEE 754: Inf and NaN propagate
@@ -35,12 +35,11 @@ void finalize(DataType type, ReduceOp op, const void* acc, void* dst, size_t cou
               uint32_t contributors);
 
 // True when finalize() with dst == acc changes nothing, so the accumulator already holds the
-// result in wire form and can be sent as it is (every op but avg on types that accumulate in
-// themselves: integers and fp64).
+// result in wire form and can be sent as it is (every op but avg on types that are not fp16/bf16).
 bool finalizeIsIdentity(DataType type, ReduceOp op);
 
 // Fused: dst[i] = narrow(op over k of widen(inputs[k][i])), /ninputs for kAvg; fp16/bf16
-// accumulate in fp32 and fp32 in fp64, and round once. ninputs >= 1. dst may alias inputs[0].
+// accumulate in fp32 and round once. ninputs >= 1. dst may alias inputs[0].
 void reduceInputs(DataType type, ReduceOp op, const void* const* inputs, size_t ninputs,
                   void* dst, size_t count);
 

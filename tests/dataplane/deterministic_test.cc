@@ -79,14 +79,12 @@ TEST_CASE("deterministic mode: repeated runs are bit-identical and equal the ran
   std::vector<float> f32(kCount);
   std::vector<uint16_t> bf16(kCount);
   for (uint64_t i = 0; i < kCount; ++i) {
-    // fp32 accumulates in fp64, bf16 in fp32, each rounded once (core/reduce/dtype.h).
-    double acc = in[0][i];
-    float accB = reduce::bfloat16ToFloat(reduce::floatToBfloat16(in[0][i]));
+    float acc = in[0][i], accB = reduce::bfloat16ToFloat(reduce::floatToBfloat16(in[0][i]));
     for (int r = 1; r < kWorld; ++r) {
       acc += in[r][i];
       accB += reduce::bfloat16ToFloat(reduce::floatToBfloat16(in[r][i]));
     }
-    f32[i] = static_cast<float>(acc);
+    f32[i] = acc;
     bf16[i] = reduce::floatToBfloat16(accB);
   }
   for (int repeat = 0; repeat < 4; ++repeat) {

@@ -17,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/reduce/dtype.h"
 #include "core/wire/frame.h"
 #include "server/failure_reason.h"
 #include "tests/support/healthy_group.h"
@@ -145,14 +144,12 @@ TEST_CASE("a group that stalls holding memory leaves the rest of the pool to a g
   auto& plane = pool.reducer(0).dataPlane();
   const uint16_t port = pool.endpoints()[0].port;
 
-  // Rank 0 of the stalled group sends 24 whole chunks of 256 KiB; rank 1 sends none. Each slot
-  // holds a 512 KiB accumulator (fp32 accumulates in fp64). Alone on the thread, the group may
-  // hold all but F of the pool: 3.5 MiB, fewer than 7 slots once their bookkeeping is charged
-  // too, and the next one parks.
+  // Rank 0 of the stalled group sends 24 whole chunks of 256 KiB; rank 1 sends none. Alone on
+  // the thread, the group may hold all but F of the pool: 14 chunks (3.5 MiB), and the 15th
+  // parks.
   const GroupId stalled = GroupId::random();
   constexpr int kChunks = 24;
   constexpr uint32_t kCount = (256 << 10) / 4;
-  constexpr uint64_t kSlotBytes = uint64_t{kCount} * accumulatorSize(DataType::kFloat32);
   RawSender r0(port, stalled, 2, 0);
   RawSender r1(port, stalled, 2, 1);
   std::thread send0([&] {
@@ -169,7 +166,7 @@ TEST_CASE("a group that stalls holding memory leaves the rest of the pool to a g
   const Status healthy = runHealthyGroup(pool.endpoints(), {.rounds = 20, .timeoutMs = 20000});
   // The stalled group is still where it was: holding its share, its next chunk parked (the
   // healthy group's last slot closes just after its result went out: wait for it).
-  const int64_t stalledSlots = static_cast<int64_t>(stalledBytes / kSlotBytes);
+  const int64_t stalledSlots = static_cast<int64_t>(stalledBytes / (256 << 10));
   const bool stillStuck = waitUntil([&] {
     const auto now = plane.stats();
     return now.parkedSessions == 1 && now.slotsOpen == stalledSlots &&
@@ -181,7 +178,7 @@ TEST_CASE("a group that stalls holding memory leaves the rest of the pool to a g
   REQUIRE(parked);
   REQUIRE(healthy.toString() == "OK");
   CHECK(stalledBytes <= kShare);
-  CHECK(stalledBytes >= kShare - kSlotBytes);
+  CHECK(stalledBytes >= kShare - (256 << 10));
   CHECK(stillStuck);
 }
 

@@ -77,16 +77,14 @@ void floatToWire(DataType t, float v, std::byte* p) {
   std::memcpy(p, &b, 2);
 }
 
-// The members' contributions. In each element two random members hold +B and -B, the others
-// small values (2^-4 to 2^4): a small value added to B before -B cancels it loses its low bits
-// in the accumulator, so the sum depends on the order, visibly after the one rounding to the
-// wire type (the exact sum is small). B is about 2^20 to 2^28 for bf16 (an fp32 accumulator)
-// and 2^40 to 2^50 for fp32 (an fp64 one, which keeps 53 bits).
+// The members' contributions. In each element two random members hold +B and -B (B about 2^20
+// to 2^28), the others small values (2^-4 to 2^4): a small value added to B before -B cancels
+// it loses its low bits, so the sum depends on the order in fp32, and visibly after bf16's
+// one rounding too (the exact sum is small).
 std::vector<Bytes> contributions(const Shape& s, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
-  const bool wide = s.dtype == DataType::kFloat32;
-  std::uniform_int_distribution<int> smallExp(-4, 4), bigExp(wide ? 40 : 20, wide ? 50 : 28);
+  std::uniform_int_distribution<int> smallExp(-4, 4), bigExp(20, 28);
   std::uniform_int_distribution<uint32_t> member(0, s.world - 1);
   const size_t size = dataTypeSize(s.dtype);
   std::vector<Bytes> out(s.world, Bytes(s.count * size));
@@ -105,22 +103,16 @@ std::vector<Bytes> contributions(const Shape& s, uint32_t seed) {
   return out;
 }
 
-// Rank 0 + rank 1 + ... in the accumulator's type (fp64 for fp32, fp32 for bf16), rounded once
-// to the wire.
-template <typename Acc>
-Bytes rankOrderSumIn(const Shape& s, const std::vector<Bytes>& in) {
+// Rank 0 + rank 1 + ... in fp32 (the accumulator of fp32 and bf16), rounded once to the wire.
+Bytes rankOrderSum(const Shape& s, const std::vector<Bytes>& in) {
   const size_t size = dataTypeSize(s.dtype);
   Bytes out(s.count * size);
   for (uint32_t i = 0; i < s.count; ++i) {
-    Acc acc = wireToFloat(s.dtype, in[0].data() + i * size);
+    float acc = wireToFloat(s.dtype, in[0].data() + i * size);
     for (uint32_t r = 1; r < s.world; ++r) acc += wireToFloat(s.dtype, in[r].data() + i * size);
-    floatToWire(s.dtype, static_cast<float>(acc), out.data() + i * size);
+    floatToWire(s.dtype, acc, out.data() + i * size);
   }
   return out;
-}
-Bytes rankOrderSum(const Shape& s, const std::vector<Bytes>& in) {
-  return s.dtype == DataType::kFloat32 ? rankOrderSumIn<double>(s, in)
-                                       : rankOrderSumIn<float>(s, in);
 }
 
 // Feeds the contributions as Session does (a split element stays at the staging buffer's front
@@ -237,8 +229,8 @@ TEST_CASE("deterministic slot: cut-through and the lead limit work as in the nor
 }
 
 TEST_CASE("deterministic slot: the staging copies are charged to the pool") {
-  // fp32, 1000 elements: an 8000-byte (fp64) accumulator, or 4 staging regions on 64-byte lines.
-  CHECK(Slot::bufferBytes(1000, DataType::kFloat32, 4, false) == 8000);
+  // fp32, 1000 elements: a 4000-byte accumulator, or 4 staging regions on 64-byte lines.
+  CHECK(Slot::bufferBytes(1000, DataType::kFloat32, 4, false) == 4000);
   CHECK(Slot::bufferBytes(1000, DataType::kFloat32, 4, true) == 4 * 4032);
   // bf16 accumulates in fp32, but stages wire-typed halves and needs no accumulator.
   CHECK(Slot::bufferBytes(1000, DataType::kBfloat16, 8, false) == 4000);

@@ -107,8 +107,8 @@ std::vector<std::byte> payload(DataType t, uint32_t rank, uint32_t count) {
   return out;
 }
 
-// The wire-typed result of element i: the op over every rank, avg divided in the accumulator's
-// type (fp64 for fp32, fp32 for fp16/bf16, as the kernels do), narrowed once.
+// The wire-typed result of element i: the op over every rank, avg divided in fp32 (as the
+// kernels do for fp32 and for the fp32 accumulators of fp16/bf16), narrowed once.
 std::vector<std::byte> reference(const Shape& s) {
   const size_t size = dataTypeSize(s.dtype);
   std::vector<std::byte> out(s.count * size);
@@ -124,8 +124,6 @@ std::vector<std::byte> reference(const Shape& s) {
     if (s.op == ReduceOp::kAvg)
       result = s.dtype == DataType::kInt32
                    ? static_cast<double>(static_cast<int32_t>(acc) / static_cast<int32_t>(s.world))
-               : s.dtype == DataType::kFloat32
-                   ? acc / s.world
                    : static_cast<double>(static_cast<float>(acc) / static_cast<float>(s.world));
     encode(s.dtype, result, out.data() + i * size);
   }

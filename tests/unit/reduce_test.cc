@@ -42,12 +42,6 @@ struct Half {
   static float widen(uint16_t h) { return halfToFloat(h); }
   static uint16_t narrow(float f) { return floatToHalf(f); }
 };
-struct Float32 {  // accumulates in fp64 (dtype.h)
-  using Wire = float;
-  using Acc = double;
-  static double widen(float f) { return f; }
-  static float narrow(double d) { return static_cast<float>(d); }
-};
 struct Bfloat16 {
   using Wire = uint16_t;
   using Acc = float;
@@ -65,7 +59,7 @@ void visitType(DataType t, F&& f) {
     case DataType::kInt64: return f(Plain<int64_t>{});
     case DataType::kUint64: return f(Plain<uint64_t>{});
     case DataType::kFloat16: return f(Half{});
-    case DataType::kFloat32: return f(Float32{});
+    case DataType::kFloat32: return f(Plain<float>{});
     case DataType::kFloat64: return f(Plain<double>{});
     case DataType::kBfloat16: return f(Bfloat16{});
   }
@@ -644,23 +638,6 @@ TEST_CASE("reduce: integers wrap and avg truncates toward zero") {
   });
 }
 
-TEST_CASE("reduce: fp32 accumulates in fp64 and rounds once, to nearest even") {
-  forEachTarget([] {
-    // fp32's ulp at 1 is 2^-23. Rounding per step would leave 1 each time; the fp64 sum
-    // 1 + 3 * 2^-25 is 0.75 ulp above 1 and rounds up, once.
-    const std::vector<std::vector<float>> quarters = {{1.0f}, {0x1p-25f}, {0x1p-25f}, {0x1p-25f}};
-    // A tie in the sum (1 + 2^-24, half an ulp) goes to the even neighbour, 1.
-    const std::vector<std::vector<float>> tie = {{1.0f}, {0x1p-25f}, {0x1p-25f}};
-    // Cancellation: fp32 steps lose the 1 against 2^25 (ulp 4); fp64 keeps it to the end.
-    const std::vector<std::vector<float>> cancel = {{0x1p25f}, {1.0f}, {-0x1p25f}};
-    for (auto run : {fused<float>, accumulated<float>}) {
-      CHECK(run(DataType::kFloat32, ReduceOp::kSum, quarters)[0] == 1.0f + 0x1p-23f);
-      CHECK(run(DataType::kFloat32, ReduceOp::kSum, tie)[0] == 1.0f);
-      CHECK(run(DataType::kFloat32, ReduceOp::kSum, cancel)[0] == 1.0f);
-    }
-  });
-}
-
 TEST_CASE("reduce: avg of floats is the sum divided by the count") {
   forEachTarget([] {
     for (auto run : {fused<float>, accumulated<float>}) {
@@ -707,7 +684,7 @@ TEST_CASE("reduce: finalize in place in parts, front to back, equals one finaliz
 TEST_CASE("reduce: finalizeIsIdentity") {
   for (DataType type : kAllTypes) {
     for (ReduceOp op : kAllOps) {
-      const bool identity = !accumulatesWidened(type) && op != ReduceOp::kAvg;
+      const bool identity = !accumulatesInFloat32(type) && op != ReduceOp::kAvg;
       CHECK(finalizeIsIdentity(type, op) == identity);
     }
   }
