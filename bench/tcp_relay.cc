@@ -106,12 +106,11 @@ void relayLoop(int epoll) {
   }
 }
 
-// A stream's pace when `streams` streams share a link of `linkBytesPerSecond` (0: unpaced).
+// A stream's pace when `streams` streams share a link of `linkBytesPerSecond` (0: unpaced),
+// as our data path's LinkShare gives it.
 uint64_t streamPace(uint64_t linkBytesPerSecond, uint64_t streams) {
-  if (linkBytesPerSecond == 0 || streams == 0) return 0;
-  return std::max<uint64_t>(
-      1, static_cast<uint64_t>(static_cast<double>(linkBytesPerSecond) *
-                               transport::LinkShare::kPacedFraction) / streams);
+  if (linkBytesPerSecond == 0) return 0;
+  return transport::LinkShare::pacedShare(linkBytesPerSecond, static_cast<uint32_t>(streams));
 }
 
 int runRelay(const Endpoint& where, const std::string& portFile, int threads, size_t bufferBytes,

@@ -194,8 +194,6 @@ wait_port_file() {  # file what: a floor's "<port> <pid>" once it listens
   for ((t = 0; t < 200; t++)); do [[ -s $1 ]] && return 0; sleep 0.1; done
   die "$2 did not start (no $1)"
 }
-# Runs one implementation: rank r's command line is "$@" with {rank} and {addr} substituted,
-# one process per worker host; or, with W=0 given as $2, one launcher in w0 (mpirun).
 # A floor's server on every reducer host: "$@" --listen <host>:PORT --port-file
 # $OUT/NAME<j>.port (log NAME<j>.log), each waited for. Sets FLOOR_SERVERS (host:port,...) and
 # FLOOR_PIDS.
@@ -214,6 +212,8 @@ start_floor_servers() {  # name port cmd...
   done
 }
 
+# Runs one implementation: rank r's command line is "$@" with {rank} and {addr} substituted,
+# one process per worker host; or, with W=0 given as $2, one launcher in w0 (mpirun).
 run_impl() {  # impl per-host|launcher cmd...
   local impl=$1 mode=$2; shift 2
   local -a pids=()

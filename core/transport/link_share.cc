@@ -28,9 +28,10 @@ uint64_t LinkShare::bytesPerSecondFromGbps(double gbps) {
   return static_cast<uint64_t>(std::llround(gbps * 1e9 / 8));
 }
 
-uint64_t LinkShare::share() const {
-  const uint32_t n = std::max<uint32_t>(1, busy_.load(std::memory_order_relaxed));
-  return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(rate_) * kPacedFraction) / n);
+uint64_t LinkShare::pacedShare(uint64_t linkBytesPerSecond, uint32_t streams) {
+  const uint32_t n = std::max<uint32_t>(1, streams);
+  return std::max<uint64_t>(
+      1, static_cast<uint64_t>(static_cast<double>(linkBytesPerSecond) * kPacedFraction) / n);
 }
 
 void LinkShare::Pacer::busy(uint64_t bytes) {

@@ -77,7 +77,10 @@ class LinkShare {
   bool paced() const { return paced_.load(std::memory_order_relaxed); }
   uint32_t busyStreams() const { return busy_.load(std::memory_order_relaxed); }
   // What each busy stream may send: the paced part of the link / busy streams.
-  uint64_t share() const;
+  uint64_t share() const { return pacedShare(rate_, busy_.load(std::memory_order_relaxed)); }
+  // The paced part of a link of `linkBytesPerSecond` over `streams` streams (at least 1 of
+  // each), never 0: what share() gives, for a caller that counts its streams itself.
+  static uint64_t pacedShare(uint64_t linkBytesPerSecond, uint32_t streams);
 
   // One stream's membership: busy/idle transitions and its applied pace. Lives on the
   // stream's thread; idle() is called before the stream closes (the destructor calls it too).
