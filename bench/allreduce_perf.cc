@@ -57,6 +57,7 @@ struct Options {
   std::string minChunk = "16K", maxChunk = "1M";
   std::string wireDtype = "fp32";  // RS_WIRE_DTYPE: bf16 halves an fp32 sum's bytes
   int deterministic = 0;  // RS_DETERMINISTIC's flag: rank-order sums on the reducers
+  std::string fp32Accumulator = "fp32";  // RS_FP32_ACCUMULATOR: fp64 rounds fp32 sums once
   double tcpProbeGbps = 0;  // set by the launcher for the ratio column
   std::string logLevel = "warn";
   std::set<std::string> given;  // the client-knob flags given on the command line
@@ -65,7 +66,8 @@ struct Options {
 // The client knobs that the library also reads from the environment (RS_STREAMS, ...).
 const std::vector<std::string> kClientKnobFlags = {"--streams", "--client-io-threads",
                                                    "--progress", "--min-chunk", "--max-chunk",
-                                                   "--wire-dtype", "--deterministic"};
+                                                   "--wire-dtype", "--deterministic",
+                                                   "--fp32-accumulator"};
 
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -103,6 +105,8 @@ int runWorker(const Options& o) {
     if (use("--wire-dtype"))
       co.float32WireType = *client::ClientOptions::parseWireType(o.wireDtype);  // checked by CLI
     if (use("--deterministic")) co.deterministic = o.deterministic != 0;
+    if (use("--fp32-accumulator"))  // checked by the CLI
+      co.fp32Accumulator = *client::ClientOptions::parseFp32Accumulator(o.fp32Accumulator);
   };
   applyFlags(/*onlyGiven=*/false);
   co.reducers = *reducers;
@@ -127,11 +131,13 @@ int runWorker(const Options& o) {
   const double bound = o.tcpProbeGbps > 0 ? o.tcpProbeGbps / 8 / (2.0 * o.world) : 0;  // GB/s
   if (printer) {
     fmt::print("# allreduce_perf: {} workers, {} reducers x {} streams, {} {}, iters {} warmup {} "
-               "depth {}, chunks {}..{}, {} progress, fp32 sums on the wire as {}{}\n",
+               "depth {}, chunks {}..{}, {} progress, fp32 sums on the wire as {}, fp32 "
+               "accumulator {}{}\n",
                o.world, reducers->size(), co.effectiveStreams(), o.type, o.op, o.iters, o.warmup,
                o.depth, formatByteSize(co.minChunkBytes), formatByteSize(co.maxChunkBytes),
                co.progress == client::ClientOptions::Progress::kCaller ? "caller" : "threads",
-               dataTypeName(co.float32WireType), co.deterministic ? ", deterministic" : "");
+               dataTypeName(co.float32WireType), fp32AccumulatorName(co.fp32Accumulator),
+               co.deterministic ? ", deterministic" : "");
     if (bound > 0)
       fmt::print("# raw loopback TCP in this run: {:.2f} Gbit/s over {} streams; each member moves "
                  "S in and S out, so at that rate algbw would be {:.3f} GB/s (vs TCP = 1). A "
@@ -326,6 +332,14 @@ int main(int argc, char** argv) {
                  "Rank-order sums on the reducers, bit-identical run to run (0/1; RS_DETERMINISTIC)")
       ->check(CLI::Range(0, 1))
       ->capture_default_str();
+  app.add_option("--fp32-accumulator", o.fp32Accumulator,
+                 "The reducers' accumulator for fp32 sums: fp32, or fp64 to round once "
+                 "(RS_FP32_ACCUMULATOR)")
+      ->check([](const std::string& v) {
+        auto a = rs::client::ClientOptions::parseFp32Accumulator(v);
+        return a ? std::string() : a.status().message();
+      })
+      ->capture_default_str();
   app.add_option("--tcp-probe-gbps", o.tcpProbeGbps, "(set by --local-pool)");
   CLI11_PARSE(app, argc, argv);
   for (const std::string& flag : rs::bench::kClientKnobFlags)
@@ -351,7 +365,8 @@ int main(int argc, char** argv) {
         {"--client-io-threads", std::to_string(o.clientIoThreads)},
         {"--progress", o.progress}, {"--min-chunk", o.minChunk}, {"--max-chunk", o.maxChunk},
         {"--wire-dtype", o.wireDtype},
-        {"--deterministic", std::to_string(o.deterministic)}};
+        {"--deterministic", std::to_string(o.deterministic)},
+        {"--fp32-accumulator", o.fp32Accumulator}};
     for (const auto& [flag, value] : knobs)
       if (o.given.count(flag) > 0) pass.insert(pass.end(), {flag, value});
     if (o.iterationTimes) pass.push_back("--iteration-times");

@@ -176,9 +176,11 @@ Contributions quantize(DataType t, size_t workers, size_t n, const std::vector<d
 
 enum class Arrival { kRankOrder, kShuffledPerPart };
 
-std::vector<uint32_t> oursSum(const Contributions& c, Arrival arrival, std::mt19937_64& rng) {
+// `fp32`: the group's accumulator for fp32 (RS_FP32_ACCUMULATOR); other types ignore it.
+std::vector<uint32_t> oursSum(const Contributions& c, Arrival arrival, std::mt19937_64& rng,
+                              Fp32Accumulator fp32 = Fp32Accumulator::kFp32) {
   const DataType t = c.type;
-  const size_t wire = dataTypeSize(t), acc_size = accumulatorSize(t);
+  const size_t wire = dataTypeSize(t), acc_size = accumulatorSize(t, fp32);
   std::vector<std::byte> acc(c.n * acc_size), out(c.n * wire);
   std::vector<size_t> order(c.workers);
   for (size_t b = 0; b < c.n; b += kPartElems) {
@@ -186,12 +188,12 @@ std::vector<uint32_t> oursSum(const Contributions& c, Arrival arrival, std::mt19
     std::iota(order.begin(), order.end(), 0);
     if (arrival == Arrival::kShuffledPerPart) std::shuffle(order.begin(), order.end(), rng);
     std::byte* a = acc.data() + b * acc_size;
-    reduce::accumulateFirst(t, c.wire[order[0]].data() + b * wire, a, m);
+    reduce::accumulateFirst(t, c.wire[order[0]].data() + b * wire, a, m, fp32);
     for (size_t k = 1; k < c.workers; ++k)
-      reduce::accumulate(t, ReduceOp::kSum, c.wire[order[k]].data() + b * wire, a, m);
+      reduce::accumulate(t, ReduceOp::kSum, c.wire[order[k]].data() + b * wire, a, m, fp32);
   }
   reduce::finalize(t, ReduceOp::kSum, acc.data(), out.data(), c.n,
-                   static_cast<uint32_t>(c.workers));
+                   static_cast<uint32_t>(c.workers), fp32);
   std::vector<uint32_t> bits(c.n, 0);
   for (size_t i = 0; i < c.n; ++i) std::memcpy(&bits[i], out.data() + i * wire, wire);
   return bits;
@@ -348,11 +350,16 @@ std::string ratio(double ours, double ring) {
   return buf;
 }
 
-void printTable(DataType t, const std::vector<Row>& rows) {
-  std::printf("\n%s (%s)\n", std::string(dataTypeName(t)).c_str(),
+void printTable(DataType t, Fp32Accumulator fp32, const std::vector<Row>& rows) {
+  const std::string name = std::string(dataTypeName(t)) +
+                           (accumulatesInFloat64(t, fp32) ? " in an fp64 accumulator" : "");
+  std::printf("\n%s (%s)\n", name.c_str(),
               accumulatesInFloat32(t) ? "ours: fp32 accumulator, one rounding; ring: a rounding "
                                         "to the type at each of W-1 hops"
-                                      : "ours and ring both round to fp32 at each of W-1 adds");
+              : accumulatesInFloat64(t, fp32)
+                  ? "RS_FP32_ACCUMULATOR=fp64; ours: fp64 accumulator, one rounding; ring: a "
+                    "rounding to fp32 at each of W-1 hops"
+                  : "ours and ring both round to fp32 at each of W-1 adds");
   std::printf("%-8s %2s | %-46s | %-46s | ours/ring ULP\n", "", "",
               "ours (worst of 2 arrival orders)", "ring (NCCL order, worst of 2 rings)");
   std::printf("%-8s %2s | %10s %9s %8s %8s %6s | %10s %9s %8s %8s %6s | %5s %5s\n", "inputs", "W",
@@ -381,9 +388,8 @@ void printTable(DataType t, const std::vector<Row>& rows) {
                   r.ring.mean_ulp);
     misses += buf;
   }
-  std::printf("%s: ours <= ring in max and mean ULP at every W and input: %s%s\n",
-              std::string(dataTypeName(t)).c_str(), misses.empty() ? "yes" : "NO: ",
-              misses.c_str());
+  std::printf("%s: ours <= ring in max and mean ULP at every W and input: %s%s\n", name.c_str(),
+              misses.empty() ? "yes" : "NO: ", misses.c_str());
   // The stable statistic beside it: how far apart the two are in units of their error bound.
   double lo = INFINITY, hi = 0;
   for (const Row& r : rows) {
@@ -392,8 +398,8 @@ void printTable(DataType t, const std::vector<Row>& rows) {
     hi = std::max(hi, r.ours.norm / r.ring.norm);
   }
   if (hi > 0) {
-    std::printf("%s: ours/ring norm over the rows with W > 2: %.3f .. %.3f\n",
-                std::string(dataTypeName(t)).c_str(), lo, hi);
+    std::printf("%s: ours/ring norm over the rows with W > 2: %.3f .. %.3f\n", name.c_str(), lo,
+                hi);
   }
 }
 
@@ -414,6 +420,7 @@ int run(const Options& o) {
 
   std::vector<Row> rows[std::size(kTypes)];
   std::vector<WireRow> wire_rows;
+  std::vector<Row> fp64_rows;  // fp32 with RS_FP32_ACCUMULATOR=fp64, against the same rings
   for (size_t di = 0; di < std::size(kDistributions); ++di) {
     const Distribution& d = kDistributions[di];
     for (size_t workers : o.workers) {
@@ -447,10 +454,19 @@ int run(const Options& o) {
              ours,
              Error::worst(measure(c.type, wire_rank, vs_plain),
                           measure(c.type, wire_shuffled, vs_plain))});
+        // Last, so that the draws above stay those of the tables before this one.
+        constexpr auto kWide = Fp32Accumulator::kFp64;
+        fp64_rows.push_back(
+            {&d, workers,
+             Error::worst(measure(c.type, oursSum(c, Arrival::kRankOrder, rng, kWide), ref),
+                          measure(c.type, oursSum(c, Arrival::kShuffledPerPart, rng, kWide), ref)),
+             worst_ring});
       }
     }
   }
-  for (size_t ti = 0; ti < std::size(kTypes); ++ti) printTable(kTypes[ti], rows[ti]);
+  for (size_t ti = 0; ti < std::size(kTypes); ++ti)
+    printTable(kTypes[ti], Fp32Accumulator::kFp32, rows[ti]);
+  printTable(DataType::kFloat32, Fp32Accumulator::kFp64, fp64_rows);
   printWireTable(wire_rows);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

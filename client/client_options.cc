@@ -56,6 +56,8 @@ Status ClientOptions::applyEnvironment() {
   RS_RETURN_IF_ERROR(
       assignIfSet(envParsed("RS_REDUCER_LINK_GBPS", &parseGbps), &reducerLinkGbps));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_WIRE_DTYPE", &parseWireType), &float32WireType));
+  RS_RETURN_IF_ERROR(
+      assignIfSet(envParsed("RS_FP32_ACCUMULATOR", &parseFp32Accumulator), &fp32Accumulator));
   streamsPerReducer = static_cast<uint32_t>(streams);
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
@@ -85,6 +87,13 @@ Result<DataType> ClientOptions::parseWireType(std::string_view name) {
   if (name == "bf16") return DataType::kBfloat16;
   return invalidArgument("'" + std::string(name) +
                          "' is not a wire type: expected 'fp32' (no compression) or 'bf16'");
+}
+
+Result<Fp32Accumulator> ClientOptions::parseFp32Accumulator(std::string_view name) {
+  if (name == "fp32") return Fp32Accumulator::kFp32;
+  if (name == "fp64") return Fp32Accumulator::kFp64;
+  return invalidArgument("'" + std::string(name) +
+                         "' is not an accumulator for fp32 sums: expected 'fp32' or 'fp64'");
 }
 
 DataType ClientOptions::wireType(DataType type, ReduceOp op) const {

@@ -124,8 +124,10 @@ void Connection::sendHello(const wire::Nonce& reducerNonce) {
   hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
   hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
   hello.jobName = o.jobName;
-  auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce,
-                                o.deterministic ? wire::kFlagDeterministic : uint16_t{0});
+  const auto flags = static_cast<uint16_t>(
+      (o.deterministic ? wire::kFlagDeterministic : 0) |
+      (o.fp32Accumulator == Fp32Accumulator::kFp64 ? wire::kFlagFp64Accumulator : 0));
+  auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce, flags);
   if (!frame) return fail(frame.status());
   // The first frame on the stream: nothing else is handed to the writer before the handshake.
   writer_.enqueue(transport::ownedFrame(

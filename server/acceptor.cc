@@ -129,7 +129,9 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     // The proven job owns the group it creates; an open reducer proves nothing, so binds none.
     GroupParams params{p.worldSize,    p.streamCount, p.reducerIndex, p.reducerCount,
                        p.timeoutMs,    owner_.config_.secret.empty() ? std::string() : p.jobName,
-                       (hello_.flags & wire::kFlagDeterministic) != 0};
+                       (hello_.flags & wire::kFlagDeterministic) != 0,
+                       (hello_.flags & wire::kFlagFp64Accumulator) != 0 ? Fp32Accumulator::kFp64
+                                                                        : Fp32Accumulator::kFp32};
     auto group = owner_.registry_.joinStream(hello_.group, hello_.rank, p.streamIndex, params,
                                              peer_);
     if (!group) return refuse(handshakeFailureFor(group.status().code()), group.status(), true);

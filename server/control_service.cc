@@ -136,7 +136,8 @@ grpc::Status ControlService::JoinGroup(grpc::ServerContext* ctx,
                      static_cast<uint16_t>(in->reducer_index()),
                      static_cast<uint16_t>(in->reducer_count()), in->timeout_ms(),
                      caller.job,  // the caller's job owns the group it declares
-                     in->deterministic()};
+                     in->deterministic(),
+                     in->fp64_accumulator() ? Fp32Accumulator::kFp64 : Fp32Accumulator::kFp32};
   auto known = registry_.declareMember(*id, in->rank(), params);
   if (!known) return toGrpc(known.status());
   rs::logger().info("group {} rank {} joined over gRPC ({} members known)",

@@ -89,6 +89,12 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
           "RS_DETERMINISTIC alike on every member)",
           g.name(), rank, params.deterministic ? "asks for" : "does not ask for",
           have.deterministic ? "with" : "without"));
+    if (have.fp32Accumulator != params.fp32Accumulator)
+      return invalidArgument(fmt::format(
+          "{}: rank {} asks for an {} accumulator for fp32 sums, but the group was created with "
+          "an {} one (set RS_FP32_ACCUMULATOR alike on every member)",
+          g.name(), rank, fp32AccumulatorName(params.fp32Accumulator),
+          fp32AccumulatorName(have.fp32Accumulator)));
     return it->second;
   }
   if (auto t = tombstones_.find(id); t != tombstones_.end()) {
@@ -120,7 +126,7 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
   group->bookkeeping_ = BookkeepingCharge(memory_, bookkeeping);
   groups_.emplace(id, group);
   if (!params.job.empty()) ++groupsOfJob_[params.job];
-  rs::logger().info("{} created{}: world_size={} streams={} reducer={}/{} timeout_ms={}{}{}",
+  rs::logger().info("{} created{}: world_size={} streams={} reducer={}/{} timeout_ms={}{}{}{}",
                     group->name(), params.job.empty() ? "" : " for job " + params.job,
                     params.worldSize, params.streamCount, params.reducerIndex,
                     params.reducerCount, group->timeoutMs(),
@@ -128,7 +134,8 @@ Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& 
                         ? fmt::format(" (asked {}, capped by --collective-timeout-ms)",
                                       params.timeoutMs)
                         : std::string(),
-                    params.deterministic ? " deterministic" : "");
+                    params.deterministic ? " deterministic" : "",
+                    params.fp32Accumulator == Fp32Accumulator::kFp64 ? " fp32-in-fp64" : "");
   return group;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/common/status.h"
+#include "core/reduce/dtype.h"
 #include "core/wire/group_id.h"
 #include "server/memory_budget.h"
 
@@ -33,6 +34,9 @@ struct GroupParams {
   // Deterministic mode (the HELLO's kFlagDeterministic): chunks summed in rank order, so that
   // results are bit-identical whatever the arrival order (slot.h). Every member must agree.
   bool deterministic = false;
+  // The accumulator of fp32 sums (the HELLO's kFlagFp64Accumulator, dtype.h). Every member
+  // must agree.
+  Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32;
 
   // The shape every member must agree on (the timeout is not part of it).
   bool sameShape(const GroupParams& o) const {

@@ -80,7 +80,8 @@ Status Shard::admit(const Slot& slot, const wire::FrameHeader& h, uint32_t rank)
 
 size_t Shard::slotBufferBytes(const GroupShard& gs, const wire::FrameHeader& h) {
   const GroupParams& p = gs.group->params();
-  return Slot::bufferBytes(h.elemCount, h.dtype, p.worldSize, p.deterministic);
+  return Slot::bufferBytes(h.elemCount, h.dtype, p.worldSize, p.deterministic,
+                           p.fp32Accumulator);
 }
 
 std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h,
@@ -102,6 +103,7 @@ std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h
                             : cutThroughStep(chunkBytes, config_.readWakeBytes, streamRate);
   setup.stateBytes = Slot::stateBytes(p.worldSize);
   setup.deterministic = p.deterministic;
+  setup.fp32Accumulator = p.fp32Accumulator;
   auto slot = std::make_shared<Slot>(pool_, std::move(buffer), h, setup);
   gs.open.emplace(h.chunk, slot);
   gs.group->counters().openSlots.fetch_add(1, std::memory_order_relaxed);

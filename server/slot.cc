@@ -15,8 +15,9 @@ size_t alignUp(size_t n) { return (n + kStagingAlign - 1) / kStagingAlign * kSta
 }  // namespace
 
 size_t Slot::bufferBytes(uint32_t elemCount, DataType dtype, uint32_t worldSize,
-                         bool deterministic) {
-  if (!deterministic) return static_cast<size_t>(elemCount) * accumulatorSize(dtype);
+                         bool deterministic, Fp32Accumulator fp32Accumulator) {
+  if (!deterministic)
+    return static_cast<size_t>(elemCount) * accumulatorSize(dtype, fp32Accumulator);
   return worldSize * alignUp(static_cast<size_t>(elemCount) * dataTypeSize(dtype));
 }
 
@@ -31,12 +32,13 @@ Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::Fra
       dtype_(h.dtype),
       op_(h.op),
       elemSize_(dataTypeSize(h.dtype)),
-      accSize_(accumulatorSize(h.dtype)),
+      accSize_(accumulatorSize(h.dtype, setup.fp32Accumulator)),
       maxLeadBytes_(setup.maxLeadBytes),
       minPartElems_(setup.minPartBytes / dataTypeSize(h.dtype)),
       readWakeBytes_(setup.readWakeBytes),
       timeout_(setup.timeout),
       deterministic_(setup.deterministic),
+      fp32Accumulator_(setup.fp32Accumulator),
       stagingStride_(alignUp(static_cast<size_t>(h.elemCount) * dataTypeSize(h.dtype))),
       pool_(std::move(pool)),
       accumulator_(std::move(buffer)),
@@ -93,12 +95,12 @@ size_t Slot::fold(uint32_t rank, const std::byte* src, size_t bytes) {
     std::memcpy(staging(rank) + begin * elemSize_, src, (end - begin) * elemSize_);
   } else if (begin < frontier_) {
     const uint64_t n = std::min(end, frontier_) - begin;
-    reduce::accumulate(dtype_, op_, src, acc + begin * accSize_, n);
+    reduce::accumulate(dtype_, op_, src, acc + begin * accSize_, n, fp32Accumulator_);
   }
   if (!deterministic_ && end > frontier_) {
     const uint64_t from = std::max(begin, frontier_);
     reduce::accumulateFirst(dtype_, src + (from - begin) * elemSize_, acc + from * accSize_,
-                            end - from);
+                            end - from, fp32Accumulator_);
     frontier_ = end;
   }
   m.received = end;
@@ -129,13 +131,13 @@ std::optional<Slot::Part> Slot::releaseReady() {
   if (deterministic_) {  // in rank order, in place over rank 0's staged bytes
     for (uint32_t r = 0; r < members_.size(); ++r) inputs_[r] = staging(r) + from * elemSize_;
     reduce::reduceInputs(dtype_, op_, inputs_.data(), inputs_.size(),
-                         staging(0) + from * elemSize_, ready - from);
-  } else if (!reduce::finalizeIsIdentity(dtype_, op_)) {
+                         staging(0) + from * elemSize_, ready - from, fp32Accumulator_);
+  } else if (!reduce::finalizeIsIdentity(dtype_, op_, fp32Accumulator_)) {
     // In place and in order: the wire-typed part lands at or below its accumulator elements,
     // behind everything not yet finalized (reduce.h allows dst to trail acc).
     std::byte* acc = accumulator_.data();
     reduce::finalize(dtype_, op_, acc + from * accSize_, acc + from * elemSize_, ready - from,
-                     static_cast<uint32_t>(members_.size()));
+                     static_cast<uint32_t>(members_.size()), fp32Accumulator_);
   }
   released_ = ready;
   return Part{from, ready};

@@ -26,7 +26,8 @@
 // depend on the arrival order. Instead every member's bytes are copied, wire-typed, into its
 // own staging region of the slot's buffer (rank 0's first, at the front), and releaseReady
 // reduces the common prefix with the fused kernel (reduce::reduceInputs: per element
-// rank 0 op rank 1 op ... in rank order, fp32 for fp16/bf16, rounded once), written in place
+// rank 0 op rank 1 op ... in rank order, in fp32 for fp16/bf16 and in the group's fp32
+// accumulator for fp32, rounded once), written in place
 // over rank 0's region: whatever order the bytes came in, the same arithmetic. Why stage whole
 // chunks rather than fold member r up to what r-1 has folded and stage only the rest: the
 // worst case (rank 0 slowest) needs the whole chunk per member anyway, and the buffer is
@@ -69,6 +70,7 @@ class Slot {
     uint64_t readWakeBytes = 0;  // a contribution's read wakes once this much is in (0: any)
     uint64_t stateBytes = 0;     // charged to the pool with the buffer (stateBytes(worldSize))
     bool deterministic = false;  // rank-order sums; the buffer is bufferBytes(..., true)
+    Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32;  // the group's (dtype.h)
   };
   // What a slot of a group of `worldSize` holds beside its accumulator, at most: the per-rank
   // state, the two held-back lists and deterministic mode's input pointers. Charged to the
@@ -77,7 +79,8 @@ class Slot {
   // The pool buffer a chunk needs: its accumulator, or in deterministic mode a wire-typed
   // staging region for each member (and no accumulator).
   static size_t bufferBytes(uint32_t elemCount, DataType dtype, uint32_t worldSize,
-                            bool deterministic);
+                            bool deterministic,
+                            Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32);
   // [from, to): elements finalized (wire-typed at resultData(from)) and ready to send.
   struct Part {
     uint64_t from = 0;
@@ -85,7 +88,7 @@ class Slot {
   };
 
   // Opened by the first REDUCE header of the chunk; `buffer` holds at least
-  // bufferBytes(elemCount, dtype, worldSize, deterministic) bytes and returns to `pool` with
+  // bufferBytes(elemCount, dtype, worldSize, deterministic, fp32Accumulator) bytes and returns to `pool` with
   // the slot.
   Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::FrameHeader& opener,
        const Setup& setup);
@@ -194,6 +197,7 @@ class Slot {
   const uint64_t readWakeBytes_;
   const std::chrono::milliseconds timeout_;
   const bool deterministic_;
+  const Fp32Accumulator fp32Accumulator_;
   const size_t stagingStride_;  // deterministic: the members' staging regions are this far apart
 
   std::shared_ptr<SlotPool> pool_;  // shared: a slot may outlive its shard at shutdown

@@ -54,11 +54,17 @@ PluginState* create() {
     s->collnetEnabled = true;
     std::vector<std::string> list;
     for (const auto& r : s->client.reducers) list.push_back(r.toString());
-    // RS_WIRE_DTYPE=bf16 (ClientOptions::fromEnvironment) halves fp32 sum/avg bytes on the wire.
+    // RS_WIRE_DTYPE=bf16 (ClientOptions::fromEnvironment) halves fp32 sum/avg bytes on the wire;
+    // RS_FP32_ACCUMULATOR=fp64 has the reducers sum fp32 in fp64.
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET,
-                   "CollNet through {} reducers ({}), {} streams each, fp32 sums on the wire as {}",
+                   "CollNet through {} reducers ({}), {} streams each, fp32 sums on the wire as {}, "
+                   "accumulated in {}{}",
                    s->client.reducers.size(), fmt::join(list, ","), s->client.effectiveStreams(),
-                   dataTypeName(s->client.float32WireType));
+                   dataTypeName(s->client.float32WireType),
+                   s->client.float32WireType == DataType::kFloat32
+                       ? fp32AccumulatorName(s->client.fp32Accumulator)
+                       : "fp32",  // bf16 on the wire sums in fp32 whatever the setting
+                   s->client.deterministic ? ", deterministic" : "");
   } else {
     s->collnetOffReason = client.status().message();
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "CollNet off: {}", s->collnetOffReason);

@@ -52,13 +52,33 @@ inline constexpr size_t dataTypeSize(DataType t) {
   return 0;
 }
 
-// fp16 and bf16 accumulate in fp32 and are rounded once at the end; every other type
-// accumulates in itself (integers wrap modulo 2^bits, as NCCL's do).
+// The accumulator of fp32 sums, a group's choice (RS_FP32_ACCUMULATOR). kFp32, the default:
+// fp32 accumulates in itself and so rounds at each of W-1 adds, as a ring does (equal to it in
+// distribution). kFp64: in fp64, rounded once at the end, as fp16/bf16 are in fp32; it beats
+// the ring at every W but costs a reducer 15-25% more CPU per byte, for an accumulator twice
+// the chunk (bench/RESULTS.md, "fp32 in an fp64 accumulator"), so it is opt-in.
+enum class Fp32Accumulator : uint8_t { kFp32, kFp64 };
+inline constexpr std::string_view fp32AccumulatorName(Fp32Accumulator a) {
+  return a == Fp32Accumulator::kFp64 ? "fp64" : "fp32";
+}
+
+// fp16 and bf16 accumulate in fp32 and are rounded once at the end; fp32 in fp64 where the
+// group asks for it; every other type accumulates in itself (integers wrap modulo 2^bits, as
+// NCCL's do; fp64 has nothing wider). An accumulator is thus at most twice its wire type, which
+// the reducer's memory limit counts on (2 x --max-chunk per chunk).
 inline constexpr bool accumulatesInFloat32(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBfloat16;
 }
-inline constexpr size_t accumulatorSize(DataType t) {
-  return accumulatesInFloat32(t) ? 4 : dataTypeSize(t);
+inline constexpr bool accumulatesInFloat64(DataType t, Fp32Accumulator fp32) {
+  return t == DataType::kFloat32 && fp32 == Fp32Accumulator::kFp64;
+}
+// The accumulator is wider than the wire type: first, accumulate and finalize convert.
+inline constexpr bool accumulatesWidened(DataType t, Fp32Accumulator fp32) {
+  return accumulatesInFloat32(t) || accumulatesInFloat64(t, fp32);
+}
+inline constexpr size_t accumulatorSize(DataType t,
+                                        Fp32Accumulator fp32 = Fp32Accumulator::kFp32) {
+  return accumulatesInFloat32(t) ? 4 : accumulatesInFloat64(t, fp32) ? 8 : dataTypeSize(t);
 }
 inline constexpr bool isFloatingPoint(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBfloat16 || t == DataType::kFloat32 ||

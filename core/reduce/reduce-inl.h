@@ -160,6 +160,37 @@ struct Float16Codec {
 using HalfCodec = Float16Codec<false>;
 using Bfloat16Codec = Float16Codec<true>;
 
+#if HWY_HAVE_FLOAT64
+// fp32 elements in fp64 lanes, for a group with an fp64 accumulator (dtype.h, Fp32Accumulator):
+// every fold over fp32 operands, the fused one included, then rounds once, when it stores.
+struct Float32InDoubleCodec {
+  using Stored = float;
+  using Lane = double;
+  template <class D>
+  static HWY_INLINE void load(D d, const float* p, hn::Vec<D>& lo, hn::Vec<D>& hi) {
+    const hn::Rebind<float, D> d32;
+    lo = hn::PromoteTo(d, hn::LoadU(d32, p));
+    hi = hn::PromoteTo(d, hn::LoadU(d32, p + hn::Lanes(d)));
+  }
+  template <class D>
+  static HWY_INLINE void store(D d, hn::Vec<D> lo, hn::Vec<D> hi, float* p) {
+    const hn::Rebind<float, D> d32;
+    hn::StoreU(narrow(d32, lo), d32, p);
+    hn::StoreU(narrow(d32, hi), d32, p + hn::Lanes(d));
+  }
+  // IEEE narrowing, to nearest even and past fp32's range to Inf. Highway's SCALAR DemoteTo
+  // clamps to the largest finite fp32 instead, so its one lane is converted by the compiler.
+  template <class D32, class V>
+  static HWY_INLINE hn::Vec<D32> narrow(D32 d32, V v) {
+    if constexpr (HWY_TARGET == HWY_SCALAR) {
+      return hn::Set(d32, static_cast<float>(hn::GetLane(v)));
+    } else {
+      return hn::DemoteTo(d32, v);
+    }
+  }
+};
+#endif
+
 // A faster bf16 codec for folds whose operands are all bf16 (reduceInputs). bf16 is the top
 // half of an fp32: read as u32 lanes, 2 * Lanes bf16 hold the even elements in the low halves
 // and the odd ones in the high halves (little-endian), so widening is one shift or mask and

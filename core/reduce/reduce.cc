@@ -3,10 +3,10 @@
 //
 // Every public function is a fold over operands, elementwise, in input order:
 //   out[i] = finish(op(...op(op(load0(in0[i]), load(in1[i])), load(in2[i]))...))
-// where the codecs (reduce-inl.h) say how each operand is stored (wire type or fp32
-// accumulator) and finish divides for avg. So there is one loop template, fold(), and the
-// instantiations are per (lane type, op, codec triple): about fifty per target, not per
-// (public function x dtype x op).
+// where the codecs (reduce-inl.h) say how each operand is stored (wire type or a wider
+// accumulator: fp32 for fp16/bf16, fp64 for fp32 where the group asks for it) and finish
+// divides for avg. So there is one loop template, fold(), and the instantiations are per
+// (lane type, op, codec triple): about sixty per target, not per (public function x dtype x op).
 
 #include <algorithm>
 #include <cstring>
@@ -27,7 +27,8 @@
 namespace rs::reduce {
 namespace {
 
-// Which operands are in accumulator form; only matters for fp16/bf16, whose accumulator is fp32.
+// Which operands are in accumulator form; only matters for types whose accumulator is wider
+// (fp16/bf16: fp32; fp32 with an fp64 accumulator).
 enum class Pass : uint8_t {
   kReduce,      // wire inputs -> wire output
   kAccumulate,  // inputs[0] is the accumulator (also the output), the others are wire
@@ -44,6 +45,7 @@ struct KernelArgs {
   void* out;
   size_t count;
   uint32_t divisor;  // 0: none
+  Fp32Accumulator fp32;
 };
 
 }  // namespace
@@ -230,11 +232,11 @@ void floatKernel(const KernelArgs& a) {
   }
 }
 
-// fp16/bf16: Wire keeps the natural element order (it meets the fp32 accumulator); Fused may
-// reorder inside a vector pair, as only wire operands meet in reduceInputs.
-template <class Wire, class Fused>
-void float32AccumulatedKernel(const KernelArgs& a) {
-  using Acc = PlainCodec<float>;
+// Types with a wider accumulator (Acc): Wire keeps the natural element order (it meets the
+// accumulator); Fused may reorder inside a vector pair, as only wire operands meet in
+// reduceInputs, and folds in the accumulator's lanes too, so it also rounds once.
+template <class Wire, class Fused, class Acc>
+void widenedKernel(const KernelArgs& a) {
   switch (a.pass) {
     case Pass::kReduce: return floatKernel<Fused, Fused, Fused>(a);
     case Pass::kAccumulate: return floatKernel<Acc, Wire, Acc>(a);
@@ -243,7 +245,7 @@ void float32AccumulatedKernel(const KernelArgs& a) {
   }
 }
 
-// Types other than fp16/bf16 accumulate in themselves, so for them every pass is the same fold.
+// Other types accumulate in themselves, so for them every pass is the same fold.
 void foldAnyType(const KernelArgs& a) {
   switch (a.type) {
     case DataType::kInt8: return integerKernel<int8_t>(a);
@@ -252,14 +254,18 @@ void foldAnyType(const KernelArgs& a) {
     case DataType::kUint32: return integerKernel<uint32_t>(a);
     case DataType::kInt64: return integerKernel<int64_t>(a);
     case DataType::kUint64: return integerKernel<uint64_t>(a);
-    case DataType::kFloat16: return float32AccumulatedKernel<HalfCodec, HalfCodec>(a);
+    case DataType::kFloat16: return widenedKernel<HalfCodec, HalfCodec, PlainCodec<float>>(a);
     case DataType::kBfloat16:
       if constexpr (kPairedBfloat16) {
-        return float32AccumulatedKernel<Bfloat16Codec, Bfloat16PairCodec>(a);
+        return widenedKernel<Bfloat16Codec, Bfloat16PairCodec, PlainCodec<float>>(a);
       } else {
-        return float32AccumulatedKernel<Bfloat16Codec, Bfloat16Codec>(a);
+        return widenedKernel<Bfloat16Codec, Bfloat16Codec, PlainCodec<float>>(a);
       }
     case DataType::kFloat32:
+#if HWY_HAVE_FLOAT64
+      if (a.fp32 == Fp32Accumulator::kFp64)
+        return widenedKernel<Float32InDoubleCodec, Float32InDoubleCodec, PlainCodec<double>>(a);
+#endif
       return floatKernel<PlainCodec<float>, PlainCodec<float>, PlainCodec<float>>(a);
     case DataType::kFloat64:
 #if HWY_HAVE_FLOAT64
@@ -273,14 +279,15 @@ void foldAnyType(const KernelArgs& a) {
 // Many inputs are more streams than the hardware prefetchers follow well (kernel_bench, 256 MiB,
 // fp32 with 16 inputs: ~0.89 of the triad in one pass). Folding kGroup inputs at a time over a
 // block whose partial result stays in L1 keeps fewer streams live (~0.96) and folds in the same
-// order, so results do not change. fp16/bf16 partial results are fp32 (the accumulate passes).
+// order, so results do not change. Partial results of widened types are in their accumulator
+// type (the accumulate passes).
 constexpr size_t kGroup = 8;
 constexpr size_t kBlockBytes = 8192;
 
 void reduceInGroups(const KernelArgs& a) {
-  const bool widened = accumulatesInFloat32(a.type);
+  const bool widened = accumulatesWidened(a.type, a.fp32);
   const size_t wire = dataTypeSize(a.type);
-  const size_t block = kBlockBytes / accumulatorSize(a.type);
+  const size_t block = kBlockBytes / accumulatorSize(a.type, a.fp32);
   HWY_ALIGN uint8_t partial[kBlockBytes];
   const void* in[kGroup + 1];
   for (size_t b = 0; b < a.count; b += block) {
@@ -296,18 +303,18 @@ void reduceInGroups(const KernelArgs& a) {
       if (g != 0) in[n++] = partial;
       for (size_t k = g; k < end; ++k) in[n++] = at(k);
       if (!widened) {
-        foldAnyType(
-            {Pass::kReduce, a.type, a.op, in, n, last ? out : partial, m, last ? a.divisor : 0});
+        foldAnyType({Pass::kReduce, a.type, a.op, in, n, last ? out : partial, m,
+                     last ? a.divisor : 0, a.fp32});
         continue;
       }
       if (g == 0) {
-        foldAnyType({Pass::kFirst, a.type, ReduceOp::kSum, in, 1, partial, m, 0});
+        foldAnyType({Pass::kFirst, a.type, ReduceOp::kSum, in, 1, partial, m, 0, a.fp32});
         in[0] = partial;
       }
-      if (n > 1) foldAnyType({Pass::kAccumulate, a.type, a.op, in, n, partial, m, 0});
+      if (n > 1) foldAnyType({Pass::kAccumulate, a.type, a.op, in, n, partial, m, 0, a.fp32});
       if (last) {
         in[0] = partial;
-        foldAnyType({Pass::kFinalize, a.type, ReduceOp::kSum, in, 1, out, m, a.divisor});
+        foldAnyType({Pass::kFinalize, a.type, ReduceOp::kSum, in, 1, out, m, a.divisor, a.fp32});
       }
     }
   }
@@ -363,46 +370,49 @@ void divideIntegers(DataType type, void* data, size_t count, uint32_t divisor) {
 
 }  // namespace
 
-void accumulateFirst(DataType type, const void* src, void* acc, size_t count) {
+void accumulateFirst(DataType type, const void* src, void* acc, size_t count,
+                     Fp32Accumulator fp32) {
   if (count == 0 || !isValidDataType(static_cast<uint32_t>(type))) return;
-  if (accumulatesInFloat32(type)) {
-    run({Pass::kFirst, type, ReduceOp::kSum, &src, 1, acc, count, 0});
+  if (accumulatesWidened(type, fp32)) {
+    run({Pass::kFirst, type, ReduceOp::kSum, &src, 1, acc, count, 0, fp32});
   } else if (src != acc) {
     std::memmove(acc, src, count * dataTypeSize(type));
   }
 }
 
-void accumulate(DataType type, ReduceOp op, const void* src, void* acc, size_t count) {
+void accumulate(DataType type, ReduceOp op, const void* src, void* acc, size_t count,
+                Fp32Accumulator fp32) {
   if (count == 0 || !isValidReduceOp(static_cast<uint32_t>(op))) return;
   const void* inputs[2] = {acc, src};
-  run({Pass::kAccumulate, type, op, inputs, 2, acc, count, 0});
+  run({Pass::kAccumulate, type, op, inputs, 2, acc, count, 0, fp32});
 }
 
 void finalize(DataType type, ReduceOp op, const void* acc, void* dst, size_t count,
-              uint32_t contributors) {
+              uint32_t contributors, Fp32Accumulator fp32) {
   if (count == 0 || !isValidDataType(static_cast<uint32_t>(type)) ||
       !isValidReduceOp(static_cast<uint32_t>(op)))
     return;
   // Zero contributors has nothing to divide by; it leaves the sum as it is.
   const uint32_t divisor = op == ReduceOp::kAvg && contributors > 1 ? contributors : 0;
-  if (accumulatesInFloat32(type) || (divisor != 0 && isFloatingPoint(type))) {
-    run({Pass::kFinalize, type, ReduceOp::kSum, &acc, 1, dst, count, divisor});
+  if (accumulatesWidened(type, fp32) || (divisor != 0 && isFloatingPoint(type))) {
+    run({Pass::kFinalize, type, ReduceOp::kSum, &acc, 1, dst, count, divisor, fp32});
     return;
   }
   if (dst != acc) std::memmove(dst, acc, count * dataTypeSize(type));
   if (divisor != 0) divideIntegers(type, dst, count, divisor);
 }
 
-bool finalizeIsIdentity(DataType type, ReduceOp op) {
-  return !accumulatesInFloat32(type) && op != ReduceOp::kAvg;
+bool finalizeIsIdentity(DataType type, ReduceOp op, Fp32Accumulator fp32) {
+  return !accumulatesWidened(type, fp32) && op != ReduceOp::kAvg;
 }
 
 void reduceInputs(DataType type, ReduceOp op, const void* const* inputs, size_t ninputs, void* dst,
-                  size_t count) {
+                  size_t count, Fp32Accumulator fp32) {
   if (count == 0 || ninputs == 0 || !isValidReduceOp(static_cast<uint32_t>(op))) return;
   const bool avg = op == ReduceOp::kAvg && ninputs > 1;
   const auto divisor = static_cast<uint32_t>(avg ? ninputs : 0);
-  run({Pass::kReduce, type, op, inputs, ninputs, dst, count, isFloatingPoint(type) ? divisor : 0});
+  run({Pass::kReduce, type, op, inputs, ninputs, dst, count, isFloatingPoint(type) ? divisor : 0,
+       fp32});
   if (avg && !isFloatingPoint(type)) divideIntegers(type, dst, count, divisor);
 }
 

@@ -247,9 +247,11 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
     return headerError("unknown flag bits " + hex(flags & ~kKnownFlags, 4) + " in flags " +
                        hex(flags, 4) + " (known bits " + hex(kKnownFlags, 4) + ")");
   }
-  if ((flags & kFlagDeterministic) != 0 && type != static_cast<uint8_t>(FrameType::kHello)) {
-    return headerError("flag 0x0001 (deterministic) on a " +
-                       std::string(frameTypeName(static_cast<FrameType>(type))) +
+  if ((flags & kHelloOnlyFlags) != 0 && type != static_cast<uint8_t>(FrameType::kHello)) {
+    const bool deterministic = (flags & kFlagDeterministic) != 0;
+    return headerError(std::string(deterministic ? "flag 0x0001 (deterministic)"
+                                                 : "flag 0x0002 (fp64 accumulator)") +
+                       " on a " + std::string(frameTypeName(static_cast<FrameType>(type))) +
                        " frame (only HELLO may carry it)");
   }
   const uint16_t reserved = get16(data + kOffReserved);

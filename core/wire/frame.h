@@ -42,7 +42,11 @@ inline constexpr uint8_t kMaxFrameType = 7;
 // group property, in the header so that the HELLO payload keeps its fixed size; every member
 // must agree. On any other frame type it is refused.
 inline constexpr uint16_t kFlagDeterministic = 0x0001;
-inline constexpr uint16_t kKnownFlags = kFlagDeterministic;
+// kFlagFp64Accumulator (HELLO only): this member asks that the group's fp32 sums accumulate in
+// fp64 and round once (RS_FP32_ACCUMULATOR=fp64). A group property as the one above.
+inline constexpr uint16_t kFlagFp64Accumulator = 0x0002;
+inline constexpr uint16_t kHelloOnlyFlags = kFlagDeterministic | kFlagFp64Accumulator;
+inline constexpr uint16_t kKnownFlags = kHelloOnlyFlags;
 
 struct FrameHeader {
   FrameType type = FrameType::kReduce;

@@ -55,7 +55,7 @@ void checkRejected(const rs::Status& s, const char* prefix) {
 // What a receiver may rely on once decodeHeader() returned OK.
 void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
   require((h.flags & ~kKnownFlags) == 0, "no unknown flags");
-  require(h.flags == 0 || h.type == FrameType::kHello, "the deterministic flag only on HELLO");
+  require(h.flags == 0 || h.type == FrameType::kHello, "HELLO's flags only on HELLO");
   switch (h.type) {
     case FrameType::kReduce:
     case FrameType::kResult:
@@ -262,6 +262,8 @@ void writeSeeds(const std::string& dir) {
   writeSeed(dir, "hello", h, {helloBytes.begin(), helloBytes.end()});
   h.flags = kFlagDeterministic;
   writeSeed(dir, "hello_deterministic", h, {helloBytes.begin(), helloBytes.end()});
+  h.flags = kFlagFp64Accumulator;
+  writeSeed(dir, "hello_fp64_accumulator", h, {helloBytes.begin(), helloBytes.end()});
   h.flags = 0;
 
   ChallengePayload challenge;

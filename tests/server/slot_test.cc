@@ -52,11 +52,17 @@ struct Shape {
   uint64_t maxLeadBytes = 0;
   uint64_t minPartBytes = 32 << 10;
   bool deterministic = false;
+  Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32;
+  // Inputs whose sum cancels: rank 0 adds 2^25, the last rank takes it away, so an fp32
+  // accumulator loses the small values in between (its ulp at 2^25 is 4) and an fp64 one
+  // does not.
+  bool cancelling = false;
 };
 
 std::unique_ptr<Slot> openSlot(const std::shared_ptr<SlotPool>& pool, const Shape& s,
                                std::chrono::milliseconds timeout = 60s) {
-  auto buffer = pool->tryAcquire(Slot::bufferBytes(s.count, s.dtype, s.world, s.deterministic));
+  auto buffer = pool->tryAcquire(
+      Slot::bufferBytes(s.count, s.dtype, s.world, s.deterministic, s.fp32Accumulator));
   REQUIRE(buffer);
   Slot::Setup setup;
   setup.worldSize = s.world;
@@ -65,12 +71,15 @@ std::unique_ptr<Slot> openSlot(const std::shared_ptr<SlotPool>& pool, const Shap
   setup.maxLeadBytes = s.maxLeadBytes;
   setup.minPartBytes = s.minPartBytes;
   setup.deterministic = s.deterministic;
+  setup.fp32Accumulator = s.fp32Accumulator;
   return std::make_unique<Slot>(pool, std::move(*buffer), reduceHeader(0, s.dtype, s.op, s.count),
                                 setup);
 }
 
 // Rank r's element i: a small integer, different per rank, negative ones included.
-double inputValue(uint32_t rank, uint64_t i) {
+double inputValue(const Shape& s, uint32_t rank, uint64_t i) {
+  if (s.cancelling && s.world > 2 && rank == 0) return 0x1p25;
+  if (s.cancelling && s.world > 2 && rank == s.world - 1) return -0x1p25;
   return static_cast<double>(static_cast<int64_t>((i * 7 + rank * 13) % 17) - 8);
 }
 
@@ -100,22 +109,23 @@ void encode(DataType t, double v, std::byte* out) {
   }
 }
 
-std::vector<std::byte> payload(DataType t, uint32_t rank, uint32_t count) {
-  const size_t size = dataTypeSize(t);
-  std::vector<std::byte> out(count * size);
-  for (uint32_t i = 0; i < count; ++i) encode(t, inputValue(rank, i), out.data() + i * size);
+std::vector<std::byte> payload(const Shape& s, uint32_t rank) {
+  const size_t size = dataTypeSize(s.dtype);
+  std::vector<std::byte> out(s.count * size);
+  for (uint32_t i = 0; i < s.count; ++i)
+    encode(s.dtype, inputValue(s, rank, i), out.data() + i * size);
   return out;
 }
 
-// The wire-typed result of element i: the op over every rank, avg divided in fp32 (as the
-// kernels do for fp32 and for the fp32 accumulators of fp16/bf16), narrowed once.
+// The wire-typed result of element i: the op over every rank, avg divided in the accumulator's
+// type (fp32, or fp64 for fp32 in an fp64 accumulator, as the kernels do), narrowed once.
 std::vector<std::byte> reference(const Shape& s) {
   const size_t size = dataTypeSize(s.dtype);
   std::vector<std::byte> out(s.count * size);
   for (uint32_t i = 0; i < s.count; ++i) {
-    double acc = inputValue(0, i);
+    double acc = inputValue(s, 0, i);
     for (uint32_t r = 1; r < s.world; ++r) {
-      const double v = inputValue(r, i);
+      const double v = inputValue(s, r, i);
       if (s.op == ReduceOp::kMax) acc = std::max(acc, v);
       else if (s.op == ReduceOp::kMin) acc = std::min(acc, v);
       else acc += v;
@@ -124,6 +134,8 @@ std::vector<std::byte> reference(const Shape& s) {
     if (s.op == ReduceOp::kAvg)
       result = s.dtype == DataType::kInt32
                    ? static_cast<double>(static_cast<int32_t>(acc) / static_cast<int32_t>(s.world))
+               : accumulatesInFloat64(s.dtype, s.fp32Accumulator)
+                   ? acc / s.world
                    : static_cast<double>(static_cast<float>(acc) / static_cast<float>(s.world));
     encode(s.dtype, result, out.data() + i * size);
   }
@@ -134,8 +146,7 @@ std::vector<std::byte> reference(const Shape& s) {
 // not fold last time, the fold starts at the buffer's front, and what is left moves there.
 class Member {
  public:
-  Member(uint32_t rank, DataType dtype, uint32_t count)
-      : rank_(rank), bytes_(payload(dtype, rank, count)), staging_(4096) {}
+  Member(uint32_t rank, const Shape& s) : rank_(rank), bytes_(payload(s, rank)), staging_(4096) {}
 
   // Hands over the next `n` bytes (fewer at the end); returns the bytes the slot folded.
   size_t send(Slot& slot, size_t n) {
@@ -183,7 +194,7 @@ struct Results {
 
 std::vector<Member> members(const Shape& s) {
   std::vector<Member> out;
-  for (uint32_t r = 0; r < s.world; ++r) out.emplace_back(r, s.dtype, s.count);
+  for (uint32_t r = 0; r < s.world; ++r) out.emplace_back(r, s);
   return out;
 }
 
@@ -263,6 +274,31 @@ TEST_CASE("slot: deterministic mode folds to the same reference, every type and 
         auto slot = openSlot(pool, s);
         Results results = feedRandomly(*slot, s, 23 * world + static_cast<uint32_t>(op));
         CHECK(results.bytes == reference(s));
+      }
+    }
+  }
+  CHECK(pool->inUse() == 0);
+}
+
+TEST_CASE("slot: fp32 in an fp64 accumulator is the exact sum whatever the arrival order") {
+  // The reference sums in fp64, exactly here, and rounds once: an fp64 accumulator meets it
+  // in either mode and any order; an fp32 one loses the small terms behind 2^25.
+  auto pool = std::make_shared<SlotPool>(64 << 20);
+  for (bool deterministic : {false, true}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+      for (uint32_t seed : {1u, 2u, 3u}) {
+        Shape s{DataType::kFloat32, op, 1031, 3};
+        s.minPartBytes = 256;
+        s.deterministic = deterministic;
+        s.cancelling = true;
+        INFO(typeOpName(s) << (deterministic ? " deterministic" : "") << " seed " << seed);
+        s.fp32Accumulator = Fp32Accumulator::kFp64;
+        auto wide = openSlot(pool, s);
+        if (!deterministic) CHECK(wide->memoryBytes() >= 1031 * 8);
+        CHECK(feedRandomly(*wide, s, seed).bytes == reference(s));
+        s.fp32Accumulator = Fp32Accumulator::kFp32;
+        auto narrow = openSlot(pool, s);
+        CHECK(feedRandomly(*narrow, s, seed).bytes != reference(s));
       }
     }
   }
@@ -486,7 +522,7 @@ TEST_CASE("slot: a duplicate or disagreeing contribution is refused with its rea
       CHECK(why == FrameRejection::kDuplicate);
     }
     // Also once its contribution is complete.
-    Member m(1, s.dtype, s.count);
+    Member m(1, s);
     m.send(*slot, 256);
     REQUIRE(slot->memberDone(1));
     CHECK(slot->admit(header(1), 1, &why).code() == StatusCode::kProtocolError);
@@ -556,7 +592,7 @@ TEST_CASE("slot: a slot past its deadline names who never sent and who is mid-tr
   auto slot = openSlot(pool, s, 1000ms);
   slot->startReceiving(0);
   slot->startReceiving(2);
-  Member done(3, s.dtype, s.count);
+  Member done(3, s);
   slot->startReceiving(3);
   done.send(*slot, 256);
   CHECK(slot->overdue(slot->created() + 999ms).isOk());

@@ -360,8 +360,8 @@ TEST_CASE("frame: every unknown flag bit is rejected") {
     Status s = decode(patched(reduceHeader(), 6, flag, 2));
     requireProtocolError(s, "unknown flag bits");
   }
-  requireProtocolError(decode(patched(reduceHeader(), 6, 0x8002, 2)),
-                       "unknown flag bits 0x8002 in flags 0x8002 (known bits 0x0001)");
+  requireProtocolError(decode(patched(reduceHeader(), 6, 0x8004, 2)),
+                       "unknown flag bits 0x8004 in flags 0x8004 (known bits 0x0003)");
   requireProtocolError(decode(patched(helloHeader(), 6, 0x8001, 2)),
                        "unknown flag bits 0x8000 in flags 0x8001");
 }
@@ -379,6 +379,25 @@ TEST_CASE("frame: the deterministic flag rides on HELLO only") {
                          "flag 0x0001 (deterministic) on a " +
                              std::string(frameTypeName(h.type)) + " frame");
   }
+}
+
+TEST_CASE("frame: the fp64 accumulator flag rides on HELLO only, with or without deterministic") {
+  for (uint16_t flags : {kFlagFp64Accumulator, uint16_t(kFlagFp64Accumulator | kFlagDeterministic)}) {
+    FrameHeader hello = helloHeader();
+    hello.flags = flags;
+    FrameHeader back;
+    REQUIRE(decode(encodeHeader(hello), &back).isOk());
+    REQUIRE(back.flags == flags);
+    REQUIRE(encodeHeader(back) == encodeHeader(hello));
+  }
+  for (const FrameHeader& h : validHeaders()) {
+    if (h.type == FrameType::kHello) continue;
+    requireProtocolError(decode(patched(h, 6, kFlagFp64Accumulator, 2)),
+                         "flag 0x0002 (fp64 accumulator) on a " +
+                             std::string(frameTypeName(h.type)) + " frame");
+  }
+  requireProtocolError(decode(patched(helloHeader(), 6, 0x0004, 2)),
+                       "unknown flag bits 0x0004 in flags 0x0004 (known bits 0x0003)");
 }
 
 TEST_CASE("frame: reserved bytes must be zero") {
@@ -433,10 +452,11 @@ TEST_CASE("frame: with a fresh checksum, a flipped bit is caught by a field chec
       } else {
         REQUIRE(s.code() == StatusCode::kProtocolError);
       }
-      // Magic, version, flags and reserved bits never pass, but the deterministic flag (bit
-      // 48) on a HELLO. (A type bit may name another valid type; then that type's rules decide.)
+      // Magic, version, flags and reserved bits never pass, but the deterministic and fp64
+      // accumulator flags (bits 48, 49) on a HELLO. (A type bit may name another valid type;
+      // then that type's rules decide.)
       const size_t byte = bit / 8;
-      const bool helloFlag = h.type == FrameType::kHello && bit == 48;
+      const bool helloFlag = h.type == FrameType::kHello && (bit == 48 || bit == 49);
       if ((byte < 5 || byte == 6 || byte == 7 || byte == 62 || byte == 63) && !helloFlag)
         REQUIRE_FALSE(s.isOk());
     }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -638,6 +639,94 @@ TEST_CASE("reduce: integers wrap and avg truncates toward zero") {
   });
 }
 
+// fp32 with the group's fp64 accumulator (Fp32Accumulator::kFp64), both kernel paths.
+std::vector<float> fusedInFp64(ReduceOp op, const std::vector<std::vector<float>>& values) {
+  std::vector<const void*> in;
+  for (const auto& v : values) in.push_back(v.data());
+  std::vector<float> out(values[0].size());
+  reduceInputs(DataType::kFloat32, op, in.data(), in.size(), out.data(), out.size(),
+               Fp32Accumulator::kFp64);
+  return out;
+}
+
+std::vector<float> accumulatedInFp64(ReduceOp op, const std::vector<std::vector<float>>& values) {
+  constexpr auto kType = DataType::kFloat32;
+  constexpr auto kWide = Fp32Accumulator::kFp64;
+  const size_t count = values[0].size();
+  std::vector<uint8_t> acc(count * accumulatorSize(kType, kWide));
+  accumulateFirst(kType, values[0].data(), acc.data(), count, kWide);
+  for (size_t k = 1; k < values.size(); ++k)
+    accumulate(kType, op, values[k].data(), acc.data(), count, kWide);
+  std::vector<float> out(count);
+  finalize(kType, op, acc.data(), out.data(), count, static_cast<uint32_t>(values.size()), kWide);
+  return out;
+}
+
+TEST_CASE("reduce: fp32 in an fp64 accumulator rounds once, to nearest even") {
+  CHECK(accumulatorSize(DataType::kFloat32) == 4);
+  CHECK(accumulatorSize(DataType::kFloat32, Fp32Accumulator::kFp64) == 8);
+  CHECK(accumulatorSize(DataType::kBfloat16, Fp32Accumulator::kFp64) == 4);  // fp32 only
+  CHECK(accumulatorSize(DataType::kFloat64, Fp32Accumulator::kFp64) == 8);
+  forEachTarget([] {
+    // fp32's ulp at 1 is 2^-23. Rounding per step would leave 1 each time; the fp64 sum
+    // 1 + 3 * 2^-25 is 0.75 ulp above 1 and rounds up, once.
+    const std::vector<std::vector<float>> quarters = {{1.0f}, {0x1p-25f}, {0x1p-25f}, {0x1p-25f}};
+    // A tie in the sum (1 + 2^-24, half an ulp) goes to the even neighbour, 1.
+    const std::vector<std::vector<float>> tie = {{1.0f}, {0x1p-25f}, {0x1p-25f}};
+    // Cancellation: fp32 steps lose the 1 against 2^25 (ulp 4); fp64 keeps it to the end.
+    const std::vector<std::vector<float>> cancel = {{0x1p25f}, {1.0f}, {-0x1p25f}};
+    // Past fp32's range the fp64 sum is finite, and narrows to Inf (IEEE, every target).
+    const float big = std::numeric_limits<float>::max();
+    const std::vector<std::vector<float>> over = {{big, -big}, {big, -big}};
+    for (auto run : {fusedInFp64, accumulatedInFp64}) {
+      CHECK(run(ReduceOp::kSum, quarters)[0] == 1.0f + 0x1p-23f);
+      CHECK(run(ReduceOp::kSum, tie)[0] == 1.0f);
+      CHECK(run(ReduceOp::kSum, cancel)[0] == 1.0f);
+      CHECK(run(ReduceOp::kSum, over) == std::vector<float>{INFINITY, -INFINITY});
+      // avg divides the fp64 sum, then rounds: (2^25 + 1 - 2^25) / 3 in one rounding.
+      CHECK(run(ReduceOp::kAvg, cancel)[0] == static_cast<float>(1.0 / 3.0));
+    }
+    // The default fp32 accumulator rounds at each add and loses the 1.
+    CHECK(fused<float>(DataType::kFloat32, ReduceOp::kSum, cancel)[0] == 0.0f);
+    CHECK(accumulated<float>(DataType::kFloat32, ReduceOp::kSum, cancel)[0] == 0.0f);
+  });
+}
+
+TEST_CASE("reduce: fp32 in an fp64 accumulator equals an fp64 fold in input order") {
+  // Random inputs of every magnitude and sign, many sizes (the vector tails), 2 to 19 inputs
+  // (the fused path groups inputs by 8 past 8): each result is the in-order fp64 sum, and for
+  // max/min the plain fp32 answer (no rounding anywhere), narrowed once.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> mag(-30, 30);
+  forEachTarget([&] {
+    for (size_t world : {2, 3, 8, 9, 19}) {
+      for (size_t count : kLengths) {
+        std::vector<std::vector<float>> in(world, std::vector<float>(count));
+        for (auto& v : in)
+          for (float& x : v)
+            x = static_cast<float>((rng() % 2 ? 1.0 : -1.0) * std::exp2(mag(rng)));
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
+          std::vector<float> want(count);
+          for (size_t i = 0; i < count; ++i) {
+            double acc = in[0][i];
+            for (size_t k = 1; k < world; ++k) {
+              const double x = in[k][i];
+              acc = op == ReduceOp::kMax ? std::max(acc, x)
+                    : op == ReduceOp::kMin ? std::min(acc, x)
+                                           : acc + x;
+            }
+            if (op == ReduceOp::kAvg) acc /= static_cast<double>(world);
+            want[i] = static_cast<float>(acc);
+          }
+          INFO("W=" << world << " count=" << count << " " << reduceOpName(op));
+          CHECK(fusedInFp64(op, in) == want);
+          CHECK(accumulatedInFp64(op, in) == want);
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("reduce: avg of floats is the sum divided by the count") {
   forEachTarget([] {
     for (auto run : {fused<float>, accumulated<float>}) {
@@ -653,27 +742,33 @@ TEST_CASE("reduce: avg of floats is the sum divided by the count") {
 
 TEST_CASE("reduce: finalize in place in parts, front to back, equals one finalize") {
   // The reducer finalizes a chunk's result in parts as members' contributions arrive, each
-  // part written at its wire offset, which trails its accumulator offset for fp16/bf16.
+  // part written at its wire offset, which trails its accumulator offset for fp16/bf16 (and
+  // fp32 in an fp64 accumulator).
   std::mt19937_64 rng(7);
   constexpr size_t kCount = 1031;
   constexpr size_t kCuts[] = {0, 1, 17, 64, 65, 300, 512, 1000, kCount};
+  std::vector<std::pair<DataType, Fp32Accumulator>> kinds;
+  for (DataType type : kAllTypes) kinds.emplace_back(type, Fp32Accumulator::kFp32);
+  kinds.emplace_back(DataType::kFloat32, Fp32Accumulator::kFp64);
   forEachTarget([&] {
-    for (DataType type : kAllTypes) {
+    for (auto [type, wide] : kinds) {
       std::vector<std::vector<uint8_t>> inputs(3, std::vector<uint8_t>(kCount * dataTypeSize(type)));
       for (auto& in : inputs) fillRandom(type, in.data(), kCount, rng);
+      const size_t accSize = accumulatorSize(type, wide);
       for (ReduceOp op : kAllOps) {
-        std::vector<uint8_t> acc(kCount * accumulatorSize(type));
-        accumulateFirst(type, inputs[0].data(), acc.data(), kCount);
+        std::vector<uint8_t> acc(kCount * accSize);
+        accumulateFirst(type, inputs[0].data(), acc.data(), kCount, wide);
         for (size_t k = 1; k < inputs.size(); ++k)
-          accumulate(type, op, inputs[k].data(), acc.data(), kCount);
+          accumulate(type, op, inputs[k].data(), acc.data(), kCount, wide);
         std::vector<uint8_t> want(kCount * dataTypeSize(type));
-        finalize(type, op, acc.data(), want.data(), kCount, 3);
+        finalize(type, op, acc.data(), want.data(), kCount, 3, wide);
         for (size_t i = 0; i + 1 < std::size(kCuts); ++i) {
           const size_t from = kCuts[i], to = kCuts[i + 1];
-          finalize(type, op, acc.data() + from * accumulatorSize(type),
-                   acc.data() + from * dataTypeSize(type), to - from, 3);
+          finalize(type, op, acc.data() + from * accSize, acc.data() + from * dataTypeSize(type),
+                   to - from, 3, wide);
         }
-        INFO(dataTypeName(type) << " " << reduceOpName(op));
+        INFO(dataTypeName(type) << " " << reduceOpName(op) << " accumulator "
+                                << fp32AccumulatorName(wide));
         const std::string bad = mismatch(type, op, acc.data(), want.data(), kCount);
         if (!bad.empty()) FAIL(bad);
       }
@@ -686,6 +781,8 @@ TEST_CASE("reduce: finalizeIsIdentity") {
     for (ReduceOp op : kAllOps) {
       const bool identity = !accumulatesInFloat32(type) && op != ReduceOp::kAvg;
       CHECK(finalizeIsIdentity(type, op) == identity);
+      CHECK(finalizeIsIdentity(type, op, Fp32Accumulator::kFp64) ==
+            (identity && type != DataType::kFloat32));
     }
   }
   // And it holds: finalize in place changes nothing then.

@@ -74,12 +74,19 @@ struct ClientOptions {
   // cost of reducer memory (a staging copy of the chunk per member). Every member
   // of a group must set it alike; the reducer refuses one that differs.
   bool deterministic = false;
+  // The reducers' accumulator for fp32 sums (RS_FP32_ACCUMULATOR=fp32|fp64). kFp32, the
+  // default, rounds at each of the W-1 adds, as a ring does. kFp64 sums in fp64 and rounds once,
+  // so every result is the correctly rounded sum in nearly every element, more accurate than
+  // a ring at every W, for 15-25% more reducer CPU per byte and an accumulator twice the
+  // chunk (bench/RESULTS.md, "fp32 in an fp64 accumulator"). Every member of a group must set
+  // it alike; the reducer refuses one that differs. Other types are unaffected.
+  Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
   // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS, RS_REDUCER_LINK_GBPS,
-  // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1); the secret from RS_SECRET_FILE or
-  // RS_SECRET, the job name from RS_JOB.
+  // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1), RS_FP32_ACCUMULATOR (fp32|fp64); the
+  // secret from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.
@@ -102,6 +109,8 @@ struct ClientOptions {
   }
   // "fp32" (kFloat32: no compression) or "bf16" (kBfloat16).
   static Result<DataType> parseWireType(std::string_view name);
+  // "fp32" or "fp64" (RS_FP32_ACCUMULATOR).
+  static Result<Fp32Accumulator> parseFp32Accumulator(std::string_view name);
   // The type an all-reduce of `type` with `op` travels in under these options.
   DataType wireType(DataType type, ReduceOp op) const;
   Status validate() const;
