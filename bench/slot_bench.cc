@@ -6,7 +6,7 @@
 // deterministic / normal, and the slot memory one chunk takes from the pool in each mode.
 //
 //   slot_bench [--worlds 4,8,16] [--sizes 64K,256K,1M] [--types fp32,bf16] [--piece 64K]
-//              [--seconds 0.1] [--trials 5]
+//              [--seconds 0.1] [--trials 5] [--fp32-accumulator fp32|fp64]
 //
 // Each row runs the two modes alternately, --trials times each for --seconds, and keeps each
 // mode's best rate: on a shared machine the best is the run least disturbed by others. Time is
@@ -51,8 +51,9 @@ struct Row {
 
 // Folds one chunk of `world` contributions of `count` elements through a fresh slot, `reps`
 // times; returns the rate over all of them and the slot's pool memory.
-Row measure(DataType type, uint32_t world, uint32_t count, size_t pieceBytes, bool deterministic,
-            double seconds, const std::vector<AlignedBuffer>& inputs) {
+Row measure(DataType type, Fp32Accumulator fp32, uint32_t world, uint32_t count,
+            size_t pieceBytes, bool deterministic, double seconds,
+            const std::vector<AlignedBuffer>& inputs) {
   auto pool = std::make_shared<server::SlotPool>(uint64_t{1} << 40);
   const size_t elemSize = dataTypeSize(type);
   const size_t bytes = size_t{count} * elemSize;
@@ -69,6 +70,7 @@ Row measure(DataType type, uint32_t world, uint32_t count, size_t pieceBytes, bo
   setup.timeout = std::chrono::milliseconds(60000);
   setup.minPartBytes = 32 << 10;  // the shard's part size
   setup.deterministic = deterministic;
+  setup.fp32Accumulator = fp32;
   std::mt19937 rng(7);
   std::vector<uint32_t> order(world);
   std::iota(order.begin(), order.end(), 0u);
@@ -80,7 +82,8 @@ Row measure(DataType type, uint32_t world, uint32_t count, size_t pieceBytes, bo
   double elapsed = 0;
   uint64_t releasedElems = 0;  // every element must leave exactly once
   while (elapsed < seconds || chunks < 3) {
-    auto buffer = pool->tryAcquire(server::Slot::bufferBytes(count, type, world, deterministic));
+    auto buffer =
+        pool->tryAcquire(server::Slot::bufferBytes(count, type, world, deterministic, fp32));
     server::Slot slot(pool, std::move(*buffer), h, setup);
     row.memoryBytes = slot.memoryBytes();
     for (uint32_t r = 0; r < world; ++r) slot.startReceiving(r);
@@ -114,6 +117,7 @@ int main(int argc, char** argv) {
   std::string worlds = "4,8,16", sizes = "64K,256K,1M", types = "fp32,bf16", piece = "64K";
   double seconds = 0.1;
   int trials = 5;
+  std::string fp32Accumulator = "fp32";
   CLI::App app{"slot_bench: the slot's fold and release path, normal vs deterministic mode"};
   app.add_option("--worlds", worlds, "Members per chunk")->capture_default_str();
   app.add_option("--sizes", sizes, "Chunk sizes (wire bytes)")->capture_default_str();
@@ -124,7 +128,13 @@ int main(int argc, char** argv) {
   app.add_option("--trials", trials, "Alternating trials per row and mode (the best counts)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  app.add_option("--fp32-accumulator", fp32Accumulator,
+                 "The group's accumulator for fp32 sums (RS_FP32_ACCUMULATOR)")
+      ->check(CLI::IsMember({"fp32", "fp64"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  const Fp32Accumulator fp32 =
+      fp32Accumulator == "fp64" ? Fp32Accumulator::kFp64 : Fp32Accumulator::kFp32;
   std::vector<uint32_t> ws;
   for (auto w : split(worlds, ',')) {
     auto n = parseUnsigned(w);
@@ -147,8 +157,8 @@ int main(int argc, char** argv) {
   if (!pieceBytes || *pieceBytes < 1) return fmt::print(stderr, "bad --piece\n"), 2;
 
   fmt::print("slot_bench: fold + release of one chunk, pieces of {}, best of {} alternating "
-             "trials of {:.2f} CPU s per mode\n",
-             formatByteSize(*pieceBytes), trials, seconds);
+             "trials of {:.2f} CPU s per mode, fp32 accumulator {}\n",
+             formatByteSize(*pieceBytes), trials, seconds, fp32AccumulatorName(fp32));
   fmt::print("{:>5} {:>3} {:>8} {:>11} {:>11} {:>7} {:>12} {:>12} {:>7}\n", "type", "W", "chunk",
              "normal GB/s", "determ GB/s", "ratio", "normal mem", "determ mem", "x mem");
   for (DataType t : ts) {
@@ -162,8 +172,8 @@ int main(int argc, char** argv) {
         }
         bench::Row normal, det;
         for (int trial = 0; trial < trials; ++trial) {
-          const auto n = bench::measure(t, w, count, *pieceBytes, false, seconds, inputs);
-          const auto d = bench::measure(t, w, count, *pieceBytes, true, seconds, inputs);
+          const auto n = bench::measure(t, fp32, w, count, *pieceBytes, false, seconds, inputs);
+          const auto d = bench::measure(t, fp32, w, count, *pieceBytes, true, seconds, inputs);
           if (n.gbps > normal.gbps) normal = n;
           if (d.gbps > det.gbps) det = d;
         }
