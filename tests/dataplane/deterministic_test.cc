@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/reduce/float16.h"
+#include "tests/support/cancelling_inputs.h"
 #include "tests/support/local_pool.h"
 
 namespace rs::test {
@@ -22,20 +23,12 @@ constexpr uint64_t kCount = 100003;
 // Rank r's fp32 inputs: in each element two ranks hold +B and -B (about 2^20..2^28) and the
 // others small values, so the fp32 sum depends on the order the reducer adds them in.
 std::vector<float> inputs(int rank) {
-  std::vector<float> out(kCount);
-  std::mt19937 rng(4242);  // the same draws on every rank; each keeps its own column
   std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> smallExp(-4, 4), bigExp(20, 28), member(0, kWorld - 1);
-  for (uint64_t i = 0; i < kCount; ++i) {
-    const int plus = member(rng);
-    const int minus = (plus + 1 + member(rng) % (kWorld - 1)) % kWorld;
-    const float big = std::ldexp(mantissa(rng), bigExp(rng));
-    for (int r = 0; r < kWorld; ++r) {
-      const float v = r == plus ? big : r == minus ? -big : std::ldexp(mantissa(rng), smallExp(rng));
-      if (r == rank) out[i] = v;
-    }
-  }
-  return out;
+  std::uniform_int_distribution<int> smallExp(-4, 4), bigExp(20, 28);
+  return cancellingInputs(
+      rank, kWorld, kCount, 4242,
+      [&](std::mt19937& rng) { return std::ldexp(mantissa(rng), bigExp(rng)); },
+      [&](std::mt19937& rng) { return std::ldexp(mantissa(rng), smallExp(rng)); });
 }
 
 struct Run {

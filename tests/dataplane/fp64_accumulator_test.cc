@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/cancelling_inputs.h"
 #include "tests/support/local_pool.h"
 
 namespace rs::test {
@@ -24,23 +25,12 @@ constexpr uint64_t kCount = 100003;
 // bits, so an fp64 accumulator sums exactly in any order and rounds once, where an fp32 one
 // (ulp 16 at 2^28) loses the small values behind B.
 std::vector<float> inputs(int rank) {
-  std::vector<float> out(kCount);
-  std::mt19937 rng(777);  // the same draws on every rank; each keeps its own column
   std::uniform_int_distribution<int32_t> bigSteps(1 << 20, (1 << 24) - 1);
   std::uniform_int_distribution<int32_t> smallSteps(-(1 << 22) + 1, (1 << 22) - 1);
-  std::uniform_int_distribution<int> member(0, kWorld - 1);
-  for (uint64_t i = 0; i < kCount; ++i) {
-    const int plus = member(rng);
-    const int minus = (plus + 1 + member(rng) % (kWorld - 1)) % kWorld;
-    const float big = std::ldexp(static_cast<float>(bigSteps(rng)), 4);
-    for (int r = 0; r < kWorld; ++r) {
-      const float v = r == plus    ? big
-                      : r == minus ? -big
-                                   : std::ldexp(static_cast<float>(smallSteps(rng)), -20);
-      if (r == rank) out[i] = v;
-    }
-  }
-  return out;
+  return cancellingInputs(
+      rank, kWorld, kCount, 777,
+      [&](std::mt19937& rng) { return std::ldexp(static_cast<float>(bigSteps(rng)), 4); },
+      [&](std::mt19937& rng) { return std::ldexp(static_cast<float>(smallSteps(rng)), -20); });
 }
 
 // The exact sum (fp64 holds it, see above), rounded once to fp32.
