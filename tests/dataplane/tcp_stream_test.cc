@@ -239,7 +239,7 @@ TEST_CASE("configureSocket sets a 20 ms minimum RTO where the kernel has the opt
 }
 
 // The pace and the unsent limit that goes with it, read back from the kernel.
-TEST_CASE("setPacing sets the pacing rate and about 2 ms of it unsent", "[transport]") {
+TEST_CASE("setPacing sets the pacing rate and about 32 ms of it unsent", "[transport]") {
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
   socket.open(asio::ip::tcp::v4());
@@ -250,10 +250,12 @@ TEST_CASE("setPacing sets the pacing rate and about 2 ms of it unsent", "[transp
     REQUIRE(::getsockopt(fd, level, name, &value, &len) == 0);
     return len == sizeof(uint32_t) ? static_cast<uint64_t>(static_cast<uint32_t>(value)) : value;
   };
-  CHECK(setPacing(fd, 5'000'000, 0) == 10'000);  // 2 ms of 5 MB/s
+  CHECK(setPacing(fd, 5'000'000, 0) == 160'000);  // 32 ms of 5 MB/s
   CHECK(readBack(SOL_SOCKET, SO_MAX_PACING_RATE) == 5'000'000);
-  CHECK(readBack(IPPROTO_TCP, TCP_NOTSENT_LOWAT) == 10'000);
-  CHECK(setPacing(fd, 1'000'000, 10'000) == 4096);  // never under 4 KiB
+  CHECK(readBack(IPPROTO_TCP, TCP_NOTSENT_LOWAT) == 160'000);
+  CHECK(setPacing(fd, 100'000'000, 160'000) == 1 << 20);  // never over 1 MiB
+  CHECK(readBack(IPPROTO_TCP, TCP_NOTSENT_LOWAT) == 1 << 20);
+  CHECK(setPacing(fd, 100'000, 1 << 20) == 4096);  // never under 4 KiB
   CHECK(readBack(IPPROTO_TCP, TCP_NOTSENT_LOWAT) == 4096);
   CHECK(setPacing(fd, 0, 4096) == 4096);  // unpaced: the limit is left as it was
   CHECK(readBack(SOL_SOCKET, SO_MAX_PACING_RATE) >= UINT32_MAX);  // the kernel's "no limit"

@@ -24,7 +24,9 @@ constexpr int kTcpRtoMinUs = 45;
 // Reducers sit beside their workers, round trips are well under a millisecond, so 20 ms
 // still leaves a wide margin against spurious retransmissions.
 constexpr int kRtoMinMicroseconds = 20000;
-// Unsent bytes a paced socket leaves in the kernel: 2 ms of its pace, within these bounds.
+// Unsent bytes a paced socket leaves in the kernel: kPacedUnsentMs of its pace, within these
+// bounds (setPacing says why).
+constexpr uint64_t kPacedUnsentMs = 32;
 constexpr uint64_t kMinPacedUnsentBytes = 4 << 10;
 constexpr uint64_t kMaxPacedUnsentBytes = 1 << 20;
 }  // namespace
@@ -60,10 +62,17 @@ Status configureSocket(asio::ip::tcp::socket& socket, const TcpOptions& options)
 }
 
 // Linux TCP paces by itself once a socket has a maximum pacing rate (no fq qdisc needed).
-// A paced socket also keeps only about 2 ms of its pace unsent in the kernel
+// A paced socket also keeps only about 32 ms of its pace unsent in the kernel
 // (TCP_NOTSENT_LOWAT), so that a write ends when its bytes are nearly on their way, not when
 // they were copied: the owner then counts the stream idle when it truly is, and the others'
-// share does not rise while much of it still waits to leave at the old pace.
+// share does not rise while much of it still waits to leave at the old pace (a fixed 128 KiB
+// was 175 ms of a stream's pace at W=8 over 100 Mbit/s). Why not less: a socket is writable
+// again once its unsent bytes fall below half the limit, and at 2 ms (15 kB per stream at
+// W=4 over 1 Gbit/s) a reducer's results outgrew that between the reads that release them,
+// so its thread slept and woke on write space alone: twice the context switches of an
+// unpaced reducer and 1.3-1.5x a paced relay's CPU per byte. From 24 ms up every write
+// fits, the switches are the unpaced count, and the CPU is the relay's (bench/RESULTS.md,
+// "The unsent limit"); W=8 and W=16 ran as fast.
 int setPacing(int fd, uint64_t bytesPerSecond, int unsentLimit) {
   const uint64_t rate = bytesPerSecond == 0 ? ~uint64_t{0} : bytesPerSecond;
   if (::setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof(rate)) != 0) {
@@ -72,7 +81,8 @@ int setPacing(int fd, uint64_t bytesPerSecond, int unsentLimit) {
   }
   if (bytesPerSecond == 0) return unsentLimit;  // unpaced: the unsent limit no longer matters
   const int unsent = static_cast<int>(
-      std::clamp<uint64_t>(bytesPerSecond / 500, kMinPacedUnsentBytes, kMaxPacedUnsentBytes));
+      std::clamp<uint64_t>(bytesPerSecond * kPacedUnsentMs / 1000, kMinPacedUnsentBytes,
+                           kMaxPacedUnsentBytes));
   if (unsent != unsentLimit &&
       ::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent, sizeof(unsent)) == 0)
     return unsent;
