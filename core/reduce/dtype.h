@@ -55,7 +55,7 @@ inline constexpr size_t dataTypeSize(DataType t) {
 // The accumulator of fp32 sums, a group's choice (RS_FP32_ACCUMULATOR). kFp32, the default:
 // fp32 accumulates in itself and so rounds at each of W-1 adds, as a ring does (equal to it in
 // distribution). kFp64: in fp64, rounded once at the end, as fp16/bf16 are in fp32; it beats
-// the ring at every W but costs a reducer 21-27% more CPU per byte, for an accumulator twice
+// the ring at every W but costs a reducer 13-21% more CPU per byte, for an accumulator twice
 // the chunk (bench/RESULTS.md, "fp32 in an fp64 accumulator"), so it is opt-in.
 enum class Fp32Accumulator : uint8_t { kFp32, kFp64 };
 inline constexpr std::string_view fp32AccumulatorName(Fp32Accumulator a) {

@@ -77,7 +77,7 @@ struct ClientOptions {
   // The reducers' accumulator for fp32 sums (RS_FP32_ACCUMULATOR=fp32|fp64). kFp32, the
   // default, rounds at each of the W-1 adds, as a ring does. kFp64 sums in fp64 and rounds once,
   // so every result is the correctly rounded sum in nearly every element, more accurate than
-  // a ring at every W, for 21-27% more reducer CPU per byte and an accumulator twice the
+  // a ring at every W, for 13-21% more reducer CPU per byte and an accumulator twice the
   // chunk (bench/RESULTS.md, "fp32 in an fp64 accumulator"). Every member of a group must set
   // it alike; the reducer refuses one that differs. Other types are unaffected.
   Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32;
