@@ -282,27 +282,38 @@ std::string runPath(Path path, DataType type, ReduceOp op, const std::vector<Buf
   return mismatch(type, op, result, want.data(), count);
 }
 
-// Runs reduceInputs and returns the wire result.
+// Runs reduceInputs and returns the wire result (fp32 in `fp32`'s accumulator).
 template <typename T>
-std::vector<T> fused(DataType type, ReduceOp op, const std::vector<std::vector<T>>& values) {
+std::vector<T> fusedWith(Fp32Accumulator fp32, DataType type, ReduceOp op,
+                         const std::vector<std::vector<T>>& values) {
   std::vector<const void*> in;
   for (const auto& v : values) in.push_back(v.data());
   std::vector<T> out(values[0].size());
-  reduceInputs(type, op, in.data(), in.size(), out.data(), out.size());
+  reduceInputs(type, op, in.data(), in.size(), out.data(), out.size(), fp32);
   return out;
 }
+template <typename T>
+std::vector<T> fused(DataType type, ReduceOp op, const std::vector<std::vector<T>>& values) {
+  return fusedWith(Fp32Accumulator::kFp32, type, op, values);
+}
 
-// Runs accumulateFirst + accumulate + finalize and returns the wire result.
+// Runs accumulateFirst + accumulate + finalize and returns the wire result (fp32 in `fp32`'s
+// accumulator).
+template <typename T>
+std::vector<T> accumulatedWith(Fp32Accumulator fp32, DataType type, ReduceOp op,
+                               const std::vector<std::vector<T>>& values) {
+  const size_t count = values[0].size();
+  std::vector<uint8_t> acc(count * accumulatorSize(type, fp32));
+  accumulateFirst(type, values[0].data(), acc.data(), count, fp32);
+  for (size_t k = 1; k < values.size(); ++k)
+    accumulate(type, op, values[k].data(), acc.data(), count, fp32);
+  std::vector<T> out(count);
+  finalize(type, op, acc.data(), out.data(), count, static_cast<uint32_t>(values.size()), fp32);
+  return out;
+}
 template <typename T>
 std::vector<T> accumulated(DataType type, ReduceOp op, const std::vector<std::vector<T>>& values) {
-  const size_t count = values[0].size();
-  std::vector<uint8_t> acc(count * accumulatorSize(type));
-  accumulateFirst(type, values[0].data(), acc.data(), count);
-  for (size_t k = 1; k < values.size(); ++k)
-    accumulate(type, op, values[k].data(), acc.data(), count);
-  std::vector<T> out(count);
-  finalize(type, op, acc.data(), out.data(), count, static_cast<uint32_t>(values.size()));
-  return out;
+  return accumulatedWith(Fp32Accumulator::kFp32, type, op, values);
 }
 
 // ---- Scalar conversions (the reference's own reference).
@@ -641,25 +652,10 @@ TEST_CASE("reduce: integers wrap and avg truncates toward zero") {
 
 // fp32 with the group's fp64 accumulator (Fp32Accumulator::kFp64), both kernel paths.
 std::vector<float> fusedInFp64(ReduceOp op, const std::vector<std::vector<float>>& values) {
-  std::vector<const void*> in;
-  for (const auto& v : values) in.push_back(v.data());
-  std::vector<float> out(values[0].size());
-  reduceInputs(DataType::kFloat32, op, in.data(), in.size(), out.data(), out.size(),
-               Fp32Accumulator::kFp64);
-  return out;
+  return fusedWith(Fp32Accumulator::kFp64, DataType::kFloat32, op, values);
 }
-
 std::vector<float> accumulatedInFp64(ReduceOp op, const std::vector<std::vector<float>>& values) {
-  constexpr auto kType = DataType::kFloat32;
-  constexpr auto kWide = Fp32Accumulator::kFp64;
-  const size_t count = values[0].size();
-  std::vector<uint8_t> acc(count * accumulatorSize(kType, kWide));
-  accumulateFirst(kType, values[0].data(), acc.data(), count, kWide);
-  for (size_t k = 1; k < values.size(); ++k)
-    accumulate(kType, op, values[k].data(), acc.data(), count, kWide);
-  std::vector<float> out(count);
-  finalize(kType, op, acc.data(), out.data(), count, static_cast<uint32_t>(values.size()), kWide);
-  return out;
+  return accumulatedWith(Fp32Accumulator::kFp64, DataType::kFloat32, op, values);
 }
 
 TEST_CASE("reduce: fp32 in an fp64 accumulator rounds once, to nearest even") {
