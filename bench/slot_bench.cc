@@ -133,8 +133,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "fp64"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const Fp32Accumulator fp32 =
-      fp32Accumulator == "fp64" ? Fp32Accumulator::kFp64 : Fp32Accumulator::kFp32;
+  const Fp32Accumulator fp32 = *parseFp32Accumulator(fp32Accumulator);  // checked by the CLI
   std::vector<uint32_t> ws;
   for (auto w : split(worlds, ',')) {
     auto n = parseUnsigned(w);

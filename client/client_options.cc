@@ -90,8 +90,7 @@ Result<DataType> ClientOptions::parseWireType(std::string_view name) {
 }
 
 Result<Fp32Accumulator> ClientOptions::parseFp32Accumulator(std::string_view name) {
-  if (name == "fp32") return Fp32Accumulator::kFp32;
-  if (name == "fp64") return Fp32Accumulator::kFp64;
+  if (auto accumulator = rs::parseFp32Accumulator(name)) return *accumulator;
   return invalidArgument("'" + std::string(name) +
                          "' is not an accumulator for fp32 sums: expected 'fp32' or 'fp64'");
 }

@@ -61,6 +61,12 @@ enum class Fp32Accumulator : uint8_t { kFp32, kFp64 };
 inline constexpr std::string_view fp32AccumulatorName(Fp32Accumulator a) {
   return a == Fp32Accumulator::kFp64 ? "fp64" : "fp32";
 }
+// The inverse of fp32AccumulatorName: "fp32" or "fp64".
+inline constexpr std::optional<Fp32Accumulator> parseFp32Accumulator(std::string_view name) {
+  if (name == "fp32") return Fp32Accumulator::kFp32;
+  if (name == "fp64") return Fp32Accumulator::kFp64;
+  return std::nullopt;
+}
 
 // fp16 and bf16 accumulate in fp32 and are rounded once at the end; fp32 in fp64 where the
 // group asks for it; every other type accumulates in itself (integers wrap modulo 2^bits, as
