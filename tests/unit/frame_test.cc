@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -366,23 +368,9 @@ TEST_CASE("frame: every unknown flag bit is rejected") {
                        "unknown flag bits 0x8000 in flags 0x8001");
 }
 
-TEST_CASE("frame: the deterministic flag rides on HELLO only") {
-  FrameHeader hello = helloHeader();
-  hello.flags = kFlagDeterministic;
-  FrameHeader back;
-  REQUIRE(decode(encodeHeader(hello), &back).isOk());
-  REQUIRE(back.flags == kFlagDeterministic);
-  REQUIRE(encodeHeader(back) == encodeHeader(hello));
-  for (const FrameHeader& h : validHeaders()) {
-    if (h.type == FrameType::kHello) continue;
-    requireProtocolError(decode(patched(h, 6, kFlagDeterministic, 2)),
-                         "flag 0x0001 (deterministic) on a " +
-                             std::string(frameTypeName(h.type)) + " frame");
-  }
-}
-
-TEST_CASE("frame: the fp64 accumulator flag rides on HELLO only, with or without deterministic") {
-  for (uint16_t flags : {kFlagFp64Accumulator, uint16_t(kFlagFp64Accumulator | kFlagDeterministic)}) {
+TEST_CASE("frame: HELLO's flags ride on HELLO only, alone or together") {
+  const uint16_t both = kFlagDeterministic | kFlagFp64Accumulator;
+  for (uint16_t flags : {kFlagDeterministic, kFlagFp64Accumulator, both}) {
     FrameHeader hello = helloHeader();
     hello.flags = flags;
     FrameHeader back;
@@ -390,11 +378,15 @@ TEST_CASE("frame: the fp64 accumulator flag rides on HELLO only, with or without
     REQUIRE(back.flags == flags);
     REQUIRE(encodeHeader(back) == encodeHeader(hello));
   }
-  for (const FrameHeader& h : validHeaders()) {
-    if (h.type == FrameType::kHello) continue;
-    requireProtocolError(decode(patched(h, 6, kFlagFp64Accumulator, 2)),
-                         "flag 0x0002 (fp64 accumulator) on a " +
-                             std::string(frameTypeName(h.type)) + " frame");
+  const std::pair<uint16_t, std::string> named[] = {
+      {kFlagDeterministic, "flag 0x0001 (deterministic)"},
+      {kFlagFp64Accumulator, "flag 0x0002 (fp64 accumulator)"}};
+  for (const auto& [flag, name] : named) {
+    for (const FrameHeader& h : validHeaders()) {
+      if (h.type == FrameType::kHello) continue;
+      requireProtocolError(decode(patched(h, 6, flag, 2)),
+                           name + " on a " + std::string(frameTypeName(h.type)) + " frame");
+    }
   }
   requireProtocolError(decode(patched(helloHeader(), 6, 0x0004, 2)),
                        "unknown flag bits 0x0004 in flags 0x0004 (known bits 0x0003)");
