@@ -1,6 +1,7 @@
 // One stream from this member to one reducer: connect (retrying until the reducer is up),
 // HELLO, then a send queue of REDUCE frames written straight from the caller's buffer and a
-// FIFO of expected RESULT frames read straight into the caller's buffer. A compressed chunk
+// FIFO of expected RESULT frames read into the caller's buffer (straight from the socket, or for
+// a small part that came with its header, copied from the frame reader's buffer). A compressed chunk
 // (fp32 in the caller's buffers, bf16 on the wire: RS_WIRE_DTYPE) is narrowed into a staging
 // buffer just before it goes to the writer, and each RESULT part is read into a staging buffer
 // and widened into the caller's buffer as it arrives, so conversion overlaps the transfer.
@@ -22,6 +23,7 @@
 
 #include "core/common/endpoint.h"
 #include "core/transport/connector.h"
+#include "core/transport/frame_reader.h"
 #include "core/transport/frame_writer.h"
 #include "core/transport/link_share.h"
 #include "core/transport/pending_ops.h"
@@ -126,7 +128,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool helloSent_ = false;   // after the reducer's CHALLENGE
   bool handshaken_ = false;  // after its HELLO_ACK
 
-  wire::HeaderBytes inHeaderBytes_{};
+  transport::FrameReader reader_;
   wire::FrameHeader in_;
   std::array<uint8_t, wire::kHelloAckPayloadSize> ackBytes_{};
   std::array<uint8_t, wire::kChallengePayloadSize> challengeBytes_{};

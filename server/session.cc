@@ -64,10 +64,9 @@ void Session::start(const wire::HelloAckPayload& ack) {
 void Session::readHeader() {
   if (closed_ || aborting_) return;
   readInFlight_ = true;
-  stream_->asyncReadExactly(inHeaderBytes_.data(), inHeaderBytes_.size(),
-                            [self = shared_from_this()](const std::error_code& ec, size_t) {
-                              self->onHeader(ec);
-                            });
+  reader_.readHeader(*stream_, [self = shared_from_this()](const std::error_code& ec, size_t) {
+    self->onHeader(ec);
+  });
 }
 
 void Session::onHeader(const std::error_code& ec) {
@@ -84,7 +83,7 @@ void Session::onHeader(const std::error_code& ec) {
   }
   wire::DecodeLimits limits;
   limits.maxPayloadBytes = config_.maxChunkBytes;
-  if (Status s = wire::decodeHeader(inHeaderBytes_.data(), inHeaderBytes_.size(), limits, &in_);
+  if (Status s = wire::decodeHeader(reader_.header().data(), wire::kHeaderSize, limits, &in_);
       !s.isOk()) {
     reject(FrameRejection::kMalformed, s);
     return;
@@ -99,10 +98,10 @@ void Session::onHeader(const std::error_code& ec) {
       // everywhere so that no other member waits for a timeout.
       peerReason_.resize(in_.payloadLength);
       readInFlight_ = true;
-      stream_->asyncReadExactly(peerReason_.data(), peerReason_.size(),
-                                [self = shared_from_this()](const std::error_code& ec, size_t) {
-                                  self->onPeerAbort(ec);
-                                });
+      reader_.readExactly(*stream_, peerReason_.data(), peerReason_.size(),
+                          [self = shared_from_this()](const std::error_code& ec, size_t) {
+                            self->onPeerAbort(ec);
+                          });
       return;
     default:
       reject(FrameRejection::kUnexpectedType,
@@ -156,7 +155,7 @@ void Session::handleReduce() {
   Status error;
   switch (owner_.acquireSlot(shared_from_this(), in_, &slot, &error)) {
     case SessionOwner::Acquire::kReady:
-      beginContribution(std::move(slot));
+      beginContribution(std::move(slot), Fold::kNowIfBuffered);
       return;
     case SessionOwner::Acquire::kParked:
       parked_ = true;
@@ -187,6 +186,7 @@ void Session::drainInput() {
   // frame still waiting in the member's receive buffer, and with it the reason.
   if (closed_ || readInFlight_) return;
   readInFlight_ = true;
+  reader_.discard();
   stream_->asyncReadSome(staging_.data(), staging_.size(),
                          [self = shared_from_this()](const std::error_code& ec, size_t) {
                            self->readInFlight_ = false;
@@ -199,32 +199,37 @@ void Session::drainInput() {
 void Session::onSlotReady(std::shared_ptr<Slot> slot) {
   parked_ = false;
   if (closed_ || aborting_) return;
-  beginContribution(std::move(slot));
+  beginContribution(std::move(slot), Fold::kLater);
 }
 
 void Session::onOthersCaughtUp() {
   if (!heldBack_ || closed_ || aborting_ || !slot_) return;
   if (slot_->holdBack(rank_)) return;  // still too far ahead: wait for the next release
   heldBack_ = false;
-  readPiece();
+  readPiece(Fold::kLater);
 }
 
-void Session::beginContribution(std::shared_ptr<Slot> slot) {
+void Session::beginContribution(std::shared_ptr<Slot> slot, Fold fold) {
   slot->startReceiving(rank_);
   slot_ = std::move(slot);
   tailBytes_ = 0;
-  readPiece();
+  readPiece(fold);
 }
 
 // Reads whatever the socket has, up to a piece, and folds it in at once: waiting for a whole
 // piece would hold back the RESULT parts of a chunk no larger than a piece until all of it is
 // in, and a worker's download would no longer overlap its upload.
-void Session::readPiece() {
+void Session::readPiece(Fold fold) {
   const uint64_t leftBytes = slot_->bytesLeft(rank_) - tailBytes_;
   const size_t want = static_cast<size_t>(std::min<uint64_t>(leftBytes, staging_.size() - tailBytes_));
   readInFlight_ = true;
-  stream_->asyncReadSome(
-      staging_.data() + tailBytes_, want,
+  // A small frame's payload usually came with its header (frame_reader.h).
+  if (fold == Fold::kNowIfBuffered && reader_.buffered() != 0 && want != 0) {
+    onPiece({}, reader_.take(staging_.data() + tailBytes_, want));
+    return;
+  }
+  reader_.readSome(
+      *stream_, staging_.data() + tailBytes_, want,
       [self = shared_from_this()](const std::error_code& ec, size_t n) { self->onPiece(ec, n); },
       slot_->readWakeBytes());  // the stream caps the wake at `want`
 }
@@ -247,7 +252,7 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   const size_t folded = slot.fold(rank_, staging_.data(), have);
   tailBytes_ = have - folded;
   if (folded == 0) {  // less than one element so far
-    readPiece();
+    readPiece(Fold::kNowIfBuffered);
     return;
   }
   // The fold reads from the front of staging_, so a split element moves there.
@@ -260,7 +265,7 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
       heldBack_ = true;
       return;
     }
-    readPiece();
+    readPiece(Fold::kNowIfBuffered);
     return;
   }
   std::shared_ptr<Slot> finished = std::move(slot_);

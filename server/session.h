@@ -15,6 +15,7 @@
 
 #include "core/common/aligned_buffer.h"
 #include "core/common/status.h"
+#include "core/transport/frame_reader.h"
 #include "core/transport/frame_writer.h"
 #include "core/transport/link_share.h"
 #include "core/transport/stream.h"
@@ -95,8 +96,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void onHeader(const std::error_code& ec);
   void handleReduce();
   void onPeerAbort(const std::error_code& ec);
-  void beginContribution(std::shared_ptr<Slot> slot);
-  void readPiece();
+  // Whether a piece already read ahead may be folded in before readPiece returns: only where
+  // this session's own read handler is running. Called from the shard (a slot became ready,
+  // the others caught up), folding now would re-enter the shard; the fold is posted instead.
+  enum class Fold { kNowIfBuffered, kLater };
+  void beginContribution(std::shared_ptr<Slot> slot, Fold fold);
+  void readPiece(Fold fold);
   void onPiece(const std::error_code& ec, size_t bytes);
   // A protocol or I/O error on this stream: close it and fail the group's collectives.
   void fail(const Status& reason);
@@ -119,7 +124,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string name_;
 
   // Read side.
-  wire::HeaderBytes inHeaderBytes_{};
+  transport::FrameReader reader_;
   wire::FrameHeader in_;
   std::shared_ptr<Slot> slot_;  // the slot being filled
   AlignedBuffer staging_;       // what one read brings, at most a piece (cache-sized)

@@ -1,0 +1,306 @@
+// FrameReader over a real loopback TCP connection: frames of every size, cut anywhere by the
+// sender, arrive whole and in order through every way of taking a payload; small frames come
+// many to a read call and a large frame's payload is never read ahead; a header already read
+// ahead completes through a post, never inline; end of stream fails a header read with EOF,
+// between frames or inside a header.
+//
+// The reader's io_context runs on the test thread; the peer writes with blocking calls.
+// A Stream decorator counts the reads the reader asks of the TCP stream.
+#include "core/transport/frame_reader.h"
+
+#include <catch2/catch.hpp>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/write.hpp>
+#include <sys/ioctl.h>
+
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <vector>
+
+#include "core/transport/tcp/tcp_stream.h"
+#include "tests/support/wait_until.h"
+
+namespace rs::transport {
+namespace {
+
+// Forwards to a real stream and records the size of every read asked of it.
+class CountingStream final : public Stream {
+ public:
+  explicit CountingStream(std::unique_ptr<Stream> inner) : inner_(std::move(inner)) {}
+  void asyncReadExactly(void* data, size_t size, IoHandler handler) override {
+    reads.push_back(size);
+    inner_->asyncReadExactly(data, size, std::move(handler));
+  }
+  void asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt) override {
+    reads.push_back(size);
+    inner_->asyncReadSome(data, size, std::move(handler), wakeAt);
+  }
+  void asyncWriteAll(const ConstBuffer* b, size_t n, IoHandler h) override {
+    inner_->asyncWriteAll(b, n, std::move(h));
+  }
+  bool trySendNow(const void* data, size_t size) override { return inner_->trySendNow(data, size); }
+  Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override {
+    return inner_->moveTo(target);
+  }
+  void shutdownSend() override { inner_->shutdownSend(); }
+  void close() override { inner_->close(); }
+  bool isOpen() const override { return inner_->isOpen(); }
+  const std::string& peerName() const override { return inner_->peerName(); }
+  asio::any_io_executor executor() override { return inner_->executor(); }
+
+  std::vector<size_t> reads;  // bytes asked for, call by call
+
+ private:
+  std::unique_ptr<Stream> inner_;
+};
+
+// Frame `chunk`: a header that the test reads itself (the reader treats headers as opaque
+// bytes: the chunk and the payload's length, then a fill), and `bytes` payload bytes
+// (chunk * 7 + k) mod 251.
+struct TestHeader {
+  uint64_t chunk;
+  uint64_t bytes;
+};
+
+std::vector<uint8_t> frameBytes(uint64_t chunk, uint32_t bytes) {
+  std::vector<uint8_t> out(wire::kHeaderSize, 0xA5);
+  const TestHeader h{chunk, bytes};
+  std::memcpy(out.data(), &h, sizeof(h));
+  for (uint32_t k = 0; k < bytes; ++k) out.push_back(static_cast<uint8_t>((chunk * 7 + k) % 251));
+  return out;
+}
+
+bool payloadIntact(uint64_t chunk, const std::vector<uint8_t>& payload) {
+  for (size_t k = 0; k < payload.size(); ++k)
+    if (payload[k] != static_cast<uint8_t>((chunk * 7 + k) % 251)) return false;
+  return true;
+}
+
+struct Loopback {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  CountingStream* stream = nullptr;  // owned by `owned`
+  std::unique_ptr<Stream> owned;
+  asio::io_context peerIo;
+  asio::ip::tcp::socket peer{peerIo};
+  int readerFd = -1;
+
+  Loopback() {
+    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+    peer.connect(acceptor.local_endpoint());
+    asio::ip::tcp::socket accepted(io);
+    acceptor.accept(accepted);
+    readerFd = accepted.native_handle();
+    auto counting =
+        std::make_unique<CountingStream>(std::make_unique<tcp::TcpStream>(std::move(accepted)));
+    stream = counting.get();
+    owned = std::move(counting);
+  }
+
+  void send(const std::vector<uint8_t>& bytes) { asio::write(peer, asio::buffer(bytes)); }
+  // Waits until the reader's socket holds `bytes` unread (a state: every byte has arrived).
+  bool arrived(size_t bytes) {
+    return test::waitUntil([&] {
+      int queued = 0;
+      return ::ioctl(readerFd, FIONREAD, &queued) == 0 && static_cast<size_t>(queued) >= bytes;
+    });
+  }
+  bool runUntil(const std::function<bool()>& done) {
+    const auto end = std::chrono::steady_clock::now() + test::kStateDeadline;
+    while (!done() && std::chrono::steady_clock::now() < end)
+      io.run_one_for(std::chrono::milliseconds(100));
+    return done();
+  }
+};
+
+enum class Take { kExactly, kSome, kTakeThenExactly };
+
+// Reads `count` frames, taking each payload the given way, and checks each one.
+struct FrameLoop {
+  FrameLoop(Loopback& loopback, FrameReader& frameReader, Take take, size_t frames)
+      : p(loopback), reader(frameReader), how(take), count(frames) {}
+
+  Loopback& p;
+  FrameReader& reader;
+  Take how;
+  size_t count;
+  std::vector<uint64_t> chunks;
+  std::vector<uint32_t> sizes;
+  bool allIntact = true;
+  std::error_code error;
+  std::vector<uint8_t> payload;
+  TestHeader h{};
+  size_t got = 0;
+
+  void next() {
+    if (chunks.size() == count) return;
+    reader.readHeader(*p.stream, [this](const std::error_code& ec, size_t) {
+      if (ec) {
+        error = ec;
+        return;
+      }
+      std::memcpy(&h, reader.header().data(), sizeof(h));
+      payload.assign(h.bytes, 0);
+      got = 0;
+      readPayload();
+    });
+  }
+  void readPayload() {
+    if (got == payload.size()) return finish();
+    auto done = [this](const std::error_code& ec, size_t n) {
+      if (ec) {
+        error = ec;
+        return;
+      }
+      got += n;
+      readPayload();
+    };
+    switch (how) {
+      case Take::kExactly:
+        return reader.readExactly(*p.stream, payload.data(), payload.size(), done);
+      case Take::kSome:
+        return reader.readSome(*p.stream, payload.data() + got, payload.size() - got, done);
+      case Take::kTakeThenExactly:
+        got += reader.take(payload.data(), payload.size());
+        if (got == payload.size()) return finish();
+        return reader.readExactly(*p.stream, payload.data() + got, payload.size() - got, done);
+    }
+  }
+  void finish() {
+    chunks.push_back(h.chunk);
+    sizes.push_back(static_cast<uint32_t>(h.bytes));
+    allIntact = allIntact && payloadIntact(h.chunk, payload);
+    next();
+  }
+};
+
+const std::vector<uint32_t> kSizes = {0,     1,     71,         72,         8192,     16384,
+                                      16385, 16311, 100 << 10, 1 << 20,    3,        16384 - 72,
+                                      5000,  0,     2 << 20,   1,          33 << 10, 12};
+
+}  // namespace
+
+TEST_CASE("frame reader: frames of every size, cut anywhere, arrive whole and in order",
+          "[transport]") {
+  const Take how = GENERATE(Take::kExactly, Take::kSome, Take::kTakeThenExactly);
+  const size_t cut = GENERATE(size_t{0}, size_t{37}, size_t{4096});  // 0: each frame one write
+  Loopback p;
+  FrameReader reader;
+  FrameLoop loop(p, reader, how, kSizes.size());
+  std::thread writer([&] {
+    std::vector<uint8_t> all;
+    for (size_t i = 0; i < kSizes.size(); ++i) {
+      const auto frame = frameBytes(i, kSizes[i]);
+      if (cut == 0) {
+        p.send(frame);
+        continue;
+      }
+      all.insert(all.end(), frame.begin(), frame.end());
+    }
+    for (size_t at = 0; at < all.size(); at += cut) {  // headers split across writes too
+      const size_t n = std::min(cut, all.size() - at);
+      p.send({all.begin() + static_cast<ptrdiff_t>(at),
+              all.begin() + static_cast<ptrdiff_t>(at + n)});
+    }
+  });
+  loop.next();
+  const bool done = p.runUntil([&] { return loop.chunks.size() == kSizes.size() || loop.error; });
+  writer.join();
+  REQUIRE(done);
+  CHECK(!loop.error);
+  std::vector<uint64_t> order(kSizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  CHECK(loop.chunks == order);
+  CHECK(loop.sizes == kSizes);
+  CHECK(loop.allIntact);
+}
+
+TEST_CASE("frame reader: small frames come many to a read, a large payload is not read ahead",
+          "[transport]") {
+  Loopback p;
+  FrameReader reader;
+  constexpr size_t kSmall = 64;
+  std::vector<uint8_t> all;
+  for (size_t i = 0; i < kSmall; ++i) {
+    const auto f = frameBytes(i, 1000);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  const auto large = frameBytes(kSmall, 1 << 20);
+  const auto after = frameBytes(kSmall + 1, 100);
+  p.send(all);
+  REQUIRE(p.arrived(all.size()));
+
+  FrameLoop loop(p, reader, Take::kTakeThenExactly, kSmall);
+  loop.next();
+  REQUIRE(p.runUntil([&] { return loop.chunks.size() == kSmall || loop.error; }));
+  CHECK(loop.allIntact);
+  // Every byte was there, so each header read filled the buffer (a header and kReadAheadBytes)
+  // and at most one payload read finished the frame the buffer cut: about 16 frames for two
+  // calls, where a header read and a payload read each took 128.
+  const size_t perRead = wire::kHeaderSize + FrameReader::kReadAheadBytes;
+  CHECK(p.stream->reads.size() <= 2 * ((all.size() + perRead - 1) / perRead));
+
+  // After a large payload, the next header is read alone: its payload goes straight to where
+  // it belongs.
+  std::thread writer([&] {
+    p.send(large);
+    p.send(after);
+  });
+  loop.count = kSmall + 2;
+  loop.next();
+  REQUIRE(p.runUntil([&] { return loop.chunks.size() == kSmall + 2 || loop.error; }));
+  writer.join();
+  CHECK(loop.allIntact);
+  CHECK(loop.sizes.back() == 100);
+  const auto& reads = p.stream->reads;  // ..., its header alone, its payload
+  REQUIRE(reads.size() >= 2);
+  CHECK(reads[reads.size() - 2] <= wire::kHeaderSize);
+  CHECK(reads.back() == 100);
+}
+
+TEST_CASE("frame reader: a header read ahead completes through a post", "[transport]") {
+  Loopback p;
+  FrameReader reader;
+  auto two = frameBytes(1, 10);
+  const auto second = frameBytes(2, 10);
+  two.insert(two.end(), second.begin(), second.end());
+  p.send(two);
+  REQUIRE(p.arrived(two.size()));
+
+  int headers = 0;
+  reader.readHeader(*p.stream, [&](const std::error_code& ec, size_t) { headers += !ec; });
+  REQUIRE(p.runUntil([&] { return headers == 1; }));
+  std::vector<uint8_t> payload(10);
+  CHECK(reader.take(payload.data(), payload.size()) == 10);  // came with its header
+  const size_t readsBefore = p.stream->reads.size();
+  reader.readHeader(*p.stream, [&](const std::error_code& ec, size_t) { headers += !ec; });
+  CHECK(headers == 1);  // not inline
+  REQUIRE(p.runUntil([&] { return headers == 2; }));
+  CHECK(p.stream->reads.size() == readsBefore);  // and without reading
+  TestHeader h{};
+  std::memcpy(&h, reader.header().data(), sizeof(h));
+  CHECK(h.chunk == 2);
+}
+
+TEST_CASE("frame reader: end of stream fails a header read, between frames or inside one",
+          "[transport]") {
+  const bool insideHeader = GENERATE(false, true);
+  Loopback p;
+  FrameReader reader;
+  auto bytes = frameBytes(1, 5);
+  if (insideHeader) bytes.resize(bytes.size() + 30, 0);  // 30 bytes of a second header
+  p.send(bytes);
+  p.peer.shutdown(asio::ip::tcp::socket::shutdown_send);
+
+  FrameLoop loop(p, reader, Take::kExactly, 2);
+  loop.next();
+  REQUIRE(p.runUntil([&] { return static_cast<bool>(loop.error); }));
+  CHECK(loop.chunks == std::vector<uint64_t>{1});
+  CHECK(loop.error == asio::error::eof);
+}
+
+}  // namespace rs::transport
