@@ -64,6 +64,21 @@ std::string hex(uint64_t v, int digits) {
   std::snprintf(buf, sizeof(buf), "0x%0*" PRIx64, digits, v);
   return buf;
 }
+
+// The HELLO-only flags by name, for the message that refuses one elsewhere.
+struct HelloFlag {
+  uint16_t bit;
+  const char* name;
+};
+constexpr HelloFlag kHelloFlags[] = {{kFlagDeterministic, "deterministic"},
+                                     {kFlagFp64Accumulator, "fp64 accumulator"}};
+constexpr uint16_t namedHelloFlags() {
+  uint16_t all = 0;
+  for (const HelloFlag& f : kHelloFlags) all |= f.bit;
+  return all;
+}
+static_assert(namedHelloFlags() == kHelloOnlyFlags, "every HELLO-only flag needs a name here");
+
 std::string dec(uint64_t v) { return std::to_string(v); }
 
 bool isJobNameChar(char c) {
@@ -248,11 +263,12 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
                        hex(flags, 4) + " (known bits " + hex(kKnownFlags, 4) + ")");
   }
   if ((flags & kHelloOnlyFlags) != 0 && type != static_cast<uint8_t>(FrameType::kHello)) {
-    const bool deterministic = (flags & kFlagDeterministic) != 0;
-    return headerError(std::string(deterministic ? "flag 0x0001 (deterministic)"
-                                                 : "flag 0x0002 (fp64 accumulator)") +
-                       " on a " + std::string(frameTypeName(static_cast<FrameType>(type))) +
-                       " frame (only HELLO may carry it)");
+    for (const HelloFlag& f : kHelloFlags) {
+      if ((flags & f.bit) == 0) continue;
+      return headerError("flag " + hex(f.bit, 4) + " (" + f.name + ") on a " +
+                         std::string(frameTypeName(static_cast<FrameType>(type))) +
+                         " frame (only HELLO may carry it)");
+    }
   }
   const uint16_t reserved = get16(data + kOffReserved);
   if (reserved != 0) {
