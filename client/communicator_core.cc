@@ -143,8 +143,8 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
       weak_from_this());
   if (plan.numChunks == 0) return request;
 
-  // Group the chunks by connection, then post one batch to each: per-connection order is the
-  // chunk order because this runs under submitMu_ and io_context posts are FIFO.
+  // Group the chunks by connection: per-connection order is the chunk order because this runs
+  // under submitMu_ and io_context posts are FIFO.
   std::vector<std::vector<ChunkTransfer>> batches(connections_.size());
   const auto* src = static_cast<const std::byte*>(send);
   auto* dst = static_cast<std::byte*>(recv);
@@ -168,12 +168,19 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
     const uint32_t s = cluster::streamForChunk(chunk, reducers_, streams_);
     batches[static_cast<size_t>(r) * streams_ + s].push_back(std::move(t));
   }
-  for (size_t c = 0; c < batches.size(); ++c) {
-    if (batches[c].empty()) continue;
-    asio::post(connections_[c]->executorContext(),
-               [conn = connections_[c], batch = std::move(batches[c])]() mutable {
-                 conn->submit(std::move(batch));
-               });
+  // One handler per io thread: each of its connections takes its chunks, then each starts
+  // writing, so that a paced stream's first write already goes at the share of every stream this
+  // collective keeps busy (link_share.h). Connection c runs on ios_[c % ios_.size()].
+  using Batch = std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>;
+  for (size_t io = 0; io < ios_.size(); ++io) {
+    std::vector<Batch> work;
+    for (size_t c = io; c < batches.size(); c += ios_.size())
+      if (!batches[c].empty()) work.emplace_back(connections_[c], std::move(batches[c]));
+    if (work.empty()) continue;
+    asio::post(*ios_[io], [work = std::move(work)]() mutable {
+      for (auto& [conn, chunks] : work) conn->submit(std::move(chunks));
+      for (auto& [conn, chunks] : work) conn->startWrites();
+    });
   }
   return request;
 }

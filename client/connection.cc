@@ -1,6 +1,5 @@
 #include "client/connection.h"
 
-#include <asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include "client/request_state.h"
@@ -289,11 +288,9 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
     expected_.push_back({c.request, c.header, nullptr, c.dst, 0, c.compressed});
     held_.push_back(std::move(c));
   }
-  if (!pacer_.enabled()) return feedWriter();
-  // Paced: the other streams of this collective join first (their submits were posted before
-  // this one's writes), so that the first write already goes at the share of all of them.
-  asio::post(io_, counted([this] { feedWriter(); }));
 }
+
+void Connection::startWrites() { feedWriter(); }
 
 void Connection::feedWriter() {
   if (closed_ || !handshaken_) return;

@@ -77,8 +77,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Connects (within options.connectTimeout) and handshakes; reports through
   // ConnectionOwner::onConnected, or onFailed.
   void start();
-  // Queues chunks (on the io thread).
+  // Queues chunks (on the io thread); startWrites() sends them. Apart, so that every stream a
+  // collective keeps busy on this thread counts in the pace before any of them writes.
   void submit(std::vector<ChunkTransfer> chunks);
+  void startWrites();
   // Closes and cancels (on the io thread); ConnectionOwner::onDrained follows.
   void close();
   // Tells the reducer that this member gives up (an ABORT frame, sent only if it can go out
