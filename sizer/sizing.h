@@ -16,15 +16,17 @@ namespace rs::sizer {
 // plus its host's own packet-receive work, because a reducer VM on GCP pays its own interrupts
 // and TCP receive as well (the process alone was 0.7-0.8). Measured beside a relay that moves
 // the same bytes on the same streams and does nothing else (bench/tcp_relay), so the figure is
-// kernel TCP's cost plus ours: 1.29-1.49 against the relay's 1.10-1.19 in three runs; the
-// highest, rounded up, is taken, because an undersized pool costs more (idle GPUs) than an
-// oversized one (idle CPU VMs). MTU 1500 as GCP's default VPC (1460).
-inline constexpr double kDefaultVcpuPer10Gbps = 1.5;
+// kernel TCP's cost plus ours: 1.28-1.65 against the relay's 1.10-1.50 in eight runs (the
+// relay's own cost moves with the machine's state as much as ours); the highest, rounded up,
+// is taken, because an undersized pool costs more (idle GPUs) than an oversized one (idle CPU
+// VMs). MTU 1500 as GCP's default VPC (1460).
+inline constexpr double kDefaultVcpuPer10Gbps = 1.7;
 inline constexpr std::string_view kVcpuCostSource =
     "bench/RESULTS.md, section \"Latency and CPU floors (Step 8)\", part \"CPU, counted as a "
-    "host counts it\": 1.29-1.49 vCPU per 10 Gbit/s in and out for the reducer process plus its "
-    "host's receive threads, against 1.10-1.19 for a relay of the same bytes (W=4, 1 Gbit/s, "
-    "64 MiB, MTU 1500, run.sh --peers relay --host-napi threaded, commits 0536842-d374664)";
+    "host counts it\": 1.28-1.65 vCPU per 10 Gbit/s in and out for the reducer process plus its "
+    "host's receive threads, against 1.10-1.50 for a relay of the same bytes in the same runs "
+    "(W=4, 1 Gbit/s, 64 MiB, MTU 1500, run.sh --peers relay --host-napi threaded, eight runs at "
+    "commits 0536842-d374664 and 5e23433)";
 
 struct Rates {
   int64_t workers = 0;

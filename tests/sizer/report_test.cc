@@ -40,7 +40,7 @@ TEST_CASE("report: JSON carries the answer, both bounds and every input used") {
   CHECK(j["reducer_type"] == "n1-highcpu-16");
   CHECK(j["binding_bound"] == "bandwidth");
   CHECK(j["bandwidth_bound"] == 16);
-  CHECK(j["cpu_bound"] == 5);
+  CHECK(j["cpu_bound"] == 6);
   CHECK(j["workers"] == 5);
   CHECK(j["worker_type"].is_null());
   CHECK(j["worker_gbps"] == 100.0);
@@ -49,7 +49,7 @@ TEST_CASE("report: JSON carries the answer, both bounds and every input used") {
   CHECK(j["reducer_vcpus"] == 16);
   CHECK(j["tier1"] == false);
   CHECK(j["platform"] == "vertex");
-  CHECK(j["vcpu_per_10gbps"] == 1.5);
+  CHECK(j["vcpu_per_10gbps"] == 1.7);
   CHECK_THAT(j["vcpu_per_10gbps_source"].get<std::string>(), Contains("bench/RESULTS.md"));
   CHECK(j["gradient_bytes"] == (1ull << 30));
   REQUIRE(j["predictions"].size() == 3);
@@ -64,7 +64,7 @@ TEST_CASE("report: JSON carries the answer, both bounds and every input used") {
   const std::string text = formatText(rep);
   CHECK_THAT(text, Contains("Answer: 16 x n1-highcpu-16 (the bandwidth bound binds)"));
   CHECK_THAT(text, Contains("ceil(500 / 32) = 16 reducers"));
-  CHECK_THAT(text, Contains("ceil(500 x 1.5 / (10 x 16)) = 5 reducers"));
+  CHECK_THAT(text, Contains("ceil(500 x 1.7 / (10 x 16)) = 6 reducers"));
   CHECK_THAT(text, Contains("R/4"));
 }
 

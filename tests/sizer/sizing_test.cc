@@ -19,7 +19,7 @@ TEST_CASE("sizing: Vertex's example, 5 workers at 100 Gbit/s need 16 n1-highcpu-
   REQUIRE(s.isOk());
   CHECK(s->totalWorkerGbps == 500);
   CHECK(s->bandwidthBound == 16);  // ceil(500 / 32) = ceil(15.625)
-  CHECK(s->cpuBound == 5);         // ceil(500 * 1.5 / 160) = ceil(4.6875)
+  CHECK(s->cpuBound == 6);         // ceil(500 * 1.7 / 160) = ceil(5.3125)
   CHECK(s->reducers == 16);
   CHECK(s->binding == Bound::kBandwidth);
   CHECK(boundName(s->binding) == "bandwidth");
@@ -29,7 +29,7 @@ TEST_CASE("sizing: Vertex's example, 8 workers at 100 Gbit/s (a2-megagpu-16g) ne
   auto s = sizePool(n1Highcpu16(8, 100));
   REQUIRE(s.isOk());
   CHECK(s->bandwidthBound == 25);  // 800 / 32 exactly
-  CHECK(s->cpuBound == 8);         // ceil(800 * 1.5 / 160) = ceil(7.5)
+  CHECK(s->cpuBound == 9);         // ceil(800 * 1.7 / 160) = ceil(8.5)
   CHECK(s->reducers == 25);
   // 800 * 2.2 / 160 is 11.000000000000002 in floating point: still 11 reducers.
   auto earlier = sizePool(Rates{8, 100, 32, 16, 2.2});
@@ -85,7 +85,7 @@ TEST_CASE("sizing: inputs that are not positive, or absurd pools, are refused") 
 TEST_CASE("sizing: per-reducer load at the sized pool") {
   const Rates r = n1Highcpu16(5, 100);
   CHECK(perReducerGbps(r, 16) == Approx(31.25));
-  CHECK(perReducerVcpusUsed(r, 16) == Approx(31.25 / 10 * 1.5));
+  CHECK(perReducerVcpusUsed(r, 16) == Approx(31.25 / 10 * 1.7));
 }
 
 TEST_CASE("predictions: R, R/2 and R/4 against a ring, hand-computed") {
