@@ -49,8 +49,7 @@ Status CommunicatorCore::start() {
                : std::make_shared<transport::LinkShare>(std::max<uint64_t>(
                      1, reducerRate / std::max<uint32_t>(1, group_.worldSize)));
     for (uint32_t s = 0; s < streams_; ++s) {
-      // Streams of one reducer go to different threads first, so K streams use K threads.
-      asio::io_context& io = *ios_[(r * streams_ + s) % ios_.size()];
+      asio::io_context& io = *ios_[ioIndexOf(connections_.size())];  // [r * streams_ + s]
       connections_.push_back(
           std::make_shared<Connection>(*this, options_, group_, io, r, s, options_.reducers[r],
                                        reducerLink));
@@ -170,14 +169,16 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
   }
   // One handler per io thread: each of its connections takes its chunks, then each starts
   // writing, so that a paced stream's first write already goes at the share of every stream this
-  // collective keeps busy (link_share.h). Connection c runs on ios_[c % ios_.size()].
+  // collective keeps busy (link_share.h).
   using Batch = std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>;
+  std::vector<std::vector<Batch>> work(ios_.size());
+  for (size_t c = 0; c < batches.size(); ++c) {
+    if (!batches[c].empty())
+      work[ioIndexOf(c)].emplace_back(connections_[c], std::move(batches[c]));
+  }
   for (size_t io = 0; io < ios_.size(); ++io) {
-    std::vector<Batch> work;
-    for (size_t c = io; c < batches.size(); c += ios_.size())
-      if (!batches[c].empty()) work.emplace_back(connections_[c], std::move(batches[c]));
-    if (work.empty()) continue;
-    asio::post(*ios_[io], [work = std::move(work)]() mutable {
+    if (work[io].empty()) continue;
+    asio::post(*ios_[io], [work = std::move(work[io])]() mutable {
       for (auto& [conn, chunks] : work) conn->submit(std::move(chunks));
       for (auto& [conn, chunks] : work) conn->startWrites();
     });

@@ -65,6 +65,9 @@ class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore>,
 
  private:
   Connection& connectionFor(uint64_t chunk);
+  // The io_context (index into ios_) that runs connections_[connection]. Streams of one
+  // reducer go to different threads first, so K streams use K threads.
+  size_t ioIndexOf(size_t connection) const { return connection % ios_.size(); }
   bool callerDriven() const { return progress_ != nullptr; }
   // Waits until pred() holds (checked under mu_), driving the I/O if the caller must.
   void waitLocked(const std::function<bool()>& pred);

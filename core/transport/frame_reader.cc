@@ -48,18 +48,21 @@ void FrameReader::fillHeader(Stream& stream, IoHandler handler) {
 
 void FrameReader::takeHeader() {
   std::memcpy(header_.data(), buffer_.data() + begin_, wire::kHeaderSize);
-  begin_ += wire::kHeaderSize;
-  if (begin_ == end_) begin_ = end_ = 0;
+  consume(wire::kHeaderSize);
 }
 
 size_t FrameReader::take(void* data, size_t size) {
   const size_t n = std::min(size, buffered());
   if (n == 0) return 0;
   std::memcpy(data, buffer_.data() + begin_, n);
-  begin_ += n;
-  if (begin_ == end_) begin_ = end_ = 0;
+  consume(n);
   payloadTaken_ += n;
   return n;
+}
+
+void FrameReader::consume(size_t bytes) {
+  begin_ += bytes;
+  if (begin_ == end_) begin_ = end_ = 0;  // empty: the next read has the whole room
 }
 
 void FrameReader::readExactly(Stream& stream, void* data, size_t size, IoHandler handler) {

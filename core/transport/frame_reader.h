@@ -58,6 +58,7 @@ class FrameReader {
  private:
   void fillHeader(Stream& stream, IoHandler handler);
   void takeHeader();
+  void consume(size_t bytes);  // the front `bytes` of what is buffered have been taken
 
   std::vector<std::byte> buffer_;  // [begin_, end_) read and not yet taken
   size_t begin_ = 0;
