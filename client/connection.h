@@ -1,10 +1,11 @@
 // One stream from this member to one reducer: connect (retrying until the reducer is up),
 // HELLO, then a send queue of REDUCE frames written straight from the caller's buffer and a
-// FIFO of expected RESULT frames read into the caller's buffer (straight from the socket, or for
-// a small part that came with its header, copied from the frame reader's buffer). A compressed chunk
-// (fp32 in the caller's buffers, bf16 on the wire: RS_WIRE_DTYPE) is narrowed into a staging
-// buffer just before it goes to the writer, and each RESULT part is read into a staging buffer
-// and widened into the caller's buffer as it arrives, so conversion overlaps the transfer.
+// FIFO of expected RESULT frames read into the caller's buffer (straight from the socket, or
+// for a small part that came with its header, copied from the frame reader's buffer). A
+// compressed chunk (fp32 in the caller's buffers, bf16 on the wire: RS_WIRE_DTYPE) is narrowed
+// into a staging buffer just before it goes to the writer, and each RESULT part is read into a
+// staging buffer and widened into the caller's buffer as it arrives, so conversion overlaps
+// the transfer.
 //
 // A stream carries its chunks in increasing order and the reducer completes them in that
 // order (each member's contributions to chunk i precede those to any later chunk on the

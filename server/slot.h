@@ -27,12 +27,11 @@
 // own staging region of the slot's buffer (rank 0's first, at the front), and releaseReady
 // reduces the common prefix with the fused kernel (reduce::reduceInputs: per element
 // rank 0 op rank 1 op ... in rank order, in fp32 for fp16/bf16 and in the group's fp32
-// accumulator for fp32, rounded once), written in place
-// over rank 0's region: whatever order the bytes came in, the same arithmetic. Why stage whole
-// chunks rather than fold member r up to what r-1 has folded and stage only the rest: the
-// worst case (rank 0 slowest) needs the whole chunk per member anyway, and the buffer is
-// charged to the pool up front, so a smaller staging area would not lower what the operator's
-// memory limit must allow. Why no accumulator: one fused pass over W staged inputs moves about
+// accumulator for fp32, rounded once), written in place over rank 0's region: whatever order
+// the bytes came in, the same arithmetic. Why stage whole chunks rather than fold member r up
+// to what r-1 has folded and stage only the rest: the worst case (rank 0 slowest) needs the
+// whole chunk per member anyway, and the buffer is charged to the pool up front, so a smaller
+// staging area would not lower what the operator's memory limit must allow. Why no accumulator: one fused pass over W staged inputs moves about
 // the bytes that W folds into an accumulator do, so the copy is nearly all the extra time.
 // Cut-through and the lead limit work unchanged: both read only `received` and `released`.
 #pragma once
@@ -88,8 +87,8 @@ class Slot {
   };
 
   // Opened by the first REDUCE header of the chunk; `buffer` holds at least
-  // bufferBytes(elemCount, dtype, worldSize, deterministic, fp32Accumulator) bytes and returns to `pool` with
-  // the slot.
+  // bufferBytes(elemCount, dtype, worldSize, deterministic, fp32Accumulator) bytes and returns
+  // to `pool` with the slot.
   Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::FrameHeader& opener,
        const Setup& setup);
   ~Slot();

@@ -57,8 +57,8 @@ PluginState* create() {
     // RS_WIRE_DTYPE=bf16 (ClientOptions::fromEnvironment) halves fp32 sum/avg bytes on the wire;
     // RS_FP32_ACCUMULATOR=fp64 has the reducers sum fp32 in fp64.
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET,
-                   "CollNet through {} reducers ({}), {} streams each, fp32 sums on the wire as {}, "
-                   "accumulated in {}{}",
+                   "CollNet through {} reducers ({}), {} streams each, fp32 sums on the wire "
+                   "as {}, accumulated in {}{}",
                    s->client.reducers.size(), fmt::join(list, ","), s->client.effectiveStreams(),
                    dataTypeName(s->client.float32WireType),
                    s->client.float32WireType == DataType::kFloat32

@@ -16,8 +16,9 @@ Status configureSocket(asio::ip::tcp::socket& socket, const TcpOptions& options)
 
 // Paces the connected socket `fd` at `bytesPerSecond` (0: unpaced) and, paced, keeps about
 // 32 ms of the pace unsent in the kernel (4 KiB to 1 MiB). `unsentLimit` is the
-// TCP_NOTSENT_LOWAT the socket has now (0: never set); returns the one it has after. Best effort: a kernel that refuses leaves the
-// socket as it was. The floor benchmarks pace their sockets with this too.
+// TCP_NOTSENT_LOWAT the socket has now (0: never set); returns the one it has after. Best
+// effort: a kernel that refuses leaves the socket as it was. The floor benchmarks pace their
+// sockets with this too.
 int setPacing(int fd, uint64_t bytesPerSecond, int unsentLimit);
 
 }  // namespace rs::transport::tcp
