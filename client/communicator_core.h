@@ -24,8 +24,8 @@
 
 namespace rs::client {
 
-class CommunicatorCore : public std::enable_shared_from_this<CommunicatorCore>,
-                         public ConnectionOwner {
+class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorCore>,
+                               public ConnectionOwner {
  public:
   CommunicatorCore(ClientOptions options, GroupSpec group);
   ~CommunicatorCore();

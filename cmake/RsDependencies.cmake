@@ -14,13 +14,35 @@ target_compile_definitions(rs_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED
                                              ASIO_DISABLE_STD_ALIGNED_ALLOC)
 target_link_libraries(rs_asio INTERFACE Threads::Threads)
 
-find_package(Protobuf REQUIRED)
-find_package(gRPC CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(hwy CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
+
+# Authentication with the job secret (core/wire/auth.cc): Nettle's HMAC-SHA256 (nettle-dev).
+# The portable plugin links its static archive, which every Debian release ships.
+find_path(NETTLE_INCLUDE_DIR nettle/hmac.h REQUIRED)
+if(RS_PORTABLE_PLUGIN)
+  find_library(NETTLE_LIBRARY NAMES libnettle.a REQUIRED)
+else()
+  find_library(NETTLE_LIBRARY NAMES nettle REQUIRED)
+endif()
+add_library(rs_nettle INTERFACE)
+# The headers are in the compiler's own search path (<nettle/...> under /usr/include): naming
+# that directory again with -isystem would reorder it before libstdc++'s and break
+# #include_next in the sysroot build.
+target_link_libraries(rs_nettle INTERFACE ${NETTLE_LIBRARY})
+
+if(RS_PORTABLE_PLUGIN)
+  # Everything but glibc inside the plugin and the harness, hidden: C++ runtime included, so
+  # that neither needs a newer libstdc++ than the image has, nor binds to the host's.
+  add_link_options(-static-libstdc++ -static-libgcc -Wl,--exclude-libs,ALL)
+  return()
+endif()
+
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
-# Authentication with the job secret: HMAC-SHA256, RAND_bytes, CRYPTO_memcmp (libssl-dev).
+# gRPC's TLS certificates for the health probe (libssl-dev).
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 # The reducer's /metrics endpoint (prometheus-cpp-dev: core, and pull over civetweb).
 find_package(prometheus-cpp CONFIG REQUIRED)

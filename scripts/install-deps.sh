@@ -14,8 +14,8 @@ build_pkgs=(
   libasio-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev catch2 libhwy-dev
   nlohmann-json3-dev libcli11-dev
-  # authentication with the job secret: OpenSSL's libcrypto (HMAC-SHA256, RAND_bytes)
-  libssl-dev
+  # authentication with the job secret: Nettle's HMAC-SHA256; OpenSSL for gRPC's TLS checks
+  nettle-dev libssl-dev
   iproute2 procps
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
   # rs-sizer's CLI test reads its --json output with jq
@@ -32,7 +32,7 @@ if [[ "${1:-}" != "--no-deploy-check" && "${1:-}" != "--build" ]]; then
     build_pkgs+=(nodejs npm)
   fi
 fi
-runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libssl3 ca-certificates
+runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libnettle8 libssl3 ca-certificates
   # metrics: the /metrics endpoint (prometheus-cpp over civetweb)
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
 )
@@ -41,9 +41,10 @@ pkgs=("${build_pkgs[@]}")
 [[ "${1:-}" == "--runtime" ]] && pkgs=("${runtime_pkgs[@]}")
 # Debian packages (scripts/package.sh): CPack's DEB generator runs dpkg-shlibdeps and file.
 package_pkgs=(dpkg-dev file)
-# Images (scripts/image-test.sh): podman with runc (Debian's default crun refuses this host's
-# cgroups), mmdebstrap for a Debian base where no registry can be reached.
-image_pkgs=(podman runc mmdebstrap)
+# Images (scripts/image-test.sh, tests/portable/): podman with runc (Debian's default crun
+# refuses this host's cgroups), mmdebstrap for Debian bases and the portable plugin's sysroot
+# where no registry can be reached, a static busybox for the plugin installer's base.
+image_pkgs=(podman runc mmdebstrap busybox-static)
 case "${1:-}" in
   "" | --no-deploy-check) pkgs+=("${package_pkgs[@]}" "${image_pkgs[@]}") ;;
   --build) pkgs+=("${package_pkgs[@]}") ;;

@@ -63,7 +63,6 @@ struct Context {  // v11: one per NCCL communicator
   uint64_t commId = 0;
   int trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 };
-Context gDefaultContext;  // v9/v10 have no per-communicator context
 
 struct MemHandle {
   void* base;

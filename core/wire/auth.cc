@@ -1,11 +1,12 @@
 #include "core/wire/auth.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
+#include <sys/random.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace rs::wire {
 namespace {
@@ -15,18 +16,27 @@ constexpr uint8_t kProofLabel[8] = {'R', 'S', 'A', 'U', 'T', 'H', '2', 0};
 }  // namespace
 
 Digest hmacSha256(std::string_view key, const uint8_t* data, size_t size) {
+  hmac_sha256_ctx ctx;
+  hmac_sha256_set_key(&ctx, key.size(), reinterpret_cast<const uint8_t*>(key.data()));
+  hmac_sha256_update(&ctx, size, data);
   Digest out{};
-  unsigned int length = 0;
-  // HMAC() with SHA-256 fails only on allocation failure; the digest stays zero then, which
-  // never matches a proof computed by a peer that did succeed.
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data, size, out.data(), &length);
+  hmac_sha256_digest(&ctx, out.size(), out.data());
   return out;
 }
 
 Result<Nonce> randomNonce() {
   Nonce n{};
-  if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1)
-    return internalError("the random number generator failed (OpenSSL RAND_bytes)");
+  // The kernel's CSPRNG; it blocks only until the pool is first seeded at boot. Requests this
+  // small are never cut short once seeded, but a signal can interrupt the wait for seeding.
+  size_t filled = 0;
+  while (filled < n.size()) {
+    const ssize_t got = getrandom(n.data() + filled, n.size() - filled, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0)
+      return internalError(std::string("the random number generator failed (getrandom: ") +
+                           std::strerror(errno) + ")");
+    filled += static_cast<size_t>(got);
+  }
   return n;
 }
 
@@ -45,7 +55,7 @@ AuthProof helloProof(std::string_view secret, const Nonce& reducerNonce,
 }
 
 bool proofsEqual(const AuthProof& a, const AuthProof& b) {
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return memeql_sec(a.data(), b.data(), a.size()) != 0;
 }
 
 bool isEmptyProof(const AuthProof& proof) {

@@ -1,6 +1,9 @@
 // Authentication of a data connection with the job secret: the bytes of the proof and the
-// crypto behind it (OpenSSL's HMAC-SHA256, RAND_bytes, CRYPTO_memcmp). No I/O: the acceptor
-// and the client's connection run the exchange (proto/WIRE.md, "Authentication").
+// crypto behind it (Nettle's HMAC-SHA256 and constant-time compare, the kernel's getrandom).
+// Nettle rather than OpenSSL: a small library with no global state that every Debian release
+// ships as a static archive, so the portable NCCL plugin links it inside (docker/README.md).
+// No I/O: the acceptor and the client's connection run the exchange (proto/WIRE.md,
+// "Authentication").
 //
 // The reducer opens every connection with a CHALLENGE carrying a fresh random nonce. The worker
 // answers in its HELLO with a nonce of its own and
@@ -28,14 +31,14 @@ using Digest = std::array<uint8_t, 32>;  // an HMAC-SHA256 output
 // HMAC-SHA256 (RFC 2104, FIPS 180-4) of `size` bytes under `key`.
 Digest hmacSha256(std::string_view key, const uint8_t* data, size_t size);
 
-// kNonceSize bytes from OpenSSL's CSPRNG; an error only if it cannot be seeded.
+// kNonceSize bytes from the kernel's CSPRNG (getrandom); an error only if it fails.
 Result<Nonce> randomNonce();
 
 // The proof for `header` + `hello` (its authProof ignored) answering `reducerNonce`.
 AuthProof helloProof(std::string_view secret, const Nonce& reducerNonce,
                      const FrameHeader& header, const HelloPayload& hello);
 
-// Compares in constant time (CRYPTO_memcmp), so that timing tells an attacker nothing about
+// Compares in constant time (Nettle's memeql_sec), so that timing tells an attacker nothing about
 // how many leading bytes of a guess were right.
 bool proofsEqual(const AuthProof& a, const AuthProof& b);
 
