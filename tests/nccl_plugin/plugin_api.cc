@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace rs::harness {
 
@@ -64,13 +66,36 @@ void bindColl(PluginApi* a, Coll* c) {
   a->collCloseListen = c->closeListen;
 }
 
+// NCCL 2.28's search (spec 1.1): NCCL_NET_PLUGIN as given, then libnccl-net-<value>.so for a
+// bare name; libnccl-net.so when it is unset.
+void* openAsNccl(std::string* tried) {
+  const char* env = std::getenv("NCCL_NET_PLUGIN");
+  const std::string value = env != nullptr ? env : "";
+  std::vector<std::string> names;
+  if (value.empty()) {
+    names.push_back("libnccl-net.so");
+  } else {
+    names.push_back(value);
+    const bool libName = value.rfind("lib", 0) == 0 && value.size() > 3 &&
+                         value.compare(value.size() - 3, 3, ".so") == 0;
+    if (value.find('/') == std::string::npos && !libName)
+      names.push_back("libnccl-net-" + value + ".so");
+  }
+  for (const auto& name : names) {
+    if (void* library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return library;
+    *tried += (tried->empty() ? "" : "; ") + std::string(::dlerror());
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool loadPlugin(const std::string& path, int version, PluginApi* a, std::string* error) {
   a->version = version;
-  a->library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string tried;
+  a->library = path.empty() ? openAsNccl(&tried) : ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (a->library == nullptr) {
-    *error = std::string("dlopen: ") + ::dlerror();
+    *error = "dlopen: " + (path.empty() ? tried : std::string(::dlerror()));
     return false;
   }
   const std::string netSym = "ncclNetPlugin_v" + std::to_string(version);

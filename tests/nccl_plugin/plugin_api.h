@@ -46,6 +46,7 @@ struct PluginApi {
 
 // dlopen(path, RTLD_NOW | RTLD_LOCAL) and dlsym the tables of `version` (9, 10 or 11), as NCCL
 // does. An error names the missing symbol.
+// An empty path finds the plugin as NCCL does, through NCCL_NET_PLUGIN.
 bool loadPlugin(const std::string& path, int version, PluginApi* api, std::string* error);
 void unloadPlugin(PluginApi* api);
 

@@ -3,6 +3,8 @@
 // starts W of these beside real reducers, once per exported version.
 //
 //   plugin_harness --plugin PATH --version 11 --mode collnet --rank 0 --world 3 --dir DIR
+// Without --plugin it finds the plugin as NCCL does: NCCL_NET_PLUGIN as given, else
+// libnccl-net-<NCCL_NET_PLUGIN>.so on the loader's path.
 // Modes:
 //   collnet        init, devices, properties, listen/connect with exchanged handles, regMr,
 //                  many iallreduce in flight for every (type, op) the plugin claims, checked,
@@ -10,6 +12,7 @@
 //   p2p            a ring: listen, connect/accept polled until both are up, 32 isend/irecv in
 //                  flight of many sizes, contents and sizes checked
 //   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node
+//   collnet-refused  the reducers refuse this node (a wrong job secret): connect must fail
 //   collnet-die    rank 1 exits mid-run; the others' test() must return ncclRemoteError, not hang
 //   p2p-die        rank 1 exits after connecting; rank 0's pending irecv must fail (ncclRemoteError)
 //   bad-handle     connect with handles this plugin did not make: errors, no crash
@@ -415,6 +418,17 @@ void runCollnetDown(PluginApi& api, const Args& a) {
   EXPECT_OK(api.netFinalize(netCtx));
 }
 
+void runCollnetRefused(PluginApi& api, const Args& a) {
+  void *netCtx = nullptr, *collCtx = nullptr;
+  initAndCheckDevices(api, &netCtx, &collCtx, true);
+  ncclResult_t result;
+  void* cc = collnetConnect(api, collCtx, a, "refused", &result);
+  EXPECT(result != ncclSuccess && cc == nullptr, "collnet connect succeeded though refused");
+  std::fprintf(stderr, "rank %d: collnet connect refused as expected (%d)\n", a.rank, result);
+  EXPECT_OK(api.collFinalize(collCtx));
+  EXPECT_OK(api.netFinalize(netCtx));
+}
+
 void runBadHandle(PluginApi& api, const Args& a) {
   void *netCtx = nullptr, *collCtx = nullptr;
   initAndCheckDevices(api, &netCtx, &collCtx, true);
@@ -471,6 +485,8 @@ int main(int argc, char** argv) {
     runP2p(api, a, true);
   } else if (a.mode == "collnet-down") {
     runCollnetDown(api, a);
+  } else if (a.mode == "collnet-refused") {
+    runCollnetRefused(api, a);
   } else if (a.mode == "bad-handle") {
     runBadHandle(api, a);
   } else {
