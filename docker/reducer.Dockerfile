@@ -21,7 +21,7 @@ RUN scripts/install-deps.sh --build
 COPY . .
 # No .git in the build context (.dockerignore): the commit comes in as an argument.
 ARG RS_GIT_COMMIT=""
-RUN scripts/package.sh package -DRS_GIT_COMMIT=${RS_GIT_COMMIT}
+RUN scripts/package.sh --reducer-only package -DRS_GIT_COMMIT=${RS_GIT_COMMIT}
 
 # --- runtime: the shared libraries and the image's interface, no binaries yet ---------------
 FROM ${BASE} AS runtime

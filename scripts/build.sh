@@ -17,7 +17,7 @@ targets=()  # empty: everything
 case "$kind" in
   release) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   # The release build of what the Debian packages hold, without tests and benchmarks (the
-  # reducer image's builder stage; scripts/package.sh package).
+  # reducer image's builder stage; scripts/package.sh --reducer-only package).
   package) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_TESTS=OFF -DRS_BUILD_BENCH=OFF) ;;
   asan)
     args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF)
