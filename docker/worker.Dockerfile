@@ -1,19 +1,20 @@
 # The worker layer: a training image plus the Reduction Server's NCCL plugin, and the variables
 # that make NCCL load it and offload all-reduce to the reducers.
-#   scripts/package.sh          # build/packages/libnccl-net-reduction-server_*.deb
+#   scripts/build-portable-plugin.sh    # build/portable/out/libnccl-net-reduction-server.so
 #   podman build --format docker -f docker/worker.Dockerfile \
 #     --build-arg BASE=<your training image> -t my-trainer-rs .
-# BASE must be a Debian 12 (bookworm) based image with apt and a root build user: the package's
-# Depends name bookworm's libraries. docker/README.md has the rest.
+# BASE may be any x86-64 image with glibc 2.31 or later: NGC PyTorch and TensorFlow, Vertex AI's
+# prebuilt training containers, Ubuntu 20.04 and later, Debian 11 and later. The plugin needs
+# nothing else from it (no package manager, no shell, no C++ runtime), so this runs no command.
+# From the release tarball instead, in your own Dockerfile (docker/README.md):
+#   ADD libnccl-net-reduction-server-<version>-linux-x86_64.tar.gz /opt/
+#   ENV NCCL_NET_PLUGIN=/opt/libnccl-net-reduction-server-<version>-linux-x86_64/libnccl-net-reduction-server.so NCCL_COLLNET_ENABLE=1
 
 ARG BASE=debian:bookworm-slim
 FROM ${BASE}
-COPY build/packages/libnccl-net-reduction-server_*.deb /tmp/rs/
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      /tmp/rs/libnccl-net-reduction-server_*.deb \
- && apt-get clean && rm -rf /tmp/rs /var/lib/apt/lists/*
-# NCCL dlopens libnccl-net-<NCCL_NET_PLUGIN>.so; the reducers come from CLUSTER_SPEC on Vertex
-# AI (workerpool2) or from RS_REDUCERS (host:port,...) set when the job starts.
-ENV NCCL_NET_PLUGIN=reduction-server \
+COPY build/portable/out/libnccl-net-reduction-server.so /opt/reduction-server/lib/
+# NCCL (2.24 and later) dlopens NCCL_NET_PLUGIN as given when it is a path, so the plugin needs
+# no place on the loader's search path. The reducers come from CLUSTER_SPEC on Vertex AI
+# (workerpool2) or from RS_REDUCERS (host:port,...) set when the job starts.
+ENV NCCL_NET_PLUGIN=/opt/reduction-server/lib/libnccl-net-reduction-server.so \
     NCCL_COLLNET_ENABLE=1

@@ -94,7 +94,7 @@ for p in 2222 2223 2224; do
 done
 grep -q -- '--health-probe' <<<"$(inspect '{{json .HealthCheck}}' "$reducer_img")" \
   || fail "reducer image HEALTHCHECK: $(inspect '{{json .HealthCheck}}' "$reducer_img")"
-for v in NCCL_NET_PLUGIN=reduction-server NCCL_COLLNET_ENABLE=1; do
+for v in NCCL_NET_PLUGIN=/opt/reduction-server/lib/libnccl-net-reduction-server.so NCCL_COLLNET_ENABLE=1; do
   grep -qF "\"$v\"" <<<"$(inspect '{{json .Config.Env}}' "$worker_img")" || fail "worker image ENV $v"
 done
 run_in() { podman run --rm --network none "$@" 2>>"$podman_log"; }
@@ -184,17 +184,18 @@ step "$W host workers: checked all-reduces 4 KiB..4 MiB through $R reducer conta
 
 # --- W worker containers: the plugin as installed by the worker layer ------------------------
 # Each runs the GPU-less plugin harness (NCCL's calls, CollNet all-reduces checked), loading
-# libnccl-net-$NCCL_NET_PLUGIN.so by name as NCCL does, from where the package put it.
+# the plugin through the layer's NCCL_NET_PLUGIN as NCCL does. The harness is the portable
+# build's, as the layer holds nothing of Debian 12's libraries.
 mkdir -p "$tmp/rdv"
 pids=()
 for ((r = 0; r < W; r++)); do
   name="rs-image-test-$$-w$r"
   containers+=("$name")
   podman run --rm --name "$name" --network host -v "$tmp/rdv:/rdv" \
-    -v "$PWD/$root/release/tests/nccl_plugin/plugin_harness:/usr/local/bin/plugin_harness:ro" \
+    -v "$PWD/$root/portable/out/plugin_harness:/usr/local/bin/plugin_harness:ro" \
     -e RS_REDUCERS="$reducers" -e NCCL_RS_IFNAME=lo -e RS_STREAMS=2 \
     -e RS_CONNECT_TIMEOUT_MS=10000 -e NCCL_RS_RENDEZVOUS_TIMEOUT_MS=30000 "$worker_img" \
-    sh -c "exec timeout 300 plugin_harness --plugin libnccl-net-\$NCCL_NET_PLUGIN.so --version 11 \
+    sh -c "exec timeout 300 plugin_harness --version 11 \
            --mode collnet --rank $r --world $W --dir /rdv" >"$tmp/harness$r.log" 2>&1 &
   pids+=($!)
 done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test: the release build's unit and
-# multi-process tests, the images (scripts/image-test.sh), the sanitizer builds of the
-# data-plane tests, and the fuzzers for a bounded time. This is the README's test command and
-# what .ci/run calls.
+# multi-process tests, the images (scripts/image-test.sh, which packages the portable plugin
+# too), the portable plugin's checks (tests/portable/: its dependencies, Debian 11, 12 and 13
+# containers, no clash inside a process), the sanitizer builds of the data-plane tests, and the
+# fuzzers for a bounded time. This is the README's test command and what .ci/run calls.
 #   scripts/test.sh          everything
 #   scripts/test.sh --quick  the release build's tests only
 set -euo pipefail
@@ -14,6 +15,16 @@ root=${BUILD_ROOT:-build}
 mkdir -p "$root"
 
 scripts/install-deps.sh
+
+# The container tests' Debian images, made while the release tree builds (mmdebstrap mostly
+# waits on the mirror); waited for before the first container test.
+prefetch=""
+if ((quick == 0)); then
+  # A process group of its own (setsid), so that an early exit stops mmdebstrap with it.
+  setsid tests/portable/prefetch_images.sh >"$root/prefetch-images.log" 2>&1 &
+  prefetch=$!
+  trap '[[ -n $prefetch ]] && kill -- "-$prefetch" 2>/dev/null || true' EXIT
+fi
 
 run_ctest() {  # <kind> [ctest args...]
   local kind=$1; shift
@@ -28,7 +39,19 @@ if ((quick == 0)); then
   # The reducer image and the worker layer, from the release tree's packages, used with podman:
   # reducers, host and containerized workers, health check, uid, drain (docker/README.md).
   echo "=== images ==="
+  wait "$prefetch" || { cat "$root/prefetch-images.log"; echo "test.sh: making the Debian images failed" >&2; exit 1; }
+  prefetch=""
+  tail -n 1 "$root/prefetch-images.log"
   scripts/image-test.sh
+  # The portable plugin, as scripts/package.sh (run by image-test.sh) built and packaged it.
+  echo "=== portable plugin ==="
+  portable=$root/portable/out/libnccl-net-reduction-server.so
+  tests/portable/check_plugin_deps_test.sh "$portable" \
+    "$root/release/client/nccl_plugin/libnccl-net-reduction-server.so"
+  tests/portable/no_clash_test.sh "$portable" "$root/release/tests/nccl_plugin/plugin_harness" \
+    "$root/release/server/reduction-server" "$root/release/client/nccl_plugin/libnccl-net-reduction-server.so"
+  tests/portable/distro_test.sh "$root/portable/out" "$root/release/server/reduction-server" \
+    "$root"/packages/libnccl-net-reduction-server_*.deb
   # Sanitizers: halt on the first report so a finding fails the test that caused it.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
