@@ -41,7 +41,7 @@ if [[ $(cat "$sysroot/.rs-key" 2>/dev/null) != "$key" ]]; then
   say "making the Debian 11 sysroot with mmdebstrap (about 10 s)"
   rm -rf "$sysroot" "$sysroot.partial"
   quietly "$dir/mmdebstrap.log" mmdebstrap --variant=extract --include="$sysroot_pkgs" \
-    bullseye "$sysroot.partial" "${mirrors[@]}"
+    --aptopt='Acquire::Retries "5"' bullseye "$sysroot.partial" "${mirrors[@]}"
   # The loader and a few libraries are absolute links (/lib64/ld-linux-x86-64.so.2 ->
   # /lib/...), which would point into this machine's own root: make them relative.
   while IFS= read -r link; do
@@ -64,7 +64,7 @@ echo "deb-src http://deb.debian.org/debian bookworm main" >"$apt_dir/sources.lis
 echo "deb-src http://deb.debian.org/debian-security bookworm-security main" >>"$apt_dir/sources.list"
 apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
           -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
-          -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+          -o Debug::NoLocking=1 -o APT::Sandbox::User=root -o Acquire::Retries=5)
 versions=()
 declare -A tree_of
 for pkg in fmtlib spdlog highway; do

@@ -31,7 +31,8 @@ EOF
 # inputs, and reused while those do not change. Sets `image_tar` to the tarball.
 debian_image() {
   local dir=$1 release=$2 variant=$3 packages=${4:-libc6}
-  local args=(--mode=root --format=tar)
+  # A mirror that drops a connection now and then must not fail a CI run.
+  local args=(--mode=root --format=tar --aptopt='Acquire::Retries "5"')
   case "$variant" in
     minbase) args+=(--variant=minbase
                     --dpkgopt='path-exclude=/usr/share/doc/*'
