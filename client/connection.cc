@@ -132,6 +132,7 @@ void Connection::sendHello(const wire::Nonce& reducerNonce) {
   writer_.enqueue(transport::ownedFrame(
       frame->header,
       std::string(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size())));
+  queuedBytes_ += wire::kHeaderSize + frame->payload.size();
   writer_.flush(*stream_);
   helloSent_ = true;
   readHeader();
@@ -200,6 +201,15 @@ void Connection::onHeader(const std::error_code& ec) {
         name_, in_.chunk, in_.seq, in_.elemOffset, in_.elemOffset + in_.elemCount,
         want.elemOffset + next.resultElems, want.elemOffset + want.elemCount, want.chunk,
         want.seq)));
+  // A part sums every member's contribution, this one's included: it cannot cover elements
+  // that this member has not sent yet (which would also hand the caller a result while its
+  // send buffer is still being read).
+  if (const uint64_t sent = elemsSent(next); next.resultElems + in_.elemCount > sent)
+    return fail(protocolError(fmt::format(
+        "{}: RESULT for elements {}..{} of chunk {} (seq {}), but this worker has sent only "
+        "elements {}..{} of it: a result can only follow this worker's own upload",
+        name_, in_.elemOffset, in_.elemOffset + in_.elemCount, in_.chunk, in_.seq,
+        want.elemOffset, want.elemOffset + sent)));
   // Straight into the caller's buffer, or for a compressed chunk into the staging buffer.
   void* dst = static_cast<std::byte*>(next.dst) + next.resultElems * dataTypeSize(in_.dtype);
   if (next.compressed) {
@@ -241,6 +251,8 @@ void Connection::onResult(const std::error_code& ec) {
     reduce::widenToFloat32(in_.dtype, resultStaging_.data(),
                            static_cast<float*>(next.dst) + next.resultElems, in_.elemCount);
   next.resultElems += in_.elemCount;
+  // The whole result is in, so the whole REDUCE went out (onHeader): the request may complete
+  // without the writer still reading the caller's send buffer.
   if (next.resultElems == next.header.elemCount) {
     std::shared_ptr<RequestState> request = std::move(next.request);
     pacer_.done(next.header.payloadLength);
@@ -251,6 +263,14 @@ void Connection::onResult(const std::error_code& ec) {
   // The send pace follows the others as their chunks finish, also in the middle of ours.
   if (pacer_.enabled() && !closed_) pacer_.refresh(*stream_);
   readHeader();
+}
+
+uint64_t Connection::elemsSent(const ChunkTransfer& chunk) const {
+  if (chunk.payloadAt == ChunkTransfer::kNotQueued) return 0;
+  const uint64_t sent = stream_->bytesSent();
+  if (sent <= chunk.payloadAt) return 0;
+  return std::min<uint64_t>(sent - chunk.payloadAt, chunk.header.payloadLength) /
+         dataTypeSize(chunk.header.dtype);
 }
 
 void Connection::onErrorText(const std::error_code& ec) {
@@ -297,6 +317,7 @@ void Connection::feedWriter() {
   while (!held_.empty()) {
     // At least one narrowed frame may always wait, however large, so that nothing stalls.
     if (held_.front().compressed && stagedBytes_ >= kStageAhead) break;
+    expected_[expected_.size() - held_.size()].payloadAt = queuedBytes_ + wire::kHeaderSize;
     enqueueReduce(held_.front());
     held_.pop_front();
   }
@@ -307,6 +328,7 @@ void Connection::feedWriter() {
 // and a request is failed only once every connection has drained (its writes included). A
 // compressed chunk's frame owns its staging buffer; the caller's buffer is only read.
 void Connection::enqueueReduce(const ChunkTransfer& c) {
+  queuedBytes_ += wire::kHeaderSize + c.header.payloadLength;
   if (!c.compressed) {
     writer_.enqueue({wire::encodeHeader(c.header), {c.src, c.header.payloadLength}, nullptr, 0});
     return;

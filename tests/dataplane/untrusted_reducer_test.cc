@@ -1,0 +1,106 @@
+// What a member accepts from a reducer, tried against fake reducers that misbehave on real
+// loopback sockets (tests/support/fake_reducer.h): one that sends results ahead of the member's
+// own upload. The member must fail, saying why, and a healthy group on a real reducer beside it
+// stays exact.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/fake_reducer.h"
+#include "tests/support/healthy_group.h"
+#include "tests/support/local_pool.h"
+#include "tests/support/wait_until.h"
+
+namespace rs::test {
+namespace {
+
+using Catch::Matchers::Contains;
+
+}  // namespace
+
+TEST_CASE("a RESULT for elements the member has not sent yet is a protocol error, and a "
+          "healthy group on a reducer it shares stays exact",
+          "[untrusted-reducer]") {
+  LocalPool pool(1);
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  Status healthy;  // Catch2 assertions belong on the test's own thread
+  std::thread other([&] {
+    healthy = runHealthyGroup(pool.endpoints(), {.stop = &stop, .done = &rounds});
+  });
+  REQUIRE(waitUntil([&] { return rounds.load() >= 1; }));
+
+  constexpr uint32_t kChunkBytes = 8u << 20;
+  // Reads only the REDUCE header of its chunk, then sends a result for the whole chunk (made-up
+  // values) and reads nothing more: the member's upload of that chunk cannot have gone out.
+  auto fake = std::make_unique<FakeReducer>(
+      [&](FakeReducer::Socket& s) {
+        acceptMember(s, kChunkBytes);
+        const wire::FrameHeader reduce = readHeaderOf(s);
+        sendResultPart(s, reduce, reduce.elemOffset,
+                       std::vector<uint8_t>(reduce.payloadLength, 0x42));
+        readUntilClosed(s);
+      },
+      /*receiveBuffer=*/64 << 10);
+  const Endpoint fakeEndpoint = fake->endpoint();
+
+  // One member of its own group on [the real reducer, the fake]: two chunks of 8 MiB, chunk 1
+  // the fake's. Small socket buffers, so that most of chunk 1 waits in the member's buffer.
+  auto options = testClientOptions({pool.endpoints()[0], fakeEndpoint});
+  options.minChunkBytes = options.maxChunkBytes = kChunkBytes;
+  options.transport.tcp.sendBufferBytes = 128 << 10;
+  auto comm = client::Communicator::connect(options, {GroupId::random(), 1, 0});
+  REQUIRE(comm.isOk());
+  std::vector<float> send(2 * kChunkBytes / sizeof(float), 1.0f), recv(send.size(), 0.0f);
+  const Status s = (*comm)->allReduce(send.data(), recv.data(), send.size(), DataType::kFloat32,
+                                      ReduceOp::kSum);
+  CHECK(s.code() == StatusCode::kProtocolError);
+  CHECK_THAT(s.message(), Contains("reducer 1 (" + fakeEndpoint.toString() + ")"));
+  CHECK_THAT(s.message(), Contains("can only follow this worker's own upload"));
+  comm->reset();
+  fake.reset();
+
+  // The reducer the member shared goes on serving the healthy group, exactly.
+  const int before = rounds.load();
+  CHECK(waitUntil([&] { return rounds.load() >= before + 2; }));
+  stop = true;
+  other.join();
+  CHECK(healthy.toString() == "OK");
+}
+
+TEST_CASE("result parts for what the member has already sent are accepted while the rest of "
+          "the chunk is still going out (cut-through)",
+          "[untrusted-reducer]") {
+  constexpr uint32_t kChunkBytes = 8u << 20;
+  // A reducer of a one-member group: the sum is the member's own input, so it echoes each half
+  // of the chunk back as soon as it has read it, before it reads the other half.
+  FakeReducer fake(
+      [&](FakeReducer::Socket& s) {
+        acceptMember(s, kChunkBytes);
+        const wire::FrameHeader reduce = readHeaderOf(s);
+        const uint32_t half = reduce.elemCount / 2 * static_cast<uint32_t>(sizeof(float));
+        std::vector<uint8_t> first(half), second(reduce.payloadLength - half);
+        asio::read(s, asio::buffer(first));
+        sendResultPart(s, reduce, reduce.elemOffset, first);
+        asio::read(s, asio::buffer(second));
+        sendResultPart(s, reduce, reduce.elemOffset + half / sizeof(float), second);
+        readUntilClosed(s);
+      },
+      /*receiveBuffer=*/64 << 10);
+  auto options = testClientOptions({fake.endpoint()});
+  options.minChunkBytes = options.maxChunkBytes = kChunkBytes;
+  options.transport.tcp.sendBufferBytes = 128 << 10;
+  auto comm = client::Communicator::connect(options, {GroupId::random(), 1, 0});
+  REQUIRE(comm.isOk());
+  std::vector<float> send(kChunkBytes / sizeof(float)), recv(send.size(), 0.0f);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>(i % 1000);
+  const Status s = (*comm)->allReduce(send.data(), recv.data(), send.size(), DataType::kFloat32,
+                                      ReduceOp::kSum);
+  CHECK(s.toString() == "OK");
+  CHECK(recv == send);
+}
+
+}  // namespace rs::test
