@@ -32,6 +32,7 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
       name_(fmt::format("reducer {} ({}) stream {}", reducerIndex, endpoint_.toString(),
                         streamIndex)),
       graceTimer_(io),
+      handshakeTimer_(io),
       writer_(
           // Each write is counted like every other operation, so that drain stays exact.
           [this](transport::IoHandler done) -> transport::IoHandler {
@@ -66,6 +67,7 @@ void Connection::opDone() {
 
 void Connection::start() {
   pendingOps_.add();  // held until the dial is issued, so an early close drains exactly
+  connectDeadline_ = std::chrono::steady_clock::now() + options_.connectTimeout;
   if (!closed_) {
     connector_ = transport::makeConnector(io_, options_.transport);
     connector_->connect(endpoint_, options_.connectTimeout,
@@ -87,7 +89,22 @@ void Connection::onConnect(Result<std::unique_ptr<transport::Stream>> stream) {
                                    s.message())));
   }
   stream_ = std::move(*stream);
+  // A reducer that accepts and then says nothing, or part of a frame, must not hold this
+  // member forever: the handshake ends by the same deadline as the dial.
+  handshakeStep_ = "waiting for CHALLENGE";
+  handshakeTimer_.expires_at(connectDeadline_);
+  handshakeTimer_.async_wait(counted([this](const std::error_code& ec) {
+    if (!ec) onHandshakeDeadline();
+  }));
   readHeader();  // the reducer speaks first: CHALLENGE
+}
+
+void Connection::onHandshakeDeadline() {
+  if (closed_ || handshaken_) return;
+  fail(timeoutError(fmt::format(
+      "{}: still {} when the connect timeout ({} ms, RS_CONNECT_TIMEOUT_MS) ran out: the "
+      "reducer accepted the connection but did not finish the handshake",
+      name_, handshakeStep_, options_.connectTimeout.count())));
 }
 
 // The reducer's CHALLENGE says whether it wants the job secret; both sides must agree, so that
@@ -135,6 +152,7 @@ void Connection::sendHello(const wire::Nonce& reducerNonce) {
   queuedBytes_ += wire::kHeaderSize + frame->payload.size();
   writer_.flush(*stream_);
   helloSent_ = true;
+  handshakeStep_ = "waiting for HELLO_ACK";
   readHeader();
 }
 
@@ -160,6 +178,7 @@ void Connection::onHeader(const std::error_code& ec) {
     return fail(protocolError(name_ + ": " + s.message()));
 
   if (in_.type == wire::FrameType::kError || in_.type == wire::FrameType::kAbort) {
+    handshakeStep_ = "reading the reason of its ERROR or ABORT";
     errorText_.resize(in_.payloadLength);
     reader_.readExactly(*stream_, errorText_.data(), errorText_.size(),
                         counted([this](const std::error_code& e, size_t) { onErrorText(e); }));
@@ -169,6 +188,7 @@ void Connection::onHeader(const std::error_code& ec) {
     if (in_.type != wire::FrameType::kChallenge)
       return fail(protocolError(fmt::format("{}: expected CHALLENGE, got {}", name_,
                                             wire::frameTypeName(in_.type))));
+    handshakeStep_ = "reading CHALLENGE";
     reader_.readExactly(*stream_, challengeBytes_.data(), challengeBytes_.size(),
                         counted([this](const std::error_code& e, size_t) { onChallenge(e); }));
     return;
@@ -177,6 +197,7 @@ void Connection::onHeader(const std::error_code& ec) {
     if (in_.type != wire::FrameType::kHelloAck)
       return fail(protocolError(fmt::format("{}: expected HELLO_ACK, got {}", name_,
                                             wire::frameTypeName(in_.type))));
+    handshakeStep_ = "reading HELLO_ACK";
     reader_.readExactly(*stream_, ackBytes_.data(), ackBytes_.size(),
                         counted([this](const std::error_code& e, size_t) { onHelloAck(e); }));
     return;
@@ -237,6 +258,7 @@ void Connection::onHelloAck(const std::error_code& ec) {
         "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
         name_, ack.maxPayloadBytes, options_.maxChunkBytes)));
   handshaken_ = true;
+  handshakeTimer_.cancel();
   feedWriter();
   owner_.onConnected(*this);
   readHeader();
@@ -395,6 +417,7 @@ void Connection::close() {
   pendingOps_.add();  // so that the cancellations below cannot drain before we are done here
   if (connector_) connector_->cancel();
   graceTimer_.cancel();
+  handshakeTimer_.cancel();
   pacer_.idle();
   if (stream_) stream_->close();
   writer_.close();

@@ -82,7 +82,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
              asio::io_context& io, uint32_t reducerIndex, uint32_t streamIndex,
              Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr);
 
-  // Connects (within options.connectTimeout) and handshakes; reports through
+  // Connects and handshakes, the two together within options.connectTimeout (a reducer that
+  // accepts and then stalls fails with the step it stalled in); reports through
   // ConnectionOwner::onConnected, or onFailed.
   void start();
   // Queues chunks (on the io thread); startWrites() sends them. Apart, so that every stream a
@@ -109,6 +110,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void readHeader();
   void onHeader(const std::error_code& ec);
   void onHelloAck(const std::error_code& ec);
+  void onHandshakeDeadline();
   void onResult(const std::error_code& ec);
   // Elements of `chunk` handed to the socket so far: all that a result part may cover.
   uint64_t elemsSent(const ChunkTransfer& chunk) const;
@@ -136,6 +138,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::unique_ptr<transport::Connector> connector_;
   asio::steady_timer graceTimer_;  // after a failed write, for the reason to arrive
+  // Connecting ends by start() + options.connectTimeout; this timer holds the handshake to it.
+  std::chrono::steady_clock::time_point connectDeadline_;
+  asio::steady_timer handshakeTimer_;
+  const char* handshakeStep_ = "";  // where the handshake is, for the timeout's message
   std::unique_ptr<transport::Stream> stream_;
   bool helloSent_ = false;   // after the reducer's CHALLENGE
   bool handshaken_ = false;  // after its HELLO_ACK

@@ -1,10 +1,11 @@
 // What a member accepts from a reducer, tried against fake reducers that misbehave on real
-// loopback sockets (tests/support/fake_reducer.h): one that sends results ahead of the member's
-// own upload. The member must fail, saying why, and a healthy group on a real reducer beside it
-// stays exact.
+// loopback sockets (tests/support/fake_reducer.h): one that accepts and then stalls the
+// handshake, and one that sends results ahead of the member's own upload. The member must
+// fail, promptly and saying why, and a healthy group on a real reducer beside it stays exact.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,7 +20,72 @@ namespace {
 
 using Catch::Matchers::Contains;
 
+// Communicator::connect on a thread of its own, so that a connect that never returns fails the
+// test (after the state deadline) instead of hanging it: `fake`'s destruction then closes its
+// connections under the member, which ends the connect.
+Status connectOnce(const client::ClientOptions& options, std::unique_ptr<FakeReducer>& fake) {
+  std::promise<Status> outcome;
+  std::future<Status> done = outcome.get_future();
+  std::thread member([&] {
+    auto comm = client::Communicator::connect(options, {GroupId::random(), 1, 0});
+    outcome.set_value(comm ? Status::ok() : comm.status());
+  });
+  const bool returned = waitUntil(
+      [&] { return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready; });
+  fake.reset();
+  member.join();
+  if (!returned) return internalError("Communicator::connect did not return (hung)");
+  return done.get();
+}
+
 }  // namespace
+
+TEST_CASE("a reducer that accepts and then stalls the handshake fails connect within "
+          "RS_CONNECT_TIMEOUT_MS, naming the reducer and the step",
+          "[untrusted-reducer]") {
+  struct Stall {
+    const char* what;
+    const char* step;  // as the error names it
+    FakeReducer::Serve serve;
+  };
+  const std::vector<uint8_t> challenge = challengeFrame();
+  const std::vector<uint8_t> ack = helloAckFrame(8u << 20);
+  const Stall stall = GENERATE_COPY(
+      Stall{"sends nothing", "waiting for CHALLENGE", readUntilClosed},
+      Stall{"sends half a CHALLENGE header", "waiting for CHALLENGE",
+            [challenge](FakeReducer::Socket& s) {
+              writeBytes(s, challenge.data(), wire::kHeaderSize / 2);
+              readUntilClosed(s);
+            }},
+      Stall{"sends a CHALLENGE header and part of its payload", "reading CHALLENGE",
+            [challenge](FakeReducer::Socket& s) {
+              writeBytes(s, challenge.data(), wire::kHeaderSize + 10);
+              readUntilClosed(s);
+            }},
+      Stall{"never answers the HELLO", "waiting for HELLO_ACK",
+            [challenge](FakeReducer::Socket& s) {
+              writeBytes(s, challenge.data(), challenge.size());
+              readHello(s);
+              readUntilClosed(s);
+            }},
+      Stall{"sends a HELLO_ACK header without its payload", "reading HELLO_ACK",
+            [challenge, ack](FakeReducer::Socket& s) {
+              writeBytes(s, challenge.data(), challenge.size());
+              readHello(s);
+              writeBytes(s, ack.data(), wire::kHeaderSize);
+              readUntilClosed(s);
+            }});
+  CAPTURE(stall.what);
+  auto fake = std::make_unique<FakeReducer>(stall.serve);
+  const Endpoint where = fake->endpoint();
+  auto options = testClientOptions({where}, 2);
+  options.connectTimeout = std::chrono::milliseconds(1000);
+  const Status s = connectOnce(options, fake);
+  CHECK(s.code() == StatusCode::kTimeout);
+  CHECK_THAT(s.message(), Contains("reducer 0 (" + where.toString() + ")"));
+  CHECK_THAT(s.message(), Contains(stall.step));
+  CHECK_THAT(s.message(), Contains("RS_CONNECT_TIMEOUT_MS"));
+}
 
 TEST_CASE("a RESULT for elements the member has not sent yet is a protocol error, and a "
           "healthy group on a reducer it shares stays exact",

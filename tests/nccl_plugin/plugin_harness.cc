@@ -10,11 +10,17 @@
 //   p2p            a ring: listen, connect/accept polled until both are up, 32 isend/irecv in
 //                  flight of many sizes, contents and sizes checked
 //   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node
+//   collnet-hostile-reducer  (one node) the reducer is this process's own listener, which
+//                  accepts and then never speaks: connect must fail with ncclRemoteError
+//                  within RS_CONNECT_TIMEOUT_MS, not hang
 //   collnet-die    rank 1 exits mid-run; the others' test() must return ncclRemoteError, not hang
 //   p2p-die        rank 1 exits after connecting; rank 0's pending irecv must fail (ncclRemoteError)
 //   bad-handle     connect with handles this plugin did not make: errors, no crash
 // Exit code 0 means every check passed; failures print one line each to stderr.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,7 +28,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <atomic>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -415,6 +423,73 @@ void runCollnetDown(PluginApi& api, const Args& a) {
   EXPECT_OK(api.netFinalize(netCtx));
 }
 
+// A reducer that misbehaves, in this process: a listener on 127.0.0.1 whose thread accepts
+// every connection and hands it to `greet` (which may say anything, or nothing), then keeps it
+// open until the end.
+class HostileReducer {
+ public:
+  using Greet = std::function<void(int fd)>;
+  explicit HostileReducer(Greet greet) : greet_(std::move(greet)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(listener_, 64) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      EXPECT(false, "hostile reducer: no listener");
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int fd = ::accept(listener_, nullptr, nullptr);
+        if (fd < 0 || stopping_) {
+          if (fd >= 0) ::close(fd);
+          return;
+        }
+        accepted_.push_back(fd);
+        greet_(fd);
+      }
+    });
+  }
+  ~HostileReducer() {
+    stopping_ = true;
+    ::shutdown(listener_, SHUT_RDWR);  // ends the blocked accept
+    if (thread_.joinable()) thread_.join();
+    for (int fd : accepted_) ::close(fd);
+    if (listener_ >= 0) ::close(listener_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  Greet greet_;
+  int listener_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::vector<int> accepted_;  // the accept thread's until it is joined
+  std::thread thread_;
+};
+
+void runCollnetHostileReducer(PluginApi& api, const Args& a) {
+  HostileReducer reducer([](int) {});  // accepts, then says nothing
+  // Before init: the plugin reads its environment there.
+  ::setenv("RS_REDUCERS", reducer.address().c_str(), 1);
+  void *netCtx = nullptr, *collCtx = nullptr;
+  initAndCheckDevices(api, &netCtx, &collCtx, true);
+  ncclResult_t result;
+  const auto start = Clock::now();
+  void* cc = collnetConnect(api, collCtx, a, "silent", &result);
+  EXPECT(result == ncclRemoteError && cc == nullptr,
+         "collnet connect to a reducer that never speaks returned %d, not ncclRemoteError",
+         result);
+  std::fprintf(stderr, "rank %d: collnet connect to a silent reducer failed after %.1f s\n",
+               a.rank, std::chrono::duration<double>(Clock::now() - start).count());
+  EXPECT_OK(api.collFinalize(collCtx));
+  EXPECT_OK(api.netFinalize(netCtx));
+}
+
 void runBadHandle(PluginApi& api, const Args& a) {
   void *netCtx = nullptr, *collCtx = nullptr;
   initAndCheckDevices(api, &netCtx, &collCtx, true);
@@ -471,6 +546,8 @@ int main(int argc, char** argv) {
     runP2p(api, a, true);
   } else if (a.mode == "collnet-down") {
     runCollnetDown(api, a);
+  } else if (a.mode == "collnet-hostile-reducer") {
+    runCollnetHostileReducer(api, a);
   } else if (a.mode == "bad-handle") {
     runBadHandle(api, a);
   } else {
