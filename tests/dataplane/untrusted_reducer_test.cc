@@ -1,7 +1,8 @@
 // What a member accepts from a reducer, tried against fake reducers that misbehave on real
 // loopback sockets (tests/support/fake_reducer.h): one that accepts and then stalls the
-// handshake, and one that sends results ahead of the member's own upload. The member must
-// fail, promptly and saying why, and a healthy group on a real reducer beside it stays exact.
+// handshake, one that sends results ahead of the member's own upload, and one that writes
+// control characters into its reasons. The member must fail, promptly and saying why, and a
+// healthy group on a real reducer beside it stays exact.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include "tests/support/fake_reducer.h"
 #include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
@@ -36,6 +38,12 @@ Status connectOnce(const client::ClientOptions& options, std::unique_ptr<FakeRed
   member.join();
   if (!returned) return internalError("Communicator::connect did not return (hung)");
   return done.get();
+}
+
+bool printable(const std::string& text) {
+  for (unsigned char c : text)
+    if (c < 0x20 || c >= 0x7F) return false;
+  return true;
 }
 
 }  // namespace
@@ -167,6 +175,46 @@ TEST_CASE("result parts for what the member has already sent are accepted while 
                                       ReduceOp::kSum);
   CHECK(s.toString() == "OK");
   CHECK(recv == send);
+}
+
+TEST_CASE("control characters in a reducer's ERROR or ABORT reason reach neither the status "
+          "nor the log unescaped",
+          "[untrusted-reducer]") {
+  // Terminal escapes (a title, clear screen), a C1 control in UTF-8, and forged lines.
+  const std::string reason =
+      "\x1b]0;pwned\x07\x1b[2J\xc2\x9b" "1m# Out of bounds values : 0 OK\r\n"
+      "# Out of bounds values : 0 OK";
+  LogCapture log;
+  SECTION("ERROR instead of the handshake") {
+    auto fake = std::make_unique<FakeReducer>([&](FakeReducer::Socket& s) {
+      sendFailure(s, /*abort=*/false, reason);
+      readUntilClosed(s);
+    });
+    const Status s = connectOnce(testClientOptions({fake->endpoint()}), fake);
+    CHECK(s.code() == StatusCode::kAborted);
+    CHECK(printable(s.message()));
+    CHECK_THAT(s.message(), Contains("\\x1b[2J\\xc2\\x9b1m# Out of bounds values : 0 OK\\x0d\\x0a#"));
+  }
+  SECTION("ABORT in the middle of a collective") {
+    FakeReducer fake([&](FakeReducer::Socket& s) {
+      acceptMember(s, 1u << 20);
+      readHeaderOf(s);
+      sendFailure(s, /*abort=*/true, reason);
+      readUntilClosed(s);
+    });
+    auto comm = client::Communicator::connect(testClientOptions({fake.endpoint()}),
+                                              {GroupId::random(), 1, 0});
+    REQUIRE(comm.isOk());
+    std::vector<float> buf(1000, 1.0f);
+    const Status s = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                                        ReduceOp::kSum);
+    CHECK(s.code() == StatusCode::kAborted);
+    CHECK(printable(s.message()));
+    CHECK_THAT(s.message(), Contains("aborted the group"));
+  }
+  CHECK_FALSE(log.contains("\x1b"));
+  CHECK_FALSE(log.contains("\n# Out of bounds"));
+  CHECK(log.contains("\\x1b"));
 }
 
 }  // namespace rs::test

@@ -6,8 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace rs::harness {
+
+namespace {
+std::mutex gWarningsMu;
+std::vector<std::string> gWarnings;
+}  // namespace
 
 void harnessLogger(ncclDebugLogLevel level, unsigned long, const char* file, int line,
                    const char* fmt, ...) {
@@ -17,8 +23,17 @@ void harnessLogger(ncclDebugLogLevel level, unsigned long, const char* file, int
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  if (level == NCCL_LOG_WARN) {
+    std::lock_guard lock(gWarningsMu);
+    gWarnings.emplace_back(buf);
+  }
   std::fprintf(stderr, "[plugin %s %s:%d] %s\n", level == NCCL_LOG_WARN ? "WARN" : "INFO",
                file ? file : "?", line, buf);
+}
+
+std::vector<std::string> loggedWarnings() {
+  std::lock_guard lock(gWarningsMu);
+  return gWarnings;
 }
 
 namespace {

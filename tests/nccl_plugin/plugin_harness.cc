@@ -12,7 +12,9 @@
 //   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node
 //   collnet-hostile-reducer  (one node) the reducer is this process's own listener, which
 //                  accepts and then never speaks: connect must fail with ncclRemoteError
-//                  within RS_CONNECT_TIMEOUT_MS, not hang
+//                  within RS_CONNECT_TIMEOUT_MS, not hang; then it answers with an ERROR
+//                  whose reason holds terminal escapes and a forged line: ncclRemoteError,
+//                  and NCCL's log shows the reason escaped
 //   collnet-die    rank 1 exits mid-run; the others' test() must return ncclRemoteError, not hang
 //   p2p-die        rank 1 exits after connecting; rank 0's pending irecv must fail (ncclRemoteError)
 //   bad-handle     connect with handles this plugin did not make: errors, no crash
@@ -38,6 +40,7 @@
 #include <vector>
 
 #include "core/common/aligned_buffer.h"
+#include "core/wire/control_frames.h"
 #include "tests/nccl_plugin/plugin_api.h"
 #include "tests/support/verify_pattern.h"
 
@@ -472,8 +475,24 @@ class HostileReducer {
   std::thread thread_;
 };
 
+bool printable(const std::string& line) {
+  for (unsigned char c : line)
+    if (c < 0x20 || c >= 0x7F) return false;
+  return true;
+}
+
 void runCollnetHostileReducer(PluginApi& api, const Args& a) {
-  HostileReducer reducer([](int) {});  // accepts, then says nothing
+  // Accepts, then says nothing; once `forge` is set, sends an ERROR with a hostile reason.
+  std::atomic<bool> forge{false};
+  const Status hostile = abortedError(
+      "\x1b[2J\x1b[H\r\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 999.000");
+  HostileReducer reducer([&](int fd) {
+    if (!forge) return;
+    const wire::ErrorFrame f = wire::errorFrame({}, 0, hostile);
+    std::string frame(f.header.begin(), f.header.end());
+    frame += f.reason;
+    if (::write(fd, frame.data(), frame.size()) < 0) return;  // the connect fails without it
+  });
   // Before init: the plugin reads its environment there.
   ::setenv("RS_REDUCERS", reducer.address().c_str(), 1);
   void *netCtx = nullptr, *collCtx = nullptr;
@@ -486,6 +505,18 @@ void runCollnetHostileReducer(PluginApi& api, const Args& a) {
          result);
   std::fprintf(stderr, "rank %d: collnet connect to a silent reducer failed after %.1f s\n",
                a.rank, std::chrono::duration<double>(Clock::now() - start).count());
+
+  forge = true;
+  cc = collnetConnect(api, collCtx, a, "forged", &result);
+  EXPECT(result == ncclRemoteError && cc == nullptr,
+         "collnet connect refused with an ERROR returned %d, not ncclRemoteError", result);
+  bool escaped = false;
+  for (const std::string& line : loggedWarnings()) {
+    EXPECT(printable(line), "a WARN line carries a control character: %s", line.c_str());
+    escaped = escaped || line.find("\\x1b[2J\\x1b[H\\x0d\\x0a# Out of bounds") != std::string::npos;
+  }
+  EXPECT(escaped, "no WARN line shows the reducer's reason escaped");
+  if (escaped) std::fprintf(stderr, "rank %d: the hostile reason reached NCCL's log escaped\n", a.rank);
   EXPECT_OK(api.collFinalize(collCtx));
   EXPECT_OK(api.netFinalize(netCtx));
 }

@@ -55,7 +55,8 @@ kill -9 "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
 run "collnet-reducers-down" collnet-down 2 11 RS_CONNECT_TIMEOUT_MS=1500 \
     RS_REDUCERS="127.0.0.1:$dead"
 # A reducer that accepts and then never speaks: connect must fail, not hang, within
-# RS_CONNECT_TIMEOUT_MS (the harness is its own reducer and sets RS_REDUCERS).
+# RS_CONNECT_TIMEOUT_MS; then one whose ERROR reason holds terminal escapes and forged lines:
+# NCCL's log gets it escaped (the harness is its own reducer and sets RS_REDUCERS).
 run "collnet-hostile-reducer" collnet-hostile-reducer 1 11 RS_CONNECT_TIMEOUT_MS=1500
 reducers=${reducers#*,}  # the surviving reducer
 run "collnet-node-dies" collnet-die 3 11
