@@ -283,8 +283,8 @@ int runLocalPool(Options o, const std::vector<std::string>& passThrough) {
   for (int r = 0; r < workers; ++r) {
     std::vector<std::string> argv = {self, "--reducers", reducerList, "--world",
                                      std::to_string(workers), "--rank", std::to_string(r),
-                                     "--group", group, "--tcp-probe-gbps", fmt::format("{}", tcpGbps),
-                                     "--wrong-file", wrongFile(r)};
+                                     "--group", group, "--tcp-probe-gbps",
+                                     fmt::format("{}", tcpGbps), "--wrong-file", wrongFile(r)};
     argv.insert(argv.end(), passThrough.begin(), passThrough.end());
     pids.push_back(procs.spawn(argv, /*quietStdout=*/r != 0));
   }

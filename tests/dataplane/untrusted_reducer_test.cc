@@ -193,7 +193,8 @@ TEST_CASE("control characters in a reducer's ERROR or ABORT reason reach neither
     const Status s = connectOnce(testClientOptions({fake->endpoint()}), fake);
     CHECK(s.code() == StatusCode::kAborted);
     CHECK(printable(s.message()));
-    CHECK_THAT(s.message(), Contains("\\x1b[2J\\xc2\\x9b1m# Out of bounds values : 0 OK\\x0d\\x0a#"));
+    CHECK_THAT(s.message(),
+               Contains("\\x1b[2J\\xc2\\x9b1m# Out of bounds values : 0 OK\\x0d\\x0a#"));
   }
   SECTION("ABORT in the middle of a collective") {
     FakeReducer fake([&](FakeReducer::Socket& s) {

@@ -22,7 +22,8 @@ sizes=(-b 1K -e 64K -f 8 -n 1 -w 0 -d fp32 -o sum)
 
 # The local pool: 2 workers through the forger as their only reducer.
 rc=0
-out=$(timeout 120 "$perf" --local-pool 1 --workers 2 --server-bin "$forger" "${sizes[@]}" 2>&1) || rc=$?
+out=$(timeout 120 "$perf" --local-pool 1 --workers 2 --server-bin "$forger" "${sizes[@]}" 2>&1) ||
+  rc=$?
 echo "$out"
 ((rc == 3)) || { echo "FAILED: local pool: exit $rc, wanted 3 (wrong values)"; exit 1; }
 grep -q "^# Out of bounds values : $((2 * per_worker)) FAILED$" <<<"$out" ||

@@ -513,10 +513,12 @@ void runCollnetHostileReducer(PluginApi& api, const Args& a) {
   bool escaped = false;
   for (const std::string& line : loggedWarnings()) {
     EXPECT(printable(line), "a WARN line carries a control character: %s", line.c_str());
-    escaped = escaped || line.find("\\x1b[2J\\x1b[H\\x0d\\x0a# Out of bounds") != std::string::npos;
+    escaped = escaped ||
+              line.find("\\x1b[2J\\x1b[H\\x0d\\x0a# Out of bounds") != std::string::npos;
   }
   EXPECT(escaped, "no WARN line shows the reducer's reason escaped");
-  if (escaped) std::fprintf(stderr, "rank %d: the hostile reason reached NCCL's log escaped\n", a.rank);
+  if (escaped)
+    std::fprintf(stderr, "rank %d: the hostile reason reached NCCL's log escaped\n", a.rank);
   EXPECT_OK(api.collFinalize(collCtx));
   EXPECT_OK(api.netFinalize(netCtx));
 }

@@ -39,7 +39,8 @@ class FakeReducer {
       : serve_(std::move(serve)), acceptor_(io_) {
     acceptor_.open(asio::ip::tcp::v4());
     acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true));
-    if (receiveBuffer > 0) acceptor_.set_option(asio::socket_base::receive_buffer_size(receiveBuffer));
+    if (receiveBuffer > 0)
+      acceptor_.set_option(asio::socket_base::receive_buffer_size(receiveBuffer));
     acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
     acceptor_.listen();
     acceptThread_ = std::thread([this] { acceptLoop(); });

@@ -112,7 +112,8 @@ void TcpStream::shutdownSend() {
 void TcpStream::asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) {
   gather_.clear();
   for (size_t i = 0; i < count; ++i)
-    if (buffers[i].size != 0) gather_.push_back({const_cast<void*>(buffers[i].data), buffers[i].size});
+    if (buffers[i].size != 0)
+      gather_.push_back({const_cast<void*>(buffers[i].data), buffers[i].size});
   unsent_ = 0;
   written_ = 0;
   writeHandler_ = std::move(handler);
@@ -162,8 +163,9 @@ void TcpStream::sendSome(bool initiating) {
 void TcpStream::endWrite(const std::error_code& error, bool initiating) {
   IoHandler handler = std::move(writeHandler_);
   if (!initiating) return handler(error, written_);
-  asio::post(socket_.get_executor(),
-             [handler = std::move(handler), error, written = written_] { handler(error, written); });
+  asio::post(socket_.get_executor(), [handler = std::move(handler), error, written = written_] {
+    handler(error, written);
+  });
 }
 
 // The kernel queues a small send whole when its send buffer has room for the bytes and one
