@@ -7,7 +7,10 @@
 // rank 0's table:
 //   allreduce_perf --local-pool 4 --workers 4 [-b 8K -e 256M ...]
 // Every size is checked: each member fills its buffer with inputs whose reduction is exact in
-// the chosen type, and #wrong counts mismatching elements over all members.
+// the chosen type and counts the elements of its own result that differ (#wrong: rank 0's).
+// The verdict never goes through the reducers under test, which could forge it: each member
+// exits 3 if it saw a wrong element, and the local pool's launcher sums the members' counts
+// from files they write (--wrong-file), not from an all-reduce.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -39,6 +43,7 @@ struct Options {
   int world = 1;
   int rank = 0;
   std::string group;
+  std::string wrongFile;  // set by the launcher: where this member writes its wrong-value count
   // local pool mode
   int localPool = 0;
   int workers = 0;
@@ -144,6 +149,8 @@ int runWorker(const Options& o) {
                  "reference, not a hard bound: collectives whose buffers stay in cache can beat "
                  "the streaming probe\n",
                  o.tcpProbeGbps, 2 * o.world, bound);
+    fmt::print("# #wrong: elements of this member's results that differ from the exact ones; each "
+               "member checks its own and exits 3 on any\n");
     fmt::print("#\n# {:>10}  {:>12}  {:>6}  {:>5}  {:>10}  {:>7}  {:>7}  {:>6}{}\n", "size",
                "count", "type", "redop", "time", "algbw", "busbw", "#wrong",
                bound > 0 ? "  vs TCP" : "");
@@ -195,9 +202,8 @@ int runWorker(const Options& o) {
         if (test::loadAs(*type, recv[0].data(), i) != test::expectedResult(*type, *op, o.world, i))
           ++wrong;
     }
-    // The slowest member's time and everyone's errors, through the service itself.
+    // The slowest member's time, through the service itself (a figure, not the verdict).
     if (s.isOk()) s = (*comm)->allReduce(&seconds, &seconds, 1, DataType::kFloat64, ReduceOp::kMax);
-    if (s.isOk()) s = (*comm)->allReduce(&wrong, &wrong, 1, DataType::kUint64, ReduceOp::kSum);
     if (!s.isOk()) {
       fmt::print(stderr, "rank {}: {} bytes: {}\n", o.rank, bytes, s.toString());
       return 1;
@@ -221,10 +227,18 @@ int runWorker(const Options& o) {
     }
     if (bytes > *maxBytes / static_cast<uint64_t>(o.factor)) break;
   }
-  if (printer) {
+  // This member's own count: the launcher's verdict sums them, else this line is its verdict.
+  if (!o.wrongFile.empty()) {
+    std::ofstream f(o.wrongFile);
+    f << totalWrong << "\n";
+    if (!f.flush()) {
+      fmt::print(stderr, "rank {}: cannot write --wrong-file {}\n", o.rank, o.wrongFile);
+      return 1;
+    }
+  } else {
     fmt::print("# Out of bounds values : {} {}\n", totalWrong, totalWrong ? "FAILED" : "OK");
-    fmt::print("# Avg bus bandwidth    : {:.3f}\n#\n", rows ? busSum / rows : 0.0);
   }
+  if (printer) fmt::print("# Avg bus bandwidth    : {:.3f}\n#\n", rows ? busSum / rows : 0.0);
   return totalWrong == 0 ? 0 : 3;
 }
 
@@ -257,7 +271,6 @@ int runLocalPool(Options o, const std::vector<std::string>& passThrough) {
     endpoints.push_back("127.0.0.1:" + ports.substr(0, ports.find(' ')));
     std::remove(portFile.c_str());
   }
-  ::rmdir(dir.c_str());
   const std::string reducerList = fmt::format("{}", fmt::join(endpoints, ","));
   fmt::print("# local pool: {} reducer processes ({}), {} worker processes\n", o.localPool,
              reducerList, workers);
@@ -265,11 +278,13 @@ int runLocalPool(Options o, const std::vector<std::string>& passThrough) {
 
   const std::string self = executableDir() + "/allreduce_perf";
   const std::string group = GroupId::random().toString();
+  auto wrongFile = [&](int r) { return fmt::format("{}/worker-{}-{}.wrong", dir, group, r); };
   std::vector<pid_t> pids;
   for (int r = 0; r < workers; ++r) {
     std::vector<std::string> argv = {self, "--reducers", reducerList, "--world",
                                      std::to_string(workers), "--rank", std::to_string(r),
-                                     "--group", group, "--tcp-probe-gbps", fmt::format("{}", tcpGbps)};
+                                     "--group", group, "--tcp-probe-gbps",
+                                     fmt::format("{}", tcpGbps), "--wrong-file", wrongFile(r)};
     argv.insert(argv.end(), passThrough.begin(), passThrough.end());
     pids.push_back(procs.spawn(argv, /*quietStdout=*/r != 0));
   }
@@ -282,6 +297,22 @@ int runLocalPool(Options o, const std::vector<std::string>& passThrough) {
     }
   }
   procs.terminateAll();
+  // The verdict from every member's own count, read here: nothing the reducers say enters it.
+  uint64_t wrong = 0;
+  int unreported = 0;
+  for (int r = 0; r < workers; ++r) {
+    std::ifstream f(wrongFile(r));
+    uint64_t count = 0;
+    if (f >> count) wrong += count;
+    else ++unreported;
+    std::remove(wrongFile(r).c_str());
+  }
+  ::rmdir(dir.c_str());
+  const bool ok = wrong == 0 && unreported == 0;
+  fmt::print("# Out of bounds values : {} {}{}\n", wrong, ok ? "OK" : "FAILED",
+             unreported ? fmt::format(" ({} of {} workers reported no count)", unreported, workers)
+                        : "");
+  if (result == 0 && !ok) result = 3;
   return result;
 }
 
@@ -296,6 +327,9 @@ int main(int argc, char** argv) {
   app.add_option("--world", o.world, "Members in the group");
   app.add_option("--rank", o.rank, "This member's rank");
   app.add_option("--group", o.group, "Group id, 32 hex digits, the same on every member");
+  app.add_option("--wrong-file", o.wrongFile,
+                 "Write this member's wrong-value count here instead of printing its verdict "
+                 "(set by --local-pool, whose launcher sums them)");
   app.add_option("--local-pool", o.localPool, "Start this many reducer processes on loopback");
   app.add_option("--workers", o.workers, "Worker processes to start with --local-pool");
   app.add_option("--server-io-threads", o.serverIoThreads, "io threads of each local reducer");

@@ -32,6 +32,7 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
       name_(fmt::format("reducer {} ({}) stream {}", reducerIndex, endpoint_.toString(),
                         streamIndex)),
       graceTimer_(io),
+      handshakeTimer_(io),
       writer_(
           // Each write is counted like every other operation, so that drain stays exact.
           [this](transport::IoHandler done) -> transport::IoHandler {
@@ -66,6 +67,7 @@ void Connection::opDone() {
 
 void Connection::start() {
   pendingOps_.add();  // held until the dial is issued, so an early close drains exactly
+  connectDeadline_ = std::chrono::steady_clock::now() + options_.connectTimeout;
   if (!closed_) {
     connector_ = transport::makeConnector(io_, options_.transport);
     connector_->connect(endpoint_, options_.connectTimeout,
@@ -87,7 +89,22 @@ void Connection::onConnect(Result<std::unique_ptr<transport::Stream>> stream) {
                                    s.message())));
   }
   stream_ = std::move(*stream);
+  // A reducer that accepts and then says nothing, or part of a frame, must not hold this
+  // member forever: the handshake ends by the same deadline as the dial.
+  handshakeStep_ = "waiting for CHALLENGE";
+  handshakeTimer_.expires_at(connectDeadline_);
+  handshakeTimer_.async_wait(counted([this](const std::error_code& ec) {
+    if (!ec) onHandshakeDeadline();
+  }));
   readHeader();  // the reducer speaks first: CHALLENGE
+}
+
+void Connection::onHandshakeDeadline() {
+  if (closed_ || handshaken_) return;
+  fail(timeoutError(fmt::format(
+      "{}: still {} when the connect timeout ({} ms, RS_CONNECT_TIMEOUT_MS) ran out: the "
+      "reducer accepted the connection but did not finish the handshake",
+      name_, handshakeStep_, options_.connectTimeout.count())));
 }
 
 // The reducer's CHALLENGE says whether it wants the job secret; both sides must agree, so that
@@ -132,8 +149,10 @@ void Connection::sendHello(const wire::Nonce& reducerNonce) {
   writer_.enqueue(transport::ownedFrame(
       frame->header,
       std::string(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size())));
+  queuedBytes_ += wire::kHeaderSize + frame->payload.size();
   writer_.flush(*stream_);
   helloSent_ = true;
+  handshakeStep_ = "waiting for HELLO_ACK";
   readHeader();
 }
 
@@ -159,6 +178,7 @@ void Connection::onHeader(const std::error_code& ec) {
     return fail(protocolError(name_ + ": " + s.message()));
 
   if (in_.type == wire::FrameType::kError || in_.type == wire::FrameType::kAbort) {
+    handshakeStep_ = "reading the reason of its ERROR or ABORT";
     errorText_.resize(in_.payloadLength);
     reader_.readExactly(*stream_, errorText_.data(), errorText_.size(),
                         counted([this](const std::error_code& e, size_t) { onErrorText(e); }));
@@ -168,6 +188,7 @@ void Connection::onHeader(const std::error_code& ec) {
     if (in_.type != wire::FrameType::kChallenge)
       return fail(protocolError(fmt::format("{}: expected CHALLENGE, got {}", name_,
                                             wire::frameTypeName(in_.type))));
+    handshakeStep_ = "reading CHALLENGE";
     reader_.readExactly(*stream_, challengeBytes_.data(), challengeBytes_.size(),
                         counted([this](const std::error_code& e, size_t) { onChallenge(e); }));
     return;
@@ -176,6 +197,7 @@ void Connection::onHeader(const std::error_code& ec) {
     if (in_.type != wire::FrameType::kHelloAck)
       return fail(protocolError(fmt::format("{}: expected HELLO_ACK, got {}", name_,
                                             wire::frameTypeName(in_.type))));
+    handshakeStep_ = "reading HELLO_ACK";
     reader_.readExactly(*stream_, ackBytes_.data(), ackBytes_.size(),
                         counted([this](const std::error_code& e, size_t) { onHelloAck(e); }));
     return;
@@ -200,6 +222,15 @@ void Connection::onHeader(const std::error_code& ec) {
         name_, in_.chunk, in_.seq, in_.elemOffset, in_.elemOffset + in_.elemCount,
         want.elemOffset + next.resultElems, want.elemOffset + want.elemCount, want.chunk,
         want.seq)));
+  // A part sums every member's contribution, this one's included: it cannot cover elements
+  // that this member has not sent yet (which would also hand the caller a result while its
+  // send buffer is still being read).
+  if (const uint64_t sent = elemsSent(next); next.resultElems + in_.elemCount > sent)
+    return fail(protocolError(fmt::format(
+        "{}: RESULT for elements {}..{} of chunk {} (seq {}), but this worker has sent only "
+        "elements {}..{} of it: a result can only follow this worker's own upload",
+        name_, in_.elemOffset, in_.elemOffset + in_.elemCount, in_.chunk, in_.seq,
+        want.elemOffset, want.elemOffset + sent)));
   // Straight into the caller's buffer, or for a compressed chunk into the staging buffer.
   void* dst = static_cast<std::byte*>(next.dst) + next.resultElems * dataTypeSize(in_.dtype);
   if (next.compressed) {
@@ -227,6 +258,7 @@ void Connection::onHelloAck(const std::error_code& ec) {
         "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
         name_, ack.maxPayloadBytes, options_.maxChunkBytes)));
   handshaken_ = true;
+  handshakeTimer_.cancel();
   feedWriter();
   owner_.onConnected(*this);
   readHeader();
@@ -241,6 +273,8 @@ void Connection::onResult(const std::error_code& ec) {
     reduce::widenToFloat32(in_.dtype, resultStaging_.data(),
                            static_cast<float*>(next.dst) + next.resultElems, in_.elemCount);
   next.resultElems += in_.elemCount;
+  // The whole result is in, so the whole REDUCE went out (onHeader): the request may complete
+  // without the writer still reading the caller's send buffer.
   if (next.resultElems == next.header.elemCount) {
     std::shared_ptr<RequestState> request = std::move(next.request);
     pacer_.done(next.header.payloadLength);
@@ -251,6 +285,14 @@ void Connection::onResult(const std::error_code& ec) {
   // The send pace follows the others as their chunks finish, also in the middle of ours.
   if (pacer_.enabled() && !closed_) pacer_.refresh(*stream_);
   readHeader();
+}
+
+uint64_t Connection::elemsSent(const ChunkTransfer& chunk) const {
+  if (chunk.payloadAt == ChunkTransfer::kNotQueued) return 0;
+  const uint64_t sent = stream_->bytesSent();
+  if (sent <= chunk.payloadAt) return 0;
+  return std::min<uint64_t>(sent - chunk.payloadAt, chunk.header.payloadLength) /
+         dataTypeSize(chunk.header.dtype);
 }
 
 void Connection::onErrorText(const std::error_code& ec) {
@@ -297,6 +339,7 @@ void Connection::feedWriter() {
   while (!held_.empty()) {
     // At least one narrowed frame may always wait, however large, so that nothing stalls.
     if (held_.front().compressed && stagedBytes_ >= kStageAhead) break;
+    expected_[expected_.size() - held_.size()].payloadAt = queuedBytes_ + wire::kHeaderSize;
     enqueueReduce(held_.front());
     held_.pop_front();
   }
@@ -307,6 +350,7 @@ void Connection::feedWriter() {
 // and a request is failed only once every connection has drained (its writes included). A
 // compressed chunk's frame owns its staging buffer; the caller's buffer is only read.
 void Connection::enqueueReduce(const ChunkTransfer& c) {
+  queuedBytes_ += wire::kHeaderSize + c.header.payloadLength;
   if (!c.compressed) {
     writer_.enqueue({wire::encodeHeader(c.header), {c.src, c.header.payloadLength}, nullptr, 0});
     return;
@@ -373,6 +417,7 @@ void Connection::close() {
   pendingOps_.add();  // so that the cancellations below cannot drain before we are done here
   if (connector_) connector_->cancel();
   graceTimer_.cancel();
+  handshakeTimer_.cancel();
   pacer_.idle();
   if (stream_) stream_->close();
   writer_.close();

@@ -9,7 +9,10 @@
 //
 // A stream carries its chunks in increasing order and the reducer completes them in that
 // order (each member's contributions to chunk i precede those to any later chunk on the
-// stream), so results must arrive in FIFO order; anything else is a protocol error.
+// stream), so results must arrive in FIFO order; anything else is a protocol error. A result
+// part may cover only elements this member has already handed to the socket
+// (Stream::bytesSent): a sum includes this member's contribution, and a request must not
+// complete while its send buffer is still being read.
 // Everything here runs on the connection's io thread. After close(), every pending operation's
 // handler still runs; once the last one has, the connection reports itself drained, and only
 // then may the requests it touched be failed (their buffers are no longer in use).
@@ -65,6 +68,10 @@ struct ChunkTransfer {
   uint64_t resultElems = 0;  // of the RESULT: the reducer sends it in parts, front to back
   // src and dst hold fp32 and the frames header.dtype (bf16): convert on the way out and in.
   bool compressed = false;
+  // Where the REDUCE payload starts in the stream's bytes (Stream::bytesSent), once the frame
+  // was handed to the writer; kNotQueued until then.
+  uint64_t payloadAt = kNotQueued;
+  static constexpr uint64_t kNotQueued = UINT64_MAX;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -75,7 +82,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
              asio::io_context& io, uint32_t reducerIndex, uint32_t streamIndex,
              Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr);
 
-  // Connects (within options.connectTimeout) and handshakes; reports through
+  // Connects and handshakes, the two together within options.connectTimeout (a reducer that
+  // accepts and then stalls fails with the step it stalled in); reports through
   // ConnectionOwner::onConnected, or onFailed.
   void start();
   // Queues chunks (on the io thread); startWrites() sends them. Apart, so that every stream a
@@ -102,7 +110,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void readHeader();
   void onHeader(const std::error_code& ec);
   void onHelloAck(const std::error_code& ec);
+  void onHandshakeDeadline();
   void onResult(const std::error_code& ec);
+  // Elements of `chunk` handed to the socket so far: all that a result part may cover.
+  uint64_t elemsSent(const ChunkTransfer& chunk) const;
   void onErrorText(const std::error_code& ec);
   // Hands the held chunks' REDUCE frames to the writer, in order, narrowing compressed ones
   // only while little narrowed data waits to be written (kStageAhead); then flushes.
@@ -127,6 +138,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::unique_ptr<transport::Connector> connector_;
   asio::steady_timer graceTimer_;  // after a failed write, for the reason to arrive
+  // Connecting ends by start() + options.connectTimeout; this timer holds the handshake to it.
+  std::chrono::steady_clock::time_point connectDeadline_;
+  asio::steady_timer handshakeTimer_;
+  const char* handshakeStep_ = "";  // where the handshake is, for the timeout's message
   std::unique_ptr<transport::Stream> stream_;
   bool helloSent_ = false;   // after the reducer's CHALLENGE
   bool handshaken_ = false;  // after its HELLO_ACK
@@ -142,8 +157,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<ChunkTransfer> held_;
   // Narrowed REDUCE payload bytes handed to the writer and not yet written.
   uint64_t stagedBytes_ = 0;
+  // Bytes handed to the writer (HELLO and REDUCE frames): where the next frame starts in the
+  // stream, since the writer sends its queue in order.
+  uint64_t queuedBytes_ = 0;
   // One RESULT part of a compressed chunk, read here and then widened into the caller's buffer.
   std::vector<uint16_t> resultStaging_;
+  // Chunks whose result is not complete, in order. Those still in held_ are its last
+  // held_.size() entries, since a result can only follow the chunk's upload.
   std::deque<ChunkTransfer> expected_;
   // HELLO, then REDUCE frames straight from the caller's buffer. A failed write leaves it
   // failed(): the read side may still bring the reason.

@@ -37,24 +37,45 @@ std::optional<uint64_t> parseUnsigned(std::string_view s) {
   return value;
 }
 
-std::string quoteText(std::string_view s, size_t maxShown) {
+namespace {
+
+bool isPrintableAscii(unsigned char c) { return c >= 0x20 && c < 0x7F; }
+
+void appendHexEscape(std::string& out, unsigned char c) {
   static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\x";
+  out.push_back(kHex[c >> 4]);
+  out.push_back(kHex[c & 0xF]);
+}
+
+}  // namespace
+
+std::string quoteText(std::string_view s, size_t maxShown) {
   std::string out = "\"";
   for (size_t i = 0; i < s.size() && i < maxShown; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == '"' || c == '\\') {
       out.push_back('\\');
       out.push_back(static_cast<char>(c));
-    } else if (c >= 0x20 && c < 0x7F) {
+    } else if (isPrintableAscii(c)) {
       out.push_back(static_cast<char>(c));
     } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
+      appendHexEscape(out, c);
     }
   }
   if (s.size() > maxShown) out += "...";
   return out + "\"";
+}
+
+std::string escapeText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (isPrintableAscii(c)) out.push_back(ch);
+    else appendHexEscape(out, c);
+  }
+  return out;
 }
 
 }  // namespace rs

@@ -28,4 +28,10 @@ std::optional<uint64_t> parseUnsigned(std::string_view s);
 // outside printable ASCII as \xNN, and cut to `maxShown` bytes with "..." after.
 std::string quoteText(std::string_view s, size_t maxShown = 80);
 
+// Untrusted running text (a peer's error reason) made safe to log: every byte outside printable
+// ASCII as \xNN (control characters, DEL, and each byte of a non-ASCII character), so that it
+// can neither drive a terminal nor start a line of its own. Printable ASCII stays as it is, so
+// escaping twice changes nothing.
+std::string escapeText(std::string_view s);
+
 }  // namespace rs

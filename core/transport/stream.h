@@ -45,6 +45,12 @@ class Stream {
   // must stay valid until the handler runs.
   virtual void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) = 0;
 
+  // Bytes handed to the transport so far (writes and trySendNow), counted in the same step that
+  // hands them over, also in the middle of a write. So a handler that reads the peer's reply to
+  // some byte always finds that byte counted here: a reply cannot outrun what was sent (the
+  // client holds a reducer's results to this).
+  virtual uint64_t bytesSent() const = 0;
+
   // A last small message before close (an ABORT): sent at once and whole, or not at all when
   // the stream cannot take all of it now. Never blocks. No write may be pending (the bytes
   // would land inside another frame). True when it went out.

@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "core/common/text.h"
 #include "core/wire/auth.h"
 
 namespace rs::wire {
@@ -102,7 +103,7 @@ Status parseErrorFrame(const FrameHeader& header, const uint8_t* payload, size_t
   RS_RETURN_IF_ERROR(decodeErrorMessage(payload, size, &reason));  // the limit and the text
   out->abort = header.type == FrameType::kAbort;
   out->code = static_cast<StatusCode>(header.status);
-  out->reason = std::move(reason);
+  out->reason = escapeText(reason);
   return Status::ok();
 }
 

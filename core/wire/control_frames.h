@@ -63,6 +63,8 @@ ErrorFrame abortFrame(const GroupId& group, uint32_t rank, const Status& reason)
 struct PeerError {
   bool abort = false;  // ABORT (the group is dead) rather than ERROR
   StatusCode code = StatusCode::kAborted;
+  // Escaped (escapeText, core/common/text.h): the peer chose these bytes, and they go into
+  // logs and Status messages, so control characters must not reach them as they are.
   std::string reason;
 };
 
@@ -72,7 +74,8 @@ StatusCode errorCode(const FrameHeader& header);
 
 // Parses the payload of an ERROR or ABORT frame whose header decoded: the frame type, the
 // header's status, the payload's size against the header's payloadLength and the limit, and
-// the text (decodeErrorMessage). Failures are PROTOCOL_ERRORs starting "error message: ".
+// the text (decodeErrorMessage); the reason comes out escaped. Failures are PROTOCOL_ERRORs
+// starting "error message: ".
 Status parseErrorFrame(const FrameHeader& header, const uint8_t* payload, size_t size,
                        PeerError* out);
 

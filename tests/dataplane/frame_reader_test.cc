@@ -43,6 +43,7 @@ class CountingStream final : public Stream {
     inner_->asyncWriteAll(b, n, std::move(h));
   }
   bool trySendNow(const void* data, size_t size) override { return inner_->trySendNow(data, size); }
+  uint64_t bytesSent() const override { return inner_->bytesSent(); }
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override {
     return inner_->moveTo(target);
   }

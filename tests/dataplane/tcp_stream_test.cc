@@ -1,6 +1,7 @@
 // TcpStream on a real loopback connection: its SO_RCVLOWAT handling (the mark a read leaves on
 // the socket decides when epoll wakes the reader, so it is read back with getsockopt), the
-// move to another io_context, and the best-effort send of a last frame.
+// move to another io_context, its gather writes and their count of bytes sent, and the
+// best-effort send of a last frame.
 #include <catch2/catch.hpp>
 
 #include <asio/connect.hpp>
@@ -20,6 +21,7 @@
 
 #include "core/transport/tcp/socket_options.h"
 #include "core/transport/tcp/tcp_stream.h"
+#include "tests/support/run_until.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::transport::tcp {
@@ -200,6 +202,71 @@ TEST_CASE("trySendNow sends a small frame whole, or nothing when the send buffer
   CHECK(ec == asio::error::eof);
   CHECK(rest.size() == queued);
   CHECK(std::count(rest.begin(), rest.end(), 'f') == static_cast<std::ptrdiff_t>(rest.size()));
+}
+
+TEST_CASE("asyncWriteAll counts each byte in bytesSent as the kernel takes it, and delivers "
+          "the gather exactly",
+          "[transport]") {
+  LoopbackPair p;  // here the TcpStream sends and the plain socket receives
+  const int small = 64 << 10;  // so that the write below goes out in many sends
+  REQUIRE(::setsockopt(p.reader->socket().native_handle(), SOL_SOCKET, SO_SNDBUF, &small,
+                       sizeof(small)) == 0);
+  REQUIRE(::setsockopt(p.writer.native_handle(), SOL_SOCKET, SO_RCVBUF, &small,
+                       sizeof(small)) == 0);
+  std::vector<uint8_t> head(72), body(3 << 20);
+  for (size_t i = 0; i < head.size(); ++i) head[i] = static_cast<uint8_t>(i);
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<uint8_t>(i * 7 % 251);
+  const ConstBuffer gather[] = {{head.data(), head.size()}, {nullptr, 0},
+                                {body.data(), body.size()}};
+  const uint64_t total = head.size() + body.size();
+  bool done = false;
+  std::error_code result;
+  size_t written = 0;
+  p.reader->asyncWriteAll(gather, 3, [&](const std::error_code& ec, size_t n) {
+    done = true;
+    result = ec;
+    written = n;
+  });
+  CHECK_FALSE(done);  // never inside the call
+  CHECK(p.reader->bytesSent() > 0);
+  CHECK(p.reader->bytesSent() < total);
+
+  // Whatever the peer has read was counted before it could read it.
+  std::vector<uint8_t> received;
+  std::vector<uint8_t> piece(16 << 10);
+  size_t behind = 0;  // reads that found more than bytesSent counted
+  while (received.size() < total) {
+    if (received.size() == p.reader->bytesSent())  // all that went out is read: let more go
+      REQUIRE(test::runUntil(p.io, [&] { return p.reader->bytesSent() > received.size(); }));
+    const size_t n = p.writer.read_some(asio::buffer(piece));
+    received.insert(received.end(), piece.begin(), piece.begin() + static_cast<std::ptrdiff_t>(n));
+    if (received.size() > p.reader->bytesSent()) ++behind;
+  }
+  CHECK(behind == 0);
+  REQUIRE(test::runUntil(p.io, [&] { return done; }));
+  CHECK(result == std::error_code());
+  CHECK(written == total);
+  CHECK(p.reader->bytesSent() == total);
+  std::vector<uint8_t> expected(head);
+  expected.insert(expected.end(), body.begin(), body.end());
+  CHECK(received == expected);
+}
+
+TEST_CASE("asyncWriteAll on a closed stream fails through its handler", "[transport]") {
+  LoopbackPair p;
+  p.reader->close();
+  const char byte = 'x';
+  const ConstBuffer one{&byte, 1};
+  bool done = false;
+  std::error_code result;
+  p.reader->asyncWriteAll(&one, 1, [&](const std::error_code& ec, size_t) {
+    done = true;
+    result = ec;
+  });
+  CHECK_FALSE(done);
+  REQUIRE(test::runUntil(p.io, [&] { return done; }));
+  CHECK(result);
+  CHECK(p.reader->bytesSent() == 0);
 }
 
 TEST_CASE("trySendNow on a closed stream sends nothing", "[transport]") {

@@ -6,10 +6,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace rs::harness {
+
+namespace {
+std::mutex gWarningsMu;
+std::vector<std::string> gWarnings;
+}  // namespace
 
 void harnessLogger(ncclDebugLogLevel level, unsigned long, const char* file, int line,
                    const char* fmt, ...) {
@@ -19,8 +25,17 @@ void harnessLogger(ncclDebugLogLevel level, unsigned long, const char* file, int
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  if (level == NCCL_LOG_WARN) {
+    std::lock_guard lock(gWarningsMu);
+    gWarnings.emplace_back(buf);
+  }
   std::fprintf(stderr, "[plugin %s %s:%d] %s\n", level == NCCL_LOG_WARN ? "WARN" : "INFO",
                file ? file : "?", line, buf);
+}
+
+std::vector<std::string> loggedWarnings() {
+  std::lock_guard lock(gWarningsMu);
+  return gWarnings;
 }
 
 namespace {

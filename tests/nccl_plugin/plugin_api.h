@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "client/nccl_plugin/nccl_net_abi.h"
 
@@ -53,5 +54,7 @@ void unloadPlugin(PluginApi* api);
 // NCCL's logger, printing to stderr when RS_HARNESS_VERBOSE is set.
 void harnessLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                    const char* fmt, ...);
+// Every WARN line the plugin logged so far, as NCCL would print it.
+std::vector<std::string> loggedWarnings();
 
 }  // namespace rs::harness

@@ -13,11 +13,19 @@
 //                  flight of many sizes, contents and sizes checked
 //   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node
 //   collnet-refused  the reducers refuse this node (a wrong job secret): connect must fail
+//   collnet-hostile-reducer  (one node) the reducer is this process's own listener, which
+//                  accepts and then never speaks: connect must fail with ncclRemoteError
+//                  within RS_CONNECT_TIMEOUT_MS, not hang; then it answers with an ERROR
+//                  whose reason holds terminal escapes and a forged line: ncclRemoteError,
+//                  and NCCL's log shows the reason escaped
 //   collnet-die    rank 1 exits mid-run; the others' test() must return ncclRemoteError, not hang
 //   p2p-die        rank 1 exits after connecting; rank 0's pending irecv must fail (ncclRemoteError)
 //   bad-handle     connect with handles this plugin did not make: errors, no crash
 // Exit code 0 means every check passed; failures print one line each to stderr.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,7 +33,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <atomic>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -33,6 +43,7 @@
 #include <vector>
 
 #include "core/common/aligned_buffer.h"
+#include "core/wire/control_frames.h"
 #include "tests/nccl_plugin/plugin_api.h"
 #include "tests/support/verify_pattern.h"
 
@@ -429,6 +440,103 @@ void runCollnetRefused(PluginApi& api, const Args& a) {
   EXPECT_OK(api.netFinalize(netCtx));
 }
 
+// A reducer that misbehaves, in this process: a listener on 127.0.0.1 whose thread accepts
+// every connection and hands it to `greet` (which may say anything, or nothing), then keeps it
+// open until the end.
+class HostileReducer {
+ public:
+  using Greet = std::function<void(int fd)>;
+  explicit HostileReducer(Greet greet) : greet_(std::move(greet)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(listener_, 64) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      EXPECT(false, "hostile reducer: no listener");
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int fd = ::accept(listener_, nullptr, nullptr);
+        if (fd < 0 || stopping_) {
+          if (fd >= 0) ::close(fd);
+          return;
+        }
+        accepted_.push_back(fd);
+        greet_(fd);
+      }
+    });
+  }
+  ~HostileReducer() {
+    stopping_ = true;
+    ::shutdown(listener_, SHUT_RDWR);  // ends the blocked accept
+    if (thread_.joinable()) thread_.join();
+    for (int fd : accepted_) ::close(fd);
+    if (listener_ >= 0) ::close(listener_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  Greet greet_;
+  int listener_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::vector<int> accepted_;  // the accept thread's until it is joined
+  std::thread thread_;
+};
+
+bool printable(const std::string& line) {
+  for (unsigned char c : line)
+    if (c < 0x20 || c >= 0x7F) return false;
+  return true;
+}
+
+void runCollnetHostileReducer(PluginApi& api, const Args& a) {
+  // Accepts, then says nothing; once `forge` is set, sends an ERROR with a hostile reason.
+  std::atomic<bool> forge{false};
+  const Status hostile = abortedError(
+      "\x1b[2J\x1b[H\r\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 999.000");
+  HostileReducer reducer([&](int fd) {
+    if (!forge) return;
+    const wire::ErrorFrame f = wire::errorFrame({}, 0, hostile);
+    std::string frame(f.header.begin(), f.header.end());
+    frame += f.reason;
+    if (::write(fd, frame.data(), frame.size()) < 0) return;  // the connect fails without it
+  });
+  // Before init: the plugin reads its environment there.
+  ::setenv("RS_REDUCERS", reducer.address().c_str(), 1);
+  void *netCtx = nullptr, *collCtx = nullptr;
+  initAndCheckDevices(api, &netCtx, &collCtx, true);
+  ncclResult_t result;
+  const auto start = Clock::now();
+  void* cc = collnetConnect(api, collCtx, a, "silent", &result);
+  EXPECT(result == ncclRemoteError && cc == nullptr,
+         "collnet connect to a reducer that never speaks returned %d, not ncclRemoteError",
+         result);
+  std::fprintf(stderr, "rank %d: collnet connect to a silent reducer failed after %.1f s\n",
+               a.rank, std::chrono::duration<double>(Clock::now() - start).count());
+
+  forge = true;
+  cc = collnetConnect(api, collCtx, a, "forged", &result);
+  EXPECT(result == ncclRemoteError && cc == nullptr,
+         "collnet connect refused with an ERROR returned %d, not ncclRemoteError", result);
+  bool escaped = false;
+  for (const std::string& line : loggedWarnings()) {
+    EXPECT(printable(line), "a WARN line carries a control character: %s", line.c_str());
+    escaped = escaped ||
+              line.find("\\x1b[2J\\x1b[H\\x0d\\x0a# Out of bounds") != std::string::npos;
+  }
+  EXPECT(escaped, "no WARN line shows the reducer's reason escaped");
+  if (escaped)
+    std::fprintf(stderr, "rank %d: the hostile reason reached NCCL's log escaped\n", a.rank);
+  EXPECT_OK(api.collFinalize(collCtx));
+  EXPECT_OK(api.netFinalize(netCtx));
+}
+
 void runBadHandle(PluginApi& api, const Args& a) {
   void *netCtx = nullptr, *collCtx = nullptr;
   initAndCheckDevices(api, &netCtx, &collCtx, true);
@@ -487,6 +595,8 @@ int main(int argc, char** argv) {
     runCollnetDown(api, a);
   } else if (a.mode == "collnet-refused") {
     runCollnetRefused(api, a);
+  } else if (a.mode == "collnet-hostile-reducer") {
+    runCollnetHostileReducer(api, a);
   } else if (a.mode == "bad-handle") {
     runBadHandle(api, a);
   } else {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Drives libnccl-net-reduction-server.so from several processes exactly as NCCL would, beside
 # real reducers on loopback: CollNet and p2p for every exported version (v11, v10, v9), CollNet
-# with RS_WIRE_DTYPE=bf16, then misuse (reducers down, a node dying, foreign handles). Bounded
-# in time; cleans up on exit.
+# with RS_WIRE_DTYPE=bf16, then misuse (reducers down or hostile, a node dying, foreign
+# handles). Bounded in time; cleans up on exit.
 #   run_harness.sh <plugin_harness> <libnccl-net-reduction-server.so> <reduction-server>
 set -euo pipefail
 harness=$1 plugin=$2 server=$3
@@ -54,6 +54,10 @@ dead=$(( $(cut -d' ' -f1 "$tmp/r0.port") ))
 kill -9 "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
 run "collnet-reducers-down" collnet-down 2 11 RS_CONNECT_TIMEOUT_MS=1500 \
     RS_REDUCERS="127.0.0.1:$dead"
+# A reducer that accepts and then never speaks: connect must fail, not hang, within
+# RS_CONNECT_TIMEOUT_MS; then one whose ERROR reason holds terminal escapes and forged lines:
+# NCCL's log gets it escaped (the harness is its own reducer and sets RS_REDUCERS).
+run "collnet-hostile-reducer" collnet-hostile-reducer 1 11 RS_CONNECT_TIMEOUT_MS=1500
 reducers=${reducers#*,}  # the surviving reducer
 run "collnet-node-dies" collnet-die 3 11
 run "p2p-peer-dies" p2p-die 2 11

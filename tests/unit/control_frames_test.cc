@@ -121,6 +121,17 @@ TEST_CASE("control frames: malformed reason text is repaired, never sent as is")
                           &peer).isOk());
 }
 
+TEST_CASE("control frames: a peer's reason comes out with its control characters escaped") {
+  // Valid UTF-8 without NULs, so the decoder takes it: escaping is the receiver's to do.
+  const std::string hostile = "\x1b[2J\xc2\x9b" "1mdone\r\n# Out of bounds values : 0 OK";
+  const ErrorFrame frame = abortFrame(kGroup, 3, rs::abortedError(hostile));
+  CHECK(frame.reason == hostile);
+  PeerError peer;
+  REQUIRE(parseErrorFrame(decoded(frame.header), bytesOf(frame.reason), frame.reason.size(),
+                          &peer).isOk());
+  CHECK(peer.reason == "\\x1b[2J\\xc2\\x9b1mdone\\x0d\\x0a# Out of bounds values : 0 OK");
+}
+
 TEST_CASE("control frames: an OK status goes out as INTERNAL so that the frame still decodes") {
   const ErrorFrame frame = errorFrame(kGroup, 2, Status::ok());
   CHECK(decoded(frame.header).status == static_cast<uint32_t>(StatusCode::kInternal));

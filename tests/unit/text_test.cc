@@ -49,3 +49,16 @@ TEST_CASE("quoteText shows untrusted text escaped and cut") {
   CHECK(rs::quoteText("abcdef", 3) == "\"abc...\"");
   CHECK(rs::quoteText("abc", 3) == "\"abc\"");
 }
+
+TEST_CASE("escapeText leaves printable ASCII and escapes every other byte") {
+  CHECK(rs::escapeText("reducer 2: slot pool exhausted (see \\docs)") ==
+        "reducer 2: slot pool exhausted (see \\docs)");
+  // A terminal title and screen clear, a C1 control in UTF-8, and a forged second line.
+  CHECK(rs::escapeText("\x1b]0;t\x07\x1b[2J\xc2\x9b" "1m\r\n# Out of bounds values : 0 OK") ==
+        "\\x1b]0;t\\x07\\x1b[2J\\xc2\\x9b1m\\x0d\\x0a# Out of bounds values : 0 OK");
+  CHECK(rs::escapeText(std::string("a\0b\x7f", 4)) == "a\\x00b\\x7f");
+  CHECK(rs::escapeText("caf\xC3\xA9") == "caf\\xc3\\xa9");
+  CHECK(rs::escapeText("").empty());
+  const std::string once = rs::escapeText("\x1b[31mred\n");
+  CHECK(rs::escapeText(once) == once);  // idempotent: a reason relayed by a reducer stays readable
+}

@@ -46,7 +46,10 @@ struct ClientOptions {
   uint64_t minChunkBytes = 16 << 10;        // a collective is split no finer than this
   uint64_t maxChunkBytes = 1 << 20;         // and no chunk is larger than this
   std::chrono::milliseconds collectiveTimeout{300000};
-  std::chrono::milliseconds connectTimeout{120000};  // reducers may start after the workers
+  // The bound on connecting to each reducer: reaching it (retried while refused, since reducers
+  // may start after the workers) and its handshake, together; a reducer that accepts and then
+  // stalls fails connect() with a timeout naming it and the step.
+  std::chrono::milliseconds connectTimeout{120000};
   // This host's link rate in Gbit/s (RS_LINK_GBPS): the streams with a transfer under way are
   // paced to an equal share of it (core/transport/link_share.h). 0: not paced.
   double linkGbps = 0;
@@ -145,8 +148,8 @@ class AllReduceRequest {
 
 class Communicator {
  public:
-  // Connects every stream to every reducer and joins the group; waits at most
-  // options.connectTimeout for the reducers to appear.
+  // Connects every stream to every reducer and joins the group; each stream's dial and
+  // handshake end within options.connectTimeout (reducers may appear late, but must answer).
   static Result<std::unique_ptr<Communicator>> connect(const ClientOptions& options,
                                                        const GroupSpec& group);
   ~Communicator();  // closes the streams; waits for the I/O touching user buffers to stop

@@ -1,12 +1,13 @@
 #include "core/transport/tcp/tcp_stream.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 
 #include <asio/post.hpp>
 #include <asio/read.hpp>
-#include <asio/write.hpp>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -38,6 +39,7 @@ Result<std::unique_ptr<Stream>> TcpStream::moveTo(asio::io_context& target) {
   auto result = std::make_unique<TcpStream>(std::move(moved));
   result->peerName_ = peerName_;
   result->lowWatermark_ = lowWatermark_;  // the socket keeps its SO_RCVLOWAT
+  result->bytesSent_ = bytesSent_;
   return std::unique_ptr<Stream>(std::move(result));
 }
 
@@ -104,10 +106,66 @@ void TcpStream::shutdownSend() {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
 }
 
+// Asio's async_write, with each send's bytes counted in the same step as the send itself
+// (bytesSent): async_write reports its progress only through handlers that run later, after
+// which a read handler may already hold the peer's reply to those bytes.
 void TcpStream::asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) {
   gather_.clear();
-  for (size_t i = 0; i < count; ++i) gather_.emplace_back(buffers[i].data, buffers[i].size);
-  asio::async_write(socket_, gather_, std::move(handler));
+  for (size_t i = 0; i < count; ++i)
+    if (buffers[i].size != 0)
+      gather_.push_back({const_cast<void*>(buffers[i].data), buffers[i].size});
+  unsent_ = 0;
+  written_ = 0;
+  writeHandler_ = std::move(handler);
+  sendSome(/*initiating=*/true);
+}
+
+// Sends what the socket takes now; then waits for room, or ends the write.
+void TcpStream::sendSome(bool initiating) {
+  std::error_code error;
+  while (unsent_ < gather_.size()) {
+    if (!socket_.is_open()) {
+      error = asio::error::bad_descriptor;
+      break;
+    }
+    msghdr message{};
+    message.msg_iov = gather_.data() + unsent_;
+    message.msg_iovlen = std::min<size_t>(gather_.size() - unsent_, IOV_MAX);
+    const ssize_t sent = ::sendmsg(socket_.native_handle(), &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      socket_.async_wait(asio::socket_base::wait_write, [this](const std::error_code& ec) {
+        if (ec) return endWrite(ec, false);
+        sendSome(false);
+      });
+      return;
+    }
+    if (sent < 0) {
+      error = std::error_code(errno, asio::error::get_system_category());
+      break;
+    }
+    bytesSent_ += static_cast<uint64_t>(sent);
+    written_ += static_cast<size_t>(sent);
+    for (size_t left = static_cast<size_t>(sent); left > 0;) {
+      iovec& front = gather_[unsent_];
+      const size_t taken = std::min(left, front.iov_len);
+      front.iov_base = static_cast<std::byte*>(front.iov_base) + taken;
+      front.iov_len -= taken;
+      left -= taken;
+      if (front.iov_len == 0) ++unsent_;
+    }
+  }
+  endWrite(error, initiating);
+}
+
+// The handler never runs inside asyncWriteAll, whose caller may be in the middle of its own
+// state change: a write that ends there completes through a post, as Asio's would.
+void TcpStream::endWrite(const std::error_code& error, bool initiating) {
+  IoHandler handler = std::move(writeHandler_);
+  if (!initiating) return handler(error, written_);
+  asio::post(socket_.get_executor(), [handler = std::move(handler), error, written = written_] {
+    handler(error, written);
+  });
 }
 
 // The kernel queues a small send whole when its send buffer has room for the bytes and one
@@ -128,6 +186,7 @@ bool TcpStream::trySendNow(const void* data, size_t size) {
                             : 0;
   if (room < size + kSendOverheadBytes) return false;
   const ssize_t sent = ::send(fd, data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (sent > 0) bytesSent_ += static_cast<uint64_t>(sent);
   return sent == static_cast<ssize_t>(size);
 }
 

@@ -3,6 +3,7 @@
 
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
+#include <sys/uio.h>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,7 @@ class TcpStream final : public Stream {
   void asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt = 1) override;
   void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) override;
   bool trySendNow(const void* data, size_t size) override;
+  uint64_t bytesSent() const override { return bytesSent_; }
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override;
   void setPacingRate(uint64_t bytesPerSecond) override;
   void shutdownSend() override;
@@ -33,12 +35,20 @@ class TcpStream final : public Stream {
 
  private:
   void readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler);
+  void sendSome(bool initiating);
+  void endWrite(const std::error_code& error, bool initiating);
   void setLowWatermark(size_t bytes);    // SO_RCVLOWAT, set only when it changes
   void lowerLowWatermark(size_t bytes);  // only if it is above `bytes`
 
   asio::ip::tcp::socket socket_;
   std::string peerName_;
-  std::vector<asio::const_buffer> gather_;  // the pending write's buffers
+  // The pending write: its buffers from the first not wholly sent (unsent_), the bytes of it
+  // sent so far, and its handler.
+  std::vector<iovec> gather_;
+  size_t unsent_ = 0;
+  size_t written_ = 0;
+  IoHandler writeHandler_;
+  uint64_t bytesSent_ = 0;                  // bytesSent()
   int lowWatermark_ = 1;                    // SO_RCVLOWAT now set (the kernel's default is 1)
   int unsentLimit_ = 0;  // TCP_NOTSENT_LOWAT as set; 0: never set (the kernel's: unlimited)
 };
