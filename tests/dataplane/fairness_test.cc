@@ -87,10 +87,26 @@ class RawSender {
     }
     return true;
   }
+  // The reason of the ABORT that must come next, or nothing if another frame (or none) came.
+  std::optional<std::string> readAbortReason() {
+    auto h = readHeader();
+    if (!h || h->type != wire::FrameType::kAbort) return std::nullopt;
+    std::string reason(h->payloadLength, '\0');
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(reason), ec);
+    if (ec) return std::nullopt;
+    return reason;
+  }
   // Closes the connection cleanly (FIN at a frame boundary), as a member that leaves.
   void close() {
     std::error_code ec;
     socket_.close(ec);
+  }
+  // Closes with an RST (SO_LINGER 0), as a host whose connection breaks.
+  void reset() {
+    const linger abortive{1, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &abortive, sizeof(abortive));
+    close();
   }
   asio::ip::tcp::socket& socket() { return socket_; }
   // Wakes a thread blocked on the socket (its call fails) and keeps the descriptor open.
@@ -206,6 +222,63 @@ TEST_CASE("a member that sent its part and disconnects fails its group at once a
   CHECK(waitUntil([&] { return plane.stats().slotBytesInUse == 0; }, kGuard));
   // And the reducer serves the next group.
   CHECK(healthyRounds(pool, 3).toString() == "OK");
+}
+
+TEST_CASE("a member parked on its group's quota that disconnects fails its group at once, "
+          "beside a healthy group",
+          "[fairness]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxSlotsPerGroup = 4;
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+  const bool reset = GENERATE(false, true);  // FIN, or RST
+  CAPTURE(reset);
+
+  // Rank 0 fills its group's quota with chunks rank 1 never sends, then sends one more, whole,
+  // which parks on the quota with its payload unread.
+  const GroupId stalled = GroupId::random();
+  RawSender r0(port, stalled, 2, 0);
+  RawSender r1(port, stalled, 2, 1);
+  for (uint64_t c = 0; c <= config.maxSlotsPerGroup; ++c) REQUIRE(r0.sendChunk(c, 256));
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }, kGuard));
+
+  // A healthy group works on the same thread from now on. Then rank 0 goes away.
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  Status healthy;
+  std::thread healthyThread([&] {
+    healthy = runHealthyGroup(pool.endpoints(), {.stop = &stop, .done = &rounds});
+  });
+  const bool started = waitUntil([&] { return rounds.load() >= 1; }, kGuard);
+  if (reset) r0.reset();
+  else r0.close();
+
+  // Rank 1 is told at once (its read gives up after 10 s; the collective timeout is an hour),
+  // and the stalled group, its slots and its parked request are gone.
+  const std::optional<std::string> reason = r1.readAbortReason();
+  r1.close();
+  const bool forgotten = waitUntil([&] {
+    for (const auto& g : plane.registry().snapshot())
+      if (g.group->id() == stalled) return false;
+    return true;
+  }, kGuard);
+  // The healthy group kept going, exact, through all of it.
+  const int before = rounds.load();
+  const bool moving = waitUntil([&] { return rounds.load() >= before + 3; }, kGuard);
+  stop = true;
+  healthyThread.join();
+  CHECK(started);
+  REQUIRE(reason.has_value());
+  CHECK(reason->find("rank 0") != std::string::npos);
+  CHECK(reason->find("chunk 4") != std::string::npos);
+  CHECK(forgotten);
+  CHECK(waitUntil([&] {
+    const auto now = plane.stats();
+    return now.parkedSessions == 0 && now.slotsOpen == 0 && now.slotBytesInUse == 0;
+  }, kGuard));
+  CHECK(moving);
+  CHECK(healthy.toString() == "OK");
 }
 
 TEST_CASE("a member that stops reading its results stalls only its own group", "[fairness]") {

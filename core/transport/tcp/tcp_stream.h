@@ -3,6 +3,7 @@
 
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
+#include <asio/posix/stream_descriptor.hpp>
 #include <memory>
 #include <vector>
 
@@ -21,6 +22,8 @@ class TcpStream final : public Stream {
   void asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt = 1) override;
   void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) override;
   bool trySendNow(const void* data, size_t size) override;
+  bool watchPeerGone(WaitHandler handler) override;
+  void stopWatchingPeer() override;
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override;
   void setPacingRate(uint64_t bytesPerSecond) override;
   void shutdownSend() override;
@@ -35,12 +38,19 @@ class TcpStream final : public Stream {
   void readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler);
   void setLowWatermark(size_t bytes);    // SO_RCVLOWAT, set only when it changes
   void lowerLowWatermark(size_t bytes);  // only if it is above `bytes`
+  // Waits for the watch's epoll set (see watchPeerGone) to report the peer's end.
+  void awaitPeerGone(WaitHandler handler);
+  // eof if the peer has closed its side, its error if the connection failed, else nothing.
+  std::error_code peerGone();
 
   asio::ip::tcp::socket socket_;
   std::string peerName_;
   std::vector<asio::const_buffer> gather_;  // the pending write's buffers
   int lowWatermark_ = 1;                    // SO_RCVLOWAT now set (the kernel's default is 1)
   int unsentLimit_ = 0;  // TCP_NOTSENT_LOWAT as set; 0: never set (the kernel's: unlimited)
+  // An epoll set holding this socket for its peer's end (watchPeerGone); opened at the first
+  // watch, closed with the stream.
+  std::unique_ptr<asio::posix::stream_descriptor> peerWatch_;
 };
 
 }  // namespace rs::transport::tcp
