@@ -245,14 +245,8 @@ void Acceptor::handshakeEnded(const std::string& peer) {
 void Acceptor::logRefusal(const std::string& peerName, const Status& why) {
   const std::optional<uint64_t> unlogged = refusalLog_.admit();
   if (!unlogged) return;
-  rs::logger().warn(
-      "refused data connection from {}: {}{}", peerName, why.toString(),
-      *unlogged ? fmt::format(" ({} more refusals not logged since the last such line; at most "
-                              "{} lines per {} s)",
-                              *unlogged, refusalLog_.burst(),
-                              std::chrono::duration_cast<std::chrono::seconds>(
-                                  refusalLog_.period()).count())
-                : std::string());
+  rs::logger().warn("refused data connection from {}: {}{}", peerName, why.toString(),
+                    refusalLog_.unloggedNote(*unlogged, "refusals"));
 }
 
 }  // namespace rs::server
