@@ -409,14 +409,14 @@ TEST_CASE("one address's silent connections cannot keep another address's worker
     silent.push_back(std::make_unique<asio::ip::tcp::socket>(io));
     connectRaw(*silent.back(), port, "127.0.0.2");
   }
-  // The extra ones are refused at once (closed before any CHALLENGE), counted as 'limit'.
+  // The extra ones are refused at once, with an ERROR (instead of a CHALLENGE) that names the
+  // flag, counted as 'limit'.
   REQUIRE(waitUntil([&] { return limitRefusals() == kExtra; }, kGuard));
   CHECK(plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer);
   for (size_t i = config.maxPendingHandshakesPerPeer; i < silent.size(); ++i) {
-    std::array<uint8_t, 1> byte;
-    std::error_code ec;
-    asio::read(*silent[i], asio::buffer(byte), ec);
-    CHECK(ec == asio::error::eof);
+    const timeval tv{10, 0};
+    ::setsockopt(silent[i]->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    CHECK(readRefusal(*silent[i]).find("--max-pending-handshakes-per-peer") != std::string::npos);
   }
   CHECK(log.contains("--max-pending-handshakes-per-peer"));
 
@@ -427,6 +427,101 @@ TEST_CASE("one address's silent connections cannot keep another address's worker
   CHECK(plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer);
   silent.clear();
   CHECK(waitUntil([&] { return plane.stats().handshakesPending == 0; }, kGuard));
+}
+
+namespace {
+
+// Connections from `host` (a loopback address) that never send a HELLO.
+void openSilent(std::vector<std::unique_ptr<asio::ip::tcp::socket>>& into, asio::io_context& io,
+                uint16_t port, const char* host, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    into.push_back(std::make_unique<asio::ip::tcp::socket>(io));
+    connectRaw(*into.back(), port, host);
+    const timeval tv{10, 0};  // a missing reply fails the test instead of hanging it
+    ::setsockopt(into.back()->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a newcomer host gets in while four hosts hold their share of pending handshakes",
+          "[fairness][handshake]") {
+  LogCapture log;  // before the pool's threads
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxPendingHandshakes = 32;
+  config.maxPendingHandshakesPerPeer = 8;
+  config.handshakeTimeoutMs = kNeverTimesOutMs;  // the silent ones stay pending throughout
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  // Four hosts (127.0.0.2-5) each open their share of silent connections: the pool is full.
+  asio::io_context io;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> silent;
+  for (const char* host : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
+    openSilent(silent, io, port, host, config.maxPendingHandshakesPerPeer);
+    // Each host's connections are older than the next host's.
+    REQUIRE(waitUntil([&] { return plane.stats().handshakesPending == int64_t(silent.size()); },
+                      kGuard));
+  }
+
+  // A healthy group from a fifth host (127.0.0.1), four streams, joins and stays exact.
+  CHECK(runHealthyGroup(pool.endpoints(), {.rounds = 10}).toString() == "OK");
+  // Each of its streams that found the pool full (one at least, at most its four: those that
+  // came after others had joined found room) took the place of the oldest handshake of a host
+  // holding the most (of those at the same count, the one whose oldest is oldest): the first
+  // connection of the first host, then of the second... Each was told why after its CHALLENGE,
+  // naming the flag, and counted.
+  const auto stats = plane.stats();
+  const uint64_t evictions = stats.handshakeEvictions;
+  CHECK(evictions >= 1);
+  CHECK(evictions <= 4);
+  CHECK(stats.handshakeFailuresBy[static_cast<size_t>(server::HandshakeFailure::kLimit)] ==
+        evictions);
+  CHECK(stats.handshakesPending == static_cast<int64_t>(silent.size() - evictions));
+  const auto told = [&](size_t i) {
+    pollfd ready{silent[i]->native_handle(), POLLIN, 0};
+    return ::poll(&ready, 1, 0) == 1;
+  };
+  for (auto& s : silent) (void)readChallenge(*s);  // every one got its CHALLENGE
+  for (size_t i = 0; i < silent.size(); ++i) {
+    INFO("connection " << i);
+    if (i % config.maxPendingHandshakesPerPeer != 0 ||
+        i / config.maxPendingHandshakesPerPeer >= evictions) {
+      CHECK_FALSE(told(i));  // still pending
+      continue;
+    }
+    REQUIRE(waitUntil([&] { return told(i); }, kGuard));
+    CHECK(readRefusal(*silent[i]).find("(--max-pending-handshakes)") != std::string::npos);
+  }
+  CHECK(log.contains("--max-pending-handshakes"));
+  silent.clear();
+  CHECK(waitUntil([&] { return plane.stats().handshakesPending == 0; }, kGuard));
+}
+
+TEST_CASE("a newcomer is refused by name when no host holds two more handshakes than it",
+          "[fairness][handshake]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxPendingHandshakes = 4;
+  config.maxPendingHandshakesPerPeer = 4;
+  config.handshakeTimeoutMs = kNeverTimesOutMs;
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  // Four hosts with one pending handshake each fill the pool; a fifth has none. Evicting one
+  // of theirs would only move the excess around: the fifth host is refused, and told why.
+  asio::io_context io;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> silent;
+  for (const char* host : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"})
+    openSilent(silent, io, port, host, 1);
+  REQUIRE(waitUntil([&] { return plane.stats().handshakesPending == 4; }, kGuard));
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> newcomer;
+  openSilent(newcomer, io, port, "127.0.0.6", 1);
+  const std::string why = readRefusal(*newcomer.back());
+  CHECK(why.find("--max-pending-handshakes)") != std::string::npos);
+  CHECK(plane.stats().handshakeEvictions == 0);
+  CHECK(plane.stats().handshakesPending == 4);
 }
 
 }  // namespace rs::test

@@ -32,8 +32,8 @@ struct HealthyRun {
   const std::atomic<bool>* stop = nullptr;    // checked before each round (rank 0 decides)
   std::atomic<int>* done = nullptr;           // rounds completed, counted by rank 0
   uint32_t timeoutMs = 60000;                 // the members' collective timeout
-  std::string secret;                         // for a reducer with a secret: the job's (or pool's)
-  std::string job;                            // RS_JOB, with a job's derived secret
+  std::string secret = {};                    // for a reducer with a secret: the job's (or pool's)
+  std::string job = {};                       // RS_JOB, with a job's derived secret
 };
 
 // Runs a fresh two-member group on `reducers` and returns the first failure, or OK.
