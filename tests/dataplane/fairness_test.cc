@@ -380,13 +380,41 @@ TEST_CASE("a member that never reads its results fails its group at the collecti
 
 namespace rs::test {
 
+namespace {
+
+// One io thread and a handshake pool of `total`, `perPeer` from one address, in which silent
+// connections stay pending throughout.
+server::ServerConfig handshakePool(uint32_t total, uint32_t perPeer) {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxPendingHandshakes = total;
+  config.maxPendingHandshakesPerPeer = perPeer;
+  config.handshakeTimeoutMs = kNeverTimesOutMs;
+  return config;
+}
+
+// Connections from `host` (a loopback address) that never send a HELLO.
+void openSilent(std::vector<std::unique_ptr<asio::ip::tcp::socket>>& into, asio::io_context& io,
+                uint16_t port, const char* host, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    into.push_back(std::make_unique<asio::ip::tcp::socket>(io));
+    connectRaw(*into.back(), port, host);
+  }
+}
+
+// The reducer's ERROR on `socket` (its reason), waited for at most 10 s: Asio's blocking read
+// would wait for ever, so a missing reply fails the test instead of hanging it.
+std::string refusalWithin10s(asio::ip::tcp::socket& socket) {
+  pollfd ready{socket.native_handle(), POLLIN, 0};
+  REQUIRE(::poll(&ready, 1, 10000) == 1);
+  return readRefusal(socket);
+}
+
+}  // namespace
+
 TEST_CASE("one address's silent connections cannot keep another address's workers out",
           "[fairness][handshake]") {
   LogCapture log;  // before the pool's threads
-  server::ServerConfig config = sharedThreadConfig();
-  config.maxPendingHandshakes = 16;
-  config.maxPendingHandshakesPerPeer = 8;
-  config.handshakeTimeoutMs = kNeverTimesOutMs;  // the silent ones stay pending throughout
+  const server::ServerConfig config = handshakePool(16, 8);
   LocalPool pool(1, config);
   auto& plane = pool.reducer(0).dataPlane();
   const uint16_t port = pool.endpoints()[0].port;
@@ -397,26 +425,18 @@ TEST_CASE("one address's silent connections cannot keep another address's worker
   // 127.0.0.2 opens connections that never send HELLO: its cap's worth, then more.
   asio::io_context io;
   std::vector<std::unique_ptr<asio::ip::tcp::socket>> silent;
-  for (uint32_t i = 0; i < config.maxPendingHandshakesPerPeer; ++i) {
-    silent.push_back(std::make_unique<asio::ip::tcp::socket>(io));
-    connectRaw(*silent.back(), port, "127.0.0.2");
-  }
+  openSilent(silent, io, port, "127.0.0.2", config.maxPendingHandshakesPerPeer);
   REQUIRE(waitUntil([&] {
     return plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer;
   }, kGuard));
   constexpr uint64_t kExtra = 4;
-  for (uint64_t i = 0; i < kExtra; ++i) {
-    silent.push_back(std::make_unique<asio::ip::tcp::socket>(io));
-    connectRaw(*silent.back(), port, "127.0.0.2");
-  }
+  openSilent(silent, io, port, "127.0.0.2", kExtra);
   // The extra ones are refused at once, with an ERROR (instead of a CHALLENGE) that names the
   // flag, counted as 'limit'.
   REQUIRE(waitUntil([&] { return limitRefusals() == kExtra; }, kGuard));
   CHECK(plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer);
   for (size_t i = config.maxPendingHandshakesPerPeer; i < silent.size(); ++i) {
-    const timeval tv{10, 0};
-    ::setsockopt(silent[i]->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    CHECK(readRefusal(*silent[i]).find("--max-pending-handshakes-per-peer") != std::string::npos);
+    CHECK(refusalWithin10s(*silent[i]).find("--max-pending-handshakes-per-peer") != std::string::npos);
   }
   CHECK(log.contains("--max-pending-handshakes-per-peer"));
 
@@ -429,28 +449,10 @@ TEST_CASE("one address's silent connections cannot keep another address's worker
   CHECK(waitUntil([&] { return plane.stats().handshakesPending == 0; }, kGuard));
 }
 
-namespace {
-
-// Connections from `host` (a loopback address) that never send a HELLO.
-void openSilent(std::vector<std::unique_ptr<asio::ip::tcp::socket>>& into, asio::io_context& io,
-                uint16_t port, const char* host, uint32_t count) {
-  for (uint32_t i = 0; i < count; ++i) {
-    into.push_back(std::make_unique<asio::ip::tcp::socket>(io));
-    connectRaw(*into.back(), port, host);
-    const timeval tv{10, 0};  // a missing reply fails the test instead of hanging it
-    ::setsockopt(into.back()->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-}
-
-}  // namespace
-
 TEST_CASE("a newcomer host gets in while four hosts hold their share of pending handshakes",
           "[fairness][handshake]") {
   LogCapture log;  // before the pool's threads
-  server::ServerConfig config = sharedThreadConfig();
-  config.maxPendingHandshakes = 32;
-  config.maxPendingHandshakesPerPeer = 8;
-  config.handshakeTimeoutMs = kNeverTimesOutMs;  // the silent ones stay pending throughout
+  const server::ServerConfig config = handshakePool(32, 8);
   LocalPool pool(1, config);
   auto& plane = pool.reducer(0).dataPlane();
   const uint16_t port = pool.endpoints()[0].port;
@@ -492,7 +494,7 @@ TEST_CASE("a newcomer host gets in while four hosts hold their share of pending 
       continue;
     }
     REQUIRE(waitUntil([&] { return told(i); }, kGuard));
-    CHECK(readRefusal(*silent[i]).find("(--max-pending-handshakes)") != std::string::npos);
+    CHECK(refusalWithin10s(*silent[i]).find("(--max-pending-handshakes)") != std::string::npos);
   }
   CHECK(log.contains("--max-pending-handshakes"));
   silent.clear();
@@ -501,11 +503,7 @@ TEST_CASE("a newcomer host gets in while four hosts hold their share of pending 
 
 TEST_CASE("a newcomer is refused by name when no host holds two more handshakes than it",
           "[fairness][handshake]") {
-  server::ServerConfig config = sharedThreadConfig();
-  config.maxPendingHandshakes = 4;
-  config.maxPendingHandshakesPerPeer = 4;
-  config.handshakeTimeoutMs = kNeverTimesOutMs;
-  LocalPool pool(1, config);
+  LocalPool pool(1, handshakePool(4, 4));
   auto& plane = pool.reducer(0).dataPlane();
   const uint16_t port = pool.endpoints()[0].port;
 
@@ -518,7 +516,7 @@ TEST_CASE("a newcomer is refused by name when no host holds two more handshakes 
   REQUIRE(waitUntil([&] { return plane.stats().handshakesPending == 4; }, kGuard));
   std::vector<std::unique_ptr<asio::ip::tcp::socket>> newcomer;
   openSilent(newcomer, io, port, "127.0.0.6", 1);
-  const std::string why = readRefusal(*newcomer.back());
+  const std::string why = refusalWithin10s(*newcomer.back());
   CHECK(why.find("--max-pending-handshakes)") != std::string::npos);
   CHECK(plane.stats().handshakeEvictions == 0);
   CHECK(plane.stats().handshakesPending == 4);
