@@ -156,17 +156,20 @@ bool TcpStream::watchPeerGone(WaitHandler handler) {
     if (::epoll_ctl(set, EPOLL_CTL_ADD, socket_.native_handle(), &interest) != 0) return false;
     peerWatch_ = std::move(watch);
   }
-  awaitPeerGone(std::move(handler));
+  awaitPeerGone(++watch_, std::move(handler));
   return true;
 }
 
-void TcpStream::awaitPeerGone(WaitHandler handler) {
-  peerWatch_->async_wait(asio::posix::descriptor_base::wait_read,
-                         [this, h = std::move(handler)](const std::error_code& ec) mutable {
-                           if (ec) return h(ec);
-                           if (const std::error_code gone = peerGone()) return h(gone);
-                           awaitPeerGone(std::move(h));  // not the peer's end after all
-                         });
+void TcpStream::awaitPeerGone(uint64_t watch, WaitHandler handler) {
+  peerWatch_->async_wait(
+      asio::posix::descriptor_base::wait_read,
+      [this, watch, h = std::move(handler)](const std::error_code& ec) mutable {
+        // A wait that completed just before stopWatchingPeer() could not be cancelled.
+        if (watch != watch_) return h(asio::error::operation_aborted);
+        if (ec) return h(ec);
+        if (const std::error_code gone = peerGone()) return h(gone);
+        awaitPeerGone(watch, std::move(h));  // not the peer's end after all
+      });
 }
 
 std::error_code TcpStream::peerGone() {
@@ -184,13 +187,15 @@ std::error_code TcpStream::peerGone() {
 }
 
 void TcpStream::stopWatchingPeer() {
+  ++watch_;
   std::error_code ignored;
   if (peerWatch_) peerWatch_->cancel(ignored);
 }
 
 void TcpStream::close() {
+  ++watch_;  // a watch's wait ends with operation_aborted, also one that had just completed
   std::error_code ignored;
-  if (peerWatch_) peerWatch_->close(ignored);  // its wait ends with operation_aborted
+  if (peerWatch_) peerWatch_->close(ignored);
   if (!socket_.is_open()) return;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

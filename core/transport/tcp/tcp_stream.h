@@ -38,8 +38,9 @@ class TcpStream final : public Stream {
   void readExactlyFrom(std::byte* data, size_t size, size_t done, IoHandler handler);
   void setLowWatermark(size_t bytes);    // SO_RCVLOWAT, set only when it changes
   void lowerLowWatermark(size_t bytes);  // only if it is above `bytes`
-  // Waits for the watch's epoll set (see watchPeerGone) to report the peer's end.
-  void awaitPeerGone(WaitHandler handler);
+  // Waits for the watch's epoll set (see watchPeerGone) to report the peer's end, for watch
+  // number `watch` (a stopped one reports operation_aborted).
+  void awaitPeerGone(uint64_t watch, WaitHandler handler);
   // eof if the peer has closed its side, its error if the connection failed, else nothing.
   std::error_code peerGone();
 
@@ -51,6 +52,7 @@ class TcpStream final : public Stream {
   // An epoll set holding this socket for its peer's end (watchPeerGone); opened at the first
   // watch, closed with the stream.
   std::unique_ptr<asio::posix::stream_descriptor> peerWatch_;
+  uint64_t watch_ = 0;  // the current watch's number; stopWatchingPeer moves it on
 };
 
 }  // namespace rs::transport::tcp
