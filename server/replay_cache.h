@@ -5,7 +5,7 @@
 // job's share, and another job, or the operator (the pool's own secret), still gets in. The
 // pool's identity has a share of its own that no job's calls touch. Jobs together stay within a
 // total, so that memory is bounded whatever the number of jobs: a caller's nonces take about
-// 130 bytes each, so at most about (poolShare + jobsTotal) x 130 bytes (25 MiB by default). Only
+// 130 bytes each, so at most about (pool + jobsTotal) x 130 bytes (25 MB by default). Only
 // a caller whose proof checked is remembered (the caller's business), so naming jobs without
 // their secrets creates nothing here; and a job's secret proves that job alone, so filling the
 // jobs' total takes several jobs (or the operator, who holds every job's key).
