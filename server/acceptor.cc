@@ -11,8 +11,6 @@
 
 namespace rs::server {
 namespace {
-// Refusals for the handshake caps are logged at most once per this period, with a count.
-
 // "tcp://10.0.0.7:41000" -> "10.0.0.7": the per-peer connection cap counts hosts, not ports.
 std::string peerHost(const std::string& peerName) {
   const size_t scheme = peerName.find("://");
@@ -28,6 +26,13 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
  public:
   Handshake(Acceptor& owner, std::unique_ptr<transport::Stream> stream, std::string peer)
       : owner_(owner), stream_(std::move(stream)), peer_(std::move(peer)), timer_(owner.io_) {}
+
+  const std::string& peer() const { return peer_; }
+  // The pool took another address's connection in this one's place (Acceptor::makeRoom).
+  void evict(const Status& why) { refuse(HandshakeFailure::kLimit, why, /*reply=*/true); }
+
+  // Its entry in the acceptor's list of its peer's pending handshakes (Acceptor::enlist).
+  PeerHandshakes::iterator place;
 
   void run() {
     timer_.expires_after(std::chrono::milliseconds(owner_.config_.handshakeTimeoutMs));
@@ -137,7 +142,7 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     if (!group) return refuse(handshakeFailureFor(group.status().code()), group.status(), true);
     finished_ = true;
     timer_.cancel();
-    owner_.handshakeEnded(peer_);
+    owner_.handshakeEnded(*this);
     owner_.handOff_(std::move(stream_), std::move(*group), hello_.rank, p.streamIndex);
   }
 
@@ -146,7 +151,7 @@ class Acceptor::Handshake : public std::enable_shared_from_this<Handshake> {
     if (finished_) return;
     finished_ = true;
     timer_.cancel();
-    owner_.handshakeEnded(peer_);
+    owner_.handshakeEnded(*this);
     owner_.countFailure(why);
     owner_.logRefusal(stream_->peerName(), reason);
     if (!reply || writing_) {  // writing_: the CHALLENGE's completion closes
@@ -210,49 +215,82 @@ void Acceptor::acceptNext() {
     }
     accepted_.fetch_add(1, std::memory_order_relaxed);
     std::string peer = peerHost(stream->peerName());
-    if (Status full = admitHandshake(peer); !full.isOk()) {
+    if (Status full = makeRoom(peer); !full.isOk()) {
       countFailure(HandshakeFailure::kLimit);
       logRefusal(stream->peerName(), full);
+      refuseAtAccept(*stream, full);
     } else {
-      std::make_shared<Handshake>(*this, std::move(stream), std::move(peer))->run();
+      auto handshake = std::make_shared<Handshake>(*this, std::move(stream), std::move(peer));
+      enlist(handshake);
+      handshake->run();
     }
     acceptNext();
   });
 }
 
-Status Acceptor::admitHandshake(const std::string& peer) {
+Status Acceptor::makeRoom(const std::string& peer) {
   // The global cap bounds the descriptors and timers that silent connections hold; the per-peer
-  // cap keeps one address from taking the whole pool, so other hosts' workers still join.
-  if (pendingHandshakes_.load() >= static_cast<int>(config_.maxPendingHandshakes))
-    return resourceExhausted(fmt::format("{} handshakes already pending (--max-pending-handshakes)",
-                                         config_.maxPendingHandshakes));
-  uint32_t& mine = pendingByPeer_[peer];  // the cap is at least 1: never left at 0 below
-  if (mine >= config_.maxPendingHandshakesPerPeer)
+  // cap keeps one address from taking the whole pool, and the eviction below keeps addresses
+  // that together fill it from keeping another one out.
+  const auto mine = pendingByPeer_.find(peer);
+  const size_t held = mine == pendingByPeer_.end() ? 0 : mine->second.size();
+  if (held >= config_.maxPendingHandshakesPerPeer)
     return resourceExhausted(fmt::format(
         "peer {} already has {} handshakes pending (--max-pending-handshakes-per-peer)", peer,
-        mine));
-  ++mine;
-  pendingHandshakes_.fetch_add(1);
+        held));
+  if (pendingHandshakes_.load() < static_cast<int>(config_.maxPendingHandshakes))
+    return Status::ok();
+  // The pool is full: the address holding the most (of those holding as many, the one whose
+  // oldest is oldest) gives up its oldest, if it holds at least two more than `peer`.
+  const PeerHandshakes* most = nullptr;
+  for (const auto& [address, handshakes] : pendingByPeer_) {
+    if (most == nullptr || handshakes.size() > most->size() ||
+        (handshakes.size() == most->size() &&
+         handshakes.front().number < most->front().number))
+      most = &handshakes;
+  }
+  const std::shared_ptr<Handshake> oldest =
+      most != nullptr && most->size() >= held + 2 ? most->front().handshake.lock() : nullptr;
+  if (!oldest)
+    return resourceExhausted(fmt::format(
+        "{} handshakes already pending, and no address holds two more than {} (which holds {}) "
+        "(--max-pending-handshakes)",
+        config_.maxPendingHandshakes, peer, held));
+  const Status why = resourceExhausted(fmt::format(
+      "{} handshakes pending, {} of them from {}, the most of any address: its oldest made room "
+      "for a connection from {} (--max-pending-handshakes)",
+      config_.maxPendingHandshakes, most->size(), oldest->peer(), peer));
+  evictions_.fetch_add(1, std::memory_order_relaxed);
+  oldest->evict(why);  // ends it: handshakeEnded takes it off the lists
   return Status::ok();
 }
 
-void Acceptor::handshakeEnded(const std::string& peer) {
+void Acceptor::enlist(const std::shared_ptr<Handshake>& handshake) {
+  PeerHandshakes& list = pendingByPeer_[handshake->peer()];
+  handshake->place = list.insert(list.end(), {handshake, ++handshakesStarted_});
+  pendingHandshakes_.fetch_add(1);
+}
+
+void Acceptor::handshakeEnded(const Handshake& handshake) {
   pendingHandshakes_.fetch_sub(1);
-  if (auto it = pendingByPeer_.find(peer); it != pendingByPeer_.end() && --it->second == 0)
-    pendingByPeer_.erase(it);
+  auto it = pendingByPeer_.find(handshake.peer());
+  it->second.erase(handshake.place);
+  if (it->second.empty()) pendingByPeer_.erase(it);
+}
+
+void Acceptor::refuseAtAccept(transport::Stream& stream, const Status& why) {
+  const wire::ErrorFrame frame = wire::errorFrame(GroupId{}, 0, why);
+  std::string bytes(frame.header.begin(), frame.header.end());
+  bytes += frame.reason;
+  (void)stream.trySendNow(bytes.data(), bytes.size());
+  stream.close();
 }
 
 void Acceptor::logRefusal(const std::string& peerName, const Status& why) {
   const std::optional<uint64_t> unlogged = refusalLog_.admit();
   if (!unlogged) return;
-  rs::logger().warn(
-      "refused data connection from {}: {}{}", peerName, why.toString(),
-      *unlogged ? fmt::format(" ({} more refusals not logged since the last such line; at most "
-                              "{} lines per {} s)",
-                              *unlogged, refusalLog_.burst(),
-                              std::chrono::duration_cast<std::chrono::seconds>(
-                                  refusalLog_.period()).count())
-                : std::string());
+  rs::logger().warn("refused data connection from {}: {}{}", peerName, why.toString(),
+                    refusalLog_.unloggedNote(*unlogged, "refusals"));
 }
 
 }  // namespace rs::server

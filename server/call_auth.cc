@@ -8,8 +8,8 @@
 namespace rs::server {
 
 CallAuthenticator::CallAuthenticator(std::string poolSecret, std::chrono::milliseconds window,
-                                     size_t maxRemembered)
-    : secret_(std::move(poolSecret)), window_(window), maxRemembered_(maxRemembered) {}
+                                     ReplayCache::Shares shares)
+    : secret_(std::move(poolSecret)), window_(window), seen_(2 * window, shares) {}
 
 Result<Caller> CallAuthenticator::check(const CallMetadata& call, std::string_view method,
                                         std::string_view request, int64_t nowMs) {
@@ -17,7 +17,8 @@ Result<Caller> CallAuthenticator::check(const CallMetadata& call, std::string_vi
   auto claim = wire::decodeCallMetadata(call);
   if (!claim) return claim.status();
   const std::string& job = claim->job;
-  // The proof first: only a holder of the key may learn about its clock or fill the cache.
+  // The proof first: only a holder of the key may learn about its clock or take a place in the
+  // cache (and then only in its own job's share).
   auto key = wire::helloKey(secret_, job);
   if (!key) return key.status();
   if (!wire::proofsEqual(
@@ -35,27 +36,10 @@ Result<Caller> CallAuthenticator::check(const CallMetadata& call, std::string_vi
         "replayed call, or clocks that disagree",
         skew / 1000, window_.count() / 1000));
   std::lock_guard lock(mu_);
-  auto fresh = rememberLocked(claim->nonce);
+  auto fresh = seen_.remember(job, claim->nonce, std::chrono::steady_clock::now());
   if (!fresh) return fresh.status();
   if (!*fresh) return failedPrecondition("the call's nonce was already used: a replayed call");
   return Caller{false, job};
-}
-
-Result<bool> CallAuthenticator::rememberLocked(const wire::Nonce& nonce) {
-  const auto now = std::chrono::steady_clock::now();
-  while (!expiry_.empty() && expiry_.front().first <= now) {
-    seen_.erase(expiry_.front().second);
-    expiry_.pop_front();
-  }
-  if (seen_.count(nonce)) return false;
-  if (seen_.size() >= maxRemembered_)
-    return resourceExhausted(fmt::format(
-        "{} authenticated calls within the replay window already; try again later",
-        maxRemembered_));
-  // A timestamp may be a window ahead of this clock, and is then good for two windows.
-  seen_.insert(nonce);
-  expiry_.emplace_back(now + 2 * window_, nonce);
-  return true;
 }
 
 }  // namespace rs::server

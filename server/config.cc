@@ -249,8 +249,10 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "what one host can take from the others)",
             "RS_MAX_CONNECTIONS_PER_PEER");
   addOption(app, "--max-pending-handshakes", &c.maxPendingHandshakes,
-            "Most data connections in their handshake (accepted, HELLO not yet in) at once; "
-            "more are closed at once (bounds what silent connections hold)",
+            "Most data connections in their handshake (accepted, HELLO not yet in) at once "
+            "(bounds what silent connections hold); when full, a newcomer takes the place of "
+            "the oldest of the address holding the most, if it holds two more than the "
+            "newcomer's, else the newcomer is refused with an ERROR",
             "RS_MAX_PENDING_HANDSHAKES");
   addOption(app, "--max-pending-handshakes-per-peer", &c.maxPendingHandshakesPerPeer,
             "Most of those from one peer address (so that one host's silent connections "

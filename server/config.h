@@ -6,6 +6,7 @@
 
 #include "core/common/status.h"
 #include "core/transport/options.h"
+#include "core/wire/frame.h"
 
 namespace rs::server {
 
@@ -14,7 +15,7 @@ struct ServerConfig {
   std::string grpcListen;                   // host:port of gRPC; empty: data port + 1
   int ioThreads = 0;                        // 0: one per core
   uint32_t maxStreamsPerWorker = 16;        // streams one worker may open to this reducer
-  uint32_t maxChunkBytes = 8u << 20;        // largest chunk payload accepted
+  uint32_t maxChunkBytes = wire::kDefaultMaxPayloadBytes;  // largest chunk payload accepted
   uint64_t memoryLimitBytes = 2ull << 30;   // accumulator memory, split evenly across io threads
   uint32_t maxGroups = 1024;
   uint32_t maxGroupsPerJob = 256;  // of a named job (RS_JOB) on a shared pool

@@ -81,12 +81,20 @@ grpc::Status ControlService::authenticate(grpc::ServerContext* ctx, std::string_
     *caller = std::move(*who);
     return grpc::Status::OK;
   }
-  callsRefused_.fetch_add(1, std::memory_order_relaxed);
-  rs::logger().warn("refused gRPC {} from {}: {}", method, ctx->peer(), who.status().message());
+  refused(method, ctx->peer(), who.status().message());
   return {who.status().code() == rs::StatusCode::kResourceExhausted
               ? grpc::StatusCode::RESOURCE_EXHAUSTED
               : grpc::StatusCode::UNAUTHENTICATED,
           who.status().message()};
+}
+
+void ControlService::refused(std::string_view method, const std::string& peer,
+                             std::string_view why) {
+  callsRefused_.fetch_add(1, std::memory_order_relaxed);
+  const std::optional<uint64_t> unlogged = refusalLog_.admit();
+  if (!unlogged) return;
+  rs::logger().warn("refused gRPC {} from {}: {}{}", method, peer, why,
+                    refusalLog_.unloggedNote(*unlogged, "refused calls"));
 }
 
 std::vector<std::string> ControlService::dataEndpoints() const {
@@ -205,9 +213,7 @@ grpc::Status ControlService::Drain(grpc::ServerContext* ctx, const rs::v1::Drain
   if (grpc::Status s = authenticate(ctx, "/rs.v1.ReductionServer/Drain", *in, &caller); !s.ok())
     return s;
   if (!caller.isPool()) {
-    callsRefused_.fetch_add(1, std::memory_order_relaxed);
-    rs::logger().warn("refused gRPC Drain from {}: job '{}' is not the operator", ctx->peer(),
-                      caller.job);
+    refused("/rs.v1.ReductionServer/Drain", ctx->peer(), "job '" + caller.job + "' is not the operator");
     return {grpc::StatusCode::PERMISSION_DENIED,
             "Drain needs the pool's secret (the operator's); job '" + caller.job +
                 "' may not drain this reducer"};

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/common/log_limiter.h"
 #include "proto/reduction.grpc.pb.h"
 #include "server/call_auth.h"
 #include "server/config.h"
@@ -47,6 +48,8 @@ class ControlService final : public rs::v1::ReductionServer::Service {
   // UNAUTHENTICATED (or RESOURCE_EXHAUSTED) with its reason.
   grpc::Status authenticate(grpc::ServerContext* ctx, std::string_view method,
                             const google::protobuf::Message& request, Caller* caller);
+  // Counts a refused call and logs it, within refusalLog_.
+  void refused(std::string_view method, const std::string& peer, std::string_view why);
 
   const ServerConfig& config_;
   GroupRegistry& registry_;
@@ -54,6 +57,9 @@ class ControlService final : public rs::v1::ReductionServer::Service {
   std::function<void()> onDrain_;
   CallAuthenticator auth_;
   std::atomic<uint64_t> callsRefused_{0};
+  // Refusals are logged at most 20 per 10 s, as the data port's are: anyone who reaches the
+  // port can make them. rs_grpc_calls_refused_total counts every one.
+  LogLimiter refusalLog_{20, std::chrono::seconds(10)};
   const std::chrono::steady_clock::time_point started_;
 };
 

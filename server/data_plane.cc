@@ -124,6 +124,7 @@ DataPlaneStats DataPlane::stats() const {
     s.connectionsAccepted = acceptor_->accepted();
     s.acceptErrors = acceptor_->acceptErrors();
     s.handshakesPending = acceptor_->pendingHandshakes();
+    s.handshakeEvictions = acceptor_->handshakeEvictions();
     for (size_t r = 0; r < kNumHandshakeFailures; ++r) {
       s.handshakeFailuresBy[r] = acceptor_->handshakeFailures(static_cast<HandshakeFailure>(r));
       s.handshakeFailures += s.handshakeFailuresBy[r];

@@ -35,6 +35,8 @@ struct DataPlaneStats {
   int64_t handshakesPending = 0;
   uint64_t handshakeFailures = 0;  // all reasons
   std::array<uint64_t, kNumHandshakeFailures> handshakeFailuresBy{};
+  // Pending handshakes refused to make room for another address (also counted in 'limit').
+  uint64_t handshakeEvictions = 0;
   uint64_t streamsJoined = 0;
   int64_t connectionsOpen = 0;  // joined streams open now
   int64_t slotsOpen = 0;

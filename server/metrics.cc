@@ -149,6 +149,10 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
   f.counterByReason("rs_handshake_failures_total", "Data connections refused before joining a "
                     "group, by reason.", p.handshakeFailuresBy,
                     [](size_t i) { return handshakeFailureName(static_cast<HandshakeFailure>(i)); });
+  f.counter("rs_handshake_evictions_total", "Pending handshakes refused to make room for a "
+            "connection from another address while the handshake pool was full (each also "
+            "counted in rs_handshake_failures_total{reason=\"limit\"}).",
+            asDouble(p.handshakeEvictions));
   f.counterByReason("rs_frames_rejected_total", "Frames refused on joined streams (the stream is "
                     "closed and its group aborted), by reason.", p.framesRejected,
                     [](size_t i) { return frameRejectionName(static_cast<FrameRejection>(i)); });

@@ -159,6 +159,7 @@ void Session::handleReduce() {
       return;
     case SessionOwner::Acquire::kParked:
       parked_ = true;
+      watchPeer();
       return;
     case SessionOwner::Acquire::kFailed:
       // The shard has aborted the group (this session included) with the reason.
@@ -199,6 +200,7 @@ void Session::drainInput() {
 void Session::onSlotReady(std::shared_ptr<Slot> slot) {
   parked_ = false;
   if (closed_ || aborting_) return;
+  stream_->stopWatchingPeer();
   beginContribution(std::move(slot), Fold::kLater);
 }
 
@@ -206,7 +208,27 @@ void Session::onOthersCaughtUp() {
   if (!heldBack_ || closed_ || aborting_ || !slot_) return;
   if (slot_->holdBack(rank_)) return;  // still too far ahead: wait for the next release
   heldBack_ = false;
+  stream_->stopWatchingPeer();
   readPiece(Fold::kLater);
+}
+
+void Session::watchPeer() {
+  const bool watching = stream_->watchPeerGone(
+      [self = shared_from_this()](const std::error_code& why) { self->onPeerGone(why); });
+  if (!watching)
+    rs::logger().debug("{}: cannot watch for the member leaving while chunk {} waits (out of "
+                       "descriptors?); the collective timeout bounds the wait",
+                       name_, in_.chunk);
+}
+
+void Session::onPeerGone(const std::error_code& why) {
+  if (why == asio::error::operation_aborted || closed_ || aborting_) return;
+  const char* waiting = parked_ ? "for a slot" : "for the other members";
+  fail(ioError(why == asio::error::eof
+                   ? fmt::format("the member closed the stream while chunk {} waited {}",
+                                 in_.chunk, waiting)
+                   : fmt::format("the connection failed while chunk {} waited {}: {}", in_.chunk,
+                                 waiting, why.message())));
 }
 
 void Session::beginContribution(std::shared_ptr<Slot> slot, Fold fold) {
@@ -263,6 +285,7 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
     if (closed_ || aborting_) return;
     if (slot.holdBack(rank_)) {  // over the lead limit: the shard wakes it after a release
       heldBack_ = true;
+      watchPeer();
       return;
     }
     readPiece(Fold::kNowIfBuffered);
@@ -322,6 +345,7 @@ void Session::abort(const Status& reason) {
     if (!ec) self->close(reason);
   });
   flush();
+  stream_->stopWatchingPeer();  // a parked or held-back session drains too
   drainInput();  // a no-op while a read is in flight: its handler starts the drain
 }
 

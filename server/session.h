@@ -96,6 +96,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void onHeader(const std::error_code& ec);
   void handleReduce();
   void onPeerAbort(const std::error_code& ec);
+  // While it reads nothing (parked, held back), a session still watches for its member closing
+  // or resetting the stream: the group fails at once, not at the collective timeout. The
+  // bytes that arrive meanwhile stay in the socket for when reading resumes.
+  void watchPeer();
+  void onPeerGone(const std::error_code& why);
   // Whether a piece already read ahead may be folded in before readPiece returns: only where
   // this session's own read handler is running. Called from the shard (a slot became ready,
   // the others caught up), folding now would re-enter the shard; the fold is posted instead.

@@ -13,8 +13,10 @@
 // and its completed ones whose RESULT parts are still queued to a member (they hold memory), so
 // a member that stops reading pins at most its group's quota; the collective timeout fails the
 // group if the results stay unread (checkTimeouts). A member that closes its stream while a
-// chunk on it is open fails the group at once (memberLeft), and an aborted group's slots go
-// back to the pool as its sessions let go of them.
+// chunk on it is open fails the group at once (memberLeft), and so does one that closes or
+// resets it while its session reads nothing (parked here, or held back for its lead: the
+// session watches for the peer's end, session.h); an aborted group's slots go back to the pool
+// as its sessions let go of them.
 //
 // Memory share. The quota counts slots, not bytes, so a group that stalls holding memory (its
 // members sent part of a collective and stopped, or stopped reading) could still pin the whole

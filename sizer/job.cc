@@ -9,6 +9,15 @@ namespace rs::sizer {
 namespace {
 
 constexpr int64_t kMostWorkers = 1'000'000;
+// A host's rate, Gbit/s: from 1 Mbit/s, slower than any data-center NIC, to 10 Tbit/s, beyond
+// any host's (GCP's largest VM egress is a few Tbit/s). Outside it the figure is a typo, and
+// the totals and times computed from it stop being finite numbers.
+constexpr double kLeastHostGbps = 0.001;
+constexpr double kMostHostGbps = 10'000;
+// A reducer's vCPUs, beyond any VM; the pool's vCPUs (reducers x vCPUs) stay well within int64.
+constexpr int64_t kMostReducerVcpus = 100'000;
+// vCPUs per 10 Gbit/s: this project measured 1.3-1.7; a thousand is no reducer's.
+constexpr double kMostVcpuPer10Gbps = 1000;
 
 Status unknownType(std::string_view flag, std::string_view name) {
   return invalidArgument(fmt::format("{}: unknown machine type '{}' (nearest known: {}; "
@@ -16,10 +25,15 @@ Status unknownType(std::string_view flag, std::string_view name) {
                                      flag, name, fmt::join(nearestMachineTypes(name), ", ")));
 }
 
-Status positiveRate(std::string_view flag, double value) {
-  if (value > 0 && std::isfinite(value)) return Status::ok();
-  return invalidArgument(
-      fmt::format("{} must be a positive number of Gbit/s, got {}", flag, value));
+Status hostRate(std::string_view flag, double value) {
+  if (!(value > 0))  // NaN too
+    return invalidArgument(
+        fmt::format("{} must be a positive number of Gbit/s, got {}", flag, value));
+  if (value < kLeastHostGbps || !(value <= kMostHostGbps))
+    return invalidArgument(fmt::format(
+        "{} must be {:g}..{:g} Gbit/s (1 Mbit/s to 10 Tbit/s a host), got {}", flag,
+        kLeastHostGbps, kMostHostGbps, value));
+  return Status::ok();
 }
 
 // Egress of `type` as a job with `tier1` gets it. Workers fall back to default egress where
@@ -83,7 +97,7 @@ Result<Job> resolveJob(const JobSpec& spec) {
   if (spec.workerType.empty() && !spec.workerGbps)
     return invalidArgument("give the workers' egress: --worker-type TYPE or --worker-gbps G");
   if (spec.workerGbps) {
-    RS_RETURN_IF_ERROR(positiveRate("--worker-gbps", *spec.workerGbps));
+    RS_RETURN_IF_ERROR(hostRate("--worker-gbps", *spec.workerGbps));
     job.rates.workerGbps = *spec.workerGbps;
     job.workerEgressBasis = "--worker-gbps";
   } else {
@@ -104,10 +118,13 @@ Result<Job> resolveJob(const JobSpec& spec) {
                                               "bound needs each reducer's vCPUs)"
                                             : "--reducer-vcpus needs --reducer-gbps");
   if (spec.reducerGbps) {
-    RS_RETURN_IF_ERROR(positiveRate("--reducer-gbps", *spec.reducerGbps));
+    RS_RETURN_IF_ERROR(hostRate("--reducer-gbps", *spec.reducerGbps));
     if (*spec.reducerVcpus < 1)
       return invalidArgument(
           fmt::format("--reducer-vcpus must be at least 1, got {}", *spec.reducerVcpus));
+    if (*spec.reducerVcpus > kMostReducerVcpus)
+      return invalidArgument(fmt::format("--reducer-vcpus must be 1..{}, got {}: more than any VM",
+                                         kMostReducerVcpus, *spec.reducerVcpus));
     job.rates.reducerGbps = *spec.reducerGbps;
     job.rates.reducerVcpus = *spec.reducerVcpus;
     job.reducerEgressBasis = "--reducer-gbps";
@@ -131,9 +148,13 @@ Result<Job> resolveJob(const JobSpec& spec) {
   }
 
   if (spec.vcpuPer10Gbps) {
-    if (!(*spec.vcpuPer10Gbps > 0) || !std::isfinite(*spec.vcpuPer10Gbps))
+    if (!(*spec.vcpuPer10Gbps > 0))
       return invalidArgument(
           fmt::format("--vcpu-per-10gbps must be a positive number, got {}", *spec.vcpuPer10Gbps));
+    if (!(*spec.vcpuPer10Gbps <= kMostVcpuPer10Gbps))
+      return invalidArgument(fmt::format(
+          "--vcpu-per-10gbps must be at most {:g} (this project measured 1.3-1.7), got {}",
+          kMostVcpuPer10Gbps, *spec.vcpuPer10Gbps));
     job.rates.vcpuPer10Gbps = *spec.vcpuPer10Gbps;
     job.defaultVcpuCost = false;
   }

@@ -13,6 +13,11 @@
 
 namespace rs::sizer {
 
+namespace {
+// Dollars per hour beyond any machine's; a pool's cost (at most a billion reducers) stays finite.
+constexpr double kMostDollarsPerHour = 100'000;
+}  // namespace
+
 double PriceList::priceOf(std::string_view type) const {
   const auto it = dollarsPerHour.find(type);
   return it == dollarsPerHour.end() ? -1.0 : it->second;
@@ -65,6 +70,11 @@ Result<PriceList> parsePrices(std::string_view text, std::string_view fileName) 
     if (*price <= 0) {
       errors.push_back(fmt::format("{}: price must be more than 0 dollars per hour, got {}",
                                    where, priceText));
+      continue;
+    }
+    if (*price > kMostDollarsPerHour) {
+      errors.push_back(fmt::format("{}: price must be at most {:g} dollars per hour, got {}",
+                                   where, kMostDollarsPerHour, priceText));
       continue;
     }
     if (auto [it, fresh] = firstLine.emplace(type, lineNo); !fresh) {

@@ -21,18 +21,24 @@ double seconds(uint64_t bytes, double gbps) { return static_cast<double>(bytes) 
 std::string_view boundName(Bound bound) { return bound == Bound::kCpu ? "cpu" : "bandwidth"; }
 
 Result<Sizing> sizePool(const Rates& r) {
-  if (r.workers < 1 || !(r.workerGbps > 0) || !(r.reducerGbps > 0) || r.reducerVcpus < 1 ||
-      !(r.vcpuPer10Gbps > 0))
+  const auto positive = [](double x) { return x > 0 && std::isfinite(x); };
+  if (r.workers < 1 || !positive(r.workerGbps) || !positive(r.reducerGbps) ||
+      r.reducerVcpus < 1 || !positive(r.vcpuPer10Gbps))
     return invalidArgument(fmt::format(
-        "sizing needs positive inputs (workers {}, worker {} Gbit/s, reducer {} Gbit/s and {} "
-        "vCPUs, {} vCPU per 10 Gbit/s)",
+        "sizing needs positive, finite inputs (workers {}, worker {} Gbit/s, reducer {} Gbit/s "
+        "and {} vCPUs, {} vCPU per 10 Gbit/s)",
         r.workers, r.workerGbps, r.reducerGbps, r.reducerVcpus, r.vcpuPer10Gbps));
   Sizing s;
   s.totalWorkerGbps = static_cast<double>(r.workers) * r.workerGbps;
+  if (!std::isfinite(s.totalWorkerGbps))
+    return invalidArgument(fmt::format(
+        "the workers' total egress ({} x {} Gbit/s) is not finite; check the rates", r.workers,
+        r.workerGbps));
   const double bw = ceilCount(s.totalWorkerGbps / r.reducerGbps);
   const double cpu =
       ceilCount(s.totalWorkerGbps * r.vcpuPer10Gbps / (10.0 * static_cast<double>(r.reducerVcpus)));
-  if (bw > kMostReducers || cpu > kMostReducers)
+  // Written so that NaN (inf - inf in ceilCount) is refused too, never cast to a count.
+  if (!(bw <= kMostReducers) || !(cpu <= kMostReducers))
     return invalidArgument(fmt::format(
         "{:.0f} Gbit/s of worker egress would need {:.3g} reducers of {} Gbit/s and {} vCPUs; "
         "check the rates",

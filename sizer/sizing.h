@@ -51,7 +51,8 @@ struct Sizing {
   double effectiveReducerGbps = 0;
 };
 
-// Fails when an input is not positive, or when the pool would exceed a billion reducers.
+// Fails when an input is not positive and finite, when the workers' total overflows, or when
+// the pool would exceed a billion reducers (never sizes a non-finite total as one reducer).
 Result<Sizing> sizePool(const Rates& rates);
 
 // Per-reducer traffic and vCPUs in use at `reducers`, for the report.

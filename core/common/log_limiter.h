@@ -4,10 +4,14 @@
 // the metrics count every event regardless.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace rs {
 
@@ -33,6 +37,16 @@ class LogLimiter {
     const uint64_t skipped = unlogged_;
     unlogged_ = 0;
     return skipped;
+  }
+
+  // The end of the line admit() allowed after `unlogged` events were not logged: "" if none,
+  // else " (N more <what> not logged since the last such line; at most B lines per P s)".
+  std::string unloggedNote(uint64_t unlogged, std::string_view what) const {
+    if (unlogged == 0) return {};
+    return fmt::format(" ({} more {} not logged since the last such line; at most {} lines per "
+                       "{} s)",
+                       unlogged, what, burst_,
+                       std::chrono::duration_cast<std::chrono::seconds>(period_).count());
   }
 
   uint32_t burst() const { return burst_; }

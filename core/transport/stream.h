@@ -28,6 +28,7 @@ struct ConstBuffer {
 };
 
 using IoHandler = std::function<void(const std::error_code& error, size_t bytes)>;
+using WaitHandler = std::function<void(const std::error_code& error)>;
 
 class Stream {
  public:
@@ -40,6 +41,19 @@ class Stream {
   // stream may wait until min(wakeAt, size) bytes are available before it completes (fewer
   // wake-ups and calls per byte), so that must not exceed what the peer is sure to send.
   virtual void asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt = 1) = 0;
+
+  // For an owner that has stopped reading (what arrives has nowhere to go yet) and must still
+  // learn at once that the peer went away: calls `handler` with asio::error::eof once the peer
+  // has closed its side, or with the connection's error (connection_reset, ...) once it failed,
+  // without reading anything. Bytes that arrive meanwhile stay queued for the next read and
+  // wake nothing. A FIN queued behind bytes that do not fit the receive buffer cannot arrive
+  // until they are read (TCP's flow control); an RST always can. The handler runs with
+  // operation_aborted after stopWatchingPeer() or close(). At most one watch at a time; reads
+  // and writes may be pending beside it. False (and the handler never runs) when this stream
+  // cannot watch now (out of descriptors, say).
+  virtual bool watchPeerGone(WaitHandler handler) = 0;
+  // Ends a watch (a no-op without one); its handler runs later, with operation_aborted.
+  virtual void stopWatchingPeer() = 0;
 
   // Writes every buffer, in order, as one gather write. The buffers (the array and the bytes)
   // must stay valid until the handler runs.

@@ -63,8 +63,11 @@ struct FrameHeader {
   uint32_t payloadLength = 0;
 };
 
+// The largest payload a reducer accepts unless told otherwise (its --max-chunk default).
+inline constexpr uint32_t kDefaultMaxPayloadBytes = 8u << 20;
+
 struct DecodeLimits {
-  uint32_t maxPayloadBytes = 64u << 20;  // the largest chunk a receiver accepts
+  uint32_t maxPayloadBytes = kDefaultMaxPayloadBytes;  // the largest chunk a receiver accepts
 };
 
 using HeaderBytes = std::array<uint8_t, kHeaderSize>;

@@ -3,11 +3,13 @@
 // Members are raw sockets speaking the wire protocol, so the test controls exactly how much
 // of a chunk each one has sent.
 #include <catch2/catch.hpp>
+#include <poll.h>
 
 #include <asio/io_context.hpp>
 #include <chrono>
 #include <thread>
 
+#include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/raw_member.h"
 #include "tests/support/wait_until.h"
@@ -105,6 +107,32 @@ TEST_CASE("a member too far ahead in a chunk is not read until the others catch 
   m1.sendElements(0, kElems);
   expectRestOfChunk(t, 0, kElems);
   CHECK(plane.stats().bytesIn == 2ull * kElems * 4);
+}
+
+TEST_CASE("a member held back for its lead that disconnects fails its group at once, beside a "
+          "healthy group",
+          "[cut-through]") {
+  server::ServerConfig config = smallPieces();
+  config.maxLeadBytes = 2 * kPieceBytes;
+  TwoMembers t(config);
+  constexpr uint32_t kElems = 16 * kPieceBytes / 4;
+  auto& plane = t.plane();
+  // Rank 1 is in the chunk with one element; rank 0 sends all of it and is held back, unread.
+  t.m1.sendHeader(kElems);
+  t.m1.sendElements(0, 1);
+  t.m0.sendHeader(kElems);
+  t.m0.sendElements(0, kElems);
+  REQUIRE(waitUntil([&] { return plane.stats().bytesIn >= 4 + config.maxLeadBytes; }));
+  REQUIRE(runHealthyGroup(t.pool.endpoints(), {.rounds = 3}).toString() == "OK");
+
+  // Rank 0 goes away: rank 1 is told at once (within 10 s here; the collective timeout is
+  // 300 s), and another group still reduces exactly.
+  t.m0.socket().close();
+  pollfd ready{t.m1.socket().native_handle(), POLLIN, 0};
+  REQUIRE(::poll(&ready, 1, 10000) == 1);
+  wire::FrameHeader h = readFrameHeader(t.m1.socket());
+  CHECK(h.type == wire::FrameType::kAbort);
+  CHECK(runHealthyGroup(t.pool.endpoints(), {.rounds = 3}).toString() == "OK");
 }
 
 TEST_CASE("elements split between reads are summed exactly and the parts tile the chunk",

@@ -87,10 +87,26 @@ class RawSender {
     }
     return true;
   }
+  // The reason of the ABORT that must come next, or nothing if another frame (or none) came.
+  std::optional<std::string> readAbortReason() {
+    auto h = readHeader();
+    if (!h || h->type != wire::FrameType::kAbort) return std::nullopt;
+    std::string reason(h->payloadLength, '\0');
+    std::error_code ec;
+    asio::read(socket_, asio::buffer(reason), ec);
+    if (ec) return std::nullopt;
+    return reason;
+  }
   // Closes the connection cleanly (FIN at a frame boundary), as a member that leaves.
   void close() {
     std::error_code ec;
     socket_.close(ec);
+  }
+  // Closes with an RST (SO_LINGER 0), as a host whose connection breaks.
+  void reset() {
+    const linger abortive{1, 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_LINGER, &abortive, sizeof(abortive));
+    close();
   }
   asio::ip::tcp::socket& socket() { return socket_; }
   // Wakes a thread blocked on the socket (its call fails) and keeps the descriptor open.
@@ -208,6 +224,63 @@ TEST_CASE("a member that sent its part and disconnects fails its group at once a
   CHECK(healthyRounds(pool, 3).toString() == "OK");
 }
 
+TEST_CASE("a member parked on its group's quota that disconnects fails its group at once, "
+          "beside a healthy group",
+          "[fairness]") {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxSlotsPerGroup = 4;
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+  const bool reset = GENERATE(false, true);  // FIN, or RST
+  CAPTURE(reset);
+
+  // Rank 0 fills its group's quota with chunks rank 1 never sends, then sends one more, whole,
+  // which parks on the quota with its payload unread.
+  const GroupId stalled = GroupId::random();
+  RawSender r0(port, stalled, 2, 0);
+  RawSender r1(port, stalled, 2, 1);
+  for (uint64_t c = 0; c <= config.maxSlotsPerGroup; ++c) REQUIRE(r0.sendChunk(c, 256));
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }, kGuard));
+
+  // A healthy group works on the same thread from now on. Then rank 0 goes away.
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  Status healthy;
+  std::thread healthyThread([&] {
+    healthy = runHealthyGroup(pool.endpoints(), {.stop = &stop, .done = &rounds});
+  });
+  const bool started = waitUntil([&] { return rounds.load() >= 1; }, kGuard);
+  if (reset) r0.reset();
+  else r0.close();
+
+  // Rank 1 is told at once (its read gives up after 10 s; the collective timeout is an hour),
+  // and the stalled group, its slots and its parked request are gone.
+  const std::optional<std::string> reason = r1.readAbortReason();
+  r1.close();
+  const bool forgotten = waitUntil([&] {
+    for (const auto& g : plane.registry().snapshot())
+      if (g.group->id() == stalled) return false;
+    return true;
+  }, kGuard);
+  // The healthy group kept going, exact, through all of it.
+  const int before = rounds.load();
+  const bool moving = waitUntil([&] { return rounds.load() >= before + 3; }, kGuard);
+  stop = true;
+  healthyThread.join();
+  CHECK(started);
+  REQUIRE(reason.has_value());
+  CHECK(reason->find("rank 0") != std::string::npos);
+  CHECK(reason->find("chunk 4") != std::string::npos);
+  CHECK(forgotten);
+  CHECK(waitUntil([&] {
+    const auto now = plane.stats();
+    return now.parkedSessions == 0 && now.slotsOpen == 0 && now.slotBytesInUse == 0;
+  }, kGuard));
+  CHECK(moving);
+  CHECK(healthy.toString() == "OK");
+}
+
 TEST_CASE("a member that stops reading its results stalls only its own group", "[fairness]") {
   server::ServerConfig config = sharedThreadConfig();
   config.maxChunkBytes = 256 << 10;
@@ -307,13 +380,41 @@ TEST_CASE("a member that never reads its results fails its group at the collecti
 
 namespace rs::test {
 
+namespace {
+
+// One io thread and a handshake pool of `total`, `perPeer` from one address, in which silent
+// connections stay pending throughout.
+server::ServerConfig handshakePool(uint32_t total, uint32_t perPeer) {
+  server::ServerConfig config = sharedThreadConfig();
+  config.maxPendingHandshakes = total;
+  config.maxPendingHandshakesPerPeer = perPeer;
+  config.handshakeTimeoutMs = kNeverTimesOutMs;
+  return config;
+}
+
+// Connections from `host` (a loopback address) that never send a HELLO.
+void openSilent(std::vector<std::unique_ptr<asio::ip::tcp::socket>>& into, asio::io_context& io,
+                uint16_t port, const char* host, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    into.push_back(std::make_unique<asio::ip::tcp::socket>(io));
+    connectRaw(*into.back(), port, host);
+  }
+}
+
+// The reducer's ERROR on `socket` (its reason), waited for at most 10 s: Asio's blocking read
+// would wait for ever, so a missing reply fails the test instead of hanging it.
+std::string refusalWithin10s(asio::ip::tcp::socket& socket) {
+  pollfd ready{socket.native_handle(), POLLIN, 0};
+  REQUIRE(::poll(&ready, 1, 10000) == 1);
+  return readRefusal(socket);
+}
+
+}  // namespace
+
 TEST_CASE("one address's silent connections cannot keep another address's workers out",
           "[fairness][handshake]") {
   LogCapture log;  // before the pool's threads
-  server::ServerConfig config = sharedThreadConfig();
-  config.maxPendingHandshakes = 16;
-  config.maxPendingHandshakesPerPeer = 8;
-  config.handshakeTimeoutMs = kNeverTimesOutMs;  // the silent ones stay pending throughout
+  const server::ServerConfig config = handshakePool(16, 8);
   LocalPool pool(1, config);
   auto& plane = pool.reducer(0).dataPlane();
   const uint16_t port = pool.endpoints()[0].port;
@@ -324,26 +425,18 @@ TEST_CASE("one address's silent connections cannot keep another address's worker
   // 127.0.0.2 opens connections that never send HELLO: its cap's worth, then more.
   asio::io_context io;
   std::vector<std::unique_ptr<asio::ip::tcp::socket>> silent;
-  for (uint32_t i = 0; i < config.maxPendingHandshakesPerPeer; ++i) {
-    silent.push_back(std::make_unique<asio::ip::tcp::socket>(io));
-    connectRaw(*silent.back(), port, "127.0.0.2");
-  }
+  openSilent(silent, io, port, "127.0.0.2", config.maxPendingHandshakesPerPeer);
   REQUIRE(waitUntil([&] {
     return plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer;
   }, kGuard));
   constexpr uint64_t kExtra = 4;
-  for (uint64_t i = 0; i < kExtra; ++i) {
-    silent.push_back(std::make_unique<asio::ip::tcp::socket>(io));
-    connectRaw(*silent.back(), port, "127.0.0.2");
-  }
-  // The extra ones are refused at once (closed before any CHALLENGE), counted as 'limit'.
+  openSilent(silent, io, port, "127.0.0.2", kExtra);
+  // The extra ones are refused at once, with an ERROR (instead of a CHALLENGE) that names the
+  // flag, counted as 'limit'.
   REQUIRE(waitUntil([&] { return limitRefusals() == kExtra; }, kGuard));
   CHECK(plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer);
   for (size_t i = config.maxPendingHandshakesPerPeer; i < silent.size(); ++i) {
-    std::array<uint8_t, 1> byte;
-    std::error_code ec;
-    asio::read(*silent[i], asio::buffer(byte), ec);
-    CHECK(ec == asio::error::eof);
+    CHECK(refusalWithin10s(*silent[i]).find("--max-pending-handshakes-per-peer") != std::string::npos);
   }
   CHECK(log.contains("--max-pending-handshakes-per-peer"));
 
@@ -354,6 +447,79 @@ TEST_CASE("one address's silent connections cannot keep another address's worker
   CHECK(plane.stats().handshakesPending == config.maxPendingHandshakesPerPeer);
   silent.clear();
   CHECK(waitUntil([&] { return plane.stats().handshakesPending == 0; }, kGuard));
+}
+
+TEST_CASE("a newcomer host gets in while four hosts hold their share of pending handshakes",
+          "[fairness][handshake]") {
+  LogCapture log;  // before the pool's threads
+  const server::ServerConfig config = handshakePool(32, 8);
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  // Four hosts (127.0.0.2-5) each open their share of silent connections: the pool is full.
+  asio::io_context io;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> silent;
+  for (const char* host : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
+    openSilent(silent, io, port, host, config.maxPendingHandshakesPerPeer);
+    // Each host's connections are older than the next host's.
+    REQUIRE(waitUntil([&] { return plane.stats().handshakesPending == int64_t(silent.size()); },
+                      kGuard));
+  }
+
+  // A healthy group from a fifth host (127.0.0.1), four streams, joins and stays exact.
+  CHECK(runHealthyGroup(pool.endpoints(), {.rounds = 10}).toString() == "OK");
+  // Each of its streams that found the pool full (one at least, at most its four: those that
+  // came after others had joined found room) took the place of the oldest handshake of a host
+  // holding the most (of those at the same count, the one whose oldest is oldest): the first
+  // connection of the first host, then of the second... Each was told why after its CHALLENGE,
+  // naming the flag, and counted.
+  const auto stats = plane.stats();
+  const uint64_t evictions = stats.handshakeEvictions;
+  CHECK(evictions >= 1);
+  CHECK(evictions <= 4);
+  CHECK(stats.handshakeFailuresBy[static_cast<size_t>(server::HandshakeFailure::kLimit)] ==
+        evictions);
+  CHECK(stats.handshakesPending == static_cast<int64_t>(silent.size() - evictions));
+  const auto told = [&](size_t i) {
+    pollfd ready{silent[i]->native_handle(), POLLIN, 0};
+    return ::poll(&ready, 1, 0) == 1;
+  };
+  for (auto& s : silent) (void)readChallenge(*s);  // every one got its CHALLENGE
+  for (size_t i = 0; i < silent.size(); ++i) {
+    INFO("connection " << i);
+    if (i % config.maxPendingHandshakesPerPeer != 0 ||
+        i / config.maxPendingHandshakesPerPeer >= evictions) {
+      CHECK_FALSE(told(i));  // still pending
+      continue;
+    }
+    REQUIRE(waitUntil([&] { return told(i); }, kGuard));
+    CHECK(refusalWithin10s(*silent[i]).find("(--max-pending-handshakes)") != std::string::npos);
+  }
+  CHECK(log.contains("--max-pending-handshakes"));
+  silent.clear();
+  CHECK(waitUntil([&] { return plane.stats().handshakesPending == 0; }, kGuard));
+}
+
+TEST_CASE("a newcomer is refused by name when no host holds two more handshakes than it",
+          "[fairness][handshake]") {
+  LocalPool pool(1, handshakePool(4, 4));
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+
+  // Four hosts with one pending handshake each fill the pool; a fifth has none. Evicting one
+  // of theirs would only move the excess around: the fifth host is refused, and told why.
+  asio::io_context io;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> silent;
+  for (const char* host : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"})
+    openSilent(silent, io, port, host, 1);
+  REQUIRE(waitUntil([&] { return plane.stats().handshakesPending == 4; }, kGuard));
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> newcomer;
+  openSilent(newcomer, io, port, "127.0.0.6", 1);
+  const std::string why = refusalWithin10s(*newcomer.back());
+  CHECK(why.find("--max-pending-handshakes)") != std::string::npos);
+  CHECK(plane.stats().handshakeEvictions == 0);
+  CHECK(plane.stats().handshakesPending == 4);
 }
 
 }  // namespace rs::test

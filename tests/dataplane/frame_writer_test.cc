@@ -28,7 +28,7 @@ namespace rs::transport {
 namespace {
 
 using Frame = FrameWriter::Frame;
-constexpr uint32_t kBigPayload = 64u << 20;  // the decoder's default limit
+constexpr uint32_t kBigPayload = 64u << 20;  // the peer's decoder is told to accept it
 
 // A frame whose header names `chunk` and whose `bytes` payload bytes all equal chunk mod 256.
 Frame makeFrame(uint64_t chunk, uint32_t bytes, std::weak_ptr<void>* owner = nullptr) {
@@ -87,7 +87,10 @@ struct Loopback {
         wire::FrameHeader h;
         std::error_code ec;
         asio::read(peer, asio::buffer(bytes), ec);
-        if (ec || !wire::decodeHeader(bytes.data(), bytes.size(), {}, &h).isOk()) return;
+        if (ec || !wire::decodeHeader(bytes.data(), bytes.size(), {.maxPayloadBytes = kBigPayload},
+                                      &h)
+                       .isOk())
+          return;
         payload.resize(h.payloadLength);
         asio::read(peer, asio::buffer(payload), ec);
         if (ec) return;

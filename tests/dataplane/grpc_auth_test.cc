@@ -5,11 +5,17 @@
 #include <catch2/catch.hpp>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <thread>
+
 #include "client/control/attach_call_proof.h"
 #include "core/wire/auth.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/reduction.grpc.pb.h"
+#include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/log_capture.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
@@ -76,6 +82,17 @@ grpc::Status joinAs(Reducer& r, const std::string& job, const GroupId& id, uint3
               .isOk());
   rs::v1::JoinGroupResponse out;
   return r.stub->JoinGroup(&ctx, request, &out);
+}
+
+// GetInfo signed by `job` (empty: the pool's secret).
+grpc::Status getInfoAs(Reducer& r, const std::string& job) {
+  grpc::ClientContext ctx;
+  const rs::v1::GetInfoRequest request;
+  REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/GetInfo", request,
+                                  job.empty() ? kPoolSecret : jobSecret(job), job)
+              .isOk());
+  rs::v1::GetInfoResponse out;
+  return r.stub->GetInfo(&ctx, request, &out);
 }
 
 void requireUnauthenticated(const grpc::Status& s, const std::string& named) {
@@ -234,6 +251,78 @@ TEST_CASE("grpc auth: a job's group is its own: another job cannot join, leave o
     return buf[999] == 2.0f ? Status::ok() : internalError("wrong sum");
   });
   CHECK(st.toString() == "OK");
+}
+
+TEST_CASE("grpc auth: one job's own calls fill only its share of the replay cache; other jobs "
+          "and the operator still get in, beside a healthy group") {
+  Reducer r;
+  // Job team-b's workers keep doing exact all-reduces on the same reducer throughout.
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  Status healthy;
+  std::thread healthyThread([&] {
+    healthy = runHealthyGroup(r.pool.endpoints(), {.stop = &stop,
+                                                   .done = &rounds,
+                                                   .secret = jobSecret("team-b"),
+                                                   .job = "team-b"});
+  });
+  // Job team-a makes valid calls, each with a fresh nonce, until the reducer refuses one (past
+  // what the single cache of 65536 nonces took, to show what it did to everyone else).
+  constexpr int kMaxCalls = 70000;
+  grpc::Status refused;
+  int calls = 0;
+  while (calls < kMaxCalls && (refused = getInfoAs(r, "team-a")).ok()) ++calls;
+  // Another job, and the operator, are not locked out; team-a still is.
+  const grpc::Status otherJob = getInfoAs(r, "team-c");
+  const grpc::Status operatorInfo = getInfoAs(r, "");
+  const grpc::Status againA = getInfoAs(r, "team-a");
+  grpc::ClientContext statsCtx;
+  REQUIRE(client::attachCallProof(statsCtx, "/rs.v1.ReductionServer/GetStats",
+                                  rs::v1::GetStatsRequest(), kPoolSecret)
+              .isOk());
+  rs::v1::GetStatsResponse stats;
+  const grpc::Status operatorStats = r.stub->GetStats(&statsCtx, {}, &stats);
+  const int before = rounds.load();
+  const bool moving = test::waitUntil([&] { return rounds.load() >= before + 3; });
+  stop = true;
+  healthyThread.join();
+
+  INFO("team-a made " << calls << " calls; refused: " << refused.error_message());
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(contains(refused.error_message(), "job 'team-a'"));
+  CHECK(againA.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(otherJob.ok());
+  CHECK(operatorInfo.ok());
+  CHECK(operatorStats.ok());
+  {  // the operator can still drain
+    grpc::ClientContext ctx;
+    REQUIRE(client::attachCallProof(ctx, kDrain, rs::v1::DrainRequest(), kPoolSecret).isOk());
+    rs::v1::DrainResponse drained;
+    CHECK(r.stub->Drain(&ctx, {}, &drained).ok());
+  }
+  CHECK(moving);
+  CHECK(healthy.toString() == "OK");
+}
+
+TEST_CASE("grpc auth: refused calls are logged at most 20 lines per 10 s") {
+  LogCapture log;  // before the pool's threads
+  Reducer r;
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kCalls = 2000;
+  int unauthenticated = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    grpc::ClientContext ctx;
+    rs::v1::GetInfoResponse info;
+    unauthenticated +=
+        r.stub->GetInfo(&ctx, {}, &info).error_code() == grpc::StatusCode::UNAUTHENTICATED;
+  }
+  // The limiter's windows that the calls spanned, each allowed its 20 lines.
+  const auto windows = 1 + (std::chrono::steady_clock::now() - start) / std::chrono::seconds(10);
+  CHECK(unauthenticated == kCalls);
+  const size_t lines = log.count("refused gRPC");
+  INFO(lines << " lines over " << windows << " windows of 10 s");
+  CHECK(lines >= 1);
+  CHECK(lines <= 20 * static_cast<size_t>(windows));
 }
 
 }  // namespace rs::test

@@ -1,7 +1,7 @@
 // TcpStream on a real loopback connection: its SO_RCVLOWAT handling (the mark a read leaves on
 // the socket decides when epoll wakes the reader, so it is read back with getsockopt), the
-// move to another io_context, its gather writes and their count of bytes sent, and the
-// best-effort send of a last frame.
+// move to another io_context, its gather writes and their count of bytes sent, the best-effort
+// send of a last frame, and the watch for a peer that goes away while nothing is read.
 #include <catch2/catch.hpp>
 
 #include <asio/connect.hpp>
@@ -10,6 +10,7 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <linux/sockios.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -274,6 +275,123 @@ TEST_CASE("trySendNow on a closed stream sends nothing", "[transport]") {
   p.reader->close();
   const char byte = 'x';
   CHECK_FALSE(p.reader->trySendNow(&byte, 1));
+}
+
+// What a parked session relies on (server/session.h): it reads nothing, yet learns at once that
+// its member went away, and the bytes the member sent before stay for the read that resumes.
+namespace {
+
+// Bytes queued in the stream's receive buffer, unread.
+int unreadBytes(TcpStream& stream) {
+  int n = -1;
+  REQUIRE(::ioctl(stream.socket().native_handle(), SIOCINQ, &n) == 0);
+  return n;
+}
+
+struct Watch {
+  bool done = false;
+  std::error_code why;
+  WaitHandler handler() {
+    return [this](const std::error_code& ec) {
+      done = true;
+      why = ec;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("watchPeerGone sees the peer's FIN behind unread bytes, reads nothing, and idles while "
+          "bytes arrive",
+          "[transport]") {
+  LoopbackPair p;
+  Watch watch;
+  REQUIRE(p.reader->watchPeerGone(watch.handler()));
+  const std::vector<char> data(1000, 'd');
+  asio::write(p.writer, asio::buffer(data));
+  REQUIRE(test::waitUntil([&] { return unreadBytes(*p.reader) == 1000; }));
+  // The arrival wakes the watch for one look at the socket; then it waits for the next event:
+  // bytes that sit there run nothing (no spin), and nothing was read.
+  p.io.poll();
+  p.io.poll();
+  CHECK(p.io.poll() == 0);
+  CHECK_FALSE(watch.done);
+  CHECK(unreadBytes(*p.reader) == 1000);
+
+  p.writer.shutdown(asio::ip::tcp::socket::shutdown_send);
+  REQUIRE(test::runUntil(p.io, [&] { return watch.done; }));
+  CHECK(watch.why == asio::error::eof);
+  CHECK(unreadBytes(*p.reader) == 1000);
+  // The bytes are all there for a read, then the end of the stream.
+  std::vector<char> got(2000);
+  size_t n = 0;
+  std::error_code ec;
+  p.reader->asyncReadSome(got.data(), got.size(), [&](const std::error_code& e, size_t k) {
+    ec = e;
+    n = k;
+  });
+  REQUIRE(test::runUntil(p.io, [&] { return n != 0 || ec; }));
+  CHECK(n == 1000);
+}
+
+TEST_CASE("watchPeerGone sees a FIN that came before it began, and a reset behind a full buffer",
+          "[transport]") {
+  LoopbackPair p;
+  Watch watch;
+  SECTION("closed before") {
+    asio::write(p.writer, asio::buffer(std::string(100, 'x')));
+    p.writer.shutdown(asio::ip::tcp::socket::shutdown_send);
+    // Until the FIN is in (one look at the socket, as the watch's first).
+    REQUIRE(test::waitUntil([&] {
+      pollfd state{p.reader->socket().native_handle(), POLLRDHUP, 0};
+      return ::poll(&state, 1, 0) == 1 && (state.revents & POLLRDHUP) != 0;
+    }));
+    REQUIRE(p.reader->watchPeerGone(watch.handler()));
+    REQUIRE(test::runUntil(p.io, [&] { return watch.done; }));
+    CHECK(watch.why == asio::error::eof);
+  }
+  SECTION("reset while the receive buffer is full") {
+    REQUIRE(p.reader->watchPeerGone(watch.handler()));
+    // The peer sends until the reader's buffer and window are full: nothing runs meanwhile.
+    p.writer.non_blocking(true);
+    const std::vector<char> block(256 << 10, 'z');
+    std::error_code ec;
+    while (!ec) p.writer.write_some(asio::buffer(block), ec);
+    REQUIRE(ec == asio::error::would_block);
+    p.io.poll();
+    CHECK(p.io.poll() == 0);
+    CHECK_FALSE(watch.done);
+    const linger abortive{1, 0};
+    ::setsockopt(p.writer.native_handle(), SOL_SOCKET, SO_LINGER, &abortive, sizeof(abortive));
+    p.writer.close();
+    REQUIRE(test::runUntil(p.io, [&] { return watch.done; }));
+    CHECK(watch.why == asio::error::connection_reset);
+  }
+}
+
+TEST_CASE("stopWatchingPeer ends the watch alone: a read right after it gets the queued bytes, "
+          "and a close aborts a watch",
+          "[transport]") {
+  LoopbackPair p;
+  Watch watch;
+  REQUIRE(p.reader->watchPeerGone(watch.handler()));
+  asio::write(p.writer, asio::buffer(std::string(300, 'y')));
+  REQUIRE(test::waitUntil([&] { return unreadBytes(*p.reader) == 300; }));
+  // Stopped and read in the same turn: the read does not wait behind the watch's wait for an
+  // event that will not come (the bytes are already there).
+  p.reader->stopWatchingPeer();
+  std::vector<char> got(1000);
+  size_t n = 0;
+  p.reader->asyncReadSome(got.data(), got.size(), [&](const std::error_code&, size_t k) { n = k; });
+  REQUIRE(test::runUntil(p.io, [&] { return watch.done && n != 0; }));
+  CHECK(watch.why == asio::error::operation_aborted);
+  CHECK(n == 300);
+
+  Watch closed;
+  REQUIRE(p.reader->watchPeerGone(closed.handler()));
+  p.reader->close();
+  REQUIRE(test::runUntil(p.io, [&] { return closed.done; }));
+  CHECK(closed.why == asio::error::operation_aborted);
 }
 
 }  // namespace rs::transport::tcp

@@ -106,6 +106,15 @@ expect_fail "--reducer-gbps must be a positive number of Gbit/s, got -32" --work
 expect_fail "--reducer-vcpus must be at least 1, got 0" --workers 5 --worker-gbps 100 --reducer-gbps 32 --reducer-vcpus 0
 expect_fail "--vcpu-per-10gbps must be a positive number, got 0" --workers 5 --worker-gbps 100 --vcpu-per-10gbps 0
 expect_fail "--vcpu-per-10gbps: 'nan' is not a number" --workers 5 --worker-gbps 100 --vcpu-per-10gbps nan
+# Rates beyond any host's NIC (8 x 1e308 overflowed to infinity and sized one reducer), and
+# products that would overflow.
+expect_fail "--worker-gbps must be 0.001..10000 Gbit/s (1 Mbit/s to 10 Tbit/s a host), got 1e+308" --workers 8 --worker-gbps 1e308
+expect_fail "--worker-gbps must be 0.001..10000 Gbit/s" --workers 8 --worker-gbps 1e-300
+expect_fail "--reducer-gbps must be 0.001..10000 Gbit/s" --workers 8 --worker-gbps 100 --reducer-gbps 1e308 --reducer-vcpus 16
+expect_fail "--reducer-vcpus must be 1..100000" --workers 8 --worker-gbps 100 --reducer-gbps 32 --reducer-vcpus 4611686018427387904
+expect_fail "--vcpu-per-10gbps must be at most 1000" --workers 8 --worker-gbps 100 --vcpu-per-10gbps 1e308
+printf 'n1-highcpu-16,1e300\n' >"$tmp/huge.csv"
+expect_fail "$tmp/huge.csv:1: price must be at most 100000 dollars per hour" --workers 5 --worker-gbps 100 --recommend --prices "$tmp/huge.csv"
 expect_fail "--worker-type and --worker-gbps exclude each other" --workers 5 --worker-gbps 100 --worker-type a2-highgpu-8g
 expect_fail "--reducer-gbps needs --reducer-vcpus" --workers 5 --worker-gbps 100 --reducer-gbps 32
 expect_fail "--reducer-type excludes --reducer-gbps" --workers 5 --worker-gbps 100 --reducer-type n1-highcpu-16 --reducer-gbps 32 --reducer-vcpus 16

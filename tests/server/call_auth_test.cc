@@ -84,7 +84,7 @@ TEST_CASE("call auth: missing and malformed metadata are named") {
 }
 
 TEST_CASE("call auth: the window holds on both sides, and a nonce counts once") {
-  CallAuthenticator auth(kPool, std::chrono::minutes(5), 3);
+  CallAuthenticator auth(kPool, std::chrono::minutes(5), {.pool = 3});
   const int64_t window = 5 * 60 * 1000;
   CHECK(auth.check(signedCall(kPool, "", kNow - window, nonceOf(1)), kMethod, "req", kNow)
             .isOk());
@@ -104,6 +104,54 @@ TEST_CASE("call auth: the window holds on both sides, and a nonce counts once") 
   auto full = auth.check(signedCall(kPool, "", kNow, nonceOf(4)), kMethod, "req", kNow);
   REQUIRE_FALSE(full.isOk());
   CHECK(full.status().code() == StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("call auth: one job's calls fill only its own share; other jobs and the pool's "
+          "identity still get in") {
+  CallAuthenticator auth(kPool, std::chrono::minutes(5), {.pool = 2, .job = 2, .jobsTotal = 3});
+  const std::string keyA = *wire::deriveJobSecret(kPool, "team-a");
+  const std::string keyB = *wire::deriveJobSecret(kPool, "team-b");
+  const std::string keyC = *wire::deriveJobSecret(kPool, "team-c");
+  auto callAs = [&](const std::string& key, const std::string& job, uint8_t n) {
+    return auth.check(signedCall(key, job, kNow, nonceOf(n)), kMethod, "req", kNow);
+  };
+  CHECK(callAs(keyA, "team-a", 1).isOk());
+  CHECK(callAs(keyA, "team-a", 2).isOk());
+  auto full = callAs(keyA, "team-a", 3);
+  REQUIRE_FALSE(full.isOk());
+  CHECK(full.status().code() == StatusCode::kResourceExhausted);
+  CHECK(full.status().message().find("job 'team-a' made 2 calls within the last 10 min") !=
+        std::string::npos);
+  // A nonce is one caller's: team-b may use the one team-a used (its proof differs anyway).
+  CHECK(callAs(keyB, "team-b", 1).isOk());
+  // The operator has its own share, which no job's calls touched.
+  CHECK(callAs(kPool, "", 1).isOk());
+  CHECK(callAs(kPool, "", 2).isOk());
+  auto poolFull = callAs(kPool, "", 3);
+  REQUIRE_FALSE(poolFull.isOk());
+  CHECK(poolFull.status().message().find("the pool's secret made 2 calls") != std::string::npos);
+  // The jobs together are bounded too (three nonces here): a third job waits for that.
+  auto total = callAs(keyC, "team-c", 1);
+  REQUIRE_FALSE(total.isOk());
+  CHECK(total.status().code() == StatusCode::kResourceExhausted);
+  CHECK(total.status().message().find("the jobs on this reducer made 3 calls") !=
+        std::string::npos);
+}
+
+TEST_CASE("call auth: calls without a valid proof take no place in the cache, whatever job they "
+          "name") {
+  CallAuthenticator auth(kPool, std::chrono::minutes(5), {.pool = 1, .job = 1, .jobsTotal = 1});
+  for (int i = 0; i < 1000; ++i) {
+    const std::string job = "job-" + std::to_string(i);
+    // Signed with a key that is not the job's.
+    CHECK_FALSE(auth.check(signedCall("not-a-job-key-0123456789abcdef", job, kNow,
+                                      nonceOf(static_cast<uint8_t>(i))),
+                           kMethod, "req", kNow)
+                    .isOk());
+  }
+  const std::string key = *wire::deriveJobSecret(kPool, "team-a");
+  CHECK(auth.check(signedCall(key, "team-a", kNow, nonceOf(1)), kMethod, "req", kNow).isOk());
+  CHECK(auth.check(signedCall(kPool, "", kNow, nonceOf(1)), kMethod, "req", kNow).isOk());
 }
 
 TEST_CASE("call auth: a reducer without a secret admits every call as open") {

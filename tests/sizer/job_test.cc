@@ -2,6 +2,8 @@
 // bad input refused with a message that names it.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "sizer/job.h"
 
 using namespace rs::sizer;
@@ -138,6 +140,38 @@ TEST_CASE("job: impossible inputs are refused with the flag and the value") {
   r.vcpuPer10Gbps.reset();
   r.gradientBytes = 0;
   CHECK_THAT(errorOf(r), Contains("--gradient-bytes"));
+}
+
+TEST_CASE("job: rates beyond any host's NIC, or not finite, are refused with the flag") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // The case: 8 x 1e308 overflowed the total to infinity and sized one reducer.
+  CHECK_THAT(errorOf(gbpsJob(8, 1e308)),
+             Contains("--worker-gbps must be 0.001..10000 Gbit/s (1 Mbit/s to 10 Tbit/s a host), "
+                      "got 1e+308"));
+  CHECK_THAT(errorOf(gbpsJob(8, 10001)), Contains("--worker-gbps must be 0.001..10000"));
+  CHECK_THAT(errorOf(gbpsJob(8, 1e-300)), Contains("got 1e-300"));
+  CHECK_THAT(errorOf(gbpsJob(8, inf)), Contains("--worker-gbps must be 0.001..10000"));
+  CHECK_THAT(errorOf(gbpsJob(8, nan)), Contains("--worker-gbps must be a positive number"));
+  CHECK(resolveJob(gbpsJob(8, 10000)).isOk());  // the bounds themselves are rates
+  CHECK(resolveJob(gbpsJob(8, 0.001)).isOk());
+
+  JobSpec r = gbpsJob(8, 100);
+  r.reducerVcpus = 16;
+  for (double bad : {1e308, inf, 1e-300, 10000.5}) {
+    r.reducerGbps = bad;
+    CHECK_THAT(errorOf(r), Contains("--reducer-gbps must be 0.001..10000 Gbit/s"));
+  }
+  r.reducerGbps = 32;
+  r.reducerVcpus = int64_t{1} << 62;  // the pool's vCPUs (R x V) would overflow
+  CHECK_THAT(errorOf(r), Contains("--reducer-vcpus must be 1..100000, got 4611686018427387904"));
+  r.reducerVcpus = 16;
+  for (double bad : {1e308, inf, 1000.5}) {
+    r.vcpuPer10Gbps = bad;
+    CHECK_THAT(errorOf(r), Contains("--vcpu-per-10gbps must be at most 1000"));
+  }
+  r.vcpuPer10Gbps = nan;
+  CHECK_THAT(errorOf(r), Contains("--vcpu-per-10gbps must be a positive number"));
 }
 
 TEST_CASE("job: conflicting and incomplete flags are refused") {

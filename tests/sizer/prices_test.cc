@@ -45,7 +45,8 @@ TEST_CASE("prices: each bad line is rejected with file:line and what was wrong")
       "n1-highcpu-16,0.6\n"       // 7 duplicate
       ",0.5\n"                    // 8 no type
       "n2-highcpu-16,0.5,usd\n"   // 9 two commas
-      "n2-highcpu-32,inf\n",      // 10 not finite
+      "n2-highcpu-32,inf\n"       // 10 not finite
+      "n2-highcpu-48,1e300\n",    // 11 beyond any machine (a pool's cost would overflow)
       "prices.csv");
   REQUIRE(!p.isOk());
   const std::string msg = p.status().message();
@@ -58,6 +59,8 @@ TEST_CASE("prices: each bad line is rejected with file:line and what was wrong")
   CHECK_THAT(msg, Contains("prices.csv:8: no machine type before the comma"));
   CHECK_THAT(msg, Contains("prices.csv:9: expected 'type,dollars_per_hour'"));
   CHECK_THAT(msg, Contains("prices.csv:10: price: 'inf' is not a number"));
+  CHECK_THAT(msg, Contains("prices.csv:11: price must be at most 100000 dollars per hour, got "
+                           "1e300"));
   CHECK_THAT(msg, !Contains("prices.csv:1:"));
 }
 

@@ -1,6 +1,8 @@
 // The sizing model's arithmetic against Vertex AI's worked examples and hand-computed values.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "sizer/sizing.h"
 
 using namespace rs::sizer;
@@ -80,6 +82,22 @@ TEST_CASE("sizing: inputs that are not positive, or absurd pools, are refused") 
   auto absurd = sizePool(Rates{1000000, 1000, 1e-6, 16, 2.2});
   REQUIRE(!absurd.isOk());
   CHECK_THAT(absurd.status().message(), Catch::Contains("check the rates"));
+}
+
+TEST_CASE("sizing: totals that overflow are refused, never sized as one reducer") {
+  // 8 x 1e308 Gbit/s is infinite: its ceil(inf / 32) must not turn into 1 reducer.
+  auto total = sizePool(Rates{8, 1e308, 32, 16, 1.7});
+  REQUIRE(!total.isOk());
+  CHECK_THAT(total.status().message(),
+             Catch::Contains("the workers' total egress (8 x 1e+308 Gbit/s) is not finite"));
+  // The CPU bound's product overflows on its own.
+  auto cpu = sizePool(Rates{8, 100, 32, 16, 1e308});
+  REQUIRE(!cpu.isOk());
+  CHECK_THAT(cpu.status().message(), Catch::Contains("check the rates"));
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(!sizePool(Rates{8, inf, 32, 16, 1.7}).isOk());
+  CHECK(!sizePool(Rates{8, 100, inf, 16, 1.7}).isOk());
+  CHECK(!sizePool(Rates{8, 100, 32, 16, inf}).isOk());
 }
 
 TEST_CASE("sizing: per-reducer load at the sized pool") {

@@ -32,6 +32,8 @@ struct HealthyRun {
   const std::atomic<bool>* stop = nullptr;    // checked before each round (rank 0 decides)
   std::atomic<int>* done = nullptr;           // rounds completed, counted by rank 0
   uint32_t timeoutMs = 60000;                 // the members' collective timeout
+  std::string secret = {};                    // for a reducer with a secret: the job's (or pool's)
+  std::string job = {};                       // RS_JOB, with a job's derived secret
 };
 
 // Runs a fresh two-member group on `reducers` and returns the first failure, or OK.
@@ -42,6 +44,8 @@ inline Status runHealthyGroup(const std::vector<Endpoint>& reducers, const Healt
     options.collectiveTimeout = std::chrono::milliseconds(run.timeoutMs);
     options.minChunkBytes = 4 << 10;
     options.maxChunkBytes = 16 << 10;
+    options.secret = run.secret;
+    options.jobName = run.job;
     auto comm = client::Communicator::connect(options, {id, 2, static_cast<uint32_t>(rank)});
     if (!comm) return comm.status();
     std::vector<float> buf(30000);

@@ -531,14 +531,14 @@ TEST_CASE("frame: payload limit is inclusive") {
   h.payloadLength = 4097;
   requireProtocolError(decode(encodeHeader(h), nullptr, limits),
                        "payloadLength 4097 (expected at most 4096");
-  // The default limit is 64 MiB.
+  // The default limit is the reducer's --max-chunk default, 8 MiB.
   h.dtype = DataType::kFloat32;
-  h.elemCount = (64u << 20) / 4;
-  h.payloadLength = 64u << 20;
+  h.elemCount = (8u << 20) / 4;
+  h.payloadLength = 8u << 20;
   REQUIRE(decode(h).isOk());
   h.elemCount += 1;
   h.payloadLength += 4;
-  requireProtocolError(decode(h), "expected at most 67108864");
+  requireProtocolError(decode(h), "expected at most 8388608");
 }
 
 TEST_CASE("frame: elemOffset + elemCount overflow") {

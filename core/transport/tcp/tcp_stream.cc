@@ -11,6 +11,8 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -190,9 +192,70 @@ bool TcpStream::trySendNow(const void* data, size_t size) {
   return sent == static_cast<ssize_t>(size);
 }
 
-void TcpStream::close() {
-  if (!socket_.is_open()) return;
+// A wait for the socket's own readiness cannot serve: Asio re-arms it level-triggered, so bytes
+// that sit unread complete it again and again. The watch has its own epoll set instead, holding
+// the socket for EPOLLRDHUP alone (edge-triggered): a FIN or an error (EPOLLERR and EPOLLHUP
+// are always reported) makes the set readable, while arriving bytes wake only the socket's
+// readers (their wake-up names EPOLLIN, which the set does not ask for), so they cost nothing.
+// A FIN that came before the watch began is found when the socket joins the set. Asio waits on
+// the set, so stopping the watch cancels that wait alone.
+bool TcpStream::watchPeerGone(WaitHandler handler) {
+  if (!peerWatch_) {
+    const int set = ::epoll_create1(EPOLL_CLOEXEC);
+    if (set < 0) return false;
+    std::error_code ec;
+    auto watch = std::make_unique<asio::posix::stream_descriptor>(socket_.get_executor());
+    watch->assign(set, ec);
+    if (ec) {
+      ::close(set);
+      return false;
+    }
+    epoll_event interest{};
+    interest.events = EPOLLRDHUP | EPOLLET;
+    if (::epoll_ctl(set, EPOLL_CTL_ADD, socket_.native_handle(), &interest) != 0) return false;
+    peerWatch_ = std::move(watch);
+  }
+  awaitPeerGone(++watch_, std::move(handler));
+  return true;
+}
+
+void TcpStream::awaitPeerGone(uint64_t watch, WaitHandler handler) {
+  peerWatch_->async_wait(
+      asio::posix::descriptor_base::wait_read,
+      [this, watch, h = std::move(handler)](const std::error_code& ec) mutable {
+        // A wait that completed just before stopWatchingPeer() could not be cancelled.
+        if (watch != watch_) return h(asio::error::operation_aborted);
+        if (ec) return h(ec);
+        if (const std::error_code gone = peerGone()) return h(gone);
+        awaitPeerGone(watch, std::move(h));  // not the peer's end after all
+      });
+}
+
+std::error_code TcpStream::peerGone() {
+  pollfd state{socket_.native_handle(), POLLRDHUP, 0};
+  if (::poll(&state, 1, 0) != 1) return {};
+  if ((state.revents & (POLLERR | POLLHUP)) != 0) {
+    int error = 0;
+    socklen_t length = sizeof(error);
+    ::getsockopt(state.fd, SOL_SOCKET, SO_ERROR, &error, &length);
+    if (error != 0) return {error, asio::error::get_system_category()};
+    if ((state.revents & POLLERR) != 0) return asio::error::connection_reset;
+    return asio::error::eof;
+  }
+  return (state.revents & POLLRDHUP) != 0 ? std::error_code(asio::error::eof) : std::error_code();
+}
+
+void TcpStream::stopWatchingPeer() {
+  ++watch_;
   std::error_code ignored;
+  if (peerWatch_) peerWatch_->cancel(ignored);
+}
+
+void TcpStream::close() {
+  ++watch_;  // a watch's wait ends with operation_aborted, also one that had just completed
+  std::error_code ignored;
+  if (peerWatch_) peerWatch_->close(ignored);
+  if (!socket_.is_open()) return;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
 }

@@ -1,9 +1,11 @@
 // TCP implementation of transport::Stream over an Asio socket.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
-#include <sys/uio.h>
+#include <asio/posix/stream_descriptor.hpp>
 #include <memory>
 #include <vector>
 
@@ -23,6 +25,8 @@ class TcpStream final : public Stream {
   void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) override;
   bool trySendNow(const void* data, size_t size) override;
   uint64_t bytesSent() const override { return bytesSent_; }
+  bool watchPeerGone(WaitHandler handler) override;
+  void stopWatchingPeer() override;
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override;
   void setPacingRate(uint64_t bytesPerSecond) override;
   void shutdownSend() override;
@@ -39,6 +43,11 @@ class TcpStream final : public Stream {
   void endWrite(const std::error_code& error, bool initiating);
   void setLowWatermark(size_t bytes);    // SO_RCVLOWAT, set only when it changes
   void lowerLowWatermark(size_t bytes);  // only if it is above `bytes`
+  // Waits for the watch's epoll set (see watchPeerGone) to report the peer's end, for watch
+  // number `watch` (a stopped one reports operation_aborted).
+  void awaitPeerGone(uint64_t watch, WaitHandler handler);
+  // eof if the peer has closed its side, its error if the connection failed, else nothing.
+  std::error_code peerGone();
 
   asio::ip::tcp::socket socket_;
   std::string peerName_;
@@ -51,6 +60,10 @@ class TcpStream final : public Stream {
   uint64_t bytesSent_ = 0;                  // bytesSent()
   int lowWatermark_ = 1;                    // SO_RCVLOWAT now set (the kernel's default is 1)
   int unsentLimit_ = 0;  // TCP_NOTSENT_LOWAT as set; 0: never set (the kernel's: unlimited)
+  // An epoll set holding this socket for its peer's end (watchPeerGone); opened at the first
+  // watch, closed with the stream.
+  std::unique_ptr<asio::posix::stream_descriptor> peerWatch_;
+  uint64_t watch_ = 0;  // the current watch's number; stopWatchingPeer moves it on
 };
 
 }  // namespace rs::transport::tcp
