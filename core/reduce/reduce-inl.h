@@ -4,7 +4,8 @@
 //
 // fp16/bf16 conversions: Highway 1.0.3's bf16 DemoteTo truncates, and its fp16 conversions on
 // targets without F16C (SSSE3, SSE4, EMU128) mishandle Inf/NaN and truncate, so those are done
-// here with integer ops. They match float16.h (and F16C) bit for bit.
+// here with integer ops. They match float16.h (and F16C) bit for bit. fp8 has no conversions in
+// Highway or in x86 at all; its integer ops here match float8.h bit for bit.
 
 #if defined(RS_CORE_REDUCE_REDUCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RS_CORE_REDUCE_REDUCE_INL_H_
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 
+#include "core/reduce/float8.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -159,6 +161,94 @@ struct Float16Codec {
 };
 using HalfCodec = Float16Codec<false>;
 using Bfloat16Codec = Float16Codec<true>;
+
+// fp8 (float8.h) bytes in fp32 lanes. E5M2 is the top byte of an fp16, so it widens as one.
+// E4M3 widens by rebiasing its exponent, or for a subnormal (exponent 0) by the trick of
+// widenHalf: magic + m steps - magic, where one fp32 ulp of magic is E4M3's subnormal step;
+// its NaN (S.1111.111) is set apart. Exact, with no fp32 subnormals on the way.
+template <DataType kType>
+constexpr float kFloat8Magic = static_cast<float>(
+    1ull << (23 + 1 - float8Format(kType).bias - float8Format(kType).mantissaBits));
+
+template <DataType kType, class DF>
+HWY_INLINE hn::Vec<DF> widenFloat8(DF df, hn::Vec<hn::Rebind<uint8_t, DF>> b) {
+  constexpr Float8Format kF = float8Format(kType);
+  if constexpr (kF.hasInfinity) {
+    return widenHalf(df, hn::ShiftLeft<8>(hn::PromoteTo(hn::Rebind<uint16_t, DF>(), b)));
+  } else {
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const auto bits = hn::PromoteTo(du, b);
+    const auto abs = hn::And(bits, hn::Set(du, 0x7F));
+    const auto sign = hn::ShiftLeft<24>(hn::Xor(bits, abs));
+    const auto normal = hn::Add(hn::ShiftLeft<23 - kF.mantissaBits>(abs),
+                                hn::Set(du, static_cast<uint32_t>(127 - kF.bias) << 23));
+    const auto magic = hn::Set(df, kFloat8Magic<kType>);
+    const auto subnormal =
+        hn::BitCast(du, hn::Sub(hn::BitCast(df, hn::Or(hn::BitCast(du, magic), abs)), magic));
+    const auto abs_i = hn::BitCast(di, abs);
+    auto r = hn::IfThenElse(
+        hn::RebindMask(du, hn::Lt(abs_i, hn::Set(di, 1 << kF.mantissaBits))), subnormal, normal);
+    r = hn::IfThenElse(hn::RebindMask(du, hn::Eq(abs_i, hn::Set(di, 0x7F))),
+                       hn::Set(du, 0x7FC00000u), r);
+    return hn::BitCast(df, hn::Or(r, sign));
+  }
+}
+
+// fp32 lanes narrowed to fp8 bytes as floatToFloat8 does: to nearest even, a finite value past
+// the largest finite saturating to it, E5M2's Inf kept, every NaN 0x7F.
+template <DataType kType, class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint8_t, DF>> narrowFloat8(DF df, hn::Vec<DF> v) {
+  constexpr Float8Format kF = float8Format(kType);
+  constexpr int kDropped = 23 - kF.mantissaBits;  // fp32 mantissa bits the fp8 has not
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;  // magnitudes are < 2^31: signed compares are exact
+  const auto bits = hn::BitCast(du, v);
+  const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const auto sign = hn::ShiftRight<24>(hn::AndNot(abs, bits));
+  const auto abs_i = hn::BitCast(di, abs);
+  // Normal: rebias and round the dropped bits to nearest even; a carry bumps the exponent, which
+  // the addition does for us.
+  const auto odd = hn::And(hn::ShiftRight<kDropped>(abs), hn::Set(du, 1));
+  constexpr uint32_t kRebiasLessHalf =
+      (static_cast<uint32_t>(127 - kF.bias) << 23) - ((1u << (kDropped - 1)) - 1);
+  const auto normal =
+      hn::ShiftRight<kDropped>(hn::Add(hn::Sub(abs, hn::Set(du, kRebiasLessHalf)), odd));
+  // Below the smallest normal: adding magic lines fp32's ulp up with the fp8 subnormal step, so
+  // the FPU's own rounding is the fp8 rounding (and a carry into the normals encodes right).
+  const auto magic = hn::Set(df, kFloat8Magic<kType>);
+  const auto subnormal =
+      hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, abs), magic)), hn::BitCast(du, magic));
+  constexpr int32_t kMinNormal = (127 + 1 - kF.bias) << 23;
+  const auto below = hn::RebindMask(du, hn::Lt(abs_i, hn::Set(di, kMinNormal)));
+  auto r = hn::BitCast(di, hn::IfThenElse(below, subnormal, normal));
+  r = hn::Min(r, hn::Set(di, kF.maxFinite));  // saturate (Inf too, in E4M3)
+  if constexpr (kF.hasInfinity) {
+    r = hn::IfThenElse(hn::Eq(abs_i, hn::Set(di, 0x7F800000)), hn::Set(di, kFloat8E5m2Infinity),
+                       r);
+  }
+  r = hn::Or(r, hn::BitCast(di, sign));
+  r = hn::IfThenElse(hn::RebindMask(di, hn::IsNaN(v)), hn::Set(di, kFloat8NaN), r);
+  return hn::DemoteTo(hn::Rebind<uint8_t, DF>(), r);
+}
+
+template <DataType kType>
+struct Float8Codec {
+  using Stored = uint8_t;
+  using Lane = float;
+  template <class D>
+  static HWY_INLINE void load(D d, const uint8_t* p, hn::Vec<D>& lo, hn::Vec<D>& hi) {
+    const hn::Rebind<uint8_t, D> d8;
+    lo = widenFloat8<kType>(d, hn::LoadU(d8, p));
+    hi = widenFloat8<kType>(d, hn::LoadU(d8, p + hn::Lanes(d)));
+  }
+  template <class D>
+  static HWY_INLINE void store(D d, hn::Vec<D> lo, hn::Vec<D> hi, uint8_t* p) {
+    const hn::Rebind<uint8_t, D> d8;
+    hn::StoreU(narrowFloat8<kType>(d, lo), d8, p);
+    hn::StoreU(narrowFloat8<kType>(d, hi), d8, p + hn::Lanes(d));
+  }
+};
 
 #if HWY_HAVE_FLOAT64
 // fp32 elements in fp64 lanes, for a group with an fp64 accumulator (dtype.h, Fp32Accumulator):
