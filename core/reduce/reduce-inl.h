@@ -162,38 +162,30 @@ struct Float16Codec {
 using HalfCodec = Float16Codec<false>;
 using Bfloat16Codec = Float16Codec<true>;
 
-// fp8 (float8.h) bytes in fp32 lanes. E5M2 is the top byte of an fp16, so it widens as one.
-// E4M3 widens by rebiasing its exponent, or for a subnormal (exponent 0) by the trick of
-// widenHalf: magic + m steps - magic, where one fp32 ulp of magic is E4M3's subnormal step;
-// its NaN (S.1111.111) is set apart. Exact, with no fp32 subnormals on the way.
+// fp8 (float8.h) bytes in fp32 lanes, through fp16 (F16C where there is one), exactly. E5M2
+// is the top byte of an fp16. E4M3's bits moved to an fp16's places (exponent and mantissa up
+// 7 bits, the sign to the top) are an fp16 of its value times 2^-8, subnormals included (they
+// are fp16 subnormals), so one exact multiply by 256 rescales it; its NaN, S.1111.111, reads
+// as +-480 that way, a value E4M3 does not have, and is set apart.
+template <DataType kType, class DF>
+HWY_INLINE hn::Vec<DF> widenFloat8(DF df, hn::Vec<hn::Rebind<uint8_t, DF>> b) {
+  if constexpr (float8Format(kType).hasInfinity) {
+    return widenHalf(df, hn::ShiftLeft<8>(hn::PromoteTo(hn::Rebind<uint16_t, DF>(), b)));
+  } else {
+    const hn::Rebind<int16_t, DF> d16;
+    // Sign-extended, shifted up 7: the sign lands in bit 15 (and 14, which the mask clears).
+    const auto extended = hn::PromoteTo(d16, hn::BitCast(hn::Rebind<int8_t, DF>(), b));
+    const auto half = hn::And(hn::ShiftLeft<7>(extended), hn::Set(d16, int16_t{-0x4080}));
+    const auto v = hn::Mul(widenHalf(df, hn::BitCast(hn::Rebind<uint16_t, DF>(), half)),
+                           hn::Set(df, 256.0f));
+    return hn::IfThenElse(hn::Eq(hn::Abs(v), hn::Set(df, 480.0f)), hn::NaN(df), v);
+  }
+}
+
+// The float whose one ulp is fp8 kType's subnormal step (2^(1 - bias - mantissa bits)).
 template <DataType kType>
 constexpr float kFloat8Magic = static_cast<float>(
     1ull << (23 + 1 - float8Format(kType).bias - float8Format(kType).mantissaBits));
-
-template <DataType kType, class DF>
-HWY_INLINE hn::Vec<DF> widenFloat8(DF df, hn::Vec<hn::Rebind<uint8_t, DF>> b) {
-  constexpr Float8Format kF = float8Format(kType);
-  if constexpr (kF.hasInfinity) {
-    return widenHalf(df, hn::ShiftLeft<8>(hn::PromoteTo(hn::Rebind<uint16_t, DF>(), b)));
-  } else {
-    const hn::RebindToUnsigned<DF> du;
-    const hn::RebindToSigned<DF> di;
-    const auto bits = hn::PromoteTo(du, b);
-    const auto abs = hn::And(bits, hn::Set(du, 0x7F));
-    const auto sign = hn::ShiftLeft<24>(hn::Xor(bits, abs));
-    const auto normal = hn::Add(hn::ShiftLeft<23 - kF.mantissaBits>(abs),
-                                hn::Set(du, static_cast<uint32_t>(127 - kF.bias) << 23));
-    const auto magic = hn::Set(df, kFloat8Magic<kType>);
-    const auto subnormal =
-        hn::BitCast(du, hn::Sub(hn::BitCast(df, hn::Or(hn::BitCast(du, magic), abs)), magic));
-    const auto abs_i = hn::BitCast(di, abs);
-    auto r = hn::IfThenElse(
-        hn::RebindMask(du, hn::Lt(abs_i, hn::Set(di, 1 << kF.mantissaBits))), subnormal, normal);
-    r = hn::IfThenElse(hn::RebindMask(du, hn::Eq(abs_i, hn::Set(di, 0x7F))),
-                       hn::Set(du, 0x7FC00000u), r);
-    return hn::BitCast(df, hn::Or(r, sign));
-  }
-}
 
 // fp32 lanes narrowed to fp8 bytes as floatToFloat8 does: to nearest even, a finite value past
 // the largest finite saturating to it, E5M2's Inf kept, every NaN 0x7F.
