@@ -51,6 +51,36 @@ HWY_INLINE hn::Vec<DF> widenHalf(DF df, HalfBits<DF> h) {
   }
 }
 
+// 2^e, exactly, for |e| < 64.
+constexpr float pow2(int e) {
+  return e >= 0 ? static_cast<float>(1ull << e) : 1.0f / static_cast<float>(1ull << -e);
+}
+
+// The bits of a magnitude (abs: fp32 bits, sign clear, finite) rounded to nearest even into a
+// smaller binary float with kMantissa mantissa bits and exponent bias kBias (fp16, fp8), in u32
+// lanes; the callers set overflow, Inf and NaN apart. Normal: rebias and round the dropped bits;
+// a carry bumps the exponent, which the addition does for us. Below the smallest normal: adding
+// a float whose one ulp is the format's subnormal step (0.5 for fp16) makes the FPU's own
+// rounding the format's, and a carry into the normals encodes right.
+template <int kMantissa, int kBias, class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> roundMagnitude(DF df,
+                                                          hn::Vec<hn::RebindToUnsigned<DF>> abs) {
+  constexpr int kDropped = 23 - kMantissa;
+  constexpr uint32_t kRebiasLessHalf =
+      (static_cast<uint32_t>(127 - kBias) << 23) - ((1u << (kDropped - 1)) - 1);
+  constexpr int32_t kMinNormal = (127 + 1 - kBias) << 23;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;  // magnitudes are < 2^31: signed compares are exact
+  const auto odd = hn::And(hn::ShiftRight<kDropped>(abs), hn::Set(du, 1));
+  const auto normal =
+      hn::ShiftRight<kDropped>(hn::Add(hn::Sub(abs, hn::Set(du, kRebiasLessHalf)), odd));
+  const auto magic = hn::Set(df, pow2(24 - kBias - kMantissa));
+  const auto subnormal =
+      hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, abs), magic)), hn::BitCast(du, magic));
+  const auto below = hn::RebindMask(du, hn::Lt(hn::BitCast(di, abs), hn::Set(di, kMinNormal)));
+  return hn::IfThenElse(below, subnormal, normal);
+}
+
 template <class DF>
 HWY_INLINE HalfBits<DF> narrowHalf(DF df, hn::Vec<DF> v) {
   const hn::Rebind<uint16_t, DF> d16;
@@ -63,16 +93,7 @@ HWY_INLINE HalfBits<DF> narrowHalf(DF df, hn::Vec<DF> v) {
     const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
     const auto sign = hn::ShiftRight<16>(hn::AndNot(abs, bits));
     const auto abs_i = hn::BitCast(di, abs);
-    // Normal: rebias 127 -> 15 and round the 13 dropped bits to nearest even.
-    const auto odd = hn::And(hn::ShiftRight<13>(abs), hn::Set(du, 1));
-    const auto normal =
-        hn::ShiftRight<13>(hn::Add(hn::Sub(abs, hn::Set(du, ((127 - 15) << 23) - 0xFFF)), odd));
-    // Below 2^-14: adding 0.5 lines the fp16 subnormal step up with the fp32 ulp at 0.5, so the
-    // FPU's own rounding is the fp16 rounding.
-    const auto subnormal = hn::Sub(
-        hn::BitCast(du, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))), hn::Set(du, 0x3F000000));
-    auto r = hn::IfThenElse(hn::RebindMask(du, hn::Lt(abs_i, hn::Set(di, 0x38800000))), subnormal,
-                            normal);
+    auto r = roundMagnitude<10, 15>(df, abs);
     // From 65520 up (and Inf) the result is Inf; a NaN is quieted and keeps its top payload.
     const auto quiet_nan =
         hn::Or(hn::Set(du, 0x7E00), hn::And(hn::ShiftRight<13>(abs), hn::Set(du, 0x3FF)));
@@ -182,38 +203,18 @@ HWY_INLINE hn::Vec<DF> widenFloat8(DF df, hn::Vec<hn::Rebind<uint8_t, DF>> b) {
   }
 }
 
-// The float whose one ulp is fp8 kType's subnormal step (2^(1 - bias - mantissa bits)).
-template <DataType kType>
-constexpr float kFloat8Magic = static_cast<float>(
-    1ull << (23 + 1 - float8Format(kType).bias - float8Format(kType).mantissaBits));
-
 // fp32 lanes narrowed to fp8 bytes as floatToFloat8 does: to nearest even, a finite value past
 // the largest finite saturating to it, E5M2's Inf kept, every NaN 0x7F.
 template <DataType kType, class DF>
 HWY_INLINE hn::Vec<hn::Rebind<uint8_t, DF>> narrowFloat8(DF df, hn::Vec<DF> v) {
   constexpr Float8Format kF = float8Format(kType);
-  constexpr int kDropped = 23 - kF.mantissaBits;  // fp32 mantissa bits the fp8 has not
   const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;  // magnitudes are < 2^31: signed compares are exact
   const auto bits = hn::BitCast(du, v);
   const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
   const auto sign = hn::ShiftRight<24>(hn::AndNot(abs, bits));
   const auto abs_i = hn::BitCast(di, abs);
-  // Normal: rebias and round the dropped bits to nearest even; a carry bumps the exponent, which
-  // the addition does for us.
-  const auto odd = hn::And(hn::ShiftRight<kDropped>(abs), hn::Set(du, 1));
-  constexpr uint32_t kRebiasLessHalf =
-      (static_cast<uint32_t>(127 - kF.bias) << 23) - ((1u << (kDropped - 1)) - 1);
-  const auto normal =
-      hn::ShiftRight<kDropped>(hn::Add(hn::Sub(abs, hn::Set(du, kRebiasLessHalf)), odd));
-  // Below the smallest normal: adding magic lines fp32's ulp up with the fp8 subnormal step, so
-  // the FPU's own rounding is the fp8 rounding (and a carry into the normals encodes right).
-  const auto magic = hn::Set(df, kFloat8Magic<kType>);
-  const auto subnormal =
-      hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, abs), magic)), hn::BitCast(du, magic));
-  constexpr int32_t kMinNormal = (127 + 1 - kF.bias) << 23;
-  const auto below = hn::RebindMask(du, hn::Lt(abs_i, hn::Set(di, kMinNormal)));
-  auto r = hn::BitCast(di, hn::IfThenElse(below, subnormal, normal));
+  auto r = hn::BitCast(di, roundMagnitude<kF.mantissaBits, kF.bias>(df, abs));
   r = hn::Min(r, hn::Set(di, kF.maxFinite));  // saturate (Inf too, in E4M3)
   if constexpr (kF.hasInfinity) {
     r = hn::IfThenElse(hn::Eq(abs_i, hn::Set(di, 0x7F800000)), hn::Set(di, kFloat8E5m2Infinity),
