@@ -72,6 +72,7 @@ inline constexpr std::optional<Fp32Accumulator> parseFp32Accumulator(std::string
   return std::nullopt;
 }
 
+// NCCL's two 8-bit float formats (float8.h).
 inline constexpr bool isFloat8(DataType t) {
   return t == DataType::kFloat8e4m3 || t == DataType::kFloat8e5m2;
 }
