@@ -339,6 +339,10 @@ int main(int argc, char** argv) {
       {"-o,--op", &o.op}, {"--min-chunk", &o.minChunk}, {"--max-chunk", &o.maxChunk},
       {"--log-level", &o.logLevel}};
   for (auto& [name, ptr] : passStrings) app.add_option(name, *ptr)->capture_default_str();
+  std::string typeNames;
+  for (int t = 0; t < rs::kNumDataTypes; ++t)
+    typeNames += (t == 0 ? "" : ", ") + std::string(rs::dataTypeName(static_cast<rs::DataType>(t)));
+  app.get_option("--type")->description("Element type: " + typeNames);
   app.add_option("-f,--factor", o.factor, "Size multiplier between rows")->capture_default_str();
   app.add_option("-n,--iters", o.iters, "Timed iterations per size")->capture_default_str();
   app.add_option("-w,--warmup", o.warmup, "Warm-up iterations per size")->capture_default_str();

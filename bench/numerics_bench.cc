@@ -1,9 +1,9 @@
-// Numerics benchmark: the error of all-reduce sums against an fp64 reference, for fp16, bf16 and
-// fp32 at W = 2..64 workers, for two ways of summing the same inputs:
+// Numerics benchmark: the error of all-reduce sums against an fp64 reference, for fp16, bf16,
+// fp32 and fp8 (E4M3, E5M2) at W = 2..64 workers, for two ways of summing the same inputs:
 //
 //  ours  the reducer's arithmetic, through the kernels server/slot.cc calls: the first
 //        contribution to arrive is widened into the accumulator (accumulateFirst), later ones
-//        are folded in as they arrive (accumulate, fp32 accumulator for fp16/bf16, the type
+//        are folded in as they arrive (accumulate, fp32 accumulator for fp16/bf16/fp8, the type
 //        itself for fp32), and finalize() rounds once. Arrival order is either rank order or a
 //        fresh random permutation for every part of kPartElems elements (sockets deliver
 //        contributions in any order, part by part); the table gives the worse of the two.
@@ -17,7 +17,10 @@
 //        the partial sum in the buffer type; src/device/reduce_kernel.h adds fp16 with __hadd
 //        (and bf16 likewise on sm_80+), i.e. a correctly rounded sum in the type, which is
 //        what roundToType(a + b) computes here (a + b is exact, or rounds innocuously, in
-//        fp64). We model one channel (more only cut each chunk finer) on two rings: rank order
+//        fp64). fp8 it widens to fp16, adds with __hadd and converts back saturating (sm_90+;
+//        before, the same in fp32): for two fp8 values that is the correctly rounded sum,
+//        saturated at the largest finite, again roundToType(a + b) (tests/cuda/float8_test.cc
+//        checks every pair against CUDA's own conversions). We model one channel (more only cut each chunk finer) on two rings: rank order
 //        (0 -> 1 -> ... -> W-1 -> 0) and a random permutation of the ranks (NCCL orders its
 //        rings by topology); the table gives the worse of the two, as for ours, so that neither
 //        side gets the extra draw of a heavy-tailed statistic.
@@ -69,7 +72,8 @@ using numerics::toDouble;
 using numerics::ulpDistance;
 
 constexpr size_t kPartElems = 4096;
-constexpr DataType kTypes[] = {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32};
+constexpr DataType kTypes[] = {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32,
+                               DataType::kFloat8e4m3, DataType::kFloat8e5m2};
 
 struct Options {
   size_t elements = 65536;
@@ -239,7 +243,13 @@ Reference referenceSums(const Contributions& c) {
 
 // Unit roundoff: half the distance from 1 to the next value of the type.
 double unitRoundoff(DataType t) {
-  return t == DataType::kFloat16 ? 0x1p-11 : t == DataType::kBfloat16 ? 0x1p-8 : 0x1p-24;
+  switch (t) {
+    case DataType::kFloat16: return 0x1p-11;
+    case DataType::kBfloat16: return 0x1p-8;
+    case DataType::kFloat8e4m3: return 0x1p-4;
+    case DataType::kFloat8e5m2: return 0x1p-3;
+    default: return 0x1p-24;
+  }
 }
 
 // ULPs of the result blow up where the sum nears zero (an ULP there is tiny), so their mean is

@@ -123,11 +123,12 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
   if (failedFlag_.load(std::memory_order_acquire)) return health();
 
   // With wire compression the chunks are planned in wire bytes (the reducers' limit), and the
-  // connections convert each chunk between the caller's type and the wire type.
+  // connections convert each chunk between the caller's type and the wire type. An fp8 element
+  // counts for 2 bytes, half its fp32 accumulator on the reducer (dtype.h).
   const DataType wireType = options_.wireType(type, op);
   const size_t elemSize = dataTypeSize(type);
   const cluster::ChunkPlan plan =
-      cluster::planChunks(count, dataTypeSize(wireType), reducers_, chunking_);
+      cluster::planChunks(count, chunkBytesPerElement(wireType), reducers_, chunking_);
   std::lock_guard submitLock(submitMu_);
   const uint64_t seq = nextSeq_++;
   const uint64_t first = nextChunk_;

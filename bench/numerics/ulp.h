@@ -1,6 +1,7 @@
-// Values of fp16, bf16 and fp32 as bit patterns (held in a uint32_t), their exact value as a
-// double, correct rounding of a double into each type, and the distance in ULPs between two
-// values of one type. numerics_bench measures sums with these; tests/unit/ulp_test.cc checks them.
+// Values of fp8 (E4M3, E5M2), fp16, bf16 and fp32 as bit patterns (held in a uint32_t), their
+// exact value as a double, correct rounding of a double into each type, and the distance in
+// ULPs between two values of one type. numerics_bench measures sums with these;
+// tests/unit/ulp_test.cc checks them.
 #pragma once
 
 #include <algorithm>
@@ -11,23 +12,30 @@
 
 #include "core/reduce/dtype.h"
 #include "core/reduce/float16.h"
+#include "core/reduce/float8.h"
 
 namespace rs::bench::numerics {
 
-// The value of `bits` in type t (fp16, bf16 or fp32); exact, as every such value is a double.
+// The value of `bits` in type t (fp8, fp16, bf16 or fp32); exact, as every such value is a
+// double.
 inline double toDouble(DataType t, uint32_t bits) {
   switch (t) {
     case DataType::kFloat16: return reduce::halfToFloat(static_cast<uint16_t>(bits));
     case DataType::kBfloat16: return reduce::bfloat16ToFloat(static_cast<uint16_t>(bits));
+    case DataType::kFloat8e4m3:
+    case DataType::kFloat8e5m2:
+      return reduce::float8ToFloat(static_cast<uint8_t>(bits), reduce::float8Format(t));
     default: return reduce::floatFromBits(bits);
   }
 }
 
-// x rounded once, to nearest even, into type t: overflow gives Inf, and values below the
-// smallest normal round on the subnormal grid. Going through float first would round twice
-// (x to float, then float to fp16), which can differ from one rounding by an ULP.
+// x rounded once, to nearest even, into type t: overflow gives Inf (fp8: saturates to the
+// largest finite, float8.h), and values below the smallest normal round on the subnormal grid.
+// Going through float first would round twice (x to float, then float to fp16), which can
+// differ from one rounding by an ULP.
 inline uint32_t roundToType(DataType t, double x) {
   if (t == DataType::kFloat32) return reduce::floatBits(static_cast<float>(x));
+  if (isFloat8(t)) return reduce::roundToFloat8(x, reduce::float8Format(t));
   if (std::isnan(x)) return t == DataType::kFloat16 ? 0x7E00u : 0x7FC0u;
   const bool half = t == DataType::kFloat16;
   const int digits = half ? 11 : 8;          // significand bits, the implicit one included
@@ -49,8 +57,9 @@ inline uint32_t roundToType(DataType t, double x) {
 
 // Position of a non-NaN value on the line of t's values in order, where adjacent values are one
 // apart and +0 and -0 are both 0 (they are the same number). Inf is one past the largest finite.
+// (Sign-magnitude orders every one of these types, E4M3's NaN aside.)
 inline int64_t orderedIndex(DataType t, uint32_t bits) {
-  const uint32_t sign_bit = t == DataType::kFloat32 ? 0x80000000u : 0x8000u;
+  const uint32_t sign_bit = t == DataType::kFloat32 ? 0x80000000u : isFloat8(t) ? 0x80u : 0x8000u;
   const int64_t magnitude = bits & (sign_bit - 1);
   return (bits & sign_bit) != 0 ? -magnitude : magnitude;
 }

@@ -71,7 +71,7 @@ Result<std::unique_ptr<CollNetGroup>> CollNetGroup::connect(
 }
 
 bool CollNetGroup::supports(int ncclDataType, int ncclRedOp) {
-  // NCCL's fp8 types (10, 11) have no reducer kernels; the rest match rs::DataType 1:1.
+  // NCCL's types, fp8 (10, 11) included, match rs::DataType 1:1.
   return isValidDataType(static_cast<uint32_t>(ncclDataType)) && ncclRedOp >= 0 &&
          ncclRedOp < kNumReduceOps;
 }

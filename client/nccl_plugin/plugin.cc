@@ -297,6 +297,13 @@ ncclResult_t collConnect(void* handles[], int nranks, int rank, void*, void** co
   });
 }
 
+// rs::DataType numbers its types as ncclDataType_t does (dtype.h), so iallreduce casts one to
+// the other; NCCL 2.28's last types are the fp8 ones.
+static_assert(static_cast<int>(DataType::kFloat8e4m3) == ncclFloat8e4m3 &&
+              static_cast<int>(DataType::kFloat8e5m2) == ncclFloat8e5m2 &&
+              static_cast<int>(DataType::kBfloat16) == ncclBfloat16 &&
+              kNumDataTypes == ncclNumTypes);
+
 ncclResult_t collReduceSupport(ncclDataType_t dataType, ncclRedOp_t redOp, int* supported) {
   *supported = nccl::CollNetGroup::supports(dataType, redOp) ? 1 : 0;
   return ncclSuccess;

@@ -37,6 +37,8 @@ struct ChunkPlan {
 
 // A collective of `count` elements uses chunks of about max(minChunk, S / R) bytes, capped at
 // maxChunk, so one call spreads over all reducers while a tiny one goes whole to one reducer.
+// `elemSize` is what an element counts for against the limits (chunkBytesPerElement: fp8's 1
+// byte counts as 2).
 inline ChunkPlan planChunks(uint64_t count, size_t elemSize, uint32_t reducers,
                             const ChunkingOptions& options) {
   if (count == 0) return {};

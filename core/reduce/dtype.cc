@@ -5,7 +5,8 @@
 namespace rs {
 namespace {
 constexpr std::array<std::string_view, kNumDataTypes> kTypeNames = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "fp16", "fp32", "fp64", "bf16"};
+    "int8", "uint8", "int32", "uint32", "int64", "uint64",
+    "fp16", "fp32",  "fp64",  "bf16",   "fp8e4m3", "fp8e5m2"};
 constexpr std::array<std::string_view, kNumReduceOps> kOpNames = {"sum", "prod", "max", "min",
                                                                   "avg"};
 }  // namespace
@@ -27,6 +28,8 @@ std::optional<DataType> parseDataType(std::string_view name) {
   if (name == "float32" || name == "float") return DataType::kFloat32;
   if (name == "float64" || name == "double") return DataType::kFloat64;
   if (name == "bfloat16") return DataType::kBfloat16;
+  if (name == "float8e4m3" || name == "e4m3") return DataType::kFloat8e4m3;
+  if (name == "float8e5m2" || name == "e5m2") return DataType::kFloat8e5m2;
   return std::nullopt;
 }
 

@@ -20,8 +20,10 @@ enum class DataType : uint8_t {
   kFloat32 = 7,
   kFloat64 = 8,
   kBfloat16 = 9,
+  kFloat8e4m3 = 10,  // OCP FP8 E4M3 ("E4M3FN"); semantics in float8.h
+  kFloat8e5m2 = 11,  // OCP FP8 E5M2
 };
-inline constexpr int kNumDataTypes = 10;
+inline constexpr int kNumDataTypes = 12;
 
 enum class ReduceOp : uint8_t {
   kSum = 0,
@@ -39,7 +41,9 @@ inline constexpr bool isValidReduceOp(uint32_t v) { return v < kNumReduceOps; }
 inline constexpr size_t dataTypeSize(DataType t) {
   switch (t) {
     case DataType::kInt8:
-    case DataType::kUint8: return 1;
+    case DataType::kUint8:
+    case DataType::kFloat8e4m3:
+    case DataType::kFloat8e5m2: return 1;
     case DataType::kFloat16:
     case DataType::kBfloat16: return 2;
     case DataType::kInt32:
@@ -68,12 +72,16 @@ inline constexpr std::optional<Fp32Accumulator> parseFp32Accumulator(std::string
   return std::nullopt;
 }
 
-// fp16 and bf16 accumulate in fp32 and are rounded once at the end; fp32 in fp64 where the
+// NCCL's two 8-bit float formats (float8.h).
+inline constexpr bool isFloat8(DataType t) {
+  return t == DataType::kFloat8e4m3 || t == DataType::kFloat8e5m2;
+}
+
+// fp16, bf16 and fp8 accumulate in fp32 and are rounded once at the end; fp32 in fp64 where the
 // group asks for it; every other type accumulates in itself (integers wrap modulo 2^bits, as
-// NCCL's do; fp64 has nothing wider). An accumulator is thus at most twice its wire type, which
-// the reducer's memory limit counts on (2 x --max-chunk per chunk).
+// NCCL's do; fp64 has nothing wider).
 inline constexpr bool accumulatesInFloat32(DataType t) {
-  return t == DataType::kFloat16 || t == DataType::kBfloat16;
+  return t == DataType::kFloat16 || t == DataType::kBfloat16 || isFloat8(t);
 }
 inline constexpr bool accumulatesInFloat64(DataType t, Fp32Accumulator fp32) {
   return t == DataType::kFloat32 && fp32 == Fp32Accumulator::kFp64;
@@ -88,10 +96,22 @@ inline constexpr size_t accumulatorSize(DataType t,
 }
 inline constexpr bool isFloatingPoint(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBfloat16 || t == DataType::kFloat32 ||
-         t == DataType::kFloat64;
+         t == DataType::kFloat64 || isFloat8(t);
 }
 
-// Lower-case names as the benchmarks and logs print them: "int8", ..., "bf16"; "sum", ...
+// What one element counts for against a chunk's byte limit (the client's RS_MAX_CHUNK, the
+// reducer's --max-chunk, a frame's maxPayloadBytes): its size, but at least half its
+// accumulator, so that a chunk's accumulator never exceeds twice the limit, which the
+// reducer's memory limit counts on (a floor of 2 x --max-chunk per chunk). Only fp8, whose fp32
+// accumulator is four times the element, counts for more than its size: 2 bytes, so fp8 is
+// chunked element for element as fp16 is.
+inline constexpr size_t chunkBytesPerElement(DataType t) {
+  const size_t size = dataTypeSize(t), half = accumulatorSize(t) / 2;
+  return size > half ? size : half;
+}
+
+// Lower-case names as the benchmarks and logs print them: "int8", ..., "bf16", "fp8e4m3",
+// "fp8e5m2"; "sum", ...
 std::string_view dataTypeName(DataType t);
 std::string_view reduceOpName(ReduceOp op);
 std::optional<DataType> parseDataType(std::string_view name);

@@ -4,7 +4,8 @@
 //
 // fp16/bf16 conversions: Highway 1.0.3's bf16 DemoteTo truncates, and its fp16 conversions on
 // targets without F16C (SSSE3, SSE4, EMU128) mishandle Inf/NaN and truncate, so those are done
-// here with integer ops. They match float16.h (and F16C) bit for bit.
+// here with integer ops. They match float16.h (and F16C) bit for bit. fp8 has no conversions in
+// Highway or in x86 at all; its integer ops here match float8.h bit for bit.
 
 #if defined(RS_CORE_REDUCE_REDUCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RS_CORE_REDUCE_REDUCE_INL_H_
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 
+#include "core/reduce/float8.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -49,6 +51,36 @@ HWY_INLINE hn::Vec<DF> widenHalf(DF df, HalfBits<DF> h) {
   }
 }
 
+// 2^e, exactly, for |e| < 64.
+constexpr float pow2(int e) {
+  return e >= 0 ? static_cast<float>(1ull << e) : 1.0f / static_cast<float>(1ull << -e);
+}
+
+// The bits of a magnitude (abs: fp32 bits, sign clear, finite) rounded to nearest even into a
+// smaller binary float with kMantissa mantissa bits and exponent bias kBias (fp16, fp8), in u32
+// lanes; the callers set overflow, Inf and NaN apart. Normal: rebias and round the dropped bits;
+// a carry bumps the exponent, which the addition does for us. Below the smallest normal: adding
+// a float whose one ulp is the format's subnormal step (0.5 for fp16) makes the FPU's own
+// rounding the format's, and a carry into the normals encodes right.
+template <int kMantissa, int kBias, class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> roundMagnitude(DF df,
+                                                          hn::Vec<hn::RebindToUnsigned<DF>> abs) {
+  constexpr int kDropped = 23 - kMantissa;
+  constexpr uint32_t kRebiasLessHalf =
+      (static_cast<uint32_t>(127 - kBias) << 23) - ((1u << (kDropped - 1)) - 1);
+  constexpr int32_t kMinNormal = (127 + 1 - kBias) << 23;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;  // magnitudes are < 2^31: signed compares are exact
+  const auto odd = hn::And(hn::ShiftRight<kDropped>(abs), hn::Set(du, 1));
+  const auto normal =
+      hn::ShiftRight<kDropped>(hn::Add(hn::Sub(abs, hn::Set(du, kRebiasLessHalf)), odd));
+  const auto magic = hn::Set(df, pow2(24 - kBias - kMantissa));
+  const auto subnormal =
+      hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, abs), magic)), hn::BitCast(du, magic));
+  const auto below = hn::RebindMask(du, hn::Lt(hn::BitCast(di, abs), hn::Set(di, kMinNormal)));
+  return hn::IfThenElse(below, subnormal, normal);
+}
+
 template <class DF>
 HWY_INLINE HalfBits<DF> narrowHalf(DF df, hn::Vec<DF> v) {
   const hn::Rebind<uint16_t, DF> d16;
@@ -61,16 +93,7 @@ HWY_INLINE HalfBits<DF> narrowHalf(DF df, hn::Vec<DF> v) {
     const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
     const auto sign = hn::ShiftRight<16>(hn::AndNot(abs, bits));
     const auto abs_i = hn::BitCast(di, abs);
-    // Normal: rebias 127 -> 15 and round the 13 dropped bits to nearest even.
-    const auto odd = hn::And(hn::ShiftRight<13>(abs), hn::Set(du, 1));
-    const auto normal =
-        hn::ShiftRight<13>(hn::Add(hn::Sub(abs, hn::Set(du, ((127 - 15) << 23) - 0xFFF)), odd));
-    // Below 2^-14: adding 0.5 lines the fp16 subnormal step up with the fp32 ulp at 0.5, so the
-    // FPU's own rounding is the fp16 rounding.
-    const auto subnormal = hn::Sub(
-        hn::BitCast(du, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))), hn::Set(du, 0x3F000000));
-    auto r = hn::IfThenElse(hn::RebindMask(du, hn::Lt(abs_i, hn::Set(di, 0x38800000))), subnormal,
-                            normal);
+    auto r = roundMagnitude<10, 15>(df, abs);
     // From 65520 up (and Inf) the result is Inf; a NaN is quieted and keeps its top payload.
     const auto quiet_nan =
         hn::Or(hn::Set(du, 0x7E00), hn::And(hn::ShiftRight<13>(abs), hn::Set(du, 0x3FF)));
@@ -159,6 +182,66 @@ struct Float16Codec {
 };
 using HalfCodec = Float16Codec<false>;
 using Bfloat16Codec = Float16Codec<true>;
+
+// fp8 (float8.h) bytes in fp32 lanes, through fp16 (F16C where there is one), exactly. E5M2
+// is the top byte of an fp16. E4M3's bits moved to an fp16's places (exponent and mantissa up
+// 7 bits, the sign to the top) are an fp16 of its value times 2^-8, subnormals included (they
+// are fp16 subnormals), so one exact multiply by 256 rescales it; its NaN, S.1111.111, reads
+// as +-480 that way, a value E4M3 does not have, and is set apart.
+template <DataType kType, class DF>
+HWY_INLINE hn::Vec<DF> widenFloat8(DF df, hn::Vec<hn::Rebind<uint8_t, DF>> b) {
+  if constexpr (float8Format(kType).hasInfinity) {
+    return widenHalf(df, hn::ShiftLeft<8>(hn::PromoteTo(hn::Rebind<uint16_t, DF>(), b)));
+  } else {
+    const hn::Rebind<int16_t, DF> d16;
+    // Sign-extended, shifted up 7: the sign lands in bit 15 (and 14, which the mask clears).
+    const auto extended = hn::PromoteTo(d16, hn::BitCast(hn::Rebind<int8_t, DF>(), b));
+    const auto half = hn::And(hn::ShiftLeft<7>(extended), hn::Set(d16, int16_t{-0x4080}));
+    const auto v = hn::Mul(widenHalf(df, hn::BitCast(hn::Rebind<uint16_t, DF>(), half)),
+                           hn::Set(df, 256.0f));
+    return hn::IfThenElse(hn::Eq(hn::Abs(v), hn::Set(df, 480.0f)), hn::NaN(df), v);
+  }
+}
+
+// fp32 lanes narrowed to fp8 bytes as floatToFloat8 does: to nearest even, a finite value past
+// the largest finite saturating to it, E5M2's Inf kept, every NaN 0x7F.
+template <DataType kType, class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint8_t, DF>> narrowFloat8(DF df, hn::Vec<DF> v) {
+  constexpr Float8Format kF = float8Format(kType);
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;  // magnitudes are < 2^31: signed compares are exact
+  const auto bits = hn::BitCast(du, v);
+  const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const auto sign = hn::ShiftRight<24>(hn::AndNot(abs, bits));
+  const auto abs_i = hn::BitCast(di, abs);
+  auto r = hn::BitCast(di, roundMagnitude<kF.mantissaBits, kF.bias>(df, abs));
+  r = hn::Min(r, hn::Set(di, kF.maxFinite));  // saturate (Inf too, in E4M3)
+  if constexpr (kF.hasInfinity) {
+    r = hn::IfThenElse(hn::Eq(abs_i, hn::Set(di, 0x7F800000)), hn::Set(di, kFloat8E5m2Infinity),
+                       r);
+  }
+  r = hn::Or(r, hn::BitCast(di, sign));
+  r = hn::IfThenElse(hn::RebindMask(di, hn::IsNaN(v)), hn::Set(di, kFloat8NaN), r);
+  return hn::DemoteTo(hn::Rebind<uint8_t, DF>(), r);
+}
+
+template <DataType kType>
+struct Float8Codec {
+  using Stored = uint8_t;
+  using Lane = float;
+  template <class D>
+  static HWY_INLINE void load(D d, const uint8_t* p, hn::Vec<D>& lo, hn::Vec<D>& hi) {
+    const hn::Rebind<uint8_t, D> d8;
+    lo = widenFloat8<kType>(d, hn::LoadU(d8, p));
+    hi = widenFloat8<kType>(d, hn::LoadU(d8, p + hn::Lanes(d)));
+  }
+  template <class D>
+  static HWY_INLINE void store(D d, hn::Vec<D> lo, hn::Vec<D> hi, uint8_t* p) {
+    const hn::Rebind<uint8_t, D> d8;
+    hn::StoreU(narrowFloat8<kType>(d, lo), d8, p);
+    hn::StoreU(narrowFloat8<kType>(d, hi), d8, p + hn::Lanes(d));
+  }
+};
 
 #if HWY_HAVE_FLOAT64
 // fp32 elements in fp64 lanes, for a group with an fp64 accumulator (dtype.h, Fp32Accumulator):

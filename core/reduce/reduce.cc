@@ -4,7 +4,7 @@
 // Every public function is a fold over operands, elementwise, in input order:
 //   out[i] = finish(op(...op(op(load0(in0[i]), load(in1[i])), load(in2[i]))...))
 // where the codecs (reduce-inl.h) say how each operand is stored (wire type or a wider
-// accumulator: fp32 for fp16/bf16, fp64 for fp32 where the group asks for it) and finish
+// accumulator: fp32 for fp16/bf16/fp8, fp64 for fp32 where the group asks for it) and finish
 // divides for avg. So there is one loop template, fold(), and the instantiations are per
 // (lane type, op, codec triple): about sixty per target, not per (public function x dtype x op).
 
@@ -28,7 +28,7 @@ namespace rs::reduce {
 namespace {
 
 // Which operands are in accumulator form; only matters for types whose accumulator is wider
-// (fp16/bf16: fp32; fp32 with an fp64 accumulator).
+// (fp16/bf16/fp8: fp32; fp32 with an fp64 accumulator).
 enum class Pass : uint8_t {
   kReduce,      // wire inputs -> wire output
   kAccumulate,  // inputs[0] is the accumulator (also the output), the others are wire
@@ -261,6 +261,14 @@ void foldAnyType(const KernelArgs& a) {
       } else {
         return widenedKernel<Bfloat16Codec, Bfloat16Codec, PlainCodec<float>>(a);
       }
+    case DataType::kFloat8e4m3: {
+      using Codec = Float8Codec<DataType::kFloat8e4m3>;
+      return widenedKernel<Codec, Codec, PlainCodec<float>>(a);
+    }
+    case DataType::kFloat8e5m2: {
+      using Codec = Float8Codec<DataType::kFloat8e5m2>;
+      return widenedKernel<Codec, Codec, PlainCodec<float>>(a);
+    }
     case DataType::kFloat32:
 #if HWY_HAVE_FLOAT64
       if (a.fp32 == Fp32Accumulator::kFp64)

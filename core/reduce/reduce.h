@@ -4,13 +4,14 @@
 // The reducer sums while it receives: the first contribution to a slot initialises an
 // accumulator, later ones are folded in piece by piece, and finalize() writes the wire-typed
 // result once all contributions are in. The accumulator holds accumulatorSize(t) bytes per
-// element: fp32 for fp16/bf16, and fp64 for fp32 where the group asks for it (`fp32`, dtype.h),
-// each rounded once, to nearest even, in finalize; the type itself otherwise.
+// element: fp32 for fp16/bf16/fp8, and fp64 for fp32 where the group asks for it (`fp32`,
+// dtype.h), each rounded once, to nearest even, in finalize; the type itself otherwise.
 //
 // Semantics: integers wrap modulo 2^bits for sum and prod; avg is sum / contributors (integer
 // division truncates toward zero). Floating point follows IEEE 754: Inf and NaN propagate
 // through sum/prod/avg, and max/min return NaN if any input is NaN (IEEE 754-2019 maximum /
-// minimum, so a diverging gradient is never hidden).
+// minimum, so a diverging gradient is never hidden). fp8 rounds as float8.h says: a finite
+// result past the format's largest finite saturates to it, as NCCL's fp8 reductions do.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +43,7 @@ void finalize(DataType type, ReduceOp op, const void* acc, void* dst, size_t cou
 bool finalizeIsIdentity(DataType type, ReduceOp op,
                         Fp32Accumulator fp32 = Fp32Accumulator::kFp32);
 
-// Fused: dst[i] = narrow(op over k of widen(inputs[k][i])), /ninputs for kAvg; fp16/bf16
+// Fused: dst[i] = narrow(op over k of widen(inputs[k][i])), /ninputs for kAvg; fp16/bf16/fp8
 // accumulate in fp32 (fp32 in fp64 with kFp64) and round once. ninputs >= 1. dst may alias
 // inputs[0].
 void reduceInputs(DataType type, ReduceOp op, const void* const* inputs, size_t ninputs,

@@ -133,6 +133,16 @@ Status checkDataFrame(const FrameHeader& h, uint8_t dtype, uint8_t op,
     return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected at most " +
                                   dec(limits.maxPayloadBytes) + ", the receiver's limit)");
   }
+  // fp8 counts for 2 bytes an element, half its fp32 accumulator (dtype.h).
+  const uint64_t counted = uint64_t{h.elemCount} * chunkBytesPerElement(type);
+  if (counted > limits.maxPayloadBytes) {
+    return typedError(h.type, "elemCount " + dec(h.elemCount) + " of " +
+                                  std::string(dataTypeName(type)) + " counts as " + dec(counted) +
+                                  " bytes, 2 an element (expected at most " +
+                                  dec(limits.maxPayloadBytes) +
+                                  ", the receiver's limit: an fp8 chunk's fp32 accumulator may be "
+                                  "at most twice it)");
+  }
   if (h.elemOffset > std::numeric_limits<uint64_t>::max() - h.elemCount) {
     return typedError(h.type, "elemOffset " + dec(h.elemOffset) + " + elemCount " +
                                   dec(h.elemCount) + " overflows 64 bits");

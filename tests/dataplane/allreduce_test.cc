@@ -84,6 +84,30 @@ TEST_CASE("every type and op at W=3 R=2 K=2 with sizes around the chunk boundary
   runShape({3, 2, 2}, {1, 7, 4095, 4096, 4097, 3 * 4096 + 1}, allTypes(), allOps(), 16 << 10);
 }
 
+TEST_CASE("fp8 chunks count 2 bytes an element, so RS_MAX_CHUNK = --max-chunk works",
+          "[allreduce]") {
+  // An fp8 chunk's fp32 accumulator is 4 bytes an element: the reducer takes at most
+  // --max-chunk / 2 elements of fp8 (so the accumulator stays within its memory floor of
+  // 2 x --max-chunk), and the client must plan fp8 chunks that way at its own limit.
+  server::ServerConfig config = testServerConfig();
+  config.maxChunkBytes = 64 << 10;
+  LocalPool pool(1, config);
+  auto options = testClientOptions(pool.endpoints(), 2);
+  options.minChunkBytes = 4 << 10;
+  options.maxChunkBytes = config.maxChunkBytes;
+  const int world = 2;
+  const GroupId id = GroupId::random();
+  Status st = runRanks(world, [&](int rank) -> Status {
+    auto comm = client::Communicator::connect(options, {id, world, static_cast<uint32_t>(rank)});
+    if (!comm) return comm.status();
+    for (DataType t : {DataType::kFloat8e4m3, DataType::kFloat8e5m2})
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg})
+        RS_RETURN_IF_ERROR(checkedAllReduce(**comm, rank, world, 3 * 65536 + 5, t, op, false));
+    return Status::ok();
+  });
+  REQUIRE(st.toString() == "OK");
+}
+
 TEST_CASE("every type and op for world sizes 1..8 with varied reducers and streams",
           "[allreduce]") {
   for (int w = 1; w <= 8; ++w) {

@@ -25,6 +25,8 @@ run "fp32 sum, 3 reducers, 4 workers" --local-pool 3 --workers 4 -b 1K -e 4M -f 
 run "bf16 avg, 2 reducers, 3 workers, 8 streams, depth 4" --local-pool 2 --workers 3 -d bf16 -o avg \
     -b 4K -e 1M -f 4 -n 4 -w 1 --streams 8 --depth 4
 run "int64 max, 1 reducer, 2 workers" --local-pool 1 --workers 2 -d int64 -o max -b 8 -e 64K -f 16 -n 2 -w 1
+run "fp8e4m3 sum, 2 reducers, 3 workers" --local-pool 2 --workers 3 -d fp8e4m3 -b 1K -e 1M -f 8 -n 2 -w 1
+run "fp8e5m2 avg, 1 reducer, 2 workers" --local-pool 1 --workers 2 -d fp8e5m2 -o avg -b 8 -e 64K -f 16 -n 2 -w 1
 
 # A partner that joins and then never sends: a worker reads RS_TIMEOUT_MS (as the library does)
 # and ends with a timeout error, not after the 300 s default. Bounded by `timeout`, not timed.

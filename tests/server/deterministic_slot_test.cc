@@ -235,6 +235,9 @@ TEST_CASE("deterministic slot: the staging copies are charged to the pool") {
   // bf16 accumulates in fp32, but stages wire-typed halves and needs no accumulator.
   CHECK(Slot::bufferBytes(1000, DataType::kBfloat16, 8, false) == 4000);
   CHECK(Slot::bufferBytes(1000, DataType::kBfloat16, 8, true) == 8 * 2048);
+  // fp8 too: an fp32 accumulator four times its bytes, or byte-sized staging.
+  CHECK(Slot::bufferBytes(1000, DataType::kFloat8e5m2, 8, false) == 4000);
+  CHECK(Slot::bufferBytes(1000, DataType::kFloat8e5m2, 8, true) == 8 * 1024);
 
   // A pool that holds one normal slot of 256 KiB but not the deterministic one of W = 4.
   const uint32_t count = 64 << 10;  // fp32: 256 KiB

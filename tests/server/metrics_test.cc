@@ -127,11 +127,12 @@ TEST_CASE("metrics: the exposition carries the counters' values and every label 
   CHECK(text.find("rs_build_info{version=\"" + std::string(b.version) + "\",commit=\"" +
                   std::string(b.commit) + "\",build_type=\"" + std::string(b.buildType) +
                   "\",simd=\"") != std::string::npos);
-  // 10 dtypes x 5 ops, each a series of both per-dtype counters.
+  // 12 dtypes (fp8e4m3 and fp8e5m2 the last) x 5 ops, each a series of both per-dtype counters.
   size_t chunkSeries = 0;
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);) chunkSeries += l.rfind("rs_chunks_reduced_total{", 0) == 0;
-  CHECK(chunkSeries == 50);
+  CHECK(chunkSeries == 60);
+  CHECK(text.find("rs_chunks_reduced_total{dtype=\"fp8e5m2\",op=\"avg\"}") != std::string::npos);
 }
 
 TEST_CASE("metrics: the latency histogram is cumulative and its +Inf bucket is the count") {

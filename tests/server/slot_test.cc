@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/reduce/float16.h"
+#include "core/reduce/float8.h"
 
 namespace rs::server {
 namespace {
@@ -103,6 +104,12 @@ void encode(DataType t, double v, std::byte* out) {
     case DataType::kInt32: {
       const auto i = static_cast<int32_t>(v);
       std::memcpy(out, &i, 4);
+      return;
+    }
+    case DataType::kFloat8e4m3:
+    case DataType::kFloat8e5m2: {
+      const uint8_t b = reduce::roundToFloat8(v, reduce::float8Format(t));
+      std::memcpy(out, &b, 1);
       return;
     }
     default: FAIL("type not covered by this test");
@@ -246,7 +253,7 @@ std::string typeOpName(const Shape& s) {
 TEST_CASE("slot: uneven pieces from several members fold to the reference, every type and op") {
   auto pool = std::make_shared<SlotPool>(64 << 20);
   for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
-                     DataType::kInt32}) {
+                     DataType::kInt32, DataType::kFloat8e4m3, DataType::kFloat8e5m2}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
       for (uint32_t world : {1u, 3u, 4u}) {
         Shape s{t, op, 1031, world};
@@ -264,7 +271,7 @@ TEST_CASE("slot: uneven pieces from several members fold to the reference, every
 TEST_CASE("slot: deterministic mode folds to the same reference, every type and op") {
   auto pool = std::make_shared<SlotPool>(64 << 20);
   for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
-                     DataType::kInt32}) {
+                     DataType::kInt32, DataType::kFloat8e4m3, DataType::kFloat8e5m2}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
       for (uint32_t world : {1u, 3u, 4u}) {
         Shape s{t, op, 1031, world};
@@ -355,7 +362,8 @@ TEST_CASE("slot: an element split across reads is folded once it is whole") {
 
 TEST_CASE("slot: avg is finalized in parts, in place, and earlier parts stay intact") {
   auto pool = std::make_shared<SlotPool>(1 << 20);
-  for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16}) {
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16,
+                     DataType::kFloat8e4m3}) {
     const Shape s{t, ReduceOp::kAvg, 600, 3, 0, 64};
     INFO(typeOpName(s));
     auto slot = openSlot(pool, s);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/reduce/float16.h"
+#include "core/reduce/float8.h"
 
 namespace rs::test {
 
@@ -29,6 +30,10 @@ void storeAs(DataType t, void* buffer, uint64_t i, double v) {
       break;
     case DataType::kFloat32: static_cast<float*>(buffer)[i] = static_cast<float>(v); break;
     case DataType::kFloat64: static_cast<double*>(buffer)[i] = v; break;
+    case DataType::kFloat8e4m3:
+    case DataType::kFloat8e5m2:
+      static_cast<uint8_t*>(buffer)[i] = reduce::roundToFloat8(v, reduce::float8Format(t));
+      break;
   }
 }
 
@@ -46,14 +51,26 @@ double loadAs(DataType t, const void* buffer, uint64_t i) {
       return reduce::bfloat16ToFloat(static_cast<const uint16_t*>(buffer)[i]);
     case DataType::kFloat32: return static_cast<const float*>(buffer)[i];
     case DataType::kFloat64: return static_cast<const double*>(buffer)[i];
+    case DataType::kFloat8e4m3:
+    case DataType::kFloat8e5m2:
+      return reduce::float8ToFloat(static_cast<const uint8_t*>(buffer)[i], reduce::float8Format(t));
   }
   return NAN;
 }
 
+// v as a member holds it in type t: itself, but for fp8, which rounds some of the inputs
+// (E5M2 holds the integers to 8 exactly, E4M3 to 16).
+double asStored(DataType t, double v) {
+  if (!isFloat8(t)) return v;
+  uint8_t b = 0;
+  storeAs(t, &b, 0, v);
+  return loadAs(t, &b, 0);
+}
+
 double expectedResult(DataType t, ReduceOp op, int world, uint64_t i) {
-  double acc = exactInput(0, i, op);
+  double acc = asStored(t, exactInput(0, i, op));
   for (int r = 1; r < world; ++r) {
-    double v = exactInput(r, i, op);
+    double v = asStored(t, exactInput(r, i, op));
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kAvg: acc += v; break;
@@ -72,7 +89,8 @@ double expectedResult(DataType t, ReduceOp op, int world, uint64_t i) {
     }
     return std::trunc(acc / world);
   }
-  return acc;
+  // fp8 sums and products are exact in the fp32 accumulator and rounded once to the type.
+  return asStored(t, acc);
 }
 
 }  // namespace rs::test

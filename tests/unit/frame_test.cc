@@ -461,10 +461,10 @@ TEST_CASE("frame: data frame dtype out of range") {
   for (FrameType t : {FrameType::kReduce, FrameType::kResult}) {
     FrameHeader h = reduceHeader();
     h.type = t;
-    requireProtocolError(decode(patched(h, 60, 10, 1)), "dtype 10 (expected 0..9)");
+    requireProtocolError(decode(patched(h, 60, 12, 1)), "dtype 12 (expected 0..11)");
     requireProtocolError(decode(patched(h, 60, 255, 1)), "dtype 255");
   }
-  requireProtocolError(decode(patched(resultHeader(), 60, 10, 1)), "RESULT frame: dtype 10");
+  requireProtocolError(decode(patched(resultHeader(), 60, 12, 1)), "RESULT frame: dtype 12");
 }
 
 TEST_CASE("frame: data frame op out of range") {
@@ -539,6 +539,33 @@ TEST_CASE("frame: payload limit is inclusive") {
   h.elemCount += 1;
   h.payloadLength += 4;
   requireProtocolError(decode(h), "expected at most 8388608");
+}
+
+TEST_CASE("frame: an fp8 element counts for 2 bytes against the payload limit") {
+  // Its fp32 accumulator is 4 bytes: at most half the limit in elements keeps it within twice
+  // the limit, which the reducer's memory floor allows per chunk (dtype.h).
+  DecodeLimits limits{4096};
+  for (DataType t : {DataType::kFloat8e4m3, DataType::kFloat8e5m2}) {
+    for (FrameType type : {FrameType::kReduce, FrameType::kResult}) {
+      FrameHeader h = reduceHeader();
+      h.type = type;
+      h.dtype = t;
+      h.elemCount = 2048;
+      h.payloadLength = 2048;
+      REQUIRE(decode(encodeHeader(h), nullptr, limits).isOk());
+      h.elemCount = 2049;
+      h.payloadLength = 2049;
+      requireProtocolError(decode(encodeHeader(h), nullptr, limits),
+                           "elemCount 2049 of " + std::string(rs::dataTypeName(t)) +
+                               " counts as 4098 bytes, 2 an element (expected at most 4096");
+    }
+  }
+  // uint8, the same size on the wire, counts for its size.
+  FrameHeader h = reduceHeader();
+  h.dtype = DataType::kUint8;
+  h.elemCount = 4096;
+  h.payloadLength = 4096;
+  REQUIRE(decode(encodeHeader(h), nullptr, limits).isOk());
 }
 
 TEST_CASE("frame: elemOffset + elemCount overflow") {

@@ -15,14 +15,16 @@
 #include <catch2/catch.hpp>
 
 #include "core/reduce/float16.h"
+#include "core/reduce/float8.h"
 
 namespace rs::reduce {
 namespace {
 
-constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
-                                  DataType::kUint32,  DataType::kInt64,   DataType::kUint64,
-                                  DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
-                                  DataType::kBfloat16};
+constexpr DataType kAllTypes[] = {
+    DataType::kInt8,    DataType::kUint8,      DataType::kInt32,     DataType::kUint32,
+    DataType::kInt64,   DataType::kUint64,     DataType::kFloat16,   DataType::kFloat32,
+    DataType::kFloat64, DataType::kBfloat16,   DataType::kFloat8e4m3, DataType::kFloat8e5m2};
+constexpr DataType kFloat8Types[] = {DataType::kFloat8e4m3, DataType::kFloat8e5m2};
 constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin,
                                 ReduceOp::kAvg};
 // Around every vector width (1..64 lanes) and the 4-vector unrolled step, plus odd sizes.
@@ -49,6 +51,13 @@ struct Bfloat16 {
   static float widen(uint16_t b) { return bfloat16ToFloat(b); }
   static uint16_t narrow(float f) { return floatToBfloat16(f); }
 };
+template <DataType kType>
+struct Float8 {
+  using Wire = uint8_t;
+  using Acc = float;
+  static float widen(uint8_t b) { return float8ToFloat(b, float8Format(kType)); }
+  static uint8_t narrow(float f) { return floatToFloat8(f, float8Format(kType)); }
+};
 
 template <class F>
 void visitType(DataType t, F&& f) {
@@ -63,6 +72,8 @@ void visitType(DataType t, F&& f) {
     case DataType::kFloat32: return f(Plain<float>{});
     case DataType::kFloat64: return f(Plain<double>{});
     case DataType::kBfloat16: return f(Bfloat16{});
+    case DataType::kFloat8e4m3: return f(Float8<DataType::kFloat8e4m3>{});
+    case DataType::kFloat8e5m2: return f(Float8<DataType::kFloat8e5m2>{});
   }
 }
 
@@ -427,7 +438,8 @@ TEST_CASE("reduce: large odd sizes") {
   constexpr size_t kCount = 10'007;
   forEachTarget([&] {
     for (DataType type : {DataType::kFloat32, DataType::kBfloat16, DataType::kFloat16,
-                          DataType::kInt32, DataType::kUint8, DataType::kFloat64}) {
+                          DataType::kInt32, DataType::kUint8, DataType::kFloat64,
+                          DataType::kFloat8e4m3, DataType::kFloat8e5m2}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kAvg}) {
         std::vector<Buffer> inputs;
         for (size_t k = 0; k < 4; ++k) {
@@ -498,7 +510,8 @@ TEST_CASE("reduce: Inf and NaN follow IEEE 754") {
   // tail for every width; ordinary numbers elsewhere.
   forEachTarget([&] {
     for (DataType type :
-         {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBfloat16}) {
+         {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBfloat16,
+          DataType::kFloat8e4m3, DataType::kFloat8e5m2}) {
       const std::vector<std::pair<float, float>> cases = {
           {inf, -inf}, {inf, 2.0f}, {-inf, 0.0f},  {nan, 1.0f},   {1.0f, nan},
           {nan, -inf}, {inf, inf},  {-inf, -2.0f}, {0.0f, -0.0f}, {-0.0f, 0.0f}};
@@ -785,6 +798,184 @@ TEST_CASE("reduce: finalizeIsIdentity") {
   std::vector<int32_t> acc = {1, -2, 3};
   finalize(DataType::kInt32, ReduceOp::kSum, acc.data(), acc.data(), acc.size(), 3);
   CHECK(acc == std::vector<int32_t>{1, -2, 3});
+}
+
+// ---- fp8 (float8.h): the kernels' own conversions and arithmetic, exhaustively where they can be.
+
+// Every byte value, 256 times: inputs[0][i] = i / 256 and inputs[1][i] = i % 256 hold all pairs.
+std::vector<Buffer> allPairs(size_t offset) {
+  std::vector<Buffer> in;
+  in.emplace_back(65536, offset);
+  in.emplace_back(65536, offset);
+  for (size_t i = 0; i < 65536; ++i) {
+    in[0].data()[i] = static_cast<uint8_t>(i >> 8);
+    in[1].data()[i] = static_cast<uint8_t>(i);
+  }
+  return in;
+}
+
+TEST_CASE("reduce: fp8 every pair of values, every op, on every target and path") {
+  forEachTarget([] {
+    for (DataType type : kFloat8Types) {
+      const Float8Format f = float8Format(type);
+      for (size_t offset : {0, 1}) {
+        const std::vector<Buffer> in = allPairs(offset);
+        for (ReduceOp op : kAllOps) {
+          const auto want = reference(type, op, in, 65536);
+          for (Path path : kAllPaths) {
+            INFO(dataTypeName(type) << " " << pathName(path) << ", offset " << offset);
+            const std::string bad = runPath(path, type, op, in, 65536, offset, want);
+            if (!bad.empty()) FAIL(bad);
+          }
+        }
+        // The sum of two is the exact sum rounded once (fp32 holds it, or rounds it far from
+        // any fp8 midpoint), NaN and Inf included: bit for bit, with no tolerance for NaN.
+        std::vector<uint8_t> sum(65536);
+        const void* ptrs[2] = {in[0].data(), in[1].data()};
+        reduceInputs(type, ReduceOp::kSum, ptrs, 2, sum.data(), 65536);
+        for (size_t i = 0; i < 65536; ++i) {
+          const double exact = static_cast<double>(float8ToFloat(in[0].data()[i], f)) +
+                               static_cast<double>(float8ToFloat(in[1].data()[i], f));
+          INFO(dataTypeName(type) << " 0x" << std::hex << (i >> 8) << " + 0x" << (i & 0xFF));
+          REQUIRE(+sum[i] == +roundToFloat8(exact, f));
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("reduce: fp8 random bytes of every kind, many inputs, every length and alignment") {
+  // Any byte: subnormals, zeros of both signs, NaNs of any sign, E5M2's infinities, so sums
+  // overflow (saturate) and products underflow as they may.
+  std::mt19937_64 rng(8);
+  forEachTarget([&] {
+    for (DataType type : kFloat8Types) {
+      for (size_t ninputs : {2, 3, 9, 17}) {
+        for (size_t count : kLengths) {
+          for (size_t offset : {0, 1, 3}) {
+            std::vector<Buffer> in;
+            for (size_t k = 0; k < ninputs; ++k) {
+              in.emplace_back(count, offset);
+              for (size_t i = 0; i < count; ++i) in.back().data()[i] = static_cast<uint8_t>(rng());
+            }
+            for (ReduceOp op : kAllOps) {
+              const auto want = reference(type, op, in, count);
+              for (Path path : kAllPaths) {
+                INFO(dataTypeName(type) << " " << pathName(path) << ", " << ninputs
+                                        << " inputs, offset " << offset);
+                const std::string bad = runPath(path, type, op, in, count, offset, want);
+                if (!bad.empty()) FAIL(bad);
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("reduce: fp8 narrowing of fp32 matches float8.h at every rounding boundary") {
+  // finalize of an fp32 accumulator is the kernels' narrowing: between every pair of
+  // neighbouring fp8 values the midpoint and the fp32 values either side of it, every fp32
+  // with a top 16-bit pattern and low bits at both formats' halfway points, random fp32 bits.
+  std::vector<float> in;
+  for (DataType type : kFloat8Types) {
+    const Float8Format f = float8Format(type);
+    for (uint32_t b = 0; b < f.maxFinite; ++b) {
+      const float mid = (float8ToFloat(static_cast<uint8_t>(b), f) +
+                         float8ToFloat(static_cast<uint8_t>(b + 1), f)) / 2;
+      for (float x : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
+        in.push_back(x);
+        in.push_back(-x);
+      }
+    }
+  }
+  for (uint32_t hi = 0; hi < 65536; ++hi)
+    for (uint32_t lo : {0x0000u, 0x7FFFu, 0x8000u, 0xFFFFu})
+      in.push_back(floatFromBits(hi << 16 | lo));
+  std::mt19937 rng(5);
+  for (int i = 0; i < 100000; ++i) in.push_back(floatFromBits(static_cast<uint32_t>(rng())));
+  forEachTarget([&] {
+    for (DataType type : kFloat8Types) {
+      const Float8Format f = float8Format(type);
+      for (size_t offset : {0, 1}) {
+        std::vector<uint8_t> out(in.size() + offset);
+        finalize(type, ReduceOp::kSum, in.data(), out.data() + offset, in.size(), 1);
+        for (size_t i = 0; i < in.size(); ++i) {
+          INFO(dataTypeName(type) << " fp32 0x" << std::hex << floatBits(in[i]));
+          REQUIRE(+out[i + offset] == +floatToFloat8(in[i], f));
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("reduce: fp8 widening of every byte is exact") {
+  forEachTarget([] {
+    for (DataType type : kFloat8Types) {
+      const Float8Format f = float8Format(type);
+      std::vector<uint8_t> bytes(257);
+      for (size_t i = 0; i < 256; ++i) bytes[i + 1] = static_cast<uint8_t>(i);
+      std::vector<float> acc(256);
+      accumulateFirst(type, bytes.data() + 1, acc.data(), 256);
+      for (size_t b = 0; b < 256; ++b) {
+        const float want = float8ToFloat(static_cast<uint8_t>(b), f);
+        INFO(dataTypeName(type) << " byte 0x" << std::hex << b);
+        if (std::isnan(want)) {
+          REQUIRE(std::isnan(acc[b]));
+        } else {
+          REQUIRE(floatBits(acc[b]) == floatBits(want));
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("reduce: fp8 accumulates in fp32, rounds once and saturates only at the end") {
+  const auto e4m3 = [](float x) { return floatToFloat8(x, kE4m3); };
+  const auto e5m2 = [](float x) { return floatToFloat8(x, kE5m2); };
+  constexpr DataType kE4 = DataType::kFloat8e4m3, kE5 = DataType::kFloat8e5m2;
+  forEachTarget([&] {
+    for (auto run : {fused<uint8_t>, accumulated<uint8_t>}) {
+      // E4M3 keeps 4 significant bits: the ulp at 1 is 2^-3. Rounding per step would leave 1
+      // each time; the fp32 sum 1 + 3 * 2^-5 is 0.75 ulp above 1 and rounds up, once.
+      const uint8_t quarter = e4m3(0x1p-5f);
+      CHECK(run(kE4, ReduceOp::kSum, {{e4m3(1)}, {quarter}, {quarter}, {quarter}}) ==
+            std::vector<uint8_t>{e4m3(1.125f)});
+      // Ties to even: 1 + half an ulp stays 1, 1.125 + half an ulp goes up to 1.25.
+      CHECK(run(kE4, ReduceOp::kSum, {{e4m3(1), e4m3(1.125f)}, {e4m3(0x1p-4f), e4m3(0x1p-4f)}}) ==
+            std::vector<uint8_t>{e4m3(1), e4m3(1.25f)});
+      // Overflow saturates: 448 + 448 is 448, not NaN; E5M2 57344 + 57344 is 57344, not Inf.
+      CHECK(run(kE4, ReduceOp::kSum, {{0x7E, 0xFE}, {0x7E, 0xFE}}) ==
+            std::vector<uint8_t>{0x7E, 0xFE});
+      CHECK(run(kE5, ReduceOp::kSum, {{0x7B, 0xFB}, {0x7B, 0xFB}}) ==
+            std::vector<uint8_t>{0x7B, 0xFB});
+      // ... only at the end: 448 + 448 - 448 is 448 in fp32, where a ring that saturates at
+      // every hop gets 448 - 448 = 0; an average of maxima is the maximum.
+      CHECK(run(kE4, ReduceOp::kSum, {{0x7E}, {0x7E}, {0xFE}}) == std::vector<uint8_t>{0x7E});
+      CHECK(run(kE4, ReduceOp::kAvg, {{0x7E}, {0x7E}, {0x7E}}) == std::vector<uint8_t>{0x7E});
+      CHECK(run(kE4, ReduceOp::kProd, {{e4m3(32)}, {e4m3(32)}, {e4m3(0.25f)}}) ==
+            std::vector<uint8_t>{e4m3(256)});
+      // Subnormals: 2^-9 + 2^-9 = 2^-8; their average 2^-9; 2^-9 / 2 ties to 0 (even).
+      CHECK(run(kE4, ReduceOp::kSum, {{0x01}, {0x01}}) == std::vector<uint8_t>{0x02});
+      CHECK(run(kE4, ReduceOp::kAvg, {{0x01, 0x01}, {0x01, 0x00}}) ==
+            std::vector<uint8_t>{0x01, 0x00});
+      // NaN in, NaN (0x7F) out, whatever its sign; E4M3's 0xFF is its negative NaN.
+      CHECK(run(kE4, ReduceOp::kSum, {{0xFF, 0x7F}, {e4m3(1), 0x7E}}) ==
+            std::vector<uint8_t>{0x7F, 0x7F});
+      CHECK(run(kE4, ReduceOp::kMax, {{0xFF}, {0x7E}}) == std::vector<uint8_t>{0x7F});
+      // E5M2's infinities are IEEE: Inf + finite = Inf, Inf - Inf = NaN, max(Inf, x) = Inf.
+      CHECK(run(kE5, ReduceOp::kSum, {{0x7C, 0xFC, 0x7C}, {e5m2(1), 0x7B, 0xFC}}) ==
+            std::vector<uint8_t>{0x7C, 0xFC, 0x7F});
+      CHECK(run(kE5, ReduceOp::kMax, {{0xFC, 0x7C}, {0x7B, e5m2(1)}}) ==
+            std::vector<uint8_t>{0x7B, 0x7C});
+      CHECK(run(kE5, ReduceOp::kMin, {{0xFC, 0x7D}, {0x7B, e5m2(1)}}) ==
+            std::vector<uint8_t>{0xFC, 0x7F});
+      // Signed zeros: -0 + -0 = -0, -0 + 0 = +0.
+      CHECK(run(kE5, ReduceOp::kSum, {{0x80, 0x80}, {0x80, 0x00}}) ==
+            std::vector<uint8_t>{0x80, 0x00});
+    }
+  });
 }
 
 }  // namespace

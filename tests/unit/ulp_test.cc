@@ -17,6 +17,8 @@ namespace {
 constexpr DataType kHalf = DataType::kFloat16;
 constexpr DataType kBf16 = DataType::kBfloat16;
 constexpr DataType kFp32 = DataType::kFloat32;
+constexpr DataType kE4m3 = DataType::kFloat8e4m3;
+constexpr DataType kE5m2 = DataType::kFloat8e5m2;
 
 TEST_CASE("toDouble reads fp16, bf16 and fp32 bit patterns exactly") {
   CHECK(toDouble(kHalf, 0x3C00) == 1.0);
@@ -67,6 +69,27 @@ TEST_CASE("roundToType agrees with the kernels' narrowing of floats") {
     REQUIRE(roundToType(kHalf, f) == reduce::floatToHalf(f));
     REQUIRE(roundToType(kBf16, f) == reduce::floatToBfloat16(f));
   }
+}
+
+TEST_CASE("fp8: exact values, one saturating rounding, distances") {
+  CHECK(toDouble(kE4m3, 0x7E) == 448.0);
+  CHECK(toDouble(kE4m3, 0x01) == std::ldexp(1.0, -9));
+  CHECK(toDouble(kE5m2, 0xFB) == -57344.0);
+  CHECK(std::isinf(toDouble(kE5m2, 0x7C)));
+  CHECK(isNaN(kE4m3, 0xFF));
+  // One rounding: 1 + 2^-4 is the E4M3 tie between 1 and 1.125 (even: 1); a hair above goes up.
+  CHECK(roundToType(kE4m3, 1.0 + 1.0 / 16) == 0x38);
+  CHECK(roundToType(kE4m3, 1.0 + 1.0 / 16 + std::ldexp(1.0, -40)) == 0x39);
+  // Past the largest finite: saturated, not Inf or NaN (as NCCL's fp8 arithmetic does).
+  CHECK(roundToType(kE4m3, 1e9) == 0x7E);
+  CHECK(roundToType(kE5m2, -1e9) == 0xFB);
+  CHECK(roundToType(kE4m3, std::ldexp(1.0, -10)) == 0x00);  // tie with 0: even
+  CHECK(ulpDistance(kE4m3, 0x01, 0x81) == 2);               // across zero
+  CHECK(ulpDistance(kE4m3, 0x80, 0x00) == 0);
+  CHECK(ulpDistance(kE4m3, 0x07, 0x08) == 1);               // largest subnormal to smallest normal
+  CHECK(ulpDistance(kE5m2, 0x7B, 0x7C) == 1);               // largest finite to Inf
+  CHECK(ulpDistance(kE4m3, 0xFE, 0x7E) == 2 * 0x7Eu);
+  CHECK(ulpDistance(kE4m3, 0x7F, 0xFF) == 0);  // NaN and NaN
 }
 
 TEST_CASE("ulpDistance counts representable values between two of the same type") {
