@@ -165,11 +165,17 @@ fi
 
 # The bundle as it arrived: every file as MANIFEST lists it, and the reducer runs here.
 bundle_check() {
-  cd "$1"
-  grep -E '^[0-9a-f]{64}  ' MANIFEST | sha256sum --check --strict --quiet
-  echo "all $(grep -cE '^[0-9a-f]{64}  ' MANIFEST) files match MANIFEST"
-  echo "bundled reducer: $(bin/reduction-server --version)"
-  echo "its $(ls lib | wc -l) libraries and loader: $(lib/ld-linux-x86-64.so.2 --version | head -n 1)"
+  local n version loader
+  cd "$1" || return 1
+  n=$(grep -cE '^[0-9a-f]{64}  ' MANIFEST)
+  grep -E '^[0-9a-f]{64}  ' MANIFEST | sha256sum --check --strict --quiet \
+    || { echo "the files above differ from MANIFEST: the bundle was damaged on its way"; return 1; }
+  echo "all $n files match MANIFEST"
+  version=$(bin/reduction-server --version 2>&1) \
+    || { echo "the bundled reducer does not start here: $version"; return 1; }
+  loader=$(lib/ld-linux-x86-64.so.2 --version 2>&1 | head -n 1)
+  echo "bundled reducer: $version"
+  echo "its $(ls lib | wc -l) libraries and loader: $loader"
 }
 export -f bundle_check
 step bundle 30 0 . bash -c 'bundle_check "$1"' bundle_check "$bundle"

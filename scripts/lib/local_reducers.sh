@@ -5,8 +5,8 @@
 #
 # start_local_reducers BIN N DIR [reducer flags...]: starts N reduction-server processes on
 # ephemeral loopback ports, logging to DIR/reducer<i>.log; appends their pids to the caller's
-# `pids` array and sets `reducers` to "127.0.0.1:<port>,...". Fails if one has not reported
-# its port within 60 s.
+# `pids` array and sets `reducers` to "127.0.0.1:<port>,...". Fails if one exits or has not
+# reported its port within 60 s.
 start_local_reducers() {
   local bin=$1 n=$2 dir=$3 i port
   shift 3
@@ -16,8 +16,13 @@ start_local_reducers() {
       --stats-interval 0 "$@" >"$dir/reducer$i.log" 2>&1 &
     pids+=($!)
   done
+  local first=$((${#pids[@]} - n))
   for ((i = 0; i < n; i++)); do
-    for _ in $(seq 1200); do [[ -s "$dir/r$i.port" ]] && break; sleep 0.05; done
+    for _ in $(seq 1200); do
+      [[ -s "$dir/r$i.port" ]] && break
+      kill -0 "${pids[first + i]}" 2>/dev/null || break  # it exited: no point waiting
+      sleep 0.05
+    done
     if [[ ! -s "$dir/r$i.port" ]]; then
       echo "reducer $i did not start:" >&2
       cat "$dir/reducer$i.log" >&2
