@@ -175,9 +175,10 @@ bundle_check() {
     || { echo "the bundled reducer does not start here: $version"; return 1; }
   loader=$(lib/ld-linux-x86-64.so.2 --version 2>&1 | head -n 1)
   echo "bundled reducer: $version"
-  echo "its $(ls lib | wc -l) libraries and loader: $loader"
+  echo "its $(find lib -type f | wc -l) libraries and loader: $loader"
 }
 export -f bundle_check
+# shellcheck disable=SC2016  # $1 is the inner shell's
 step bundle 30 0 . bash -c 'bundle_check "$1"' bundle_check "$bundle"
 step plugin-harness 90 0 '^ok:|passed|libnccl-net-reduction-server [0-9]' tests/nccl_plugin/run_harness.sh "$bundle/bin/plugin_harness" \
   "$bundle/plugin/libnccl-net-reduction-server.so" "$bundle/bin/reduction-server"

@@ -42,6 +42,7 @@ is_gpu_bundle() {
 
 # gpu_binaries: sets `reducer_bin`, `plugin` and `harness` (absolute paths) from `bundle` or
 # `build`, building the release tree first if it is used and has no reducer.
+# shellcheck disable=SC2034  # the sourcing scripts use them
 gpu_binaries() {
   if [[ -n $bundle ]]; then
     reducer_bin=$bundle/bin/reduction-server
