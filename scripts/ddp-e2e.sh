@@ -21,14 +21,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/gpu_inputs.sh
 gpu_options ddp-e2e "$@"
 ((${#args[@]} == 0)) || { echo "ddp-e2e: unexpected argument ${args[0]}" >&2; exit 2; }
-if ((standin)); then
-  echo "ddp-e2e: CPU STAND-IN: plumbing only, not a GPU result (the plugin harness replaces the DDP run)"
-else
-  gpu_machine_ready ddp-e2e
-fi
-gpu_binaries
-gpu_pool ddp-e2e  # sets tmp, pids, reducers, RS_SECRET_FILE
-trap 'exit 143' TERM INT  # so that the pool's EXIT trap stops the reducers
+gpu_start ddp-e2e "the DDP run"  # sets plugin, harness, tmp, pids, reducers, RS_SECRET_FILE
 
 # train <name> [VAR=value...]: the two ranks of tests/gpu/ddp_train.py.
 train() {

@@ -28,14 +28,7 @@ for algo in "${algos[@]}"; do
   [[ $algo == CollNetDirect || $algo == CollNetChain ]] \
     || { echo "gpu-e2e: unknown algorithm $algo (CollNetDirect, CollNetChain)" >&2; exit 2; }
 done
-if ((standin)); then
-  echo "gpu-e2e: CPU STAND-IN: plumbing only, not a GPU result (the plugin harness replaces PyTorch and NCCL)"
-else
-  gpu_machine_ready gpu-e2e
-fi
-gpu_binaries
-gpu_pool gpu-e2e  # sets tmp, pids, reducers, RS_SECRET_FILE
-trap 'exit 143' TERM INT  # so that the pool's EXIT trap stops the reducers
+gpu_start gpu-e2e "PyTorch and NCCL"  # sets plugin, harness, tmp, pids, reducers, RS_SECRET_FILE
 
 export NCCL_NET_PLUGIN=$plugin NCCL_COLLNET_ENABLE=1 RS_REDUCERS=$reducers NCCL_RS_IFNAME=lo
 export NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING

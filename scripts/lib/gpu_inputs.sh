@@ -77,6 +77,21 @@ gpu_machine_ready() {
   fi
 }
 
+# gpu_start NAME WHAT: what both GPU scripts do before their ranks: with --cpu-standin, says
+# that the harness replaces WHAT and that this is no GPU result, else checks the machine
+# (gpu_machine_ready); then the binaries (gpu_binaries) and the pool (gpu_pool), with a TERM and
+# INT trap so that the pool's EXIT trap stops the reducers and the ranks.
+gpu_start() {
+  if ((standin)); then
+    echo "$1: CPU STAND-IN: plumbing only, not a GPU result (the plugin harness replaces $2)"
+  else
+    gpu_machine_ready "$1"
+  fi
+  gpu_binaries
+  gpu_pool "$1"
+  trap 'exit 143' TERM INT
+}
+
 # gpu_free_port: a port for a rendezvous on loopback, below the kernel's ephemeral range.
 gpu_free_port() {
   echo $((20000 + RANDOM % 12000))
