@@ -28,7 +28,7 @@ train() {
   local name=$1
   shift
   echo "=== $name run"
-  gpu_ranks "$tmp/$name" 110 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING "$@" -- \
+  gpu_ranks "$tmp/$name" 85 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING "$@" -- \
     python3 tests/gpu/ddp_train.py --port "$(gpu_free_port)" --out "$tmp/$name/weights.pt" \
     || { echo "ddp-e2e: the $name run failed"; echo "ddp-e2e: FAILED"; exit 1; }
   grep -v "NCCL INFO" "$tmp/$name/rank0.log" || true

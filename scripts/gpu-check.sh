@@ -11,7 +11,8 @@
 #                      (CollNetDirect, CollNetChain)
 #   4. ddp-e2e         scripts/ddp-e2e.sh: DDP training through the plugin vs NCCL alone
 # and writes one report (markdown) with the machine, each step's result, time and key lines;
-# the steps' logs go in a folder beside it.
+# the steps' logs go in a folder beside it. Each step has a bound (30, 80, 210 and 180 s, and
+# 10 s to stop; the machine's facts 60 s), so the whole takes 10 minutes at most, whatever hangs.
 #   scripts/gpu-check.sh [--bundle DIR] [--report FILE] [--cpu-standin]
 #     --bundle DIR    default: the bundle this script is part of, else build/gpu-check
 #     --report FILE   default: ./gpu-check-report.md (logs in ./gpu-check-report-logs/)
@@ -59,7 +60,7 @@ fact() { machine+=("- $1: $2"); }
 fact host "$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
 fact date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 if command -v nvidia-smi >/dev/null; then
-  gpus=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1) \
+  gpus=$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1) \
     && have_gpu=1 || have_gpu=0
   fact "GPU (nvidia-smi)" "$(tr '\n' ';' <<<"$gpus" | sed 's/;$//')"
 else
@@ -72,7 +73,7 @@ fact CPUs "$(nproc) x $(grep -m 1 '^model name' /proc/cpuinfo | cut -d: -f2- | s
 torch_rc=2
 if command -v python3 >/dev/null; then
   fact python "$(python3 --version 2>&1)"
-  torch_facts=$(timeout 60 python3 tests/gpu/torch_env.py 2>&1) && torch_rc=0 || torch_rc=$?
+  torch_facts=$(timeout 40 python3 tests/gpu/torch_env.py 2>&1) && torch_rc=0 || torch_rc=$?
   while IFS= read -r line; do fact "${line%%: *}" "${line#*: }"; done <<<"$torch_facts"
 else
   fact python "none: python3 not found"
@@ -128,7 +129,7 @@ step() {
   shift 4
   log=$logs/$name.log
   say "$name (at most $limit s) ..."
-  timeout -k 15 "$limit" "$@" >"$log" 2>&1 || rc=$?
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1 || rc=$?
   case $rc in
     0) result=PASS ;;
     124|137) result="FAIL: stopped after $limit s" ;;
@@ -151,7 +152,10 @@ step() {
 if ((!standin)); then
   reason=""
   ((have_gpu)) || reason="nvidia-smi is missing or fails"
-  [[ -z $reason && $torch_rc == 2 ]] && reason="PyTorch cannot use a GPU here: $(tail -n 1 <<<"${torch_facts:-no python3}")"
+  if [[ -z $reason && $torch_rc != 0 && $torch_rc != 3 ]]; then
+    reason="PyTorch cannot use a GPU here: $(tail -n 1 <<<"${torch_facts:-no python3}")"
+    ((torch_rc == 124)) && reason="PyTorch did not answer within 40 s"
+  fi
   if [[ -n $reason ]]; then
     write_report "NOT RUN: no GPU here ($reason)"
     echo "gpu-check: no GPU here ($reason): nothing run. On a machine without a GPU," \
@@ -180,13 +184,14 @@ bundle_check() {
 export -f bundle_check
 # shellcheck disable=SC2016  # $1 is the inner shell's
 step bundle 30 0 . bash -c 'bundle_check "$1"' bundle_check "$bundle"
-step plugin-harness 90 0 '^ok:|passed|libnccl-net-reduction-server [0-9]' tests/nccl_plugin/run_harness.sh "$bundle/bin/plugin_harness" \
+step plugin-harness 80 0 '^ok:|passed|libnccl-net-reduction-server [0-9]' \
+  tests/nccl_plugin/run_harness.sh "$bundle/bin/plugin_harness" \
   "$bundle/plugin/libnccl-net-reduction-server.so" "$bundle/bin/reduction-server"
 standin_flag=()
 ((standin)) && standin_flag=(--cpu-standin)
-step gpu-e2e 240 "$standin" . scripts/gpu-e2e.sh --bundle "$bundle" ${standin_flag[@]+"${standin_flag[@]}"} \
+step gpu-e2e 210 "$standin" . scripts/gpu-e2e.sh --bundle "$bundle" ${standin_flag[@]+"${standin_flag[@]}"} \
   --logs "$logs/gpu-e2e"
-step ddp-e2e 210 "$standin" . scripts/ddp-e2e.sh --bundle "$bundle" ${standin_flag[@]+"${standin_flag[@]}"} \
+step ddp-e2e 180 "$standin" . scripts/ddp-e2e.sh --bundle "$bundle" ${standin_flag[@]+"${standin_flag[@]}"} \
   --logs "$logs/ddp-e2e"
 
 verdict="PASS: ${#steps[@]} of ${#steps[@]} steps passed"

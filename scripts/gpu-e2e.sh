@@ -42,7 +42,7 @@ status=0
 for algo in "${algos[@]}"; do
   dir="$tmp/$algo"
   echo "=== NCCL_ALGO=allreduce:$algo"
-  gpu_ranks "$dir" 150 NCCL_ALGO="allreduce:$algo" -- \
+  gpu_ranks "$dir" 95 NCCL_ALGO="allreduce:$algo" -- \
     python3 tests/gpu/nccl_allreduce_e2e.py --port "$(gpu_free_port)" || status=1
   grep -v "NCCL INFO" "$dir/rank0.log" || true
   grep -h "^rank 1" "$dir/rank1.log" || true

@@ -9,7 +9,7 @@
 #                    its reducer is missing; Debian 12 only)
 #   --cpu-standin    the torch step replaced by the plugin harness driving the same plugin with
 #                    the same environment: the plumbing only, NOT a GPU result
-#   --logs DIR       keep the run's logs (ranks, reducers) in DIR instead of a folder removed at exit
+#   --logs DIR       keep the run's logs (ranks, reducers) in DIR, not in a folder removed at exit
 # and sets `bundle`, `build`, `standin` (0/1), `logs` and `args` (the other arguments). Run from
 # the repository's or the bundle's root: when that root is itself a bundle, it is the default.
 gpu_options() {
