@@ -1,53 +1,67 @@
 #!/usr/bin/env bash
-# End to end on a GPU machine: a real NCCL all-reduce with CollNet on, through the plugin,
-# against a local reducer pool. Two NCCL "nodes" share one GPU (different NCCL_HOSTID values,
-# spec section 5.3), so every all-reduce crosses the plugin. Checks every result, then checks
-# NCCL_DEBUG=INFO for the lines that prove the plugin was loaded and CollNet carried the
-# all-reduce, and the reducers' logs for the reductions they did.
-#   scripts/gpu-e2e.sh [CollNetDirect|CollNetChain]     (default: both, one after the other)
-# Needs: an NVIDIA GPU with its driver, the CUDA toolkit and NCCL (/usr/local/cuda).
+# End to end on a GPU machine: NCCL all-reduces from PyTorch (torch.distributed, NCCL backend:
+# tests/gpu/nccl_allreduce_e2e.py, fp32/bf16/fp16 sums from 1 KiB to 32 MiB, every element
+# checked) with CollNet through the plugin to a local pool of two reducers, once with
+# NCCL_ALGO=allreduce:CollNetDirect and once with CollNetChain. Two NCCL "nodes" share GPU 0
+# (their own NCCL_HOSTID each, spec section 5.3) with NCCL's shared-memory and P2P transports off,
+# so every all-reduce crosses the plugin. Then checks NCCL_DEBUG=INFO for the lines that prove the
+# plugin was loaded and CollNet carried the all-reduces (NCCL 2.28's formats), and the reducers'
+# logs for the groups they served.
+#   scripts/gpu-e2e.sh [--bundle DIR | --build DIR] [--cpu-standin] [--logs DIR] [ALGO...]
+#     ALGO          CollNetDirect, CollNetChain (default: both, one after the other)
+#     --bundle DIR  the reducer, plugin and harness of scripts/make-gpu-check-bundle.sh's bundle
+#                   (the default when this script is the bundle's own copy); installs nothing
+#     --build DIR   a release build tree (default build/release, built here if missing)
+#     --cpu-standin the plugin harness instead of PyTorch, same plugin, pool and environment: for
+#                   testing this script without a GPU; its result is NOT a GPU result
+#     --logs DIR    keep the rank and reducer logs there
+# Needs: an NVIDIA GPU and PyTorch with CUDA and NCCL 2.24 or later (tests/gpu/torch_env.py).
+# Exit status: 0 passed, 1 failed, 2 no GPU or no PyTorch, 3 PyTorch's NCCL cannot load the plugin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh release >/dev/null
-bin=build/release
-plugin=$(readlink -f "$bin/client/nccl_plugin/libnccl-net-reduction-server.so")
-[[ -x $bin/tests/gpu/nccl_allreduce_e2e ]] || { echo "gpu-e2e: CUDA/NCCL not found at build time"; exit 2; }
-nvidia-smi -L >/dev/null 2>&1 || { echo "gpu-e2e: no GPU here (nvidia-smi failed)"; exit 2; }
+# shellcheck source=scripts/lib/gpu_inputs.sh
+source scripts/lib/gpu_inputs.sh
+gpu_options gpu-e2e "$@"
+algos=(CollNetDirect CollNetChain)
+((${#args[@]} == 0)) || algos=("${args[@]}")
+for algo in "${algos[@]}"; do
+  [[ $algo == CollNetDirect || $algo == CollNetChain ]] \
+    || { echo "gpu-e2e: unknown algorithm $algo (CollNetDirect, CollNetChain)" >&2; exit 2; }
+done
+gpu_start gpu-e2e "PyTorch and NCCL"  # sets plugin, harness, tmp, pids, reducers, RS_SECRET_FILE
 
-# shellcheck source=scripts/lib/local_reducers.sh
-source scripts/lib/local_reducers.sh
-with_local_pool "$bin/server/reduction-server" 2 --io-threads 2  # sets tmp, pids, reducers
-
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export NCCL_NET_PLUGIN=$plugin NCCL_COLLNET_ENABLE=1 RS_REDUCERS=$reducers NCCL_RS_IFNAME=lo
-export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING
-# Keep NCCL's own shared-memory and P2P transports off, so the two "nodes" on one GPU talk
-# only through the network plugin, as separate hosts would.
-export NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1
+export NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING
+
+# What NCCL 2.28 logs at INFO when the plugin carries the all-reduces (spec section 5.2; the
+# CollNet connection line differs between the two algorithms).
+declare -A connected=([CollNetDirect]="Connected CollNet" [CollNetChain]="Connected Collnet Chains")
+declare -A algo_line=([CollNetDirect]="COLLNET_DIRECT" [CollNetChain]="COLLNET_CHAIN")
 
 status=0
-for algo in ${1:-CollNetDirect CollNetChain}; do
+for algo in "${algos[@]}"; do
   dir="$tmp/$algo"
-  mkdir -p "$dir"
   echo "=== NCCL_ALGO=allreduce:$algo"
-  for rank in 0 1; do
-    NCCL_HOSTID="rs-e2e-node$rank" NCCL_ALGO="allreduce:$algo" timeout 300 \
-      "$bin/tests/gpu/nccl_allreduce_e2e" --rank $rank --world 2 --dir "$dir" \
-      >"$dir/rank$rank.log" 2>&1 &
-    procs[$rank]=$!
-  done
-  for rank in 0 1; do wait "${procs[$rank]}" || status=1; done
-  cat "$dir/rank0.log" | grep -v "NCCL INFO" || true
-  for want in "Loaded net plugin ReductionServer" "Loaded collnet plugin ReductionServer" \
-              "via COLLNET/ReductionServer" "Connected CollNet"; do
+  gpu_ranks "$dir" 95 NCCL_ALGO="allreduce:$algo" -- \
+    python3 tests/gpu/nccl_allreduce_e2e.py --port "$(gpu_free_port)" || status=1
+  grep -v "NCCL INFO" "$dir/rank0.log" || true
+  grep -h "^rank 1" "$dir/rank1.log" || true
+  if ((standin)); then
+    echo "CPU STAND-IN: no NCCL here, so its log checks (plugin loaded, via COLLNET, Algo ${algo_line[$algo]}) are not made"
+    continue
+  fi
+  for want in "NET/Plugin: Loaded net plugin ReductionServer" \
+              "NET/Plugin: Loaded collnet plugin ReductionServer" \
+              "via COLLNET/ReductionServer" "${connected[$algo]}"; do
     if grep -q "$want" "$dir/rank0.log"; then echo "found in NCCL log: $want"
     else echo "MISSING in NCCL log: $want"; status=1; fi
   done
-  grep -E "AllReduce: .* Algo COLLNET" "$dir/rank0.log" | head -3 || { echo "MISSING: AllReduce -> Algo COLLNET_*"; status=1; }
+  grep -E "AllReduce: [0-9]+ Bytes -> Algo ${algo_line[$algo]} " "$dir/rank0.log" | sed 's/.*NCCL INFO //' | head -n 3 \
+    | grep . || { echo "MISSING in NCCL log: AllReduce -> Algo ${algo_line[$algo]}"; status=1; }
+  if grep -E "AllReduce: [0-9]+ Bytes -> Algo" "$dir/rank0.log" | grep -v "Algo ${algo_line[$algo]} " | head -n 3 | grep .; then
+    echo "NOT CollNet: the all-reduces above took another algorithm"; status=1
+  fi
 done
-kill "${pids[@]}" 2>/dev/null || true
-wait 2>/dev/null || true
-grep -h "closed:" "$tmp"/reducer*.log || { echo "MISSING: reducers logged no group"; status=1; }
+gpu_report_reducers gpu-e2e || status=1
 ((status == 0)) && echo "gpu-e2e: passed" || echo "gpu-e2e: FAILED"
 exit $status

@@ -2,8 +2,9 @@
 # Installs what is needed, builds, and runs every test: the release build's unit and
 # multi-process tests, the images (scripts/image-test.sh, which packages the portable plugin
 # too), the portable plugin's checks (tests/portable/: its dependencies, Debian 11, 12 and 13
-# containers, no clash inside a process), the sanitizer builds of the data-plane tests, and the
-# fuzzers for a bounded time. This is the README's test command and what .ci/run calls.
+# containers, no clash inside a process, the GPU check's bundle), the sanitizer builds of the
+# data-plane tests, and the fuzzers for a bounded time. This is the README's test command and
+# what .ci/run calls.
 #   scripts/test.sh          everything
 #   scripts/test.sh --quick  the release build's tests only
 set -euo pipefail
@@ -52,6 +53,9 @@ if ((quick == 0)); then
     "$root/release/server/reduction-server" "$root/release/client/nccl_plugin/libnccl-net-reduction-server.so"
   tests/portable/distro_test.sh "$root/portable/out" "$root/release/server/reduction-server" \
     "$root"/packages/libnccl-net-reduction-server_*.deb
+  # The one-shot GPU check's bundle (scripts/gpu-check.sh) in a Debian 11 container with no GPU,
+  # network or python: its refusal, and --cpu-standin (the plumbing only, never a GPU result).
+  tests/portable/gpu_check_test.sh "$root/portable/out" "$root/release/server/reduction-server"
   # Sanitizers: halt on the first report so a finding fails the test that caused it.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
