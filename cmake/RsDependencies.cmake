@@ -50,4 +50,14 @@ if(RS_BUILD_TESTS)
   find_package(Catch2 CONFIG REQUIRED)
 endif()
 
-message(STATUS "Reduction Server: sanitize='${RS_SANITIZE}'")
+# The CUDA toolkit is optional and used for its headers alone: tests/cuda checks our fp8
+# rounding against CUDA's own host conversions. Nothing needs a device or links CUDA.
+set(RS_HAVE_CUDA OFF)
+if(RS_WITH_CUDA)
+  if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  set(RS_HAVE_CUDA ${CUDAToolkit_FOUND})
+endif()
+message(STATUS "Reduction Server: CUDA headers=${RS_HAVE_CUDA} sanitize='${RS_SANITIZE}'")
