@@ -51,8 +51,7 @@ if [[ $(cat "$sysroot/.rs-key" 2>/dev/null) != "$key" ]]; then
   echo "$key" >"$sysroot.partial/.rs-key"
   mv "$sysroot.partial" "$sysroot"
 fi
-say "sysroot: $(cat "$sysroot"/usr/share/doc/libc6/changelog.Debian.gz 2>/dev/null | gzip -dc |
-                head -1 | cut -d' ' -f1-2) at $sysroot"
+say "sysroot: $(gzip -dc "$sysroot"/usr/share/doc/libc6/changelog.Debian.gz | head -1 | cut -d' ' -f1-2) at $sysroot"
 
 # --- 2. Debian 12's sources of the compiled libraries -------------------------------------------
 # The same versions as the Debian 12 build's -dev packages on this machine, through apt (so

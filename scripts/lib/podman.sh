@@ -71,6 +71,7 @@ debian_image() {
 # debian_base DIR: sets `base` to a local Debian 12 image standing in for debian:bookworm-slim.
 debian_base() {
   debian_image "$1" bookworm minbase
+  # shellcheck disable=SC2034  # the caller's
   base=$image
 }
 
@@ -78,8 +79,10 @@ debian_base() {
 # base where no registry can be reached): Debian's static busybox and its applets, nothing else.
 busybox_image() {
   local dir=$1 bin=/bin/busybox key
-  [[ -x $bin ]] && file -b "$bin" | grep -q 'statically linked' \
-    || { echo "busybox_image: no static $bin (Debian's busybox-static)" >&2; return 2; }
+  if [[ ! -x $bin ]] || ! file -b "$bin" | grep -q 'statically linked'; then
+    echo "busybox_image: no static $bin (Debian's busybox-static)" >&2
+    return 2
+  fi
   key=$(sha256sum "$bin" | cut -c1-12)
   image="localhost/rs-busybox:$key"
   podman image exists "$image" && return 0
