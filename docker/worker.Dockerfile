@@ -13,7 +13,7 @@
 ARG BASE=debian:bookworm-slim
 FROM ${BASE}
 COPY build/portable/out/libnccl-net-reduction-server.so /opt/reduction-server/lib/
-# NCCL (2.24 and later) dlopens NCCL_NET_PLUGIN as given when it is a path, so the plugin needs
+# NCCL (2.20 and later) dlopens NCCL_NET_PLUGIN as given when it is a path, so the plugin needs
 # no place on the loader's search path. The reducers come from CLUSTER_SPEC on Vertex AI
 # (workerpool2) or from RS_REDUCERS (host:port,...) set when the job starts.
 ENV NCCL_NET_PLUGIN=/opt/reduction-server/lib/libnccl-net-reduction-server.so \

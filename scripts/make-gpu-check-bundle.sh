@@ -78,7 +78,7 @@ commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
   echo "reducer: $("$out/bin/reduction-server" --version), built on $(. /etc/os-release && echo "$PRETTY_NAME")"
   echo "reducer's glibc (bundled): $("$out/lib/ld-linux-x86-64.so.2" --version | head -n 1)"
   echo "plugin: libnccl-net-reduction-server.so, needs glibc >= $glibc_needed; exports ${tables[*]}" \
-    "(NCCL 2.24 or later)"
+    "(NCCL 2.20 or later)"
   echo "files:"
   (cd "$out" && find . -type f ! -name MANIFEST | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum)
 } >"$out/MANIFEST"

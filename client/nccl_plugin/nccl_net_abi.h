@@ -1,8 +1,8 @@
-// NCCL's net and CollNet plugin ABI, as NCCL 2.24 .. 2.28 load it (versions v9, v10, v11).
+// NCCL's net and CollNet plugin ABI, as NCCL 2.20 .. 2.28 load it (versions v8 to v11).
 //
 // NCCL does not install its plugin headers, so this is a copy of the declarations, checked
 // against NCCL's source tree at tag v2.28.9-1: the tables and property structs of
-// src/include/plugin/net/net_v9.h, net_v10.h and net_v11.h (each declares ncclNet_vN_t and
+// src/include/plugin/net/net_v8.h, net_v9.h, net_v10.h and net_v11.h (each declares ncclNet_vN_t and
 // ncclCollNet_vN_t; ext-net/example/nccl/ holds the same for plugin authors), the shared types of
 // src/include/plugin/nccl_net.h, and ncclResult_t, ncclDataType_t and ncclRedOp_t of NCCL's public
 // nccl.h (installed with NCCL, e.g. by libnccl-dev). ext-net/README.md explains how
@@ -131,6 +131,23 @@ typedef struct {
 } ncclNetProperties_v10_t;
 typedef ncclNetProperties_v10_t ncclNetProperties_v9_t;
 
+// v8 (NCCL 2.20-2.23): no forceFlush, vProps or size limits (NCCL assumes 1 GiB per p2p
+// transfer and 512 MiB per collective call).
+typedef struct {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int regIsGlobal;
+  int speed;
+  int port;
+  float latency;
+  int maxComms;
+  int maxRecvs;
+  ncclNetDeviceType netDeviceType;
+  int netDeviceVersion;
+} ncclNetProperties_v8_t;
+
 typedef struct {
   char* name;
   char* pciPath;
@@ -240,6 +257,34 @@ typedef struct {
   ncclResult_t (*makeVDevice)(int* d, ncclNetVDeviceProps_t* props);
 } ncclNet_v9_t;
 
+// v8: as v9 without makeVDevice; isend and irecv count bytes in int.
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(ncclDebugLogger_t log);
+  ncclResult_t (*devices)(int* ndev);
+  ncclResult_t (*getProperties)(int dev, ncclNetProperties_v8_t* props);
+  ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
+  ncclResult_t (*connect)(int dev, void* handle, void** sendComm,
+                          ncclNetDeviceHandle_t** sendDevComm);
+  ncclResult_t (*accept)(void* listenComm, void** recvComm, ncclNetDeviceHandle_t** recvDevComm);
+  ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset,
+                              int fd, void** mhandle);
+  ncclResult_t (*deregMr)(void* comm, void* mhandle);
+  ncclResult_t (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle,
+                        void** request);
+  ncclResult_t (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags,
+                        void** mhandles, void** request);
+  ncclResult_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles,
+                         void** request);
+  ncclResult_t (*test)(void* request, int* done, int* sizes);
+  ncclResult_t (*closeSend)(void* sendComm);
+  ncclResult_t (*closeRecv)(void* recvComm);
+  ncclResult_t (*closeListen)(void* listenComm);
+  ncclResult_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
+  ncclResult_t (*irecvConsumed)(void* recvComm, int n, void* request);
+} ncclNet_v8_t;
+
 // --- ncclCollNet ------------------------------------------------------------------------------
 
 typedef struct {
@@ -305,8 +350,46 @@ typedef struct {
 } ncclCollNet_v10_t;
 typedef ncclCollNet_v10_t ncclCollNet_v9_t;
 
+typedef struct {
+  void* mhandle;
+  void* address;
+  uint32_t size;
+} ncclNetSGE_v8_t;
+
+// v8: as v9 without makeVDevice; iallreduce counts elements in int, SGE sizes are 32-bit.
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(ncclDebugLogger_t log);
+  ncclResult_t (*devices)(int* ndev);
+  ncclResult_t (*getProperties)(int dev, ncclNetProperties_v8_t* props);
+  ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
+  ncclResult_t (*connect)(void* handles[], int nranks, int rank, void* listenComm,
+                          void** collComm);
+  ncclResult_t (*reduceSupport)(ncclDataType_t dataType, ncclRedOp_t redOp, int* supported);
+  ncclResult_t (*regMr)(void* collComm, void* data, size_t size, int type, void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* collComm, void* data, size_t size, int type, uint64_t offset,
+                              int fd, void** mhandle);
+  ncclResult_t (*deregMr)(void* collComm, void* mhandle);
+  ncclResult_t (*iallreduce)(void* collComm, void* sendData, void* recvData, int count,
+                             ncclDataType_t dataType, ncclRedOp_t redOp, void* sendMhandle,
+                             void* recvMhandle, void** request);
+  ncclResult_t (*iallgather)(void* collComm, void* sendData, int nRecvParts,
+                             ncclNetSGE_v8_t* recvParts, size_t bytesPerRank, size_t windowOffset,
+                             size_t windowBytes, void* sendMhandle, void** request);
+  ncclResult_t (*ireducescatter)(void* collComm, int nSendParts, ncclNetSGE_v8_t* sendParts,
+                                 void* recvData, size_t bytesPerRank, size_t windowOffset,
+                                 size_t windowBytes, ncclDataType_t dataType, ncclRedOp_t redOp,
+                                 void* recvMhandle, void** request);
+  ncclResult_t (*iflush)(void* collComm, void* data, int size, void* mhandle, void** request);
+  ncclResult_t (*test)(void* request, int* done, int* size);
+  ncclResult_t (*closeColl)(void* collComm);
+  ncclResult_t (*closeListen)(void* listenComm);
+} ncclCollNet_v8_t;
+
 }  // extern "C"
 
+static_assert(sizeof(ncclNetProperties_v8_t) == 64, "v8 properties layout");
+static_assert(offsetof(ncclNetProperties_v8_t, speed) == 32, "v8 speed offset");
 static_assert(sizeof(ncclNetProperties_v10_t) == 104, "v10 properties layout");
 static_assert(sizeof(ncclNetProperties_v11_t) == 112, "v11 properties layout");
 static_assert(offsetof(ncclNetProperties_v11_t, vProps) == 64, "vProps offset");
@@ -314,5 +397,7 @@ static_assert(offsetof(ncclNetProperties_v11_t, maxP2pBytes) == 88, "maxP2pBytes
 static_assert(sizeof(ncclNet_v11_t) == 22 * sizeof(void*), "ncclNet v11 has 22 members");
 static_assert(sizeof(ncclNet_v10_t) == 20 * sizeof(void*), "ncclNet v10 has 20 members");
 static_assert(sizeof(ncclNet_v9_t) == 20 * sizeof(void*), "ncclNet v9 has 20 members");
+static_assert(sizeof(ncclNet_v8_t) == 19 * sizeof(void*), "ncclNet v8 has 19 members");
 static_assert(sizeof(ncclCollNet_v11_t) == 19 * sizeof(void*), "ncclCollNet v11 has 19 members");
 static_assert(sizeof(ncclCollNet_v10_t) == 18 * sizeof(void*), "ncclCollNet v10 has 18 members");
+static_assert(sizeof(ncclCollNet_v8_t) == 17 * sizeof(void*), "ncclCollNet v8 has 17 members");

@@ -3,8 +3,8 @@
 // Every entry point catches everything and turns a Status into an ncclResult_t with a WARN
 // line (nothing is thrown across the C ABI; nccl_result.h maps the codes). One implementation
 // of each call serves every exported version; the per-version functions below only adapt
-// argument lists (v9 has no phandle, v10 no per-communicator context, v11 both contexts and
-// finalize).
+// argument lists (v8 counts in int, v9 has no phandle, v10 no per-communicator context, v11
+// both contexts and finalize).
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -148,6 +148,15 @@ ncclResult_t getPropertiesV10(int dev, ncclNetProperties_v10_t* props, bool coll
   ncclNetProperties_v11_t full;
   ncclResult_t r = getPropertiesV11(dev, &full, collnet);
   if (r == ncclSuccess) std::memcpy(props, &full, sizeof *props);  // v10 is v11's prefix
+  return r;
+}
+
+ncclResult_t getPropertiesV8(int dev, ncclNetProperties_v8_t* props, bool collnet) {
+  ncclNetProperties_v11_t f;
+  ncclResult_t r = getPropertiesV11(dev, &f, collnet);
+  if (r == ncclSuccess)
+    *props = {f.name,    f.pciPath, f.guid,     f.ptrSupport, f.regIsGlobal,   f.speed,
+              f.port,    f.latency, f.maxComms, f.maxRecvs,   f.netDeviceType, f.netDeviceVersion};
   return r;
 }
 
@@ -401,6 +410,20 @@ ncclResult_t netIrecvV9(void* rc, int n, void** data, size_t* sizes, int* tags, 
                         void** req) {
   return netIrecv(rc, n, data, sizes, tags, req);
 }
+// v8 counts bytes in int; NCCL never passes a negative one, but a mistake must not become 2^64.
+ncclResult_t netIsendV8(void* sc, void* data, int size, int tag, void*, void** req) {
+  RS_REQUIRE(size >= 0, "isend", "negative size {}", size);
+  return netIsend(sc, data, static_cast<size_t>(size), tag, req);
+}
+ncclResult_t netIrecvV8(void* rc, int n, void** data, int* sizes, int* tags, void**,
+                        void** req) {
+  RS_REQUIRE(n == 1 && sizes[0] >= 0, "irecv", "{} receives of {} bytes asked for", n, sizes[0]);
+  size_t size = static_cast<size_t>(sizes[0]);
+  return netIrecv(rc, n, data, &size, tags, req);
+}
+ncclResult_t netGetPropertiesV8(int dev, ncclNetProperties_v8_t* p) {
+  return getPropertiesV8(dev, p, false);
+}
 ncclResult_t netCloseSend(void* c) { return closeAs<SendComm>(c, "closeSend"); }
 ncclResult_t netCloseRecv(void* c) { return closeAs<RecvComm>(c, "closeRecv"); }
 ncclResult_t netCloseListen(void* c) { return closeAs<ListenComm>(c, "closeListen"); }
@@ -425,6 +448,15 @@ ncclResult_t collGetPropertiesV10(int dev, ncclNetProperties_v10_t* p) {
 }
 ncclResult_t collListenV11(void*, int dev, void* handle, void** lc) {
   return collListen(dev, handle, lc);
+}
+ncclResult_t collGetPropertiesV8(int dev, ncclNetProperties_v8_t* p) {
+  return getPropertiesV8(dev, p, true);
+}
+ncclResult_t collIallreduceV8(void* cc, void* send, void* recv, int count, ncclDataType_t type,
+                              ncclRedOp_t op, void* smh, void* rmh, void** req) {
+  *req = nullptr;
+  RS_REQUIRE(count >= 0, "iallreduce", "negative count {}", count);
+  return collIallreduce(cc, send, recv, static_cast<size_t>(count), type, op, smh, rmh, req);
 }
 ncclResult_t collCloseColl(void* c) { return closeAs<CollComm>(c, "closeColl"); }
 ncclResult_t collCloseListen(void*) { return ncclSuccess; }
@@ -511,6 +543,28 @@ RS_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
     .makeVDevice = nullptr,
 };
 
+RS_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
+    .name = kPluginName,
+    .init = netInitV9,
+    .devices = netDevices,
+    .getProperties = netGetPropertiesV8,
+    .listen = netListen,
+    .connect = netConnectV9,
+    .accept = netAcceptAll,
+    .regMr = regMr,
+    .regMrDmaBuf = nullptr,
+    .deregMr = deregMr,
+    .isend = netIsendV8,
+    .irecv = netIrecvV8,
+    .iflush = netIflush,
+    .test = netTest,
+    .closeSend = netCloseSend,
+    .closeRecv = netCloseRecv,
+    .closeListen = netCloseListen,
+    .getDeviceMr = nullptr,
+    .irecvConsumed = nullptr,
+};
+
 RS_EXPORT ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
     .name = kPluginName,
     .init = collInitV11,
@@ -557,5 +611,25 @@ RS_EXPORT ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
   }
 RS_EXPORT ncclCollNet_v10_t ncclCollNetPlugin_v10 = RS_COLLNET_V10_TABLE;
 RS_EXPORT ncclCollNet_v9_t ncclCollNetPlugin_v9 = RS_COLLNET_V10_TABLE;
+
+RS_EXPORT ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
+    .name = kPluginName,
+    .init = collInitV10,
+    .devices = collDevices,
+    .getProperties = collGetPropertiesV8,
+    .listen = collListen,
+    .connect = collConnect,
+    .reduceSupport = collReduceSupport,
+    .regMr = regMr,
+    .regMrDmaBuf = nullptr,
+    .deregMr = deregMr,
+    .iallreduce = collIallreduceV8,
+    .iallgather = nullptr,
+    .ireducescatter = nullptr,
+    .iflush = collIflush,
+    .test = collTest,
+    .closeColl = collCloseColl,
+    .closeListen = collCloseListen,
+};
 
 }  // extern "C"

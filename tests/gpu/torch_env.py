@@ -4,14 +4,14 @@ Prints `key: value` lines for scripts/gpu-check.sh's report, and says whether th
 here. Used by scripts/gpu-e2e.sh and scripts/ddp-e2e.sh before they start anything.
 
 Exit status: 0 they can; 2 no PyTorch or no CUDA GPU it can use; 3 PyTorch's NCCL is older than
-2.24, which cannot load the plugin (it exports only NCCL's v9, v10 and v11 tables, and 2.24 is
-the first NCCL that looks for v9).
+2.20, which cannot load the plugin (it exports NCCL's v8 to v11 tables, and 2.20 is the first
+NCCL that looks for v8).
 
   python3 tests/gpu/torch_env.py
 """
 import sys
 
-MIN_NCCL = (2, 24)
+MIN_NCCL = (2, 20)
 
 
 def nccl_version(torch):
@@ -50,8 +50,8 @@ def main():
     print(f"NCCL: {'.'.join(map(str, version))} ({loaded_nccl()})")
     if version[:2] < MIN_NCCL:
         print(f"NCCL too old: {'.'.join(map(str, version))} cannot load the plugin, which exports "
-              f"only NCCL's v9-v11 plugin tables (NCCL {'.'.join(map(str, MIN_NCCL))} or later); "
-              "this check needs a PyTorch whose NCCL is 2.24 or later")
+              f"only NCCL's v8-v11 plugin tables (NCCL {'.'.join(map(str, MIN_NCCL))} or later); "
+              "this check needs a PyTorch whose NCCL is 2.20 or later")
         return 3
     return 0
 

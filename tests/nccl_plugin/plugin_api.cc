@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -103,6 +104,86 @@ void* openAsNccl(std::string* tried) {
   return nullptr;
 }
 
+// v8 (NCCL 2.20-2.23): its own properties layout (no forceFlush, vProps or size limits, for
+// which NCCL assumes 1 GiB per p2p transfer and 512 MiB per collective call) and int counts.
+void widen(const ncclNetProperties_v8_t& v8, ncclNetProperties_v11_t* p) {
+  std::memset(p, 0, sizeof *p);
+  p->name = v8.name;
+  p->pciPath = v8.pciPath;
+  p->guid = v8.guid;
+  p->ptrSupport = v8.ptrSupport;
+  p->regIsGlobal = v8.regIsGlobal;
+  p->speed = v8.speed;
+  p->port = v8.port;
+  p->latency = v8.latency;
+  p->maxComms = v8.maxComms;
+  p->maxRecvs = v8.maxRecvs;
+  p->netDeviceType = v8.netDeviceType;
+  p->netDeviceVersion = v8.netDeviceVersion;
+  p->maxP2pBytes = size_t{1} << 30;
+  p->maxCollBytes = size_t{512} << 20;
+}
+
+bool bindV8(PluginApi* a, const std::string& netSym, const std::string& collSym,
+            std::string* error) {
+  auto* n = lookup<ncclNet_v8_t>(a->library, netSym.c_str(), error);
+  auto* c = lookup<ncclCollNet_v8_t>(a->library, collSym.c_str(), error);
+  if (!n || !c) return false;
+  a->netName = n->name;
+  a->netInit = [n](void** ctx, uint64_t) {
+    *ctx = nullptr;
+    return n->init(harnessLogger);
+  };
+  a->netDevices = n->devices;
+  a->netGetProperties = [n](int dev, ncclNetProperties_v11_t* p) {
+    ncclNetProperties_v8_t v8{};
+    const ncclResult_t r = n->getProperties(dev, &v8);
+    widen(v8, p);
+    return r;
+  };
+  a->netListen = [n](void*, int dev, void* h, void** lc) { return n->listen(dev, h, lc); };
+  a->netConnect = [n](void*, int dev, void* h, void** sc) { return n->connect(dev, h, sc, nullptr); };
+  a->netAccept = [n](void* lc, void** rc) { return n->accept(lc, rc, nullptr); };
+  a->netRegMr = n->regMr;
+  a->netDeregMr = n->deregMr;
+  a->netIsend = [n](void* sc, void* d, size_t s, int t, void* mh, void** r) {
+    if (s > INT_MAX) return ncclInvalidArgument;  // NCCL 2.20-2.23 never sends more
+    return n->isend(sc, d, static_cast<int>(s), t, mh, r);
+  };
+  a->netIrecv = [n](void* rc, void* d, size_t s, int t, void* mh, void** r) {
+    if (s > INT_MAX) return ncclInvalidArgument;
+    int sizes[1] = {static_cast<int>(s)};
+    int tags[1] = {t};
+    void* data[1] = {d};
+    void* mhs[1] = {mh};
+    return n->irecv(rc, 1, data, sizes, tags, mhs, r);
+  };
+  a->netTest = n->test;
+  a->netCloseSend = n->closeSend;
+  a->netCloseRecv = n->closeRecv;
+  a->netCloseListen = n->closeListen;
+  a->netFinalize = [](void*) { return ncclSuccess; };
+  bindColl(a, c);
+  a->collIallreduce = [c](void* cc, void* send, void* recv, size_t count, ncclDataType_t type,
+                          ncclRedOp_t op, void* smh, void* rmh, void** req) {
+    if (count > INT_MAX) return ncclInvalidArgument;
+    return c->iallreduce(cc, send, recv, static_cast<int>(count), type, op, smh, rmh, req);
+  };
+  a->collInit = [c](void** ctx, uint64_t) {
+    *ctx = nullptr;
+    return c->init(harnessLogger);
+  };
+  a->collGetProperties = [c](int dev, ncclNetProperties_v11_t* p) {
+    ncclNetProperties_v8_t v8{};
+    const ncclResult_t r = c->getProperties(dev, &v8);
+    widen(v8, p);
+    return r;
+  };
+  a->collListen = [c](void*, int dev, void* h, void** lc) { return c->listen(dev, h, lc); };
+  a->collFinalize = [](void*) { return ncclSuccess; };
+  return true;
+}
+
 }  // namespace
 
 bool loadPlugin(const std::string& path, int version, PluginApi* a, std::string* error) {
@@ -155,6 +236,7 @@ bool loadPlugin(const std::string& path, int version, PluginApi* a, std::string*
     a->collFinalize = c->finalize;
     return true;
   }
+  if (version == 8) return bindV8(a, netSym, collSym, error);
   if (version != 10 && version != 9) {
     *error = "no such version " + std::to_string(version);
     return false;

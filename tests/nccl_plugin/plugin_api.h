@@ -45,7 +45,7 @@ struct PluginApi {
   std::function<ncclResult_t(void* ctx)> collFinalize;
 };
 
-// dlopen(path, RTLD_NOW | RTLD_LOCAL) and dlsym the tables of `version` (9, 10 or 11), as NCCL
+// dlopen(path, RTLD_NOW | RTLD_LOCAL) and dlsym the tables of `version` (8 to 11), as NCCL
 // does. An error names the missing symbol.
 // An empty path finds the plugin as NCCL does, through NCCL_NET_PLUGIN.
 bool loadPlugin(const std::string& path, int version, PluginApi* api, std::string* error);

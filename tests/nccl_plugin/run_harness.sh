@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Drives libnccl-net-reduction-server.so from several processes exactly as NCCL would, beside
-# real reducers on loopback: CollNet and p2p for every exported version (v11, v10, v9), CollNet
+# real reducers on loopback: CollNet and p2p for every exported version (v11, v10, v9, v8), CollNet
 # with RS_WIRE_DTYPE=bf16, then misuse (reducers down or hostile, a node dying, foreign
 # handles). Bounded in time; cleans up on exit.
 #   run_harness.sh <plugin_harness> <libnccl-net-reduction-server.so> <reduction-server>
@@ -43,12 +43,16 @@ run() {
   echo "ok: $label ($((SECONDS - start)) s)"
 }
 
-for v in 11 10 9; do
-  run "collnet-v$v" collnet 3 "$v"
+# v11 with every (type, op) and size; the older tables reach the same code through their own
+# argument lists, so each sends every type once and every op once.
+for v in 11 10 9 8; do
+  mode=collnet-adapter
+  ((v == 11)) && mode=collnet
+  run "collnet-v$v" "$mode" 3 "$v"
   run "p2p-v$v" p2p 3 "$v"
 done
 # Wire compression: fp32 sums and averages travel as bf16 (the check expects bf16 rounding).
-run "collnet-wire-bf16" collnet 3 11 RS_WIRE_DTYPE=bf16
+run "collnet-wire-bf16" collnet-adapter 3 11 RS_WIRE_DTYPE=bf16
 # Reducers down: a port where nothing listens; connect must fail on every node, promptly.
 dead=$(( $(cut -d' ' -f1 "$tmp/r0.port") ))
 kill -9 "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true

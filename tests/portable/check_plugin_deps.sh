@@ -24,8 +24,8 @@ allowed_libs=(libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 ld-linux
 # The highest version of each versioned namespace a reference may name.
 declare -A ceiling=([GLIBC]=2.31)
 ((allow_cxx)) && ceiling+=([GLIBCXX]=3.4.28 [CXXABI]=1.3.12 [GCC]=10.0)
-exports=(ncclNetPlugin_v9 ncclNetPlugin_v10 ncclNetPlugin_v11
-         ncclCollNetPlugin_v9 ncclCollNetPlugin_v10 ncclCollNetPlugin_v11)
+exports=(ncclNetPlugin_v8 ncclNetPlugin_v9 ncclNetPlugin_v10 ncclNetPlugin_v11
+         ncclCollNetPlugin_v8 ncclCollNetPlugin_v9 ncclCollNetPlugin_v10 ncclCollNetPlugin_v11)
 
 violations=0
 violation() { echo "check_plugin_deps: $so: $*"; violations=$((violations + 1)); }

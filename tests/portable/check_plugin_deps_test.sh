@@ -28,8 +28,9 @@ $report"
 expect_violation "the Debian 12 plugin" "$debian" "NEEDED libspdlog\.so\.1\.10" "NEEDED libfmt\.so\.9" \
   "NEEDED libhwy\.so\.1" "NEEDED libstdc\+\+\.so\.6" "needs GLIBC_2\.34 .*pthread_create"
 
-tables='void* ncclNetPlugin_v9; void* ncclNetPlugin_v10; void* ncclNetPlugin_v11;
-void* ncclCollNetPlugin_v9; void* ncclCollNetPlugin_v10; void* ncclCollNetPlugin_v11;'
+tables='void* ncclNetPlugin_v8; void* ncclNetPlugin_v9; void* ncclNetPlugin_v10;
+void* ncclNetPlugin_v11; void* ncclCollNetPlugin_v8; void* ncclCollNetPlugin_v9;
+void* ncclCollNetPlugin_v10; void* ncclCollNetPlugin_v11;'
 # planted <name> <C source>: a shared library built here from the source.
 planted() {
   printf '%s\n' "$2" >"$tmp/$1.c"
@@ -42,5 +43,5 @@ expect_violation "a GLIBC_2.36 import" "$tmp/new-glibc.so" "needs GLIBC_2\.36 .*
 planted extra-export "$tables int fmt_vformat_clash(void) { return 1; }"
 expect_violation "an extra export" "$tmp/extra-export.so" "exports fmt_vformat_clash"
 planted missing-table "void* ncclNetPlugin_v11; void* ncclCollNetPlugin_v11;"
-expect_violation "missing tables" "$tmp/missing-table.so" "does not export ncclNetPlugin_v9"
+expect_violation "missing tables" "$tmp/missing-table.so" "does not export ncclNetPlugin_v8"
 echo "check_plugin_deps_test: passed"
