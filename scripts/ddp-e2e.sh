@@ -13,7 +13,7 @@
 #                   pool and environment, and no reference run: for testing this script without
 #                   a GPU; its result is NOT a GPU result
 #     --logs DIR    keep the rank and reducer logs there
-# Needs: an NVIDIA GPU and PyTorch with CUDA and NCCL 2.24 or later (tests/gpu/torch_env.py).
+# Needs: an NVIDIA GPU and PyTorch with CUDA and NCCL 2.20 or later (tests/gpu/torch_env.py).
 # Exit status: 0 passed, 1 failed, 2 no GPU or no PyTorch, 3 PyTorch's NCCL cannot load the plugin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ train() {
   local name=$1
   shift
   echo "=== $name run"
-  gpu_ranks "$tmp/$name" 85 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING "$@" -- \
+  gpu_ranks "$tmp/$name" 75 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING "$@" -- \
     python3 tests/gpu/ddp_train.py --port "$(gpu_free_port)" --out "$tmp/$name/weights.pt" \
     || { echo "ddp-e2e: the $name run failed"; echo "ddp-e2e: FAILED"; exit 1; }
   grep -v "NCCL INFO" "$tmp/$name/rank0.log" || true
