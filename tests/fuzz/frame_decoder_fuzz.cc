@@ -14,7 +14,8 @@
 //   - encodeErrorMessage of any bytes is something decodeErrorMessage accepts, and an ERROR or
 //     ABORT frame built from them (errorFrame, abortFrame) decodes and parses back;
 //   - parseErrorFrame accepts the payload after an ERROR/ABORT header exactly when it is as
-//     long as the header says and a valid message, and what it parsed rebuilds to the same frame.
+//     long as the header says and a valid message; what it parsed is the message escaped
+//     (printable ASCII), and a printable one rebuilds to the same frame.
 // Random bytes almost never carry a valid CRC-32C, so each input is also decoded with its
 // checksum repaired: that lets the fuzzer reach the per-type rules behind the checksum.
 //
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/text.h"
 #include "core/wire/auth.h"
 #include "core/wire/control_frames.h"
 #include "core/wire/crc32c.h"
@@ -199,8 +201,10 @@ void fuzzPayloads(const uint8_t* data, size_t size) {
                           frame.reason.size(), &peer)
               .isOk(),
           "a built ERROR/ABORT frame always parses");
-  require(peer.abort == abort && peer.reason == encoded && h.group == group,
+  // The reason comes back escaped (a peer's text never reaches a log raw), and only so.
+  require(peer.abort == abort && peer.reason == rs::escapeText(encoded) && h.group == group,
           "a built frame parses back to what it was built from");
+  require(rs::escapeText(peer.reason) == peer.reason, "a parsed reason is printable ASCII");
   require(peer.code == (code == rs::StatusCode::kOk ? rs::StatusCode::kInternal : code),
           "a built frame keeps its failure code");
 }
@@ -219,6 +223,8 @@ void fuzzErrorFrame(const FrameHeader& h, const uint8_t* payload, size_t size) {
     checkRejected(s, "error message: ");
     return;
   }
+  require(peer.reason == rs::escapeText(message), "a parsed reason is the message, escaped");
+  if (peer.reason != message) return;  // escaped text is longer: no longer the same frame
   const rs::Status reason(peer.code, peer.reason);
   const ErrorFrame again = peer.abort ? abortFrame(h.group, h.rank, reason)
                                       : errorFrame(h.group, h.rank, reason);
@@ -226,7 +232,7 @@ void fuzzErrorFrame(const FrameHeader& h, const uint8_t* payload, size_t size) {
   rebuilt.seq = 0;  // the builders leave seq and chunk zero
   rebuilt.chunk = 0;
   require(again.header == encodeHeader(rebuilt) && again.reason == message,
-          "a parsed ERROR/ABORT frame rebuilds to the same frame");
+          "a parsed ERROR/ABORT frame of printable text rebuilds to the same frame");
 }
 
 // Seeds: one frame of each type with the payload the type expects.
