@@ -17,15 +17,31 @@ mkdir -p "$root"
 
 scripts/install-deps.sh
 
-# The container tests' Debian images, made while the release tree builds (mmdebstrap mostly
-# waits on the mirror); waited for before the first container test.
-prefetch=""
-if ((quick == 0)); then
-  # A process group of its own (setsid), so that an early exit stops mmdebstrap with it.
-  setsid tests/portable/prefetch_images.sh >"$root/prefetch-images.log" 2>&1 &
-  prefetch=$!
-  trap '[[ -n $prefetch ]] && kill -- "-$prefetch" 2>/dev/null || true' EXIT
-fi
+# Work started in the background, each in a process group of its own (setsid) so that an early
+# exit stops it and what it started: the container tests' Debian images, made while the release
+# tree builds (mmdebstrap mostly waits on the mirror), and the sanitizer trees, compiled while
+# the container tests run and the ASan tests run. Each is waited for before its result is used.
+declare -A background=()
+start_background() {  # <name> <command...>: output in $root/<name>.log
+  local name=$1; shift
+  setsid "$@" >"$root/$name.log" 2>&1 &
+  background[$name]=$!
+}
+wait_background() {  # <name>: its status; its log is printed if it failed
+  local name=$1
+  if ! wait "${background[$name]}"; then
+    cat "$root/$name.log"
+    echo "test.sh: $name failed" >&2
+    exit 1
+  fi
+  unset "background[$name]"
+}
+stop_background() {
+  local pid
+  for pid in "${background[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
+((quick == 0)) && start_background prefetch-images tests/portable/prefetch_images.sh
 
 run_ctest() {  # <kind> [ctest args...]
   local kind=$1; shift
@@ -40,9 +56,9 @@ if ((quick == 0)); then
   # The reducer image and the worker layer, from the release tree's packages, used with podman:
   # reducers, host and containerized workers, health check, uid, drain (docker/README.md).
   echo "=== images ==="
-  wait "$prefetch" || { cat "$root/prefetch-images.log"; echo "test.sh: making the Debian images failed" >&2; exit 1; }
-  prefetch=""
+  wait_background prefetch-images
   tail -n 1 "$root/prefetch-images.log"
+  start_background build-asan scripts/build.sh asan
   scripts/image-test.sh
   # The portable plugin, as scripts/package.sh (run by image-test.sh) built and packaged it.
   echo "=== portable plugin ==="
@@ -60,9 +76,10 @@ if ((quick == 0)); then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
-  scripts/build.sh asan
+  wait_background build-asan
+  start_background build-tsan scripts/build.sh tsan
   run_ctest asan -L 'unit|dataplane|plugin'
-  scripts/build.sh tsan
+  wait_background build-tsan
   run_ctest tsan -L 'dataplane'
   scripts/build.sh fuzz
   run_ctest fuzz -L fuzz
