@@ -19,8 +19,8 @@ scripts/install-deps.sh
 
 # Work started in the background, each in a process group of its own (setsid) so that an early
 # exit stops it and what it started: the container tests' Debian images, made while the release
-# tree builds (mmdebstrap mostly waits on the mirror), and the sanitizer trees, compiled while
-# the container tests run and the ASan tests run. Each is waited for before its result is used.
+# tree builds (mmdebstrap mostly waits on the mirror), and the sanitizer and fuzz trees, each
+# compiled while the tests before it run. Each is waited for before its result is used.
 declare -A background=()
 start_background() {  # <name> <command...>: output in $root/<name>.log
   local name=$1; shift
@@ -43,9 +43,12 @@ stop_background() {
 trap stop_background EXIT
 ((quick == 0)) && start_background prefetch-images tests/portable/prefetch_images.sh
 
+
+phase() { echo "=== $* [$SECONDS s] ==="; }
+
 run_ctest() {  # <kind> [ctest args...]
   local kind=$1; shift
-  echo "=== ctest: $kind ==="
+  phase "ctest: $kind"
   ctest --test-dir "$root/$kind" --output-on-failure --timeout 600 -j "${RS_TEST_JOBS:-2}" "$@"
 }
 
@@ -55,13 +58,13 @@ run_ctest release
 if ((quick == 0)); then
   # The reducer image and the worker layer, from the release tree's packages, used with podman:
   # reducers, host and containerized workers, health check, uid, drain (docker/README.md).
-  echo "=== images ==="
+  phase images
   wait_background prefetch-images
   tail -n 1 "$root/prefetch-images.log"
   start_background build-asan scripts/build.sh asan
   scripts/image-test.sh
   # The portable plugin, as scripts/package.sh (run by image-test.sh) built and packaged it.
-  echo "=== portable plugin ==="
+  phase "portable plugin"
   portable=$root/portable/out/libnccl-net-reduction-server.so
   tests/portable/check_plugin_deps_test.sh "$portable" \
     "$root/release/client/nccl_plugin/libnccl-net-reduction-server.so"
@@ -80,8 +83,9 @@ if ((quick == 0)); then
   start_background build-tsan scripts/build.sh tsan
   run_ctest asan -L 'unit|dataplane|plugin'
   wait_background build-tsan
+  start_background build-fuzz scripts/build.sh fuzz
   run_ctest tsan -L 'dataplane'
-  scripts/build.sh fuzz
+  wait_background build-fuzz
   run_ctest fuzz -L fuzz
 fi
-echo "test.sh: all suites passed"
+echo "test.sh: all suites passed in $SECONDS s"
