@@ -56,9 +56,9 @@ for algo in "${algos[@]}"; do
     if grep -q "$want" "$dir/rank0.log"; then echo "found in NCCL log: $want"
     else echo "MISSING in NCCL log: $want"; status=1; fi
   done
-  grep -E "AllReduce: [0-9]+ Bytes -> Algo ${algo_line[$algo]} " "$dir/rank0.log" | sed 's/.*NCCL INFO //' | head -n 3 \
+  grep -E "AllReduce: [0-9]+ Bytes -> Algo ${algo_line[$algo]} " "$dir/rank0.log" | sed 's/.*NCCL INFO //' | awk 'NR <= 3' \
     | grep . || { echo "MISSING in NCCL log: AllReduce -> Algo ${algo_line[$algo]}"; status=1; }
-  if grep -E "AllReduce: [0-9]+ Bytes -> Algo" "$dir/rank0.log" | grep -v "Algo ${algo_line[$algo]} " | head -n 3 | grep .; then
+  if grep -E "AllReduce: [0-9]+ Bytes -> Algo" "$dir/rank0.log" | grep -v "Algo ${algo_line[$algo]} " | awk 'NR <= 3' | grep .; then
     echo "NOT CollNet: the all-reduces above took another algorithm"; status=1
   fi
 done

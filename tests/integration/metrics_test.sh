@@ -75,7 +75,7 @@ for attempt in 1 2 3 4 5 6 7 8; do
   pids+=("$prom_pid")
   for _ in $(seq 1200); do  # up to 60 s on a loaded machine
     kill -0 "$prom_pid" 2>/dev/null || break
-    if curl -sf "http://127.0.0.1:$port/api/v1/status/flags" 2>/dev/null | grep -qF "\"$tmp/tsdb\""; then
+    if curl -sf "http://127.0.0.1:$port/api/v1/status/flags" 2>/dev/null | grep -F "\"$tmp/tsdb\"" >/dev/null; then
       curl -sf "http://127.0.0.1:$port/-/ready" >/dev/null 2>&1 && { prom="http://127.0.0.1:$port"; break; }
     fi
     sleep 0.05

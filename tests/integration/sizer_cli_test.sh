@@ -83,7 +83,7 @@ expect_json '(.recommendations.by_total_vcpus | length) > 100
              and .recommendations.by_cost_per_hour[1].cost_per_hour == 14.25 and .cost_per_hour == 14.25' \
   --workers 8 --worker-type a2-megagpu-16g --recommend --prices "$tmp/prices.csv"
 "$sizer" --workers 8 --worker-type a2-megagpu-16g --recommend --prices "$tmp/prices.csv" \
-  | grep -qF "By cost per hour" || fail "text --recommend --prices"
+  | grep -F "By cost per hour" >/dev/null || fail "text --recommend --prices"
 expect_json '(.machine_types | length) > 100 and all(.machine_types[]; .source != "")' --list-types
 
 # Bad inputs: each a non-zero exit and a message naming the input.

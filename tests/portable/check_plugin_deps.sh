@@ -49,7 +49,7 @@ while read -r line; do
     violation "needs ${space}_$version from $file: no version of $space is allowed"
   elif ! version_le "$version" "${ceiling[$space]}"; then
     symbols=$(readelf --dyn-syms -W "$so" | awk -v v="@${space}_$version" \
-      '$0 ~ v { sub(/@.*/, "", $8); print $8 }' | sort -u | head -5 | paste -sd, -)
+      '$0 ~ v { sub(/@.*/, "", $8); print $8 }' | sort -u | awk 'NR <= 5' | paste -sd, -)
     violation "needs ${space}_$version from $file (at most ${space}_${ceiling[$space]}): ${symbols:-?}"
   fi
 done < <(readelf -V -W "$so" | sed -n '/Version needs section/,$p')
@@ -59,7 +59,7 @@ while read -r sym; do
   [[ " ${exports[*]} " == *" $sym "* ]] || violation "exports $sym: only NCCL's tables may be exported"
 done < <(readelf --dyn-syms -W "$so" | awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") { sub(/@.*/, "", $8); print $8 }')
 for sym in "${exports[@]}"; do
-  readelf --dyn-syms -W "$so" | awk '$7 != "UND" { sub(/@.*/, "", $8); print $8 }' | grep -qx "$sym" ||
+  readelf --dyn-syms -W "$so" | awk '$7 != "UND" { sub(/@.*/, "", $8); print $8 }' | grep -x "$sym" >/dev/null ||
     violation "does not export $sym"
 done
 

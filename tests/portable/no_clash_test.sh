@@ -20,7 +20,7 @@ fail() { echo "no_clash_test: FAILED: $*" >&2; exit 1; }
 
 preload=()
 for lib in libfmt.so.9 libspdlog.so.1.10 libhwy.so.1 libcrypto.so.3 libnettle.so.8 libprotobuf.so.32; do
-  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !n++ { print $NF }')
   [[ -n $path ]] || fail "$lib is not installed here (scripts/install-deps.sh)"
   preload+=("$path")
 done
@@ -67,7 +67,7 @@ foreign() {
       glibc_lib = to ~ /\/(libc|libm|libpthread|libdl|librt)\.so\.[0-9]+$|\/ld-linux-x86-64\.so\.2$/
       if (from == so && to != so && !glibc_lib && $NF !~ /^\[GLIBC_[0-9.]+\]$/)
         print "the plugin binds " sym " " $NF " to " to
-      if (to == so && from != so && sym !~ /^`nccl(Coll)?NetPlugin_v(9|10|11)'"'"'$/)
+      if (to == so && from != so && sym !~ /^`nccl(Coll)?NetPlugin_v(8|9|10|11)'"'"'$/)
         print from " binds " sym " to the plugin"
     }' | sort | uniq -c | sort -rn
 }
@@ -86,5 +86,5 @@ control=$(foreign debian "$debian_plugin")
 grep -qE "to .*/lib(fmt|spdlog|stdc\+\+)\.so" <<<"$control" \
   || fail "the check saw nothing wrong with the Debian 12 plugin, which uses the shared copies"
 echo "no_clash_test: control: the Debian 12 plugin binds to the shared copies, as the check must see:"
-grep -oE "to .*/lib[a-z+]+\.so[.0-9]*" <<<"$control" | sort | uniq -c | sort -rn | head -5
+grep -oE "to .*/lib[a-z+]+\.so[.0-9]*" <<<"$control" | sort | uniq -c | sort -rn | awk 'NR <= 5'
 echo "no_clash_test: passed"
