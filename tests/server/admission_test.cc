@@ -267,6 +267,18 @@ TEST_CASE("memory share: groups side by side split the pool", "[admission]") {
   CHECK(r.owner.resumed == Names{"a8"});
 }
 
+TEST_CASE("memory share: a group that only waits for its first slot counts as active",
+          "[admission]") {
+  Reducer r(1024 * kKiB, 256, 64 * kKiB);
+  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
+  // B asks for more than half the pool, its share beside A: it parks holding nothing.
+  CHECK(r.verdict("b0", kB, 0, 576 * kKiB) == V::kParked);
+  for (uint64_t c = 1; c < 8; ++c)
+    REQUIRE(r.verdict("a" + std::to_string(c), kA, c, 64 * kKiB) == V::kOpened);
+  CHECK(r.verdict("a8", kA, 8, 64 * kKiB) == V::kParked);  // half the pool, not all but F
+  CHECK(r.pool->inUse() == 512 * kKiB);
+}
+
 TEST_CASE("memory share: never less than F, however many groups are active", "[admission]") {
   Reducer r(1024 * kKiB, 256, 64 * kKiB);
   // Nine groups with a slot each: a tenth one's even split would be 1 MiB / 10 < F.
