@@ -21,6 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr size_t kKiB = 1024;
+constexpr size_t kSlot = 64 * kKiB;  // one granule of the pool
 const GroupId kA{0, 0xa};
 const GroupId kB{0, 0xb};
 const GroupId kC{0, 0xc};
@@ -94,8 +95,10 @@ class TableOwner final : public Admission::Owner {
 };
 
 // One io thread's admission: its pool of `budget` bytes, its counters and the owner's side.
+// F, the share's floor, is 2 x maxChunkBytes: 128 KiB of 1 MiB unless a test says otherwise.
 struct Reducer {
-  Reducer(uint64_t budget, uint32_t maxSlotsPerGroup, uint64_t maxChunkBytes)
+  explicit Reducer(uint32_t maxSlotsPerGroup, uint64_t budget = 1024 * kKiB,
+                   uint64_t maxChunkBytes = 64 * kKiB)
       : pool(std::make_shared<SlotPool>(budget)),
         owner(pool),
         admission(owner, *pool, {maxSlotsPerGroup, maxChunkBytes}, stats) {
@@ -104,13 +107,13 @@ struct Reducer {
 
   // Member `name` asks for the slot of `group`'s chunk, a slot of `bytes`.
   Admission::Grant ask(const std::string& name, const GroupId& group, uint64_t chunk,
-                       size_t bytes) {
+                       size_t bytes = kSlot) {
     auto member = std::make_shared<std::string>(name);
     members[name] = member;
     return admission.request({member, reduceHeader(group, chunk, bytes), bytes, 0});
   }
   Admission::Verdict verdict(const std::string& name, const GroupId& group, uint64_t chunk,
-                             size_t bytes) {
+                             size_t bytes = kSlot) {
     return ask(name, group, chunk, bytes).verdict;
   }
 
@@ -127,13 +130,13 @@ using Names = std::vector<std::string>;
 }  // namespace
 
 TEST_CASE("a request within its group's quota and share opens its slot at once", "[admission]") {
-  Reducer r(1024 * kKiB, 4, 64 * kKiB);
-  const Admission::Grant grant = r.ask("a0", kA, 0, 64 * kKiB);
+  Reducer r(4);
+  const Admission::Grant grant = r.ask("a0", kA, 0);
   REQUIRE(grant.verdict == V::kOpened);
   REQUIRE(grant.slot);
   CHECK(grant.slot->chunk() == 0);
   CHECK(r.admission.heldSlots(kA).size() == 1);
-  CHECK(r.pool->inUse() == 64 * kKiB);
+  CHECK(r.pool->inUse() == kSlot);
   CHECK(r.admission.parked() == 0);
   CHECK(r.stats.parks.load() == 0);
 }
@@ -141,11 +144,11 @@ TEST_CASE("a request within its group's quota and share opens its slot at once",
 TEST_CASE("a request over its group's quota parks, and the group's requests are granted in "
           "order as its slots go",
           "[admission]") {
-  Reducer r(1024 * kKiB, 2, 64 * kKiB);
-  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("a1", kA, 1, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("a2", kA, 2, 64 * kKiB) == V::kParked);
-  CHECK(r.verdict("a3", kA, 3, 64 * kKiB) == V::kParked);
+  Reducer r(2);
+  REQUIRE(r.verdict("a0", kA, 0) == V::kOpened);
+  REQUIRE(r.verdict("a1", kA, 1) == V::kOpened);
+  CHECK(r.verdict("a2", kA, 2) == V::kParked);
+  CHECK(r.verdict("a3", kA, 3) == V::kParked);
   CHECK(r.admission.parked() == 2);
   CHECK(r.stats.parks.load() == 2);
   CHECK(r.stats.parkedSessions.load() == 2);
@@ -170,12 +173,12 @@ TEST_CASE("a request over its group's quota parks, and the group's requests are 
 }
 
 TEST_CASE("a group parked on its quota does not hold back another group", "[admission]") {
-  Reducer r(1024 * kKiB, 1, 64 * kKiB);
-  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("a1", kA, 1, 64 * kKiB) == V::kParked);
+  Reducer r(1);
+  REQUIRE(r.verdict("a0", kA, 0) == V::kOpened);
+  CHECK(r.verdict("a1", kA, 1) == V::kParked);
   // Arriving behind A's parked request: B has a quota of its own.
-  CHECK(r.verdict("b0", kB, 0, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("b1", kB, 1, 64 * kKiB) == V::kParked);
+  CHECK(r.verdict("b0", kB, 0) == V::kOpened);
+  CHECK(r.verdict("b1", kB, 1) == V::kParked);
   // Parked behind A's request: B's slot goes, B's request is granted, A's still waits.
   r.owner.complete(kB, 0);
   r.admission.service();
@@ -190,13 +193,13 @@ TEST_CASE("memory is granted in order: once a request finds the pool full, a lat
           "another group waits behind it even if it would fit",
           "[admission]") {
   // F = 2 x 192 KiB = 384 KiB: every group's share is F here, so only the pool is in the way.
-  Reducer r(512 * kKiB, 8, 192 * kKiB);
+  Reducer r(8, 512 * kKiB, 192 * kKiB);
   for (uint64_t c = 0; c < 3; ++c)
     REQUIRE(r.verdict("a" + std::to_string(c), kA, c, 128 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("b0", kB, 0, 64 * kKiB) == V::kOpened);
+  REQUIRE(r.verdict("b0", kB, 0) == V::kOpened);
   REQUIRE(r.pool->inUse() == 448 * kKiB);
   CHECK(r.verdict("b1", kB, 1, 192 * kKiB) == V::kParked);  // does not fit
-  CHECK(r.verdict("c0", kC, 0, 64 * kKiB) == V::kParked);   // fits, but comes later
+  CHECK(r.verdict("c0", kC, 0) == V::kParked);   // fits, but comes later
 
   // Freed memory that still does not fit b1 does not go to c0 either.
   r.owner.complete(kB, 0);
@@ -211,7 +214,7 @@ TEST_CASE("memory is granted in order: once a request finds the pool full, a lat
 }
 
 TEST_CASE("a request for an open slot is granted at once, ahead of every rule", "[admission]") {
-  Reducer r(512 * kKiB, 2, 192 * kKiB);  // shares of F = 384 KiB: quota and pool decide
+  Reducer r(2, 512 * kKiB, 192 * kKiB);  // shares of F = 384 KiB: quota and pool decide
   REQUIRE(r.verdict("a0", kA, 0, 128 * kKiB) == V::kOpened);
   REQUIRE(r.verdict("a1", kA, 1, 128 * kKiB) == V::kOpened);
   CHECK(r.verdict("a2", kA, 2, 128 * kKiB) == V::kParked);  // over A's quota
@@ -236,29 +239,29 @@ TEST_CASE("a request for an open slot is granted at once, ahead of every rule", 
 }
 
 TEST_CASE("memory share: a lone group keeps all but F, and a newcomer gets F", "[admission]") {
-  // F = 2 x 64 KiB = 128 KiB of a 1 MiB pool; the quota is out of the way.
-  Reducer r(1024 * kKiB, 256, 64 * kKiB);
+  // F = 128 KiB of a 1 MiB pool; the quota is out of the way.
+  Reducer r(256);
   for (uint64_t c = 0; c < 14; ++c)
-    REQUIRE(r.verdict("a" + std::to_string(c), kA, c, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("a14", kA, 14, 64 * kKiB) == V::kParked);  // over its share: 896 KiB
+    REQUIRE(r.verdict("a" + std::to_string(c), kA, c) == V::kOpened);
+  CHECK(r.verdict("a14", kA, 14) == V::kParked);  // over its share: 896 KiB
   CHECK(r.pool->inUse() == 896 * kKiB);                      // not the pool: F is left
-  CHECK(r.verdict("b0", kB, 0, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("b1", kB, 1, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("b2", kB, 2, 64 * kKiB) == V::kParked);  // now the pool is full
+  CHECK(r.verdict("b0", kB, 0) == V::kOpened);
+  CHECK(r.verdict("b1", kB, 1) == V::kOpened);
+  CHECK(r.verdict("b2", kB, 2) == V::kParked);  // now the pool is full
   CHECK(r.pool->inUse() == 1024 * kKiB);
 }
 
 TEST_CASE("memory share: groups side by side split the pool", "[admission]") {
-  Reducer r(1024 * kKiB, 256, 64 * kKiB);
-  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("b0", kB, 0, 64 * kKiB) == V::kOpened);
+  Reducer r(256);
+  REQUIRE(r.verdict("a0", kA, 0) == V::kOpened);
+  REQUIRE(r.verdict("b0", kB, 0) == V::kOpened);
   for (uint64_t c = 1; c < 8; ++c)
-    REQUIRE(r.verdict("a" + std::to_string(c), kA, c, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("a8", kA, 8, 64 * kKiB) == V::kParked);  // A holds half the pool
+    REQUIRE(r.verdict("a" + std::to_string(c), kA, c) == V::kOpened);
+  CHECK(r.verdict("a8", kA, 8) == V::kParked);  // A holds half the pool
   CHECK(r.pool->inUse() == 576 * kKiB);
   // A's request over its share blocks only A: B takes the other half.
   for (uint64_t c = 1; c < 8; ++c)
-    CHECK(r.verdict("b" + std::to_string(c), kB, c, 64 * kKiB) == V::kOpened);
+    CHECK(r.verdict("b" + std::to_string(c), kB, c) == V::kOpened);
   CHECK(r.pool->inUse() == 1024 * kKiB);
   // Once A is alone again (B's group forgotten: its slots no longer count), A gets all but F.
   r.admission.forget(kB);
@@ -269,35 +272,35 @@ TEST_CASE("memory share: groups side by side split the pool", "[admission]") {
 
 TEST_CASE("memory share: a group that only waits for its first slot counts as active",
           "[admission]") {
-  Reducer r(1024 * kKiB, 256, 64 * kKiB);
-  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
+  Reducer r(256);
+  REQUIRE(r.verdict("a0", kA, 0) == V::kOpened);
   // B asks for more than half the pool, its share beside A: it parks holding nothing.
   CHECK(r.verdict("b0", kB, 0, 576 * kKiB) == V::kParked);
   for (uint64_t c = 1; c < 8; ++c)
-    REQUIRE(r.verdict("a" + std::to_string(c), kA, c, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("a8", kA, 8, 64 * kKiB) == V::kParked);  // half the pool, not all but F
+    REQUIRE(r.verdict("a" + std::to_string(c), kA, c) == V::kOpened);
+  CHECK(r.verdict("a8", kA, 8) == V::kParked);  // half the pool, not all but F
   CHECK(r.pool->inUse() == 512 * kKiB);
 }
 
 TEST_CASE("memory share: never less than F, however many groups are active", "[admission]") {
-  Reducer r(1024 * kKiB, 256, 64 * kKiB);
+  Reducer r(256);
   // Nine groups with a slot each: a tenth one's even split would be 1 MiB / 10 < F.
   for (uint64_t g = 1; g <= 9; ++g)
-    REQUIRE(r.verdict("g" + std::to_string(g), GroupId{1, g}, 0, 64 * kKiB) == V::kOpened);
+    REQUIRE(r.verdict("g" + std::to_string(g), GroupId{1, g}, 0) == V::kOpened);
   const GroupId tenth{1, 10};
-  CHECK(r.verdict("t0", tenth, 0, 64 * kKiB) == V::kOpened);
-  CHECK(r.verdict("t1", tenth, 1, 64 * kKiB) == V::kOpened);  // F = 128 KiB: two slots
-  CHECK(r.verdict("t2", tenth, 2, 64 * kKiB) == V::kParked);
+  CHECK(r.verdict("t0", tenth, 0) == V::kOpened);
+  CHECK(r.verdict("t1", tenth, 1) == V::kOpened);  // F = 128 KiB: two slots
+  CHECK(r.verdict("t2", tenth, 2) == V::kParked);
   CHECK(r.pool->inUse() == 704 * kKiB);  // the share parked it, not the pool
 }
 
 TEST_CASE("forgetting a group drops its parked requests", "[admission]") {
-  Reducer r(1024 * kKiB, 1, 64 * kKiB);
-  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("a1", kA, 1, 64 * kKiB) == V::kParked);
-  REQUIRE(r.verdict("a2", kA, 2, 64 * kKiB) == V::kParked);
-  REQUIRE(r.verdict("b0", kB, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("b1", kB, 1, 64 * kKiB) == V::kParked);
+  Reducer r(1);
+  REQUIRE(r.verdict("a0", kA, 0) == V::kOpened);
+  REQUIRE(r.verdict("a1", kA, 1) == V::kParked);
+  REQUIRE(r.verdict("a2", kA, 2) == V::kParked);
+  REQUIRE(r.verdict("b0", kB, 0) == V::kOpened);
+  REQUIRE(r.verdict("b1", kB, 1) == V::kParked);
   CHECK(r.stats.parkedSessions.load() == 3);
 
   r.admission.forget(kA);
@@ -313,17 +316,17 @@ TEST_CASE("forgetting a group drops its parked requests", "[admission]") {
 TEST_CASE("aborting a group drops its requests, and arrivals wait behind the queue until the "
           "next service",
           "[admission]") {
-  Reducer r(1024 * kKiB, 1, 64 * kKiB);
-  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("a1", kA, 1, 64 * kKiB) == V::kParked);
-  REQUIRE(r.verdict("b0", kB, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("b1", kB, 1, 64 * kKiB) == V::kParked);
+  Reducer r(1);
+  REQUIRE(r.verdict("a0", kA, 0) == V::kOpened);
+  REQUIRE(r.verdict("a1", kA, 1) == V::kParked);
+  REQUIRE(r.verdict("b0", kB, 0) == V::kOpened);
+  REQUIRE(r.verdict("b1", kB, 1) == V::kParked);
 
   r.admission.abort(kA);
   CHECK(r.admission.parked() == 1);
   // The request that found the pool full might have been A's: C's would fit, but waits for
   // the service to decide again in order.
-  CHECK(r.verdict("c0", kC, 0, 64 * kKiB) == V::kParked);
+  CHECK(r.verdict("c0", kC, 0) == V::kParked);
   r.admission.service();
   CHECK(r.owner.resumed == Names{"c0"});  // b1 is still over B's quota
 
@@ -332,15 +335,15 @@ TEST_CASE("aborting a group drops its requests, and arrivals wait behind the que
   r.admission.service();
   CHECK(r.owner.resumed == Names{"c0", "b1"});
   r.admission.abort(kB);
-  CHECK(r.verdict("d0", GroupId{0, 0xd}, 0, 64 * kKiB) == V::kOpened);
+  CHECK(r.verdict("d0", GroupId{0, 0xd}, 0) == V::kOpened);
 }
 
 TEST_CASE("a parked request whose member has left is skipped", "[admission]") {
-  Reducer r(1024 * kKiB, 1, 64 * kKiB);
-  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("a1", kA, 1, 64 * kKiB) == V::kParked);
-  REQUIRE(r.verdict("a2", kA, 2, 64 * kKiB) == V::kParked);
-  REQUIRE(r.verdict("a3", kA, 3, 64 * kKiB) == V::kParked);
+  Reducer r(1);
+  REQUIRE(r.verdict("a0", kA, 0) == V::kOpened);
+  REQUIRE(r.verdict("a1", kA, 1) == V::kParked);
+  REQUIRE(r.verdict("a2", kA, 2) == V::kParked);
+  REQUIRE(r.verdict("a3", kA, 3) == V::kParked);
   r.owner.left.insert("a1");  // its session closed
   r.members.erase("a2");      // its session is gone
   r.owner.complete(kA, 0);
@@ -353,26 +356,26 @@ TEST_CASE("a parked request whose member has left is skipped", "[admission]") {
 TEST_CASE("a request is refused by the owner, or for a slot larger than the whole pool, "
           "without holding up the queue",
           "[admission]") {
-  Reducer r(512 * kKiB, 4, 64 * kKiB);
+  Reducer r(4, 512 * kKiB);
   r.owner.refusal = abortedError("rank 1 has already closed stream 0");
-  const Admission::Grant refused = r.ask("a0", kA, 0, 64 * kKiB);
+  const Admission::Grant refused = r.ask("a0", kA, 0);
   CHECK(refused.verdict == V::kRefused);
   CHECK(refused.refusal.message() == "rank 1 has already closed stream 0");
   r.owner.refusal = Status::ok();
   CHECK(r.verdict("b0", kB, 0, 576 * kKiB) == V::kTooLarge);
   CHECK(r.admission.parked() == 0);
-  CHECK(r.verdict("c0", kC, 0, 64 * kKiB) == V::kOpened);
+  CHECK(r.verdict("c0", kC, 0) == V::kOpened);
 }
 
 TEST_CASE("a parked join that fails its group starts the service over without it",
           "[admission]") {
-  Reducer r(1024 * kKiB, 1, 64 * kKiB);
-  REQUIRE(r.verdict("a0", kA, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("a1", kA, 1, 64 * kKiB) == V::kParked);
-  REQUIRE(r.verdict("a1'", kA, 1, 64 * kKiB) == V::kParked);  // will join a1's slot
-  REQUIRE(r.verdict("a2", kA, 2, 64 * kKiB) == V::kParked);
-  REQUIRE(r.verdict("b0", kB, 0, 64 * kKiB) == V::kOpened);
-  REQUIRE(r.verdict("b1", kB, 1, 64 * kKiB) == V::kParked);
+  Reducer r(1);
+  REQUIRE(r.verdict("a0", kA, 0) == V::kOpened);
+  REQUIRE(r.verdict("a1", kA, 1) == V::kParked);
+  REQUIRE(r.verdict("a1'", kA, 1) == V::kParked);  // will join a1's slot
+  REQUIRE(r.verdict("a2", kA, 2) == V::kParked);
+  REQUIRE(r.verdict("b0", kB, 0) == V::kOpened);
+  REQUIRE(r.verdict("b1", kB, 1) == V::kParked);
   r.owner.failJoinsOf = kA;
   r.owner.complete(kA, 0);
   r.owner.complete(kB, 0);
