@@ -5,7 +5,7 @@
 // entries, each shard's member table) is charged when the group is created and returned when
 // its Group object is destroyed. It is refused, with the limit named, once it would leave an
 // io thread less than `floor` of slot memory (one largest chunk's accumulator, 2 x --max-chunk,
-// so that every thread can always reduce a chunk: the deadlock argument in shard.h). The io
+// so that every thread can always reduce a chunk: the deadlock argument in admission.h). The io
 // threads' pools share the rest: each may hold (limit - bookkeeping) / threads, never less
 // than the floor, so slot memory and bookkeeping together stay within the limit. Per-slot
 // state (Slot::stateBytes) is charged to its thread's pool with the slot's accumulator.

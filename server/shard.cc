@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <asio/post.hpp>
-#include <unordered_set>
 
 #include "core/cluster/sharding.h"
 #include "core/common/log.h"
@@ -16,6 +15,11 @@ constexpr auto kTimeoutScanPeriod = std::chrono::milliseconds(200);
 // A RESULT part goes out once the ready prefix grew by this much (or a piece, if smaller; see
 // Slot::releaseReady): a bounded frame count per chunk, a download trailing the upload by little.
 constexpr uint64_t kMinResultPartBytes = 32 << 10;
+
+// The session an Admission::Request waits for (the shard's requests carry their session).
+std::shared_ptr<Session> sessionOf(const Admission::Request& request) {
+  return std::static_pointer_cast<Session>(request.waiter.lock());
+}
 }  // namespace
 
 Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
@@ -26,6 +30,7 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
       registry_(registry),
       abortGroup_(std::move(abortGroup)),
       pool_(std::make_shared<SlotPool>(registry.memory())),
+      admission_(*this, *pool_, {config.maxSlotsPerGroup, config.maxChunkBytes}, stats_),
       timeoutTimer_(io) {
   pool_->setOnFreed([this] {
     stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
@@ -121,150 +126,102 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
     *error = abortedError("the group is gone");
     return Acquire::kFailed;
   }
-  if (auto it = gs->open.find(h.chunk); it != gs->open.end()) {
-    Status s = admit(*it->second, h, session->rank());
-    if (!s.isOk()) {
-      *error = s;
-      failGroup(gs->group, s);
-      return Acquire::kFailed;
-    }
-    *out = it->second;
-    return Acquire::kReady;
-  }
-  // A new chunk: every member of its stream must still be here to contribute.
-  const auto& departed = gs->departed[session->streamIndex()];
-  for (size_t r = 0; r < departed.size(); ++r) {
-    if (departed[r]) {
-      *error = abortedError(fmt::format("rank {} sent chunk {} (seq {}), but rank {} has already "
-                                        "closed stream {}",
-                                        session->rank(), h.chunk, h.seq, r,
-                                        session->streamIndex()));
-      failGroup(gs->group, *error);
-      return Acquire::kFailed;
-    }
-  }
   const size_t bytes = slotBufferBytes(*gs, h);
   const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
-  if (!pool_->fitsEver(bytes, state)) {
-    // validate() makes an accumulator alone always fit; its per-rank state for a very large
-    // world, with the bookkeeping of many groups charged, or a deterministic group's staging
-    // copies, may not.
-    *error = resourceExhausted(fmt::format(
-        "chunk {} needs {} bytes{} and {} of per-rank state (world_size {}), more than this "
-        "thread's whole pool ({}: its part of --memory-limit less the bookkeeping charged)",
-        h.chunk, bytes,
-        gs->group->params().deterministic ? " (deterministic: a staging copy per member)" : "",
-        state, gs->group->params().worldSize, pool_->budget()));
-    failGroup(gs->group, *error);
-    return Acquire::kFailed;
-  }
-  // Fairness: a request waits only behind its own group (its quota, or an earlier request of
-  // its group) or behind the shared memory (an earlier request that found the pool full);
-  // never behind another group's quota.
-  if (mayOpen(*gs, bytes) && gs->parked == 0 && !memoryBlocked_) {
-    if (auto buffer = pool_->tryAcquire(bytes, state)) {
-      *out = openSlot(*gs, h, std::move(*buffer));
+  Admission::Grant grant = admission_.request({session, h, bytes, state});
+  switch (grant.verdict) {
+    case Admission::Verdict::kJoin:
+      *out = joinOpen(h, session->rank(), error);
+      return *out ? Acquire::kReady : Acquire::kFailed;
+    case Admission::Verdict::kOpened:
+      *out = std::move(grant.slot);
       return Acquire::kReady;
-    }
-    memoryBlocked_ = true;
+    case Admission::Verdict::kParked:
+      rs::logger().debug("{}: parked for chunk {} ({} waiting, {} of {} bytes in use)",
+                         session->name(), h.chunk, admission_.parked(), pool_->inUse(),
+                         pool_->budget());
+      return Acquire::kParked;
+    case Admission::Verdict::kRefused:
+      *error = std::move(grant.refusal);
+      break;
+    case Admission::Verdict::kTooLarge:
+      // validate() makes an accumulator alone always fit; its per-rank state for a very large
+      // world, with the bookkeeping of many groups charged, or a deterministic group's staging
+      // copies, may not.
+      *error = resourceExhausted(fmt::format(
+          "chunk {} needs {} bytes{} and {} of per-rank state (world_size {}), more than this "
+          "thread's whole pool ({}: its part of --memory-limit less the bookkeeping charged)",
+          h.chunk, bytes,
+          gs->group->params().deterministic ? " (deterministic: a staging copy per member)" : "",
+          state, gs->group->params().worldSize, pool_->budget()));
+      break;
   }
-  ++gs->parked;
-  waiters_.push_back({session, h});
-  stats_.parks.fetch_add(1, std::memory_order_relaxed);
-  stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
-  rs::logger().debug("{}: parked for chunk {} ({} waiting, {} of {} bytes in use)", session->name(),
-                     h.chunk, waiters_.size(), pool_->inUse(), pool_->budget());
-  return Acquire::kParked;
+  failGroup(gs->group, *error);
+  return Acquire::kFailed;
+}
+
+std::shared_ptr<Slot> Shard::joinOpen(const wire::FrameHeader& h, uint32_t rank, Status* error) {
+  GroupShard& gs = *findGroup(h.group);  // the slot is open (Admission asked isOpen)
+  const std::shared_ptr<Slot>& slot = gs.open.at(h.chunk);
+  Status s = admit(*slot, h, rank);
+  if (s.isOk()) return slot;
+  *error = s;
+  failGroup(gs.group, s);
+  return nullptr;
+}
+
+bool Shard::isOpen(const wire::FrameHeader& h) {
+  GroupShard* gs = findGroup(h.group);
+  return gs != nullptr && gs->open.contains(h.chunk);
+}
+
+Status Shard::refuseNew(const Admission::Request& request) {
+  // A new chunk: every member of its stream must still be here to contribute.
+  const auto session = sessionOf(request);
+  GroupShard& gs = *findGroup(request.header.group);
+  const auto& departed = gs.departed[session->streamIndex()];
+  for (size_t r = 0; r < departed.size(); ++r) {
+    if (departed[r])
+      return abortedError(fmt::format("rank {} sent chunk {} (seq {}), but rank {} has already "
+                                      "closed stream {}",
+                                      session->rank(), request.header.chunk, request.header.seq, r,
+                                      session->streamIndex()));
+  }
+  return Status::ok();
+}
+
+bool Shard::waiting(const Admission::Request& request) {
+  const auto session = sessionOf(request);
+  return session && !session->closed();
+}
+
+std::shared_ptr<Slot> Shard::open(const Admission::Request& request, AlignedBuffer buffer) {
+  return openSlot(*findGroup(request.header.group), request.header, std::move(buffer));
+}
+
+bool Shard::resume(const Admission::Request& request, std::shared_ptr<Slot> opened) {
+  auto session = sessionOf(request);  // waiting() said it waits, and nothing ran since
+  std::shared_ptr<Slot> slot = std::move(opened);
+  if (!slot) {
+    // Another member opened its chunk's slot meanwhile: no memory needed.
+    Status error;
+    slot = joinOpen(request.header, session->rank(), &error);
+    if (!slot) return false;
+  }
+  asio::post(io_, [session = std::move(session), slot = std::move(slot)] {
+    session->onSlotReady(slot);
+  });
+  return true;
 }
 
 void Shard::scheduleWaiterService() {
-  if (waiterServicePosted_ || waiters_.empty()) return;
+  if (waiterServicePosted_ || admission_.parked() == 0) return;
   waiterServicePosted_ = true;
   // Posted, not called: a slot may be freed deep inside a session's handler.
   asio::post(io_, [this] {
     waiterServicePosted_ = false;
-    serviceWaiters();
+    admission_.service();
   });
-}
-
-void Shard::serviceWaiters() {
-  // Allocations stay FIFO within a group, and FIFO across groups for memory: once one request
-  // finds the pool full, later ones wait for memory too. A request over its group's quota
-  // blocks only its own group's later requests.
-  bool memoryBlocked = false;
-  std::unordered_set<const GroupShard*> blocked;  // groups whose earlier request still waits
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    auto session = it->session.lock();
-    GroupShard* gs = findGroup(it->header.group);
-    if (gs == nullptr) {  // its group was aborted (abortGroup erased its waiters) or forgotten
-      it = waiters_.erase(it);
-      continue;
-    }
-    if (!session || session->closed()) {
-      --gs->parked;
-      it = waiters_.erase(it);
-      continue;
-    }
-    std::shared_ptr<Slot> slot;
-    if (auto open = gs->open.find(it->header.chunk); open != gs->open.end()) {
-      // Another member opened it meanwhile: no memory needed.
-      Status s = admit(*open->second, it->header, session->rank());
-      if (!s.isOk()) {
-        --gs->parked;
-        it = waiters_.erase(it);
-        failGroup(gs->group, s);  // erases the group's other waiters (abortGroup)
-        it = waiters_.begin();    // the iterator may be gone; earlier entries are re-checked
-        blocked.clear();
-        memoryBlocked = false;
-        continue;
-      }
-      slot = open->second;
-    } else if (const size_t bytes = slotBufferBytes(*gs, it->header);
-               !memoryBlocked && !blocked.contains(gs) && mayOpen(*gs, bytes)) {
-      const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
-      if (auto buffer = pool_->tryAcquire(bytes, state))
-        slot = openSlot(*gs, it->header, std::move(*buffer));
-      else memoryBlocked = true;
-    }
-    if (!slot) {
-      blocked.insert(gs);
-      ++it;
-      continue;
-    }
-    --gs->parked;
-    it = waiters_.erase(it);
-    asio::post(io_, [session, slot] { session->onSlotReady(slot); });
-  }
-  memoryBlocked_ = memoryBlocked;
-  stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
-}
-
-uint32_t Shard::held(GroupShard& gs) {
-  std::erase_if(gs.draining, [](const std::weak_ptr<Slot>& s) { return s.expired(); });
-  return static_cast<uint32_t>(gs.open.size() + gs.draining.size());
-}
-
-bool Shard::mayOpen(GroupShard& gs, size_t bytes) {
-  return held(gs) < config_.maxSlotsPerGroup &&
-         heldBytes(gs) + SlotPool::roundUp(bytes) <= memoryShare(gs);
-}
-
-uint64_t Shard::heldBytes(GroupShard& gs) {
-  uint64_t bytes = 0;
-  for (const auto& [chunk, slot] : gs.open) bytes += slot->memoryBytes();
-  for (const auto& weak : gs.draining)
-    if (auto slot = weak.lock()) bytes += slot->memoryBytes();
-  return bytes;
-}
-
-uint64_t Shard::memoryShare(const GroupShard& gs) const {
-  uint64_t active = 0;
-  for (const auto& [id, other] : groups_)
-    active += (&other == &gs || !other.open.empty() || !other.draining.empty() || other.parked > 0)
-                  ? 1 : 0;
-  const uint64_t budget = pool_->budget();
-  const uint64_t floor = std::min<uint64_t>(budget, SlotPool::roundUp(2ull * config_.maxChunkBytes));
-  return std::max(floor, std::min(budget - floor, budget / std::max<uint64_t>(active, 1)));
 }
 
 void Shard::contributed(Slot& slot) {
@@ -278,9 +235,9 @@ void Shard::contributed(Slot& slot) {
   if (!slot.complete()) return;
   gs->open.erase(it);
   // Its memory stays charged to the group's quota until every member has its result (each
-  // queued RESULT part holds the slot): a member that stops reading stalls only its own group,
-  // and the timeout scan fails the group if it never reads (checkTimeouts).
-  gs->draining.push_back(self);
+  // queued RESULT part holds the slot, and Admission counts it until it is gone): a member
+  // that stops reading stalls only its own group, and the timeout scan fails the group if it
+  // never reads (checkTimeouts).
   completeSlot(*gs, slot);
 }
 
@@ -319,7 +276,7 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
   GroupShard gs = std::move(it->second);
   groups_.erase(it);
   for (auto& [chunk, slot] : gs.open) slot->markDead();
-  for (auto& weak : gs.draining)
+  for (const auto& weak : admission_.heldSlots(id))
     if (auto slot = weak.lock()) slot->markDead();
   gs.group->counters().openSlots.fetch_sub(static_cast<int64_t>(gs.open.size()),
                                            std::memory_order_relaxed);
@@ -328,11 +285,8 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
   for (auto& [stream, members] : gs.members)
     for (auto& session : members)
       if (session) session->abort(reason);
-  std::erase_if(waiters_, [&](const Waiter& w) { return w.header.group == id; });
-  stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
-  // The waiter that found the pool full may have been this group's: re-decide (and the
-  // group's memory returns as its sessions let go of its slots).
-  memoryBlocked_ = !waiters_.empty();
+  // Its memory returns as its sessions let go of its slots.
+  admission_.abort(id);
   scheduleWaiterService();
 }
 
@@ -377,8 +331,7 @@ void Shard::maybeForget(const GroupId& id) {
   groups_.erase(id);
   // No member is left to resume: its waiters are stale (and a group of that id that joins
   // later starts with no parked requests).
-  std::erase_if(waiters_, [&](const Waiter& w) { return w.header.group == id; });
-  stats_.parkedSessions.store(waiters_.size(), std::memory_order_relaxed);
+  admission_.forget(id);
 }
 
 void Shard::closeAll(const Status& reason) {
@@ -394,8 +347,7 @@ void Shard::closeAll(const Status& reason) {
   }
   for (auto& s : sessions) s->close(reason);
   groups_.clear();
-  waiters_.clear();
-  memoryBlocked_ = false;
+  admission_.clear();
 }
 
 void Shard::scheduleTimeoutCheck() {
@@ -433,7 +385,8 @@ void Shard::checkTimeouts() {
       if (!overdue.isOk()) break;  // one reason per group is enough
     }
     // A result that a member has not read within the timeout holds its memory: fail the group.
-    for (auto& weak : gs.draining) {
+    const auto held = admission_.heldSlots(id);
+    for (const auto& weak : held) {
       if (!overdue.isOk()) break;
       if (auto slot = weak.lock()) overdue = slot->overdue(now);
     }
@@ -441,8 +394,8 @@ void Shard::checkTimeouts() {
       expired.emplace_back(gs.group, std::move(overdue));
       continue;
     }
-    // Results still queued count as activity in flight, like open slots.
-    if (!gs.open.empty() || !gs.draining.empty() || config_.idleTimeoutMs == 0) continue;
+    // Results still queued count as activity in flight, like open slots (both are held).
+    if (!held.empty() || config_.idleTimeoutMs == 0) continue;
     if (Status idle = idleVerdict(gs, now); !idle.isOk())
       expired.emplace_back(gs.group, std::move(idle));
   }

@@ -19,8 +19,8 @@
 // which hands the reducer's link to the ones behind; as the prefix grows the members nearest
 // to it fall under the limit first. The slowest member is never held back: its lead is less
 // than a RESULT part, and a part is at most a piece, which --max-lead is at least. With the
-// shard's argument in shard.h (the oldest open chunk of a stream always completes) this
-// cannot deadlock.
+// argument in admission.h (the oldest open chunk of a stream always completes) this cannot
+// deadlock.
 //
 // Deterministic mode (the group's RS_DETERMINISTIC): folding as bytes arrive makes an fp sum
 // depend on the arrival order. Instead every member's bytes are copied, wire-typed, into its

@@ -3,8 +3,8 @@
 // Every chunk being reduced holds one accumulator buffer from its thread's pool, and its
 // per-rank state (Slot::stateBytes) is charged here with it. When the pool is exhausted the
 // thread stops reading the streams that need a new slot, and TCP flow control pushes back on
-// their workers (see the deadlock argument in shard.h). The pool's budget is its thread's part
-// of --memory-limit less the bookkeeping charged to the MemoryBudget (memory_budget.h).
+// their workers (see the deadlock argument in admission.h). The pool's budget is its thread's
+// part of --memory-limit less the bookkeeping charged to the MemoryBudget (memory_budget.h).
 #pragma once
 
 #include <algorithm>

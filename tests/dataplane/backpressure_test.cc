@@ -1,6 +1,6 @@
 // Bounded memory: with a pool of one slot per io thread and a quota of one open chunk per
 // group, many groups with many streams and many collectives in flight must still finish (the
-// deadlock argument in server/shard.h), and the reducer must actually have pushed back.
+// deadlock argument in server/admission.h), and the reducer must actually have pushed back.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
