@@ -43,7 +43,6 @@ stop_background() {
 trap stop_background EXIT
 ((quick == 0)) && start_background prefetch-images tests/portable/prefetch_images.sh
 
-
 phase() { echo "=== $* [$SECONDS s] ==="; }
 
 run_ctest() {  # <kind> [ctest args...]
