@@ -2,8 +2,8 @@
 // crypto behind it (Nettle's HMAC-SHA256 and constant-time compare, the kernel's getrandom).
 // Nettle rather than OpenSSL: a small library with no global state that every Debian release
 // ships as a static archive, so the portable NCCL plugin links it inside (docker/README.md).
-// No I/O: the reducer's handshake (server/handshake.h) and the client's connection run the
-// exchange (proto/WIRE.md, "Authentication").
+// No I/O: the two handshakes, server/handshake.h and client/handshake.h, run the exchange
+// (proto/WIRE.md, "Authentication").
 //
 // The reducer opens every connection with a CHALLENGE carrying a fresh random nonce. The worker
 // answers in its HELLO with a nonce of its own and
