@@ -2,9 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "client/reducer_frames.h"
 #include "client/request_state.h"
 #include "core/reduce/convert.h"
-#include "core/wire/auth.h"
 #include "core/wire/control_frames.h"
 
 namespace rs::client {
@@ -32,7 +32,6 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
       name_(fmt::format("reducer {} ({}) stream {}", reducerIndex, endpoint_.toString(),
                         streamIndex)),
       graceTimer_(io),
-      handshakeTimer_(io),
       writer_(
           // Each write is counted like every other operation, so that drain stays exact.
           [this](transport::IoHandler done) -> transport::IoHandler {
@@ -66,93 +65,26 @@ void Connection::opDone() {
 // --- Connecting ------------------------------------------------------------------------------
 
 void Connection::start() {
-  pendingOps_.add();  // held until the dial is issued, so an early close drains exactly
-  connectDeadline_ = std::chrono::steady_clock::now() + options_.connectTimeout;
+  pendingOps_.add();  // held until the handshake is started, so an early close drains exactly
   if (!closed_) {
-    connector_ = transport::makeConnector(io_, options_.transport);
-    connector_->connect(endpoint_, options_.connectTimeout,
-                        counted([this](Result<std::unique_ptr<transport::Stream>> stream) {
-                          onConnect(std::move(stream));
-                        }));
+    handshake_ = std::make_shared<Handshake>(options_, group_, io_, reducerIndex_, streamIndex_,
+                                             endpoint_, name_);
+    handshake_->start(counted([this](Result<Handshake::Handshaken> handshaken) {
+      onHandshaken(std::move(handshaken));
+    }));
   }
   opDone();
 }
 
-void Connection::onConnect(Result<std::unique_ptr<transport::Stream>> stream) {
+void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
+  handshake_.reset();
   if (closed_) return;
-  if (!stream) {
-    // A reducer that never answered is unavailable to this member's callers, whether the
-    // connector ran out of time or met an error not worth retrying.
-    const Status& s = stream.status();
-    return fail(Status(s.code() == StatusCode::kTimeout ? StatusCode::kUnavailable : s.code(),
-                       fmt::format("reducer {} stream {}: {}", reducerIndex_, streamIndex_,
-                                   s.message())));
-  }
-  stream_ = std::move(*stream);
-  // A reducer that accepts and then says nothing, or part of a frame, must not hold this
-  // member forever: the handshake ends by the same deadline as the dial.
-  handshakeStep_ = "waiting for CHALLENGE";
-  handshakeTimer_.expires_at(connectDeadline_);
-  handshakeTimer_.async_wait(counted([this](const std::error_code& ec) {
-    if (!ec) onHandshakeDeadline();
-  }));
-  readHeader();  // the reducer speaks first: CHALLENGE
-}
-
-void Connection::onHandshakeDeadline() {
-  if (closed_ || handshaken_) return;
-  fail(timeoutError(fmt::format(
-      "{}: still {} when the connect timeout ({} ms, RS_CONNECT_TIMEOUT_MS) ran out: the "
-      "reducer accepted the connection but did not finish the handshake",
-      name_, handshakeStep_, options_.connectTimeout.count())));
-}
-
-// The reducer's CHALLENGE says whether it wants the job secret; both sides must agree, so that
-// a worker never joins a reducer that anyone could join, and a worker without the secret
-// learns why it is refused.
-void Connection::onChallenge(const std::error_code& ec) {
-  if (closed_) return;
-  if (ec) return fail(ioError(name_ + ": reading CHALLENGE: " + ec.message()));
-  wire::ChallengePayload c;
-  if (Status s = wire::decodeChallenge(challengeBytes_.data(), challengeBytes_.size(), &c);
-      !s.isOk())
-    return fail(protocolError(name_ + ": " + s.message()));
-  if (c.mode == wire::AuthMode::kOpen && !options_.secret.empty())
-    return fail(failedPrecondition(
-        name_ + " does not require authentication, but this worker has a job secret "
-                "(RS_SECRET_FILE or RS_SECRET): refusing to join an open reducer; give the "
-                "reducer the same secret (--secret-file)"));
-  if (c.mode == wire::AuthMode::kJobSecret && options_.secret.empty())
-    return fail(failedPrecondition(
-        name_ + " requires the job secret, and this worker has none: set RS_SECRET_FILE or "
-                "RS_SECRET to the job's secret"));
-  sendHello(c.nonce);
-}
-
-void Connection::sendHello(const wire::Nonce& reducerNonce) {
-  const GroupSpec& g = group_;
-  const ClientOptions& o = options_;
-  wire::HelloPayload hello;
-  hello.worldSize = g.worldSize;
-  hello.streamIndex = static_cast<uint16_t>(streamIndex_);
-  hello.streamCount = static_cast<uint16_t>(o.streamsPerReducer);
-  hello.reducerIndex = static_cast<uint16_t>(reducerIndex_);
-  hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
-  hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
-  hello.jobName = o.jobName;
-  const auto flags = static_cast<uint16_t>(
-      (o.deterministic ? wire::kFlagDeterministic : 0) |
-      (o.fp32Accumulator == Fp32Accumulator::kFp64 ? wire::kFlagFp64Accumulator : 0));
-  auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce, flags);
-  if (!frame) return fail(frame.status());
-  // The first frame on the stream: nothing else is handed to the writer before the handshake.
-  writer_.enqueue(transport::ownedFrame(
-      frame->header,
-      std::string(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size())));
-  queuedBytes_ += wire::kHeaderSize + frame->payload.size();
-  writer_.flush(*stream_);
-  helloSent_ = true;
-  handshakeStep_ = "waiting for HELLO_ACK";
+  if (!handshaken) return fail(handshaken.status());
+  stream_ = std::move(handshaken->stream);
+  reader_ = std::move(handshaken->reader);
+  queuedBytes_ = stream_->bytesSent();  // the HELLO
+  feedWriter();
+  owner_.onConnected(*this);
   readHeader();
 }
 
@@ -160,46 +92,19 @@ void Connection::sendHello(const wire::Nonce& reducerNonce) {
 
 void Connection::readHeader() {
   if (closed_) return;
-  reader_.readHeader(*stream_,
-                     counted([this](const std::error_code& ec, size_t) { onHeader(ec); }));
+  reader_->readHeader(*stream_,
+                      counted([this](const std::error_code& ec, size_t) { onHeader(ec); }));
 }
 
 void Connection::onHeader(const std::error_code& ec) {
   if (closed_) return;
-  if (ec) {
-    return fail(ec == asio::error::eof
-                    ? unavailableError(name_ + " closed the connection")
-                    : ioError(name_ + ": read failed: " + ec.message()));
-  }
-  wire::DecodeLimits limits;
-  limits.maxPayloadBytes = static_cast<uint32_t>(options_.maxChunkBytes);
-  if (Status s = wire::decodeHeader(reader_.header().data(), wire::kHeaderSize, limits, &in_);
+  if (Status s = decodeReducerHeader(name_, ec, *reader_, options_.maxChunkBytes, &in_);
       !s.isOk())
-    return fail(protocolError(name_ + ": " + s.message()));
-
+    return fail(s);
   if (in_.type == wire::FrameType::kError || in_.type == wire::FrameType::kAbort) {
-    handshakeStep_ = "reading the reason of its ERROR or ABORT";
     errorText_.resize(in_.payloadLength);
-    reader_.readExactly(*stream_, errorText_.data(), errorText_.size(),
-                        counted([this](const std::error_code& e, size_t) { onErrorText(e); }));
-    return;
-  }
-  if (!helloSent_) {
-    if (in_.type != wire::FrameType::kChallenge)
-      return fail(protocolError(fmt::format("{}: expected CHALLENGE, got {}", name_,
-                                            wire::frameTypeName(in_.type))));
-    handshakeStep_ = "reading CHALLENGE";
-    reader_.readExactly(*stream_, challengeBytes_.data(), challengeBytes_.size(),
-                        counted([this](const std::error_code& e, size_t) { onChallenge(e); }));
-    return;
-  }
-  if (!handshaken_) {
-    if (in_.type != wire::FrameType::kHelloAck)
-      return fail(protocolError(fmt::format("{}: expected HELLO_ACK, got {}", name_,
-                                            wire::frameTypeName(in_.type))));
-    handshakeStep_ = "reading HELLO_ACK";
-    reader_.readExactly(*stream_, ackBytes_.data(), ackBytes_.size(),
-                        counted([this](const std::error_code& e, size_t) { onHelloAck(e); }));
+    reader_->readExactly(*stream_, errorText_.data(), errorText_.size(),
+                         counted([this](const std::error_code& e, size_t) { onErrorText(e); }));
     return;
   }
   if (in_.type != wire::FrameType::kResult)
@@ -238,30 +143,12 @@ void Connection::onHeader(const std::error_code& ec) {
     dst = resultStaging_.data();
   }
   // A small part usually came whole with its header: take it now, a read handler's work saved.
-  if (reader_.buffered() >= in_.payloadLength) {
-    reader_.take(dst, in_.payloadLength);
+  if (reader_->buffered() >= in_.payloadLength) {
+    reader_->take(dst, in_.payloadLength);
     return onResult({});
   }
-  reader_.readExactly(*stream_, dst, in_.payloadLength,
-                      counted([this](const std::error_code& e, size_t) { onResult(e); }));
-}
-
-void Connection::onHelloAck(const std::error_code& ec) {
-  if (closed_) return;
-  if (ec) return fail(ioError(name_ + ": reading HELLO_ACK: " + ec.message()));
-  wire::HelloAckPayload ack;
-  if (Status s = wire::decodeHelloAck(ackBytes_.data(), ackBytes_.size(), &ack); !s.isOk())
-    return fail(protocolError(name_ + ": " + s.message()));
-  if (ack.maxPayloadBytes < options_.maxChunkBytes)
-    return fail(invalidArgument(fmt::format(
-        "{} accepts chunks of at most {} bytes, but this client's maximum chunk is {} bytes "
-        "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
-        name_, ack.maxPayloadBytes, options_.maxChunkBytes)));
-  handshaken_ = true;
-  handshakeTimer_.cancel();
-  feedWriter();
-  owner_.onConnected(*this);
-  readHeader();
+  reader_->readExactly(*stream_, dst, in_.payloadLength,
+                       counted([this](const std::error_code& e, size_t) { onResult(e); }));
 }
 
 void Connection::onResult(const std::error_code& ec) {
@@ -297,17 +184,7 @@ uint64_t Connection::elemsSent(const ChunkTransfer& chunk) const {
 
 void Connection::onErrorText(const std::error_code& ec) {
   if (closed_) return;
-  wire::PeerError peer;
-  if (ec || !wire::parseErrorFrame(in_, reinterpret_cast<const uint8_t*>(errorText_.data()),
-                                   errorText_.size(), &peer)
-                 .isOk()) {
-    peer.abort = in_.type == wire::FrameType::kAbort;
-    peer.code = wire::errorCode(in_);
-    peer.reason = "(no readable reason)";
-  }
-  fail(Status(peer.code, fmt::format("{} {}: {}", name_,
-                                     peer.abort ? "aborted the group" : "refused",
-                                     peer.reason)));
+  fail(reducerRefusal(name_, in_, errorText_, ec));
 }
 
 // --- Writing ---------------------------------------------------------------------------------
@@ -335,7 +212,7 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
 void Connection::startWrites() { feedWriter(); }
 
 void Connection::feedWriter() {
-  if (closed_ || !handshaken_) return;
+  if (closed_ || !stream_) return;  // not handshaken yet: onHandshaken feeds it
   while (!held_.empty()) {
     // At least one narrowed frame may always wait, however large, so that nothing stalls.
     if (held_.front().compressed && stagedBytes_ >= kStageAhead) break;
@@ -366,7 +243,7 @@ void Connection::enqueueReduce(const ChunkTransfer& c) {
 }
 
 void Connection::flush() {
-  if (closed_ || !handshaken_) return;
+  if (closed_ || !stream_) return;
   pacer_.refresh(*stream_);
   writer_.flush(*stream_);
 }
@@ -375,7 +252,6 @@ void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Wr
   for (const auto& f : frames)
     if (f.tag == kStagedTag) stagedBytes_ -= f.payload.size;
   if (closed_) return;
-  if (ec && !handshaken_) return fail(ioError("sending HELLO: " + ec.message()));
   if (ec) {
     // A reducer that aborts the group closes the stream after its ABORT frame, so a write can
     // fail first while the reason still waits to be read. Give the read side a moment to
@@ -400,7 +276,7 @@ void Connection::fail(const Status& status) {
 
 void Connection::abortAndClose(const Status& reason) {
   if (closed_) return;
-  if (handshaken_ && !writer_.writing() && !writer_.failed() && stream_) {
+  if (stream_ && !writer_.writing() && !writer_.failed()) {
     const wire::ErrorFrame last = wire::abortFrame(group_.id, group_.rank, reason);
     std::string frame(reinterpret_cast<const char*>(last.header.data()), last.header.size());
     frame += last.reason;
@@ -415,9 +291,8 @@ void Connection::close() {
   if (closed_) return;
   closed_ = true;
   pendingOps_.add();  // so that the cancellations below cannot drain before we are done here
-  if (connector_) connector_->cancel();
+  if (handshake_) handshake_->cancel();  // its report follows, and counts as pending here
   graceTimer_.cancel();
-  handshakeTimer_.cancel();
   pacer_.idle();
   if (stream_) stream_->close();
   writer_.close();

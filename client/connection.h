@@ -1,11 +1,11 @@
-// One stream from this member to one reducer: connect (retrying until the reducer is up),
-// HELLO, then a send queue of REDUCE frames written straight from the caller's buffer and a
+// One stream from this member to one reducer, once its handshake (client/handshake.h) has
+// handed it over: a send queue of REDUCE frames written straight from the caller's buffer and a
 // FIFO of expected RESULT frames read into the caller's buffer (straight from the socket, or
 // for a small part that came with its header, copied from the frame reader's buffer). A
 // compressed chunk (fp32 in the caller's buffers, bf16 on the wire: RS_WIRE_DTYPE) is narrowed
 // into a staging buffer just before it goes to the writer, and each RESULT part is read into a
 // staging buffer and widened into the caller's buffer as it arrives, so conversion overlaps
-// the transfer.
+// the transfer. Chunks submitted before the handshake ends wait, and go out after it.
 //
 // A stream carries its chunks in increasing order and the reducer completes them in that
 // order (each member's contributions to chunk i precede those to any later chunk on the
@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "client/handshake.h"
 #include "core/common/endpoint.h"
-#include "core/transport/connector.h"
 #include "core/transport/frame_reader.h"
 #include "core/transport/frame_writer.h"
 #include "core/transport/link_share.h"
@@ -82,9 +82,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
              asio::io_context& io, uint32_t reducerIndex, uint32_t streamIndex,
              Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr);
 
-  // Connects and handshakes, the two together within options.connectTimeout (a reducer that
-  // accepts and then stalls fails with the step it stalled in); reports through
-  // ConnectionOwner::onConnected, or onFailed.
+  // Dials and handshakes (client/handshake.h: the two together within options.connectTimeout);
+  // reports through ConnectionOwner::onConnected, or onFailed.
   void start();
   // Queues chunks (on the io thread); startWrites() sends them. Apart, so that every stream a
   // collective keeps busy on this thread counts in the pace before any of them writes.
@@ -104,13 +103,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::string& name() const { return name_; }
 
  private:
-  void onConnect(Result<std::unique_ptr<transport::Stream>> stream);
-  void onChallenge(const std::error_code& ec);
-  void sendHello(const wire::Nonce& reducerNonce);
+  void onHandshaken(Result<Handshake::Handshaken> handshaken);
   void readHeader();
   void onHeader(const std::error_code& ec);
-  void onHelloAck(const std::error_code& ec);
-  void onHandshakeDeadline();
   void onResult(const std::error_code& ec);
   // Elements of `chunk` handed to the socket so far: all that a result part may cover.
   uint64_t elemsSent(const ChunkTransfer& chunk) const;
@@ -136,20 +131,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const Endpoint endpoint_;
   const std::string name_;
 
-  std::unique_ptr<transport::Connector> connector_;
+  std::shared_ptr<Handshake> handshake_;  // until it reports
   asio::steady_timer graceTimer_;  // after a failed write, for the reason to arrive
-  // Connecting ends by start() + options.connectTimeout; this timer holds the handshake to it.
-  std::chrono::steady_clock::time_point connectDeadline_;
-  asio::steady_timer handshakeTimer_;
-  const char* handshakeStep_ = "";  // where the handshake is, for the timeout's message
+  // From the handshake, once it is through: null until then.
   std::unique_ptr<transport::Stream> stream_;
-  bool helloSent_ = false;   // after the reducer's CHALLENGE
-  bool handshaken_ = false;  // after its HELLO_ACK
+  std::unique_ptr<transport::FrameReader> reader_;
 
-  transport::FrameReader reader_;
   wire::FrameHeader in_;
-  std::array<uint8_t, wire::kHelloAckPayloadSize> ackBytes_{};
-  std::array<uint8_t, wire::kChallengePayloadSize> challengeBytes_{};
   std::string errorText_;
 
   // Chunks not handed to the writer: submitted before the handshake (sent after it), waiting
@@ -157,16 +145,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<ChunkTransfer> held_;
   // Narrowed REDUCE payload bytes handed to the writer and not yet written.
   uint64_t stagedBytes_ = 0;
-  // Bytes handed to the writer (HELLO and REDUCE frames): where the next frame starts in the
-  // stream, since the writer sends its queue in order.
+  // Bytes handed to the stream (the handshake's, then the REDUCE frames given to the writer):
+  // where the next frame starts in the stream, since the writer sends its queue in order.
   uint64_t queuedBytes_ = 0;
   // One RESULT part of a compressed chunk, read here and then widened into the caller's buffer.
   std::vector<uint16_t> resultStaging_;
   // Chunks whose result is not complete, in order. Those still in held_ are its last
   // held_.size() entries, since a result can only follow the chunk's upload.
   std::deque<ChunkTransfer> expected_;
-  // HELLO, then REDUCE frames straight from the caller's buffer. A failed write leaves it
-  // failed(): the read side may still bring the reason.
+  // REDUCE frames straight from the caller's buffer. A failed write leaves it failed(): the
+  // read side may still bring the reason.
   transport::FrameWriter writer_;
   // Pacing (RS_LINK_GBPS): busy while a chunk on this stream waits for its result.
   transport::LinkShare::Pacer pacer_;

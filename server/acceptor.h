@@ -1,8 +1,7 @@
-// Accepts data connections and runs their handshake: the first frame must be a valid HELLO
-// within the handshake timeout; the registry then admits the stream into its group and the
-// hand-off moves it to the io thread that owns its stream index. A refused connection gets
-// an ERROR frame with the reason before it is closed (one refused at accept, for a full
-// handshake pool, gets it in place of the CHALLENGE).
+// Accepts data connections and runs each one's handshake (server/handshake.h) in a bounded
+// pool; an admitted stream goes to the hand-off, which moves it to the io thread that owns its
+// stream index. A connection refused at accept, for a full handshake pool, gets an ERROR frame
+// with the reason in place of the CHALLENGE.
 //
 // The handshake pool (--max-pending-handshakes) is shared fairly between peer addresses: each
 // holds at most --max-pending-handshakes-per-peer, and when the pool is full a newcomer takes
@@ -12,25 +11,24 @@
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <array>
 #include <atomic>
-#include <chrono>
+#include <cstdint>
 #include <functional>
-#include <list>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
 
-#include "core/common/log_limiter.h"
 #include "core/common/status.h"
 #include "core/transport/listener.h"
 #include "server/config.h"
 #include "server/failure_reason.h"
 #include "server/group_registry.h"
+#include "server/handshake.h"
 
 namespace rs::server {
 
-class Acceptor {
+class Acceptor : private HandshakeOwner {
  public:
   // Takes a handshaken stream, admitted into `group` as `rank`'s stream `streamIndex`.
   using HandOff = std::function<void(std::unique_ptr<transport::Stream> stream,
@@ -47,9 +45,7 @@ class Acceptor {
   uint16_t port() const { return listener_ ? listener_->port() : 0; }
   // Counters for stats and metrics (any thread).
   uint64_t accepted() const { return accepted_.load(std::memory_order_relaxed); }
-  uint64_t handshakeFailures(HandshakeFailure why) const {
-    return handshakeFailures_[static_cast<size_t>(why)].load(std::memory_order_relaxed);
-  }
+  uint64_t handshakeFailures(HandshakeFailure why) const { return refusals_.count(why); }
   int pendingHandshakes() const { return pendingHandshakes_.load(std::memory_order_relaxed); }
   // Pending handshakes refused to make room for another address's connection.
   uint64_t handshakeEvictions() const { return evictions_.load(std::memory_order_relaxed); }
@@ -57,29 +53,19 @@ class Acceptor {
   uint64_t acceptErrors() const { return listener_ ? listener_->acceptErrors() : 0; }
 
  private:
-  class Handshake;
   void acceptNext();
-  // Pending handshakes of one peer address, oldest first, each with its number (the lower, the
-  // older).
-  struct Pending {
-    std::weak_ptr<Handshake> handshake;
-    uint64_t number;
-  };
-  using PeerHandshakes = std::list<Pending>;
+  // Pending handshakes of one peer address by their numbers: the first is the oldest.
+  using PeerHandshakes = std::map<uint64_t, std::weak_ptr<Handshake>>;
   // Makes room in the handshake pool for a connection from `peer` (an address without the port),
   // evicting another address's oldest handshake if the pool is full (see above), or says which
-  // cap refuses it. Acceptor thread only, as are the two below.
+  // cap refuses it. Acceptor thread only, as are the three below.
   Status makeRoom(const std::string& peer);
   // Takes the place makeRoom made; handshakeEnded gives it back.
   void enlist(const std::shared_ptr<Handshake>& handshake);
-  void handshakeEnded(const Handshake& handshake);
-  // Tells a connection refused at accept why, in an ERROR frame in place of the CHALLENGE (best
-  // effort: nothing is pending on a fresh connection, so it is sent whole or not at all).
-  static void refuseAtAccept(transport::Stream& stream, const Status& why);
-  void logRefusal(const std::string& peerName, const Status& why);
-  void countFailure(HandshakeFailure why) {
-    handshakeFailures_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
-  }
+  // HandshakeOwner
+  void handshakeEnded(const Handshake& handshake) override;
+  void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
+               uint32_t rank, uint16_t streamIndex) override;
 
   asio::io_context& io_;
   const ServerConfig& config_;
@@ -87,16 +73,13 @@ class Acceptor {
   const HandOff handOff_;
   std::unique_ptr<transport::Listener> listener_;
   std::atomic<uint64_t> accepted_{0};  // TCP connections accepted, before their handshake
-  std::array<std::atomic<uint64_t>, kNumHandshakeFailures> handshakeFailures_{};
+  HandshakeRefusals refusals_;         // at accept and in the handshakes
   std::atomic<int> pendingHandshakes_{0};
   std::atomic<uint64_t> evictions_{0};
   // Pending handshakes per peer address (--max-pending-handshakes-per-peer, and the eviction
   // above); acceptor thread. An address with none has no entry.
   std::unordered_map<std::string, PeerHandshakes> pendingByPeer_;
   uint64_t handshakesStarted_ = 0;  // numbers each handshake, so that the oldest is known
-  // Refusals are logged at most 20 per 10 s (a flood of bad proofs must not fill the disk);
-  // rs_handshake_failures_total counts every one.
-  LogLimiter refusalLog_{20, std::chrono::seconds(10)};
 };
 
 }  // namespace rs::server

@@ -133,21 +133,13 @@ Result<uint16_t> reducerPortFromClusterSpec() {
   return reducers[static_cast<size_t>(parsed->taskIndex)].port;
 }
 
-// The job secret: the file named by --secret-file or RS_SECRET_FILE, else RS_SECRET. There is
-// no --secret flag: a command line is visible to every user of the machine.
+// The job secret: the file named by --secret-file or RS_SECRET_FILE, else RS_SECRET, read as the
+// workers read it (core/common/secret.h). There is no --secret flag: a command line is visible
+// to every user of the machine.
 Status loadSecret(ServerConfig& c) {
-  const std::optional<std::string> value = envString("RS_SECRET");
-  if (!c.secretFile.empty()) {
-    if (value) return invalidArgument("both --secret-file (or RS_SECRET_FILE) and RS_SECRET are set; set one");
-    auto secret = readSecretFile(c.secretFile);
-    if (!secret) return secret.status();
-    c.secret = std::move(*secret);
-    return Status::ok();
-  }
-  if (value) {
-    RS_RETURN_IF_ERROR(checkSecret(*value, "RS_SECRET"));
-    c.secret = *value;
-  }
+  auto secret = secretFromEnvironment(c.secretFile, "--secret-file (or RS_SECRET_FILE)");
+  if (!secret) return secret.status();
+  c.secret = std::move(*secret);
   return Status::ok();
 }
 
@@ -295,12 +287,14 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
                  "Write '<data port> <grpc port>' here once listening (for launchers), followed "
                  "by ' <metrics port>' when --metrics-listen is set")
       ->envname("RS_PORT_FILE");
+  // No envname: RS_SECRET_FILE is read with RS_SECRET in loadSecret, as the workers read them;
+  // the help names it as CLI11 names the others.
   app.add_option("--secret-file", c.secretFile,
                  "File holding the job secret (at least 16 random bytes; RS_SECRET may hold it "
                  "instead). Every data connection must prove it (HMAC-SHA256 over a per-connection "
                  "challenge) before it may join a group. Without one the reducer is open: any peer "
                  "that reaches the data port can join any group")
-      ->envname("RS_SECRET_FILE");
+      ->option_text("TEXT (Env:RS_SECRET_FILE)");
   app.add_option("--grpc-tls-cert", c.grpcTlsCertFile,
                  "PEM certificate (chain) for serving gRPC over TLS, with --grpc-tls-key; "
                  "without them gRPC is plaintext. Protects the calls' proofs and answers from "

@@ -52,7 +52,8 @@ struct ServerConfig {
   std::string metricsListen;  // host:port of the Prometheus endpoint; empty: off; port 0 picks one
   transport::Options transport;  // socket tuning of the data connections
   // Authentication (proto/WIRE.md): the job secret every data connection must prove, from
-  // --secret-file / RS_SECRET_FILE or RS_SECRET; empty: open (any peer may join any group).
+  // --secret-file (held here), else RS_SECRET_FILE or RS_SECRET (core/common/secret.h); empty:
+  // open (any peer may join any group).
   std::string secretFile;
   std::string secret;  // never logged
   // gRPC over TLS (both or neither): PEM files from --grpc-tls-cert / RS_GRPC_TLS_CERT and

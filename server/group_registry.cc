@@ -12,7 +12,8 @@ namespace {
 constexpr auto kTombstoneLifetime = std::chrono::minutes(10);
 constexpr size_t kMaxTombstones = 4096;
 
-// The acceptor counts FAILED_PRECONDITION as an authentication failure (failure_reason.cc).
+// The handshake (server/handshake.cc) counts FAILED_PRECONDITION as an authentication failure
+// (failure_reason.cc).
 Status anotherJob(const GroupId& id) {
   return failedPrecondition("group " + id.toString().substr(0, 8) + " belongs to another job");
 }

@@ -27,10 +27,14 @@ Result<std::string> readSecretFile(const std::string& path) {
   return secret;
 }
 
-Result<std::string> secretFromEnvironment() {
-  const std::optional<std::string> file = envString("RS_SECRET_FILE");
+Result<std::string> secretFromEnvironment(const std::string& flagFile,
+                                          std::string_view fileSources) {
+  const std::optional<std::string> file =
+      flagFile.empty() ? envString("RS_SECRET_FILE") : std::optional(flagFile);
   const std::optional<std::string> value = envString("RS_SECRET");
-  if (file && value) return invalidArgument("both RS_SECRET_FILE and RS_SECRET are set; set one");
+  if (file && value)
+    return invalidArgument("both " + std::string(fileSources) +
+                           " and RS_SECRET are set; set one");
   if (file) return readSecretFile(*file);
   if (!value) return std::string();
   RS_RETURN_IF_ERROR(checkSecret(*value, "RS_SECRET"));

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "core/common/status.h"
 
@@ -18,9 +19,12 @@ inline constexpr size_t kMinSecretBytes = 16;
 // Refused: unreadable, or shorter than kMinSecretBytes; the message names the path.
 Result<std::string> readSecretFile(const std::string& path);
 
-// RS_SECRET_FILE (read as above) or RS_SECRET; empty when neither is set. Both set is an error
-// (which one was meant?).
-Result<std::string> secretFromEnvironment();
+// The one place a program reads its secret's sources: the file `flagFile` names (a program's
+// own flag, the reducer's --secret-file; empty: not given), else the file RS_SECRET_FILE names
+// (each read as above), else RS_SECRET; empty when none is set. A file and RS_SECRET both set is
+// an error (which one was meant?), whose message names the file's sources as `fileSources`.
+Result<std::string> secretFromEnvironment(const std::string& flagFile = {},
+                                          std::string_view fileSources = "RS_SECRET_FILE");
 
 // Checks the length; `source` names where the secret came from.
 Status checkSecret(const std::string& secret, const std::string& source);

@@ -2,8 +2,8 @@
 // crypto behind it (Nettle's HMAC-SHA256 and constant-time compare, the kernel's getrandom).
 // Nettle rather than OpenSSL: a small library with no global state that every Debian release
 // ships as a static archive, so the portable NCCL plugin links it inside (docker/README.md).
-// No I/O: the acceptor and the client's connection run the exchange (proto/WIRE.md,
-// "Authentication").
+// No I/O: the two handshakes, server/handshake.h and client/handshake.h, run the exchange
+// (proto/WIRE.md, "Authentication").
 //
 // The reducer opens every connection with a CHALLENGE carrying a fresh random nonce. The worker
 // answers in its HELLO with a nonce of its own and
@@ -55,8 +55,10 @@ bool isEmptyProof(const AuthProof& proof);
 // characters of [A-Za-z0-9._-]; anything else is refused with a message naming it.
 Result<std::string> deriveJobSecret(std::string_view poolSecret, std::string_view jobName);
 
-// The key that a HELLO naming `jobName` must be proven with, as the reducer that holds the
-// pool's secret sees it: the pool's secret itself for no job, else the job's derived secret.
+// The key that a HELLO or a gRPC call (call_proof.h) naming `jobName` must be proven with, as
+// the reducer that holds the pool's secret sees it: the pool's secret itself for no job, else
+// the job's derived secret. The reducer's handshake and its call authenticator both take the
+// key from here.
 Result<std::string> helloKey(std::string_view poolSecret, std::string_view jobName);
 
 }  // namespace rs::wire

@@ -98,4 +98,31 @@ TEST_CASE("secret: from the environment") {
   std::remove(path.c_str());
 }
 
+TEST_CASE("secret: a program's own file flag wins over RS_SECRET_FILE, and is named beside "
+          "RS_SECRET") {
+  const std::string flagged = writeTemp("flag-secret-0123456789");
+  const std::string fromEnv = writeTemp("env-file-secret-0123456789");
+  const std::string sources = "--secret-file (or RS_SECRET_FILE)";
+  {
+    ScopedEnv file("RS_SECRET_FILE", fromEnv.c_str());
+    ScopedEnv value("RS_SECRET", nullptr);
+    auto s = secretFromEnvironment(flagged, sources);
+    REQUIRE(s.isOk());
+    CHECK(*s == "flag-secret-0123456789");
+    auto none = secretFromEnvironment({}, sources);  // no flag: the environment's file
+    REQUIRE(none.isOk());
+    CHECK(*none == "env-file-secret-0123456789");
+  }
+  for (const char* file : {static_cast<const char*>(nullptr), fromEnv.c_str()}) {
+    ScopedEnv env("RS_SECRET_FILE", file);
+    ScopedEnv value("RS_SECRET", "value-secret-0123456789");
+    auto s = secretFromEnvironment(file == nullptr ? flagged : std::string(), sources);
+    REQUIRE_FALSE(s.isOk());
+    CHECK(s.status().message() ==
+          "both --secret-file (or RS_SECRET_FILE) and RS_SECRET are set; set one");
+  }
+  std::remove(flagged.c_str());
+  std::remove(fromEnv.c_str());
+}
+
 }  // namespace rs

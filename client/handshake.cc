@@ -1,0 +1,198 @@
+#include "client/handshake.h"
+
+#include <fmt/format.h>
+
+#include "client/reducer_frames.h"
+
+namespace rs::client {
+
+Handshake::Handshake(const ClientOptions& options, const GroupSpec& group, asio::io_context& io,
+                     uint32_t reducerIndex, uint32_t streamIndex, Endpoint endpoint,
+                     std::string name)
+    : options_(options),
+      group_(group),
+      io_(io),
+      reducerIndex_(reducerIndex),
+      streamIndex_(streamIndex),
+      endpoint_(std::move(endpoint)),
+      name_(std::move(name)),
+      timer_(io) {}
+
+template <typename F>
+auto Handshake::counted(F&& handler) {
+  return transport::countedHandler(shared_from_this(), pendingOps_, &Handshake::opDone,
+                                   std::forward<F>(handler));
+}
+
+void Handshake::start(Done done) {
+  done_ = std::move(done);
+  deadline_ = std::chrono::steady_clock::now() + options_.connectTimeout;
+  connector_ = transport::makeConnector(io_, options_.transport);
+  connector_->connect(endpoint_, options_.connectTimeout,
+                      counted([this](Result<std::unique_ptr<transport::Stream>> stream) {
+                        onConnect(std::move(stream));
+                      }));
+}
+
+void Handshake::cancel() {
+  const auto self = shared_from_this();  // opDone may drop the owner's reference
+  pendingOps_.add();  // so that the cancellations below cannot report before we are done here
+  finish(abortedError(name_ + ": the handshake was cancelled"));
+  opDone();
+}
+
+void Handshake::finish(Status outcome) {
+  if (finished_) return;
+  finished_ = true;
+  outcome_ = std::move(outcome);
+  if (connector_) connector_->cancel();
+  timer_.cancel();
+  if (!outcome_.isOk() && stream_) stream_->close();
+}
+
+void Handshake::opDone() {
+  if (!pendingOps_.done() || !finished_ || reported_) return;
+  reported_ = true;
+  Done done = std::move(done_);
+  done_ = nullptr;
+  if (outcome_.isOk()) {
+    done(Handshaken{std::move(stream_), std::move(reader_)});
+  } else {
+    done(outcome_);
+  }
+}
+
+void Handshake::onConnect(Result<std::unique_ptr<transport::Stream>> stream) {
+  if (finished_) return;
+  if (!stream) {
+    // A reducer that never answered is unavailable to this member's callers, whether the
+    // connector ran out of time or met an error not worth retrying.
+    const Status& s = stream.status();
+    return finish(Status(s.code() == StatusCode::kTimeout ? StatusCode::kUnavailable : s.code(),
+                         fmt::format("reducer {} stream {}: {}", reducerIndex_, streamIndex_,
+                                     s.message())));
+  }
+  stream_ = std::move(*stream);
+  reader_ = std::make_unique<transport::FrameReader>();
+  // A reducer that accepts and then says nothing, or part of a frame, must not hold this
+  // member forever: the handshake ends by the same deadline as the dial.
+  step_ = "waiting for CHALLENGE";
+  timer_.expires_at(deadline_);
+  timer_.async_wait(counted([this](const std::error_code& ec) {
+    if (!ec) onDeadline();
+  }));
+  readHeader();  // the reducer speaks first: CHALLENGE
+}
+
+void Handshake::onDeadline() {
+  if (finished_) return;
+  finish(timeoutError(fmt::format(
+      "{}: still {} when the connect timeout ({} ms, RS_CONNECT_TIMEOUT_MS) ran out: the "
+      "reducer accepted the connection but did not finish the handshake",
+      name_, step_, options_.connectTimeout.count())));
+}
+
+void Handshake::readHeader() {
+  reader_->readHeader(*stream_,
+                      counted([this](const std::error_code& ec, size_t) { onHeader(ec); }));
+}
+
+void Handshake::onHeader(const std::error_code& ec) {
+  if (finished_) return;
+  if (Status s = decodeReducerHeader(name_, ec, *reader_, options_.maxChunkBytes, &in_);
+      !s.isOk())
+    return finish(s);
+  if (in_.type == wire::FrameType::kError || in_.type == wire::FrameType::kAbort) {
+    step_ = "reading the reason of its ERROR or ABORT";
+    errorText_.resize(in_.payloadLength);
+    reader_->readExactly(*stream_, errorText_.data(), errorText_.size(),
+                         counted([this](const std::error_code& e, size_t) { onErrorText(e); }));
+    return;
+  }
+  if (!helloSent_) {
+    if (in_.type != wire::FrameType::kChallenge)
+      return finish(protocolError(fmt::format("{}: expected CHALLENGE, got {}", name_,
+                                              wire::frameTypeName(in_.type))));
+    step_ = "reading CHALLENGE";
+    reader_->readExactly(*stream_, challengeBytes_.data(), challengeBytes_.size(),
+                         counted([this](const std::error_code& e, size_t) { onChallenge(e); }));
+    return;
+  }
+  if (in_.type != wire::FrameType::kHelloAck)
+    return finish(protocolError(fmt::format("{}: expected HELLO_ACK, got {}", name_,
+                                            wire::frameTypeName(in_.type))));
+  step_ = "reading HELLO_ACK";
+  reader_->readExactly(*stream_, ackBytes_.data(), ackBytes_.size(),
+                       counted([this](const std::error_code& e, size_t) { onHelloAck(e); }));
+}
+
+// The reducer's CHALLENGE says whether it wants the job secret; both sides must agree, so that
+// a worker never joins a reducer that anyone could join, and a worker without the secret
+// learns why it is refused.
+void Handshake::onChallenge(const std::error_code& ec) {
+  if (finished_) return;
+  if (ec) return finish(ioError(name_ + ": reading CHALLENGE: " + ec.message()));
+  wire::ChallengePayload c;
+  if (Status s = wire::decodeChallenge(challengeBytes_.data(), challengeBytes_.size(), &c);
+      !s.isOk())
+    return finish(protocolError(name_ + ": " + s.message()));
+  if (c.mode == wire::AuthMode::kOpen && !options_.secret.empty())
+    return finish(failedPrecondition(
+        name_ + " does not require authentication, but this worker has a job secret "
+                "(RS_SECRET_FILE or RS_SECRET): refusing to join an open reducer; give the "
+                "reducer the same secret (--secret-file)"));
+  if (c.mode == wire::AuthMode::kJobSecret && options_.secret.empty())
+    return finish(failedPrecondition(
+        name_ + " requires the job secret, and this worker has none: set RS_SECRET_FILE or "
+                "RS_SECRET to the job's secret"));
+  sendHello(c.nonce);
+}
+
+void Handshake::sendHello(const wire::Nonce& reducerNonce) {
+  const GroupSpec& g = group_;
+  const ClientOptions& o = options_;
+  wire::HelloPayload hello;
+  hello.worldSize = g.worldSize;
+  hello.streamIndex = static_cast<uint16_t>(streamIndex_);
+  hello.streamCount = static_cast<uint16_t>(o.streamsPerReducer);
+  hello.reducerIndex = static_cast<uint16_t>(reducerIndex_);
+  hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
+  hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
+  hello.jobName = o.jobName;
+  const auto flags = static_cast<uint16_t>(
+      (o.deterministic ? wire::kFlagDeterministic : 0) |
+      (o.fp32Accumulator == Fp32Accumulator::kFp64 ? wire::kFlagFp64Accumulator : 0));
+  auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce, flags);
+  if (!frame) return finish(frame.status());
+  hello_ = *frame;
+  helloBuffers_[0] = {hello_.header.data(), hello_.header.size()};
+  helloBuffers_[1] = {hello_.payload.data(), hello_.payload.size()};
+  stream_->asyncWriteAll(helloBuffers_, 2,
+                         counted([this](const std::error_code& ec, size_t) {
+                           if (ec) finish(ioError("sending HELLO: " + ec.message()));
+                         }));
+  helloSent_ = true;
+  step_ = "waiting for HELLO_ACK";
+  readHeader();
+}
+
+void Handshake::onHelloAck(const std::error_code& ec) {
+  if (finished_) return;
+  if (ec) return finish(ioError(name_ + ": reading HELLO_ACK: " + ec.message()));
+  wire::HelloAckPayload ack;
+  if (Status s = wire::decodeHelloAck(ackBytes_.data(), ackBytes_.size(), &ack); !s.isOk())
+    return finish(protocolError(name_ + ": " + s.message()));
+  if (ack.maxPayloadBytes < options_.maxChunkBytes)
+    return finish(invalidArgument(fmt::format(
+        "{} accepts chunks of at most {} bytes, but this client's maximum chunk is {} bytes "
+        "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
+        name_, ack.maxPayloadBytes, options_.maxChunkBytes)));
+  finish(Status::ok());
+}
+
+void Handshake::onErrorText(const std::error_code& ec) {
+  if (finished_) return;
+  finish(reducerRefusal(name_, in_, errorText_, ec));
+}
+
+}  // namespace rs::client

@@ -1,0 +1,105 @@
+// A data stream's way in, on the member's side (proto/WIRE.md, "Authentication" and "A
+// stream's conversation"): dial the reducer (a transport::Connector, which retries until the
+// reducer is up), read its CHALLENGE and check its mode against this member's secret (a member
+// with a secret never joins a reducer that anyone could join, and one without learns why it is
+// refused), send the HELLO proven with the secret for the CHALLENGE's nonce, then read the
+// HELLO_ACK, or the ERROR that refuses the stream, and check that the reducer takes this
+// member's chunks. Dialing and the handshake together end within options.connectTimeout
+// (RS_CONNECT_TIMEOUT_MS): a reducer that accepts and then stalls fails the stream with a
+// timeout naming the reducer and the step it stalled in.
+//
+// The connection (client/connection.h) starts one and takes the stream from it, as the
+// reducer's session takes its stream from the reducer's handshake. Everything runs on the
+// connection's io thread. The handshake reports once, and only after every handler it started
+// has run, so that the stream it hands over has nothing pending on it.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <array>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/common/endpoint.h"
+#include "core/common/status.h"
+#include "core/transport/connector.h"
+#include "core/transport/frame_reader.h"
+#include "core/transport/pending_ops.h"
+#include "core/transport/stream.h"
+#include "core/wire/control_frames.h"
+#include "core/wire/frame.h"
+#include "rs/client.h"
+
+namespace rs::client {
+
+class Handshake : public std::enable_shared_from_this<Handshake> {
+ public:
+  // A stream through its handshake, ready for REDUCE frames.
+  struct Handshaken {
+    std::unique_ptr<transport::Stream> stream;
+    // The reader the handshake read through: what it read past the HELLO_ACK is still in it.
+    std::unique_ptr<transport::FrameReader> reader;
+  };
+  // The outcome: the stream, or why not (kAborted after cancel()).
+  using Done = std::function<void(Result<Handshaken> outcome)>;
+
+  // `options` and `group` must outlive the handshake. `name` names the stream in messages
+  // ("reducer 2 (10.0.0.7:2222) stream 1").
+  Handshake(const ClientOptions& options, const GroupSpec& group, asio::io_context& io,
+            uint32_t reducerIndex, uint32_t streamIndex, Endpoint endpoint, std::string name);
+
+  // Dials and handshakes; `done` runs once, on the io thread, never inside start().
+  void start(Done done);
+  // Ends it early (the connection closed): `done` runs with kAborted once the handlers started
+  // so far have run. Nothing once it has reported.
+  void cancel();
+
+ private:
+  void onConnect(Result<std::unique_ptr<transport::Stream>> stream);
+  void onDeadline();
+  void readHeader();
+  void onHeader(const std::error_code& ec);
+  void onChallenge(const std::error_code& ec);
+  void sendHello(const wire::Nonce& reducerNonce);
+  void onHelloAck(const std::error_code& ec);
+  void onErrorText(const std::error_code& ec);
+  // The first outcome wins: stops the dial and the timer, and closes the stream on failure.
+  void finish(Status outcome);
+  template <typename F>
+  auto counted(F&& handler);
+  // Reports the outcome once it is known and every handler has run.
+  void opDone();
+
+  const ClientOptions& options_;
+  const GroupSpec& group_;
+  asio::io_context& io_;
+  const uint32_t reducerIndex_;
+  const uint32_t streamIndex_;
+  const Endpoint endpoint_;
+  const std::string name_;
+
+  std::unique_ptr<transport::Connector> connector_;
+  // Connecting ends by start() + options.connectTimeout; this timer holds the handshake to it.
+  std::chrono::steady_clock::time_point deadline_;
+  asio::steady_timer timer_;
+  const char* step_ = "";  // where the handshake is, for the timeout's message
+  std::unique_ptr<transport::Stream> stream_;
+  std::unique_ptr<transport::FrameReader> reader_;
+  bool helloSent_ = false;  // after the reducer's CHALLENGE
+  wire::FrameHeader in_;
+  std::array<uint8_t, wire::kChallengePayloadSize> challengeBytes_{};
+  wire::HelloFrame hello_;
+  transport::ConstBuffer helloBuffers_[2]{};
+  std::array<uint8_t, wire::kHelloAckPayloadSize> ackBytes_{};
+  std::string errorText_;
+
+  Done done_;
+  transport::PendingOps pendingOps_;
+  bool finished_ = false;
+  Status outcome_;
+  bool reported_ = false;
+};
+
+}  // namespace rs::client

@@ -1,0 +1,209 @@
+// The member's side of a data stream's handshake (client/handshake.h) on its own, against fake
+// reducers on real loopback sockets (tests/support/fake_reducer.h): the HELLO it sends proves
+// the secret for the reducer's nonce, and the stream it hands over carries what was read past
+// the HELLO_ACK; a reducer's refusal and a reducer that wants a secret this member lacks each
+// end it with a status that names the stream; cancel() ends it once, aborted, closing the
+// stream. Each handshake reports exactly once.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/handshake.h"
+#include "core/wire/auth.h"
+#include "tests/support/fake_reducer.h"
+#include "tests/support/local_pool.h"
+#include "tests/support/run_until.h"
+#include "tests/support/wait_until.h"
+
+namespace rs::test {
+namespace {
+
+using Catch::Matchers::Contains;
+using client::Handshake;
+
+constexpr const char* kSecret = "client-handshake-secret-0123456789";
+
+std::string streamName(const Endpoint& where) {
+  return "reducer 0 (" + where.toString() + ") stream 0";
+}
+
+// A CHALLENGE asking for the job secret, with `nonce`.
+std::vector<uint8_t> securedChallengeFrame(const wire::Nonce& nonce) {
+  wire::FrameHeader h;
+  h.type = wire::FrameType::kChallenge;
+  h.payloadLength = wire::kChallengePayloadSize;
+  const wire::HeaderBytes header = wire::encodeHeader(h);
+  wire::ChallengePayload c;
+  c.mode = wire::AuthMode::kJobSecret;
+  c.nonce = nonce;
+  const auto payload = wire::encodeChallenge(c);
+  std::vector<uint8_t> frame(header.begin(), header.end());
+  frame.insert(frame.end(), payload.begin(), payload.end());
+  return frame;
+}
+
+// One handshake, run on the test's thread, that records its reports. It keeps the options and
+// the group, which the handshake holds by reference.
+class Run {
+ public:
+  Run(asio::io_context& io, client::ClientOptions options, client::GroupSpec group,
+      const Endpoint& where)
+      : options_(std::move(options)),
+        group_(group),
+        handshake_(std::make_shared<Handshake>(options_, group_, io, 0, 0, where,
+                                               streamName(where))) {
+    handshake_->start([this](Result<Handshake::Handshaken> outcome) {
+      ++reports_;
+      outcome_.emplace(std::move(outcome));
+    });
+  }
+
+  // Runs `io` until the handshake reported, then once more: a second report would show.
+  Result<Handshake::Handshaken>& outcome(asio::io_context& io) {
+    REQUIRE(runUntil(io, [&] { return reports_ > 0; }));
+    io.poll();
+    io.restart();
+    CHECK(reports_ == 1);
+    return *outcome_;
+  }
+
+  Handshake& handshake() { return *handshake_; }
+
+ private:
+  const client::ClientOptions options_;
+  const client::GroupSpec group_;
+  std::shared_ptr<Handshake> handshake_;
+  int reports_ = 0;
+  std::optional<Result<Handshake::Handshaken>> outcome_;
+};
+
+}  // namespace
+
+TEST_CASE("client handshake: a proven HELLO, and the stream handed over with what was read "
+          "past the HELLO_ACK") {
+  const wire::Nonce nonce = *wire::randomNonce();
+  std::atomic<bool> proven{false};
+  auto options = testClientOptions({}, 1);
+  const auto maxChunk = static_cast<uint32_t>(options.maxChunkBytes);
+  // The HELLO_ACK and an ABORT behind it in one write: they arrive together, and the handshake's
+  // read of the HELLO_ACK takes the ABORT with it into its reader's buffer.
+  FakeReducer fake([&nonce, &proven, maxChunk](FakeReducer::Socket& s) {
+    const std::vector<uint8_t> challenge = securedChallengeFrame(nonce);
+    writeBytes(s, challenge.data(), challenge.size());
+    const wire::FrameHeader h = readHeaderOf(s);
+    std::array<uint8_t, wire::kHelloPayloadSize> bytes;
+    asio::read(s, asio::buffer(bytes));
+    wire::HelloPayload hello;
+    if (wire::decodeHello(bytes.data(), bytes.size(), &hello).isOk())
+      proven = wire::proofsEqual(wire::helloProof(kSecret, nonce, h, hello), hello.authProof);
+    std::vector<uint8_t> reply = helloAckFrame(maxChunk);
+    const wire::ErrorFrame abort =
+        wire::abortFrame({}, 0, abortedError("another member gave up"));
+    reply.insert(reply.end(), abort.header.begin(), abort.header.end());
+    reply.insert(reply.end(), abort.reason.begin(), abort.reason.end());
+    writeBytes(s, reply.data(), reply.size());
+    readUntilClosed(s);
+  });
+  options.reducers = {fake.endpoint()};
+  options.secret = kSecret;
+  asio::io_context io;
+  Run run(io, options, {GroupId::random(), 2, 1}, fake.endpoint());
+  auto& outcome = run.outcome(io);
+  REQUIRE(outcome.status().toString() == "OK");
+  CHECK(proven);
+  Handshake::Handshaken& stream = *outcome;
+  CHECK(stream.stream->bytesSent() == wire::kHeaderSize + wire::kHelloPayloadSize);
+
+  // The connection reads on through the handed reader: the ABORT is the next frame.
+  bool read = false;
+  std::error_code readError;
+  stream.reader->readHeader(*stream.stream, [&](const std::error_code& ec, size_t) {
+    read = true;
+    readError = ec;
+  });
+  REQUIRE(runUntil(io, [&] { return read; }));
+  REQUIRE_FALSE(readError);
+  wire::FrameHeader next;
+  REQUIRE(wire::decodeHeader(stream.reader->header().data(), wire::kHeaderSize, {}, &next)
+              .toString() == "OK");
+  CHECK(next.type == wire::FrameType::kAbort);
+  stream.stream->close();
+  io.poll();
+}
+
+TEST_CASE("client handshake: a reducer's refusal ends it with the reducer's code and reason, "
+          "naming the stream") {
+  FakeReducer fake([](FakeReducer::Socket& s) {
+    const std::vector<uint8_t> challenge = challengeFrame();
+    writeBytes(s, challenge.data(), challenge.size());
+    readHello(s);
+    const wire::ErrorFrame refusal =
+        wire::errorFrame({}, 0, failedPrecondition("group 0123abcd belongs to another job"));
+    writeBytes(s, refusal.header.data(), refusal.header.size());
+    writeBytes(s, refusal.reason.data(), refusal.reason.size());
+    readUntilClosed(s);
+  });
+  asio::io_context io;
+  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+          fake.endpoint());
+  auto& outcome = run.outcome(io);
+  REQUIRE_FALSE(outcome.isOk());
+  CHECK(outcome.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(outcome.status().message() ==
+        streamName(fake.endpoint()) + " refused: group 0123abcd belongs to another job");
+}
+
+TEST_CASE("client handshake: a member without the secret stops at a reducer that wants one, "
+          "sending no HELLO") {
+  std::atomic<bool> closed{false};
+  std::atomic<bool> gotHello{false};
+  FakeReducer fake([&](FakeReducer::Socket& s) {
+    const std::vector<uint8_t> challenge = securedChallengeFrame(*wire::randomNonce());
+    writeBytes(s, challenge.data(), challenge.size());
+    wire::HeaderBytes bytes;
+    std::error_code ec;
+    asio::read(s, asio::buffer(bytes), ec);
+    gotHello = !ec;
+    closed = true;
+    s.shutdown(asio::socket_base::shutdown_both, ec);  // a member waiting for more learns now
+  });
+  asio::io_context io;
+  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+          fake.endpoint());
+  auto& outcome = run.outcome(io);
+  REQUIRE_FALSE(outcome.isOk());
+  CHECK(outcome.status().code() == StatusCode::kFailedPrecondition);
+  CHECK_THAT(outcome.status().message(),
+             Contains(streamName(fake.endpoint()) +
+                      " requires the job secret, and this worker has none"));
+  REQUIRE(waitUntil([&] { return closed.load(); }));
+  CHECK_FALSE(gotHello);
+}
+
+TEST_CASE("client handshake: cancel ends it once, aborted, and closes the stream") {
+  std::atomic<bool> helloIn{false};
+  std::atomic<bool> closed{false};
+  FakeReducer fake([&](FakeReducer::Socket& s) {
+    const std::vector<uint8_t> challenge = challengeFrame();
+    writeBytes(s, challenge.data(), challenge.size());
+    readHello(s);
+    helloIn = true;
+    readUntilClosed(s);  // never answers
+    closed = true;
+  });
+  asio::io_context io;
+  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+          fake.endpoint());
+  REQUIRE(runUntil(io, [&] { return helloIn.load(); }));
+  run.handshake().cancel();
+  auto& outcome = run.outcome(io);
+  REQUIRE_FALSE(outcome.isOk());
+  CHECK(outcome.status().code() == StatusCode::kAborted);
+  CHECK(waitUntil([&] { return closed.load(); }));
+}
+
+}  // namespace rs::test
