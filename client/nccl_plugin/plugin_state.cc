@@ -7,7 +7,7 @@
 #include "client/nccl_plugin/plugin_log.h"
 #include "core/common/build_info.h"
 #include "core/common/env.h"
-#include "core/reduce/reduce.h"
+#include "core/reduce/convert.h"
 
 namespace rs::plugin {
 namespace {
@@ -28,7 +28,7 @@ uint64_t knob(const char* name, uint64_t fallback, uint64_t max) {
 PluginState* create() {
   auto* s = new PluginState();
   RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "{}",
-                 versionLine("libnccl-net-reduction-server", reduce::activeTargetName()));
+                 versionLine("libnccl-net-reduction-server", reduce::conversionTargetName()));
   // Set but empty still counts: NCCL_RS_IFNAME= takes any interface, whatever NCCL's own says.
   const std::string ifname =
       envRaw("NCCL_RS_IFNAME").value_or(envRaw("NCCL_SOCKET_IFNAME").value_or(""));

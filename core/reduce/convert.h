@@ -1,12 +1,14 @@
 // Whole-buffer conversions between fp32 and a 16-bit float type (bf16, fp16), for wire
 // compression: a worker narrows its fp32 chunk to the wire type before it sends it and widens
-// the result back into the caller's fp32 buffer. The SIMD kernels are the reducer's own
-// (accumulateFirst widens, finalize narrows), so the rounding is the same bit for bit as
-// float16.h: narrowing rounds to nearest even, overflow becomes Inf, a NaN stays a NaN
-// (quieted); widening is exact. No I/O and no allocation; pointers need no alignment.
+// the result back into the caller's fp32 buffer. The SIMD codecs are the reducer's own
+// (reduce-inl.h), so the rounding is the same bit for bit as the reducer's and float16.h:
+// narrowing rounds to nearest even, overflow becomes Inf, a NaN stays a NaN (quieted); widening
+// is exact. No I/O and no allocation; pointers need no alignment. Apart from the kernels
+// (reduce.h) so that the NCCL plugin links these alone.
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/reduce/dtype.h"
 
@@ -22,5 +24,8 @@ void narrowFloat32(DataType to, const float* src, void* dst, size_t count);
 
 // dst[i] = widen(src[i]) for `from` (isNarrowFloat). src and dst must not overlap.
 void widenToFloat32(DataType from, const void* src, float* dst, size_t count);
+
+// The SIMD target these conversions dispatch to now, e.g. "AVX3" (the plugin's version line).
+std::string conversionTargetName();
 
 }  // namespace rs::reduce
