@@ -253,7 +253,7 @@ TEST_CASE("grpc auth: a job's group is its own: another job cannot join, leave o
   CHECK(st.toString() == "OK");
 }
 
-TEST_CASE("grpc auth: one job's own calls fill only its share of the replay cache; other jobs "
+TEST_CASE("grpc auth: one job's own calls fill only its share of the replay cache, other jobs "
           "and the operator still get in, beside a healthy group") {
   Reducer r;
   // Job team-b's workers keep doing exact all-reduces on the same reducer throughout.

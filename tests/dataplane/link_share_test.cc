@@ -168,7 +168,7 @@ TEST_CASE("the automatic stream count keeps a worker near 16 streams", "[link_sh
   CHECK(o.effectiveStreams() == 3);
 }
 
-TEST_CASE("RS_LINK_GBPS and RS_STREAMS=0 are read; a bad rate is refused by name",
+TEST_CASE("RS_LINK_GBPS and RS_STREAMS=0 are read, a bad rate is refused by name",
           "[link_share]") {
   client::ClientOptions o;
   ::setenv("RS_LINK_GBPS", "12.5", 1);
@@ -216,7 +216,7 @@ TEST_CASE("a pace also bounded by the far end's link takes the smaller share", "
 
 namespace rs::test {
 
-TEST_CASE("a host with little under way is not paced; past the threshold it is",
+TEST_CASE("a host with little under way is not paced, past the threshold it is",
           "[link_share]") {
   using transport::LinkShare;
   LoopbackStreams s(2);
@@ -248,7 +248,7 @@ TEST_CASE("a host with little under way is not paced; past the threshold it is",
 
 namespace rs::test {
 
-TEST_CASE("RS_REDUCER_LINK_GBPS is read, 0 or unset meaning RS_LINK_GBPS's; a bad rate is refused "
+TEST_CASE("RS_REDUCER_LINK_GBPS is read, 0 or unset meaning RS_LINK_GBPS's, a bad rate is refused "
           "by name",
           "[link_share]") {
   client::ClientOptions o;

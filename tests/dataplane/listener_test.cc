@@ -69,7 +69,7 @@ TEST_CASE("listener: port 0 is refused where the caller did not ask for it", "[t
   CHECK_THAT(listener.status().message(), Contains("port 0"));
 }
 
-TEST_CASE("listener: a name is resolved; a taken port is an error naming the address",
+TEST_CASE("listener: a name is resolved, a taken port is an error naming the address",
           "[transport]") {
   asio::io_context io;
   auto first = listen(io, {"localhost", 0}, {}, PortZero::kAllowed);

@@ -64,7 +64,7 @@ struct LoopbackPair {
 
 }  // namespace
 
-TEST_CASE("small reads leave SO_RCVLOWAT alone; large ones raise it; exact reads lower it",
+TEST_CASE("small reads leave SO_RCVLOWAT alone, large ones raise it, exact reads lower it",
           "[transport]") {
   LoopbackPair p;
   std::vector<char> buf(256 << 10);

@@ -106,7 +106,7 @@ TEST_CASE("call auth: the window holds on both sides, and a nonce counts once") 
   CHECK(full.status().code() == StatusCode::kResourceExhausted);
 }
 
-TEST_CASE("call auth: one job's calls fill only its own share; other jobs and the pool's "
+TEST_CASE("call auth: one job's calls fill only its own share, other jobs and the pool's "
           "identity still get in") {
   CallAuthenticator auth(kPool, std::chrono::minutes(5), {.pool = 2, .job = 2, .jobsTotal = 3});
   const std::string keyA = *wire::deriveJobSecret(kPool, "team-a");

@@ -62,7 +62,7 @@ TEST_CASE("sizing: the CPU cost is a parameter: doubling it doubles the CPU boun
   CHECK(heavy->binding == Bound::kCpu);
 }
 
-TEST_CASE("sizing: equal bounds report bandwidth; one slow worker still needs one reducer") {
+TEST_CASE("sizing: equal bounds report bandwidth, one slow worker still needs one reducer") {
   auto equal = sizePool(Rates{1, 32, 32, 16, 160.0 / 32});  // both bounds exactly 1
   REQUIRE(equal.isOk());
   CHECK(equal->bandwidthBound == 1);
@@ -140,7 +140,7 @@ TEST_CASE("predictions: a CPU-limited reducer carries less than its egress") {
   CHECK(p[2].poolSeconds == Approx(0.08 * 500 * 2.2 / (7 * 40)));
 }
 
-TEST_CASE("predictions: one reducer stays one; one worker has no ring to beat") {
+TEST_CASE("predictions: one reducer stays one, one worker has no ring to beat") {
   const auto p = predictAllReduce(n1Highcpu16(1, 10), 1, 1'000'000);
   REQUIRE(p.size() == 3);
   for (const auto& row : p) {

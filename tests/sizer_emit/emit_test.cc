@@ -341,7 +341,7 @@ TEST_CASE("emit: every Kubernetes pod reads the job secret from a read-only Secr
   CHECK(pool.find("RS_SECRET\n") == std::string::npos);
 }
 
-TEST_CASE("emit: Vertex AI files hold no secret; their submit scripts make a fresh one per job") {
+TEST_CASE("emit: Vertex AI files hold no secret, their submit scripts make a fresh one per job") {
   const EmitPlan plan = a2MegaPlan();
   // The specs are kept and resubmitted: no secret in them.
   CHECK(emitted("vertex-yaml", plan).find("name: RS_SECRET") == std::string::npos);

@@ -229,7 +229,7 @@ TEST_CASE("cluster spec: TF_CONFIG maps chief, worker, ps and evaluator onto the
   REQUIRE(r->environment == "cloud");
 }
 
-TEST_CASE("cluster spec: TF_CONFIG master is the chief; unknown task types are kept") {
+TEST_CASE("cluster spec: TF_CONFIG master is the chief, unknown task types are kept") {
   auto r = parseTfConfig(R"({"cluster": {"master": ["m:1"], "worker": ["w:1"], "sidecar": ["s:1"]},
                              "task": {"type": "worker", "index": 0}})");
   REQUIRE(r.isOk());

@@ -35,7 +35,7 @@ rs::Result<Mode> parseMode(std::string_view text) {
 
 }  // namespace
 
-TEST_CASE("envRaw tells set-but-empty from unset; envString does not") {
+TEST_CASE("envRaw tells set-but-empty from unset, envString does not") {
   {
     ScopedEnv env(nullptr);
     CHECK_FALSE(rs::envRaw(kName).has_value());
@@ -54,7 +54,7 @@ TEST_CASE("envRaw tells set-but-empty from unset; envString does not") {
   }
 }
 
-TEST_CASE("envUnsigned reads a whole number in range; unset or empty is no value") {
+TEST_CASE("envUnsigned reads a whole number in range, unset or empty is no value") {
   {
     ScopedEnv env(nullptr);
     auto v = rs::envUnsigned(kName, 1, 256);

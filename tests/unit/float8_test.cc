@@ -84,7 +84,7 @@ TEST_CASE("float8: narrowing rounds to nearest, ties to even, between every pair
   }
 }
 
-TEST_CASE("float8: finite overflow saturates; Inf saturates in E4M3 and stays in E5M2") {
+TEST_CASE("float8: finite overflow saturates, Inf saturates in E4M3 and stays in E5M2") {
   // E4M3: 448 is the largest; the midpoint to the next step (464) ties to 448 (even), and
   // everything above saturates rather than becoming the NaN pattern or an error.
   CHECK(floatToFloat8(464.0f, kE4m3) == 0x7E);
@@ -103,7 +103,7 @@ TEST_CASE("float8: finite overflow saturates; Inf saturates in E4M3 and stays in
   CHECK(floatToFloat8(-INFINITY, kE5m2) == 0xFC);
 }
 
-TEST_CASE("float8: NaN of any sign or payload is 0x7F; zeros and underflow keep the sign") {
+TEST_CASE("float8: NaN of any sign or payload is 0x7F, zeros and underflow keep the sign") {
   for (const Float8Format f : {kE4m3, kE5m2}) {
     CHECK(floatToFloat8(std::numeric_limits<float>::quiet_NaN(), f) == 0x7F);
     CHECK(floatToFloat8(-std::numeric_limits<float>::quiet_NaN(), f) == 0x7F);

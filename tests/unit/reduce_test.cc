@@ -814,7 +814,7 @@ std::vector<Buffer> allPairs(size_t offset) {
   return in;
 }
 
-TEST_CASE("reduce: fp8 every pair of values, every op, on every target and path") {
+TEST_CASE("reduce: fp8 every pair of values, every op, on every target and path", "[values]") {
   forEachTarget([] {
     for (DataType type : kFloat8Types) {
       const Float8Format f = float8Format(type);
@@ -874,7 +874,7 @@ TEST_CASE("reduce: fp8 random bytes of every kind, many inputs, every length and
   });
 }
 
-TEST_CASE("reduce: fp8 narrowing of fp32 matches float8.h at every rounding boundary") {
+TEST_CASE("reduce: fp8 narrowing of fp32 matches float8.h at every rounding boundary", "[values]") {
   // finalize of an fp32 accumulator is the kernels' narrowing: between every pair of
   // neighbouring fp8 values the midpoint and the fp32 values either side of it, every fp32
   // with a top 16-bit pattern and low bits at both formats' halfway points, random fp32 bits.
