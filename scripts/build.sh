@@ -21,12 +21,13 @@ case "$kind" in
   package) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_TESTS=OFF -DRS_BUILD_BENCH=OFF) ;;
   # -O1 and line tables only: the sanitizers' own advice for speed, with asserts kept (Debug);
   # -O0 ran the ASan tests about twice as long, and full debug info slows every compile.
+  # Libraries in unity batches (RS_UNITY_BUILD): these trees are built whole, once per run.
   asan)
-    args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF
+    args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF -DRS_UNITY_BUILD=ON
            "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
     targets=(rs_unit_tests rs_dataplane_tests plugin_harness nccl_net_reduction_server reduction-server) ;;
   tsan)
-    args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=thread -DRS_BUILD_BENCH=OFF
+    args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=thread -DRS_BUILD_BENCH=OFF -DRS_UNITY_BUILD=ON
            "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
     targets=(rs_dataplane_tests) ;;
   fuzz)

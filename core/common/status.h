@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cassert>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
@@ -20,6 +21,8 @@ enum class StatusCode {
   kUnavailable,         // the peer is down or draining
   kInternal,            // a broken invariant inside this process
 };
+// The highest code, as the wire carries codes (numbers, checked against it on decode).
+inline constexpr uint32_t kMaxStatusCode = static_cast<uint32_t>(StatusCode::kInternal);
 
 const char* statusCodeName(StatusCode code);
 

@@ -28,8 +28,6 @@ Result<HelloFrame> helloFrame(const GroupId& group, uint32_t rank, HelloPayload 
 }
 namespace {
 
-constexpr uint32_t kMaxStatusCode = static_cast<uint32_t>(StatusCode::kInternal);
-
 FrameHeader dataHeader(FrameType type, const ChunkFields& c) {
   FrameHeader h;
   h.type = type;

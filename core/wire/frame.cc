@@ -56,8 +56,6 @@ constexpr size_t kOffAckServerVersion = 8;
 constexpr size_t kOffAckReserved = 12;
 static_assert(kOffAckReserved + 4 == kHelloAckPayloadSize);
 
-constexpr uint32_t kMaxStatusCode = static_cast<uint32_t>(StatusCode::kInternal);
-
 
 std::string hex(uint64_t v, int digits) {
   char buf[24];
