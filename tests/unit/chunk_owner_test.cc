@@ -68,7 +68,7 @@ TEST_CASE("chunk owner: with no reducer dead the owner is the home") {
   }
 }
 
-TEST_CASE("chunk owner: always live; the home while the home is live") {
+TEST_CASE("chunk owner: always live, and the home while the home is live") {
   for (uint32_t reducers = 2; reducers <= kMaxListed; ++reducers) {
     forEachDeadSet(reducers, [&](const DeadSet& dead) {
       for (uint64_t start : kStarts) {

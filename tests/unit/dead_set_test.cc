@@ -33,7 +33,7 @@ TEST_CASE("dead set: a list of 1 to kMaxReducers reducers, none dead at first") 
   }
 }
 
-TEST_CASE("dead set: add, contains, counts; an index past the list is an error") {
+TEST_CASE("dead set: add, contains, counts, and an index past the list is an error") {
   DeadSet d = over(70, {3, 64, 69});
   CHECK(d.contains(3));
   CHECK(d.contains(64));
