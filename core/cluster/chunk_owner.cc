@@ -5,18 +5,10 @@
 #include <string>
 
 #include "core/cluster/sharding.h"
+#include "core/common/splitmix.h"
 
 namespace rs::cluster {
 namespace {
-
-// SplitMix64's finalizer: a fixed, portable mix (every member and reducer must compute the
-// same owners, so no std::hash).
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // The places 0..R-2 of the other reducers in cyclic order from h + 1, and which of them the
 // sequence has probed.
@@ -59,7 +51,8 @@ Result<uint32_t> chunkOwner(uint64_t chunk, const DeadSet& dead) {
   // (the same t mod P_m) take successive digits, so their probe m rotates over every place
   // left and a second or third loss spreads exactly evenly too; the offset starts each such
   // class at its own place, so that with many losses the classes do not all fall on the
-  // reducer after a run of dead ones, as probing in list order would.
+  // reducer after a run of dead ones, as probing in list order would. Every member and
+  // reducer must compute the same owners: the hash is a fixed one (splitmix.h).
   const uint64_t t = chunk / reducers;
   uint64_t digits = t;  // floor(t / P_m)
   uint64_t radix = 1;   // P_m while it is at most t
@@ -68,7 +61,7 @@ Result<uint32_t> chunkOwner(uint64_t chunk, const DeadSet& dead) {
   for (uint32_t m = 0; m + 1 < reducers; ++m) {
     const uint32_t left = reducers - 1 - m;
     const uint64_t lower = pastT ? t : t % radix;  // t mod P_m: the class
-    const uint64_t offset = m == 0 ? 0 : mix(mix((uint64_t{home} << 32) | m) ^ lower) % left;
+    const uint64_t offset = m == 0 ? 0 : splitMix64(splitMix64((uint64_t{home} << 32) | m) ^ lower) % left;
     const auto index = static_cast<uint32_t>((digits % left + offset) % left);
     digits /= left;
     if (!pastT) {
