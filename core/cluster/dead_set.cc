@@ -12,6 +12,14 @@ Result<DeadSet> DeadSet::none(uint32_t reducers) {
   return DeadSet(reducers);
 }
 
+Result<DeadSet> DeadSet::of(uint32_t reducers, std::span<const uint32_t> dead) {
+  Result<DeadSet> set = none(reducers);
+  if (!set) return set;
+  for (uint32_t r : dead)
+    if (Status s = set->add(r); !s.isOk()) return s;
+  return set;
+}
+
 Status DeadSet::add(uint32_t reducer) {
   if (reducer >= reducers_)
     return invalidArgument("reducer " + std::to_string(reducer) + " declared lost, but the list has " +

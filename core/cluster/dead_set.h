@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "core/common/status.h"
@@ -20,6 +21,9 @@ class DeadSet {
 
   // No reducer dead, of a list of `reducers` (1..kMaxReducers).
   static Result<DeadSet> none(uint32_t reducers);
+  // The reducers `dead` (in any order, repeats allowed) of a list of `reducers`: what a
+  // member or a frame names. Errors as none() and add().
+  static Result<DeadSet> of(uint32_t reducers, std::span<const uint32_t> dead);
 
   // Marks `reducer` dead; an index past the list is an error (it names a reducer the group
   // does not have). Marking a dead reducer again changes nothing.

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/cluster/sharding.h"
+#include "tests/support/dead_sets.h"
 
 namespace rs::cluster {
 namespace {
@@ -19,12 +20,7 @@ namespace {
 constexpr uint32_t kMaxListed = 64;     // the longest list the properties run over
 constexpr uint32_t kExhaustiveUpTo = 12;  // every dead set of up to three, up to here
 
-DeadSet deadSet(uint32_t reducers, const std::vector<uint32_t>& dead) {
-  Result<DeadSet> d = DeadSet::none(reducers);
-  REQUIRE(d.isOk());
-  for (uint32_t r : dead) REQUIRE(d->add(r).isOk());
-  return *d;
-}
+using test::deadSet;
 
 uint32_t owner(uint64_t chunk, const DeadSet& dead) {
   Result<uint32_t> o = chunkOwner(chunk, dead);

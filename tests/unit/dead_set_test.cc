@@ -8,23 +8,18 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/dead_sets.h"
 #include "tests/support/require_invalid.h"
 
 namespace rs::cluster {
 namespace {
 
-DeadSet over(uint32_t reducers, const std::vector<uint32_t>& dead) {
-  Result<DeadSet> d = DeadSet::none(reducers);
-  REQUIRE(d.isOk());
-  for (uint32_t r : dead) REQUIRE(d->add(r).isOk());
-  return *d;
-}
 
 TEST_CASE("dead set: a list of 1 to kMaxReducers reducers, none dead at first") {
   test::requireInvalid(DeadSet::none(0), "0 reducers");
   test::requireInvalid(DeadSet::none(DeadSet::kMaxReducers + 1), "1025 reducers");
   for (uint32_t r : {1u, 2u, 64u, 65u, DeadSet::kMaxReducers}) {
-    const DeadSet d = over(r, {});
+    const DeadSet d = test::deadSet(r, {});
     CHECK(d.empty());
     CHECK(d.reducers() == r);
     CHECK(d.liveCount() == r);
@@ -34,7 +29,7 @@ TEST_CASE("dead set: a list of 1 to kMaxReducers reducers, none dead at first") 
 }
 
 TEST_CASE("dead set: add, contains, counts, and an index past the list is an error") {
-  DeadSet d = over(70, {3, 64, 69});
+  DeadSet d = test::deadSet(70, {3, 64, 69});
   CHECK(d.contains(3));
   CHECK(d.contains(64));
   CHECK(d.contains(69));
@@ -51,13 +46,18 @@ TEST_CASE("dead set: add, contains, counts, and an index past the list is an err
   CHECK_THAT(past.message(), Catch::Matchers::Contains("reducer 70") &&
                                  Catch::Matchers::Contains("70 reducers (0..69)"));
   CHECK(d.size() == 3);
+  // A list of losses from a member or a frame: in any order, with repeats; one past the list
+  // refuses the whole set.
+  CHECK(test::deadSet(70, {69, 3, 64, 3}) == d);
+  test::requireInvalid(DeadSet::of(4, std::vector<uint32_t>{1, 4}), "reducer 4 declared lost");
+  test::requireInvalid(DeadSet::of(0, {}), "0 reducers");
 }
 
 TEST_CASE("dead set: every reducer dead is seen, for one reducer too") {
-  DeadSet one = over(1, {0});
+  DeadSet one = test::deadSet(1, {0});
   CHECK(one.allDead());
   CHECK(one.liveCount() == 0);
-  DeadSet d = over(3, {0, 2});
+  DeadSet d = test::deadSet(3, {0, 2});
   CHECK_FALSE(d.allDead());
   REQUIRE(d.add(1).isOk());
   CHECK(d.allDead());
@@ -69,14 +69,14 @@ TEST_CASE("dead set: the union is the same whatever the order members learned th
     for (int trial = 0; trial < 20; ++trial) {
       std::vector<uint32_t> lost(std::uniform_int_distribution<uint32_t>(1, reducers)(rng));
       for (uint32_t& r : lost) r = static_cast<uint32_t>(rng() % reducers);
-      const DeadSet inOrder = over(reducers, lost);
+      const DeadSet inOrder = test::deadSet(reducers, lost);
       std::shuffle(lost.begin(), lost.end(), rng);
-      const DeadSet shuffled = over(reducers, lost);
+      const DeadSet shuffled = test::deadSet(reducers, lost);
       CHECK(shuffled == inOrder);
       // Two members each saw part of the losses (overlapping); either union gives the set.
       const size_t cut = rng() % (lost.size() + 1);
-      DeadSet a = over(reducers, {lost.begin(), lost.begin() + static_cast<long>(cut)});
-      DeadSet b = over(reducers, {lost.begin() + static_cast<long>(cut / 2), lost.end()});
+      DeadSet a = test::deadSet(reducers, {lost.begin(), lost.begin() + static_cast<long>(cut)});
+      DeadSet b = test::deadSet(reducers, {lost.begin() + static_cast<long>(cut / 2), lost.end()});
       DeadSet ab = a, ba = b;
       REQUIRE(ab.unite(b).isOk());
       REQUIRE(ba.unite(a).isOk());
@@ -90,11 +90,11 @@ TEST_CASE("dead set: the union is the same whatever the order members learned th
 }
 
 TEST_CASE("dead set: sets over lists of different lengths do not unite") {
-  DeadSet a = over(4, {1});
-  const Status s = a.unite(over(5, {1}));
+  DeadSet a = test::deadSet(4, {1});
+  const Status s = a.unite(test::deadSet(5, {1}));
   CHECK(s.code() == StatusCode::kInvalidArgument);
   CHECK_THAT(s.message(), Catch::Matchers::Contains("same reducer list"));
-  CHECK(a == over(4, {1}));
+  CHECK(a == test::deadSet(4, {1}));
 }
 
 TEST_CASE("dead set: deadBelow and nthDead number the dead reducers in order") {
@@ -103,7 +103,7 @@ TEST_CASE("dead set: deadBelow and nthDead number the dead reducers in order") {
     std::vector<uint32_t> lost;
     for (uint32_t r = 0; r < reducers; ++r)
       if (rng() % 3 == 0) lost.push_back(r);
-    const DeadSet d = over(reducers, lost);
+    const DeadSet d = test::deadSet(reducers, lost);
     for (uint32_t n = 0; n < lost.size(); ++n) {
       CHECK(d.nthDead(n) == lost[n]);
       CHECK(d.deadBelow(lost[n]) == n);

@@ -13,16 +13,12 @@
 
 #include "core/cluster/chunk_owner.h"
 #include "core/cluster/sharding.h"
+#include "tests/support/dead_sets.h"
 
 namespace rs::cluster {
 namespace {
 
-DeadSet deadSet(uint32_t reducers, const std::vector<uint32_t>& dead) {
-  Result<DeadSet> d = DeadSet::none(reducers);
-  REQUIRE(d.isOk());
-  for (uint32_t r : dead) REQUIRE(d->add(r).isOk());
-  return *d;
-}
+using test::deadSet;
 
 ChunkRoute route(uint64_t chunk, const DeadSet& dead, uint32_t streams) {
   Result<ChunkRoute> r = chunkRoute(chunk, dead, streams);

@@ -40,6 +40,13 @@ ResentChunk open(const Chunk& c) {
   return std::move(*r);
 }
 
+// The chunk with entries[r] from rank r, all in.
+ResentChunk filled(const Chunk& c, const std::vector<ResentEntry>& entries) {
+  ResentChunk chunk = open(c);
+  for (uint32_t r = 0; r < entries.size(); ++r) REQUIRE(chunk.add(r, entries[r]).isOk());
+  return chunk;
+}
+
 // What the lost reducer computed: the fused kernel over the members' contributions in rank
 // order (server/slot.h's deterministic mode).
 Bytes lostReducersResult(const Chunk& c, const std::vector<Bytes>& in) {
@@ -96,10 +103,11 @@ TEST_CASE("resent chunk: every type and op, random prefixes: the lost reducer's 
             INFO(dataTypeName(dtype) << " " << reduceOpName(op) << " accumulator "
                                      << fp32AccumulatorName(fp32) << " W=" << world << " n="
                                      << count << " pattern " << pattern);
-            std::vector<Bytes> entries;
-            for (uint32_t r = 0; r < world; ++r) entries.push_back(entryBytes(c, lost, in[r], p[r]));
-            ResentChunk chunk = open(c);
-            for (uint32_t r = 0; r < world; ++r) REQUIRE(chunk.add(r, held(p[r], entries[r])).isOk());
+            std::vector<Bytes> bytes;
+            std::vector<ResentEntry> entries;
+            for (uint32_t r = 0; r < world; ++r) bytes.push_back(entryBytes(c, lost, in[r], p[r]));
+            for (uint32_t r = 0; r < world; ++r) entries.push_back(held(p[r], bytes[r]));
+            const ResentChunk chunk = filled(c, entries);
             REQUIRE(chunk.complete());
             Bytes out(count * c.size(), 0xEE);
             const Result<ResentChunk::Resolution> res = chunk.resolve(writable(out));
@@ -133,13 +141,13 @@ TEST_CASE("resent chunk: the result may be written in place over rank 0's entry"
     const Bytes lost = lostReducersResult(c, in);
     for (const std::vector<uint64_t>& p : std::vector<std::vector<uint64_t>>{
              {0, 0, 0, 0}, {10, 500, 0, 998}, {998, 3, 3, 0}, {0, 999, 999, 999}}) {
-      std::vector<Bytes> entries;
-      for (uint32_t r = 0; r < c.world; ++r) entries.push_back(entryBytes(c, lost, in[r], p[r]));
-      ResentChunk chunk = open(c);
-      for (uint32_t r = 0; r < c.world; ++r) REQUIRE(chunk.add(r, held(p[r], entries[r])).isOk());
-      REQUIRE(chunk.resolve(writable(entries[0])).isOk());
+      std::vector<Bytes> bytes;
+      for (uint32_t r = 0; r < c.world; ++r) bytes.push_back(entryBytes(c, lost, in[r], p[r]));
+      const ResentChunk chunk = filled(c, {held(p[0], bytes[0]), held(p[1], bytes[1]),
+                                           held(p[2], bytes[2]), held(p[3], bytes[3])});
+      REQUIRE(chunk.resolve(writable(bytes[0])).isOk());
       INFO(dataTypeName(dtype) << " prefixes " << p[0] << "," << p[1] << "," << p[2] << "," << p[3]);
-      CHECK(entries[0] == lost);
+      CHECK(bytes[0] == lost);
     }
   }
 }
@@ -149,9 +157,7 @@ TEST_CASE("resent chunk: a COMMITTED marker, or the whole result everywhere, com
   const Bytes whole(16 * 4, 0x11);
   Bytes out(16 * 4, 0xEE);
   const auto resolves = [&](const std::vector<ResentEntry>& entries) {
-    ResentChunk chunk = open(c);
-    for (uint32_t r = 0; r < entries.size(); ++r) REQUIRE(chunk.add(r, entries[r]).isOk());
-    const Result<ResentChunk::Resolution> res = chunk.resolve(writable(out));
+    const Result<ResentChunk::Resolution> res = filled(c, entries).resolve(writable(out));
     REQUIRE(res.isOk());
     CHECK_FALSE(res->sendResult);
     CHECK(out == Bytes(16 * 4, 0xEE));
@@ -160,10 +166,8 @@ TEST_CASE("resent chunk: a COMMITTED marker, or the whole result everywhere, com
   resolves({held(16, whole), kCommitted, held(16, whole)});
   resolves({held(16, whole), held(16, whole), held(16, whole)});
   const Chunk empty{DataType::kFloat32, ReduceOp::kSum, Fp32Accumulator::kFp32, 2, 0};
-  ResentChunk none = open(empty);  // a chunk of no elements: nothing to send either
-  REQUIRE(none.add(0, held(0, {})).isOk());
-  REQUIRE(none.add(1, held(0, {})).isOk());
-  const Result<ResentChunk::Resolution> res = none.resolve({});
+  // A chunk of no elements: nothing to send either.
+  const Result<ResentChunk::Resolution> res = filled(empty, {held(0, {}), held(0, {})}).resolve({});
   REQUIRE(res.isOk());
   CHECK_FALSE(res->sendResult);
 }
@@ -201,7 +205,7 @@ TEST_CASE("resent chunk: bad entries are errors, never a crash, and leave the ou
   requireError(chunk.resolve(writable(out)), StatusCode::kFailedPrecondition,
                "ranks 1,2 have not resent it yet");
 
-  // Members whose final bits differ where their prefixes overlap (element 1 here).
+  // Members whose final bits differ where their prefixes overlap.
   Bytes c2 = a, c3 = a;
   c2[1] = 0x7F;
   c3[5] = 0x7F;
@@ -209,29 +213,17 @@ TEST_CASE("resent chunk: bad entries are errors, never a crash, and leave the ou
   REQUIRE(chunk.add(2, held(0, b)).isOk());
   requireError(chunk.resolve(writable(out)), StatusCode::kProtocolError,
                "ranks 1 and 0 hold different final bits for element 0");
-  ResentChunk differ = open(c);
-  REQUIRE(differ.add(0, held(3, a)).isOk());
-  REQUIRE(differ.add(1, held(2, c3)).isOk());
-  REQUIRE(differ.add(2, held(4, a)).isOk());
-  requireError(differ.resolve(writable(out)), StatusCode::kProtocolError,
+  requireError(filled(c, {held(3, a), held(2, c3), held(4, a)}).resolve(writable(out)), StatusCode::kProtocolError,
                "ranks 2 and 1 hold different final bits for element 1");
 
   // A commit beside a member without the whole result.
-  ResentChunk committed = open(c);
-  REQUIRE(committed.add(0, held(4, a)).isOk());
-  REQUIRE(committed.add(1, kCommitted).isOk());
-  REQUIRE(committed.add(2, held(2, a)).isOk());
-  requireError(committed.resolve(writable(out)), StatusCode::kProtocolError,
+  requireError(filled(c, {held(4, a), kCommitted, held(2, a)}).resolve(writable(out)), StatusCode::kProtocolError,
                "rank 1 saw it committed, but rank 2 holds only 2 of its 4 result elements");
 
   // An output of the wrong size, or over another member's entry (rank 0's only in whole).
-  ResentChunk fine = open(c);
   Bytes both(32, 0x01), e1 = a, e2 = b;
   const Bytes before = both;
-  const std::span<std::byte> e0 = writable(both).first(16);
-  REQUIRE(fine.add(0, {false, 0, e0}).isOk());
-  REQUIRE(fine.add(1, held(0, e1)).isOk());
-  REQUIRE(fine.add(2, held(0, e2)).isOk());
+  const ResentChunk fine = filled(c, {{false, 0, writable(both).first(16)}, held(0, e1), held(0, e2)});
   Bytes small(12, 0xEE);
   requireError(fine.resolve(writable(small)), StatusCode::kInvalidArgument,
                "needs 16 bytes, not 12");
