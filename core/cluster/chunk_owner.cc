@@ -41,8 +41,8 @@ Result<uint32_t> chunkOwner(uint64_t chunk, const DeadSet& dead) {
   const uint32_t home = reducerForChunk(chunk, reducers);
   if (!dead.contains(home)) return home;
   if (dead.allDead())
-    return unavailableError("every reducer of the list is lost (" + dead.toString() +
-                            "): chunk " + std::to_string(chunk) + " has nowhere to go");
+    return unavailableError("every reducer of the list is lost (" + dead.toString() + "): chunk " +
+                            std::to_string(chunk) + " has nowhere to go");
   // The probe sequence of chunk c = t R + h: probe m takes, of the n = R-1-m places not yet
   // probed (in cyclic order from h + 1), the one at (digit_m + offset_m) mod n, where digit_m
   // = floor(t / P_m) mod n is digit m of t in the mixed radix P_m = (R-1)(R-2)...(R-m), and
@@ -61,12 +61,15 @@ Result<uint32_t> chunkOwner(uint64_t chunk, const DeadSet& dead) {
   for (uint32_t m = 0; m + 1 < reducers; ++m) {
     const uint32_t left = reducers - 1 - m;
     const uint64_t lower = pastT ? t : t % radix;  // t mod P_m: the class
-    const uint64_t offset = m == 0 ? 0 : splitMix64(splitMix64((uint64_t{home} << 32) | m) ^ lower) % left;
+    const uint64_t offset =
+        m == 0 ? 0 : splitMix64(splitMix64((uint64_t{home} << 32) | m) ^ lower) % left;
     const auto index = static_cast<uint32_t>((digits % left + offset) % left);
     digits /= left;
     if (!pastT) {
-      if (radix > t / left) pastT = true;
-      else radix *= left;
+      if (radix > t / left)
+        pastT = true;
+      else
+        radix *= left;
     }
     const uint32_t next = (home + 1 + places.take(index)) % reducers;
     if (!dead.contains(next)) return next;

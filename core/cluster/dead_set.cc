@@ -22,9 +22,9 @@ Result<DeadSet> DeadSet::of(uint32_t reducers, std::span<const uint32_t> dead) {
 
 Status DeadSet::add(uint32_t reducer) {
   if (reducer >= reducers_)
-    return invalidArgument("reducer " + std::to_string(reducer) + " declared lost, but the list has " +
-                           std::to_string(reducers_) + " reducers (0.." +
-                           std::to_string(reducers_ - 1) + ")");
+    return invalidArgument("reducer " + std::to_string(reducer) +
+                           " declared lost, but the list has " + std::to_string(reducers_) +
+                           " reducers (0.." + std::to_string(reducers_ - 1) + ")");
   if (contains(reducer)) return Status::ok();
   words_[reducer / 64] |= uint64_t{1} << (reducer % 64);
   ++dead_;

@@ -20,10 +20,9 @@ Result<uint32_t> laneIndex(const Lane& lane, const DeadSet& dead, uint32_t strea
 
 Result<Lane> laneAt(uint32_t streamIndex, const DeadSet& dead, uint32_t streams) {
   if (streams == 0 || streamIndex < streams || streamIndex >= streamIndicesUnder(dead, streams))
-    return protocolError("stream index " + std::to_string(streamIndex) +
-                         " is not a lane: with " + std::to_string(streams) +
-                         " streams and reducers " + dead.toString() + " lost, lanes are " +
-                         std::to_string(streams) + ".." +
+    return protocolError("stream index " + std::to_string(streamIndex) + " is not a lane: with " +
+                         std::to_string(streams) + " streams and reducers " + dead.toString() +
+                         " lost, lanes are " + std::to_string(streams) + ".." +
                          std::to_string(streamIndicesUnder(dead, streams)) + " (exclusive)");
   const uint32_t lane = streamIndex - streams;
   return Lane{dead.nthDead(lane / streams), lane % streams};

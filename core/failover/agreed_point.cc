@@ -6,14 +6,13 @@
 
 namespace rs::failover {
 
-Result<AgreedPoint> AgreedPoint::create(uint32_t worldSize, cluster::Lane lane,
-                                        uint32_t reducers, uint32_t streams) {
+Result<AgreedPoint> AgreedPoint::create(uint32_t worldSize, cluster::Lane lane, uint32_t reducers,
+                                        uint32_t streams) {
   if (worldSize == 0 || streams == 0 || lane.deadHome >= reducers || lane.stream >= streams)
-    return invalidArgument("no agreed point for the lane of reducer " +
-                           std::to_string(lane.deadHome) + " stream " +
-                           std::to_string(lane.stream) + " with " + std::to_string(worldSize) +
-                           " members, " + std::to_string(reducers) + " reducers and " +
-                           std::to_string(streams) + " streams");
+    return invalidArgument(
+        "no agreed point for the lane of reducer " + std::to_string(lane.deadHome) + " stream " +
+        std::to_string(lane.stream) + " with " + std::to_string(worldSize) + " members, " +
+        std::to_string(reducers) + " reducers and " + std::to_string(streams) + " streams");
   return AgreedPoint(worldSize, lane, reducers, streams);
 }
 
@@ -26,11 +25,10 @@ Status AgreedPoint::add(uint32_t rank, uint64_t watermark) {
   if (have_[rank]) return protocolError(where + " came twice");
   if (cluster::reducerForChunk(watermark, reducers_) != lane_.deadHome ||
       cluster::streamForChunk(watermark, reducers_, streams_) != lane_.stream)
-    return protocolError(where + " names chunk " + std::to_string(watermark) +
-                         ", which belongs to reducer " +
-                         std::to_string(cluster::reducerForChunk(watermark, reducers_)) +
-                         " stream " +
-                         std::to_string(cluster::streamForChunk(watermark, reducers_, streams_)));
+    return protocolError(
+        where + " names chunk " + std::to_string(watermark) + ", which belongs to reducer " +
+        std::to_string(cluster::reducerForChunk(watermark, reducers_)) + " stream " +
+        std::to_string(cluster::streamForChunk(watermark, reducers_, streams_)));
   have_[rank] = true;
   ++received_;
   watermark_ = std::max(watermark_, watermark);

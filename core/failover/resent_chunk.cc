@@ -20,7 +20,8 @@ bool overlaps(std::span<const std::byte> a, std::span<const std::byte> b) {
 
 Result<ResentChunk> ResentChunk::create(const Setup& setup) {
   if (setup.worldSize == 0)
-    return invalidArgument("resent chunk " + std::to_string(setup.chunk) + ": a group of 0 members");
+    return invalidArgument("resent chunk " + std::to_string(setup.chunk) +
+                           ": a group of 0 members");
   if (!isValidDataType(static_cast<uint32_t>(setup.dtype)) ||
       !isValidReduceOp(static_cast<uint32_t>(setup.op)))
     return invalidArgument("resent chunk " + std::to_string(setup.chunk) + ": element type " +
@@ -120,8 +121,8 @@ Result<ResentChunk::Resolution> ResentChunk::resolve(std::span<std::byte> out) c
     const std::span<const std::byte> in = entries_[rank].elements;
     if (rank == 0 && in.data() == out.data()) continue;  // in place over rank 0's entry
     if (overlaps(out, in))
-      return invalidArgument(name() + ": the result would overwrite rank " +
-                             std::to_string(rank) + "'s entry");
+      return invalidArgument(name() + ": the result would overwrite rank " + std::to_string(rank) +
+                             "'s entry");
   }
   const std::byte* prefix = entries_[res.prefixFrom].elements.data();
   if (res.finalPrefix > 0 && prefix != out.data())

@@ -40,9 +40,10 @@
 namespace rs::failover {
 
 struct ResentEntry {
-  bool committed = false;       // the COMMITTED marker: nothing else is sent
-  uint64_t finalPrefix = 0;     // r: elements [0, r) hold the final result
-  std::span<const std::byte> elements;  // all n elements, wire-typed: [0, r) final, the rest its own
+  bool committed = false;    // the COMMITTED marker: nothing else is sent
+  uint64_t finalPrefix = 0;  // r: elements [0, r) hold the final result
+  // All n elements, wire-typed: [0, r) final, the rest the member's own contribution.
+  std::span<const std::byte> elements;
 };
 
 class ResentChunk {

@@ -18,10 +18,9 @@ TEST_CASE("agreed point: F is the largest watermark, once every member's is in")
   REQUIRE(point.isOk());
   CHECK_FALSE(point->complete());
   CHECK(point->missingRanks() == "0,1,2,3");
-  const uint64_t watermarks[] = {chunkOf(2, 1, 7, reducers, streams),
-                                 chunkOf(2, 1, 9, reducers, streams),
-                                 chunkOf(2, 1, 0, reducers, streams),
-                                 chunkOf(2, 1, 9, reducers, streams)};
+  const uint64_t watermarks[] = {
+      chunkOf(2, 1, 7, reducers, streams), chunkOf(2, 1, 9, reducers, streams),
+      chunkOf(2, 1, 0, reducers, streams), chunkOf(2, 1, 9, reducers, streams)};
   for (uint32_t rank : {3u, 0u, 2u}) REQUIRE(point->add(rank, watermarks[rank]).isOk());
   CHECK_FALSE(point->complete());
   CHECK(point->missingRanks() == "1");
@@ -30,7 +29,8 @@ TEST_CASE("agreed point: F is the largest watermark, once every member's is in")
   CHECK(point->missingRanks() == "none");
   CHECK(point->watermark() == chunkOf(2, 1, 9, reducers, streams));
   for (uint64_t j : {0u, 7u, 8u}) CHECK(point->drops(chunkOf(2, 1, j, reducers, streams)));
-  for (uint64_t j : {9u, 10u, 1000u}) CHECK_FALSE(point->drops(chunkOf(2, 1, j, reducers, streams)));
+  for (uint64_t j : {9u, 10u, 1000u})
+    CHECK_FALSE(point->drops(chunkOf(2, 1, j, reducers, streams)));
 }
 
 TEST_CASE("agreed point: bad FAILOVERs are errors, and leave the point as it was") {

@@ -17,7 +17,7 @@
 namespace rs::cluster {
 namespace {
 
-constexpr uint32_t kMaxListed = 64;     // the longest list the properties run over
+constexpr uint32_t kMaxListed = 64;       // the longest list the properties run over
 constexpr uint32_t kExhaustiveUpTo = 12;  // every dead set of up to three, up to here
 
 using test::deadSet;
@@ -60,7 +60,8 @@ const uint64_t kStarts[] = {0, (uint64_t{1} << 40) + 12345};
 TEST_CASE("chunk owner: with no reducer dead the owner is the home") {
   for (uint32_t reducers = 1; reducers <= kMaxListed; ++reducers) {
     const DeadSet none = deadSet(reducers, {});
-    for (uint64_t c = 0; c < 4 * reducers; ++c) CHECK(owner(c, none) == reducerForChunk(c, reducers));
+    for (uint64_t c = 0; c < 4 * reducers; ++c)
+      CHECK(owner(c, none) == reducerForChunk(c, reducers));
   }
 }
 
@@ -87,7 +88,8 @@ TEST_CASE("chunk owner: every reducer dead is an error that names them, for one 
     const Result<uint32_t> o = chunkOwner(7, deadSet(reducers, all));
     REQUIRE_FALSE(o.isOk());
     CHECK(o.status().code() == StatusCode::kUnavailable);
-    CHECK_THAT(o.status().message(), Catch::Matchers::Contains("every reducer of the list is lost"));
+    CHECK_THAT(o.status().message(),
+               Catch::Matchers::Contains("every reducer of the list is lost"));
   }
   CHECK(owner(7, deadSet(5, {0, 1, 3, 4})) == 2);  // the last one standing takes everything
 }

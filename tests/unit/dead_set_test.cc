@@ -14,7 +14,6 @@
 namespace rs::cluster {
 namespace {
 
-
 TEST_CASE("dead set: a list of 1 to kMaxReducers reducers, none dead at first") {
   test::requireInvalid(DeadSet::none(0), "0 reducers");
   test::requireInvalid(DeadSet::none(DeadSet::kMaxReducers + 1), "1025 reducers");

@@ -96,9 +96,13 @@ std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> routed(const Dead
 
 TEST_CASE("lane: each lane carries one lost reducer's stream to one survivor, in chunk order") {
   for (const auto& [reducers, lost] :
-       std::vector<std::pair<uint32_t, std::vector<uint32_t>>>{
-           {2, {0}}, {3, {1}}, {5, {0, 4}}, {8, {2, 3, 7}}, {25, {3}}, {25, {0, 1, 2, 3, 4}},
-           {64, {5, 6, 40}}}) {
+       std::vector<std::pair<uint32_t, std::vector<uint32_t>>>{{2, {0}},
+                                                               {3, {1}},
+                                                               {5, {0, 4}},
+                                                               {8, {2, 3, 7}},
+                                                               {25, {3}},
+                                                               {25, {0, 1, 2, 3, 4}},
+                                                               {64, {5, 6, 40}}}) {
     const DeadSet dead = deadSet(reducers, lost);
     for (uint32_t streams : {1u, 3u, 4u}) {
       const uint64_t count = uint64_t{reducers} * (reducers - 1) * streams * 4;

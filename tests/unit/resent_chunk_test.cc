@@ -22,7 +22,9 @@ using Bytes = std::vector<uint8_t>;
 std::span<const std::byte> bytesOf(const Bytes& b) { return std::as_bytes(std::span(b)); }
 std::span<std::byte> writable(Bytes& b) { return std::as_writable_bytes(std::span(b)); }
 
-ResentEntry held(uint64_t prefix, const Bytes& elements) { return {false, prefix, bytesOf(elements)}; }
+ResentEntry held(uint64_t prefix, const Bytes& elements) {
+  return {false, prefix, bytesOf(elements)};
+}
 const ResentEntry kCommitted{true, 0, {}};
 
 struct Chunk {
@@ -100,9 +102,9 @@ TEST_CASE("resent chunk: every type and op, random prefixes: the lost reducer's 
           const Bytes want = test::reference(dtype, op, ptrs, count, fp32);
           for (int pattern = 0; pattern < 5; ++pattern) {
             const std::vector<uint64_t> p = prefixes(pattern, c, rng);
-            INFO(dataTypeName(dtype) << " " << reduceOpName(op) << " accumulator "
-                                     << fp32AccumulatorName(fp32) << " W=" << world << " n="
-                                     << count << " pattern " << pattern);
+            INFO(dataTypeName(dtype)
+                 << " " << reduceOpName(op) << " accumulator " << fp32AccumulatorName(fp32)
+                 << " W=" << world << " n=" << count << " pattern " << pattern);
             std::vector<Bytes> bytes;
             std::vector<ResentEntry> entries;
             for (uint32_t r = 0; r < world; ++r) bytes.push_back(entryBytes(c, lost, in[r], p[r]));
@@ -133,8 +135,8 @@ TEST_CASE("resent chunk: every type and op, random prefixes: the lost reducer's 
 
 TEST_CASE("resent chunk: the result may be written in place over rank 0's entry") {
   std::mt19937_64 rng(3);
-  for (DataType dtype : {DataType::kFloat32, DataType::kBfloat16, DataType::kFloat8e4m3,
-                         DataType::kInt64}) {
+  for (DataType dtype :
+       {DataType::kFloat32, DataType::kBfloat16, DataType::kFloat8e4m3, DataType::kInt64}) {
     const Chunk c{dtype, ReduceOp::kSum, Fp32Accumulator::kFp32, 4, 999};
     std::vector<Bytes> in(c.world, Bytes(c.count * c.size()));
     for (Bytes& b : in) test::fillRandom(dtype, b.data(), c.count, rng);
@@ -146,7 +148,8 @@ TEST_CASE("resent chunk: the result may be written in place over rank 0's entry"
       const ResentChunk chunk = filled(c, {held(p[0], bytes[0]), held(p[1], bytes[1]),
                                            held(p[2], bytes[2]), held(p[3], bytes[3])});
       REQUIRE(chunk.resolve(writable(bytes[0])).isOk());
-      INFO(dataTypeName(dtype) << " prefixes " << p[0] << "," << p[1] << "," << p[2] << "," << p[3]);
+      INFO(dataTypeName(dtype) << " prefixes " << p[0] << "," << p[1] << "," << p[2] << ","
+                               << p[3]);
       CHECK(bytes[0] == lost);
     }
   }
@@ -213,17 +216,19 @@ TEST_CASE("resent chunk: bad entries are errors, never a crash, and leave the ou
   REQUIRE(chunk.add(2, held(0, b)).isOk());
   requireError(chunk.resolve(writable(out)), StatusCode::kProtocolError,
                "ranks 1 and 0 hold different final bits for element 0");
-  requireError(filled(c, {held(3, a), held(2, c3), held(4, a)}).resolve(writable(out)), StatusCode::kProtocolError,
-               "ranks 2 and 1 hold different final bits for element 1");
+  requireError(filled(c, {held(3, a), held(2, c3), held(4, a)}).resolve(writable(out)),
+               StatusCode::kProtocolError, "ranks 2 and 1 hold different final bits for element 1");
 
   // A commit beside a member without the whole result.
-  requireError(filled(c, {held(4, a), kCommitted, held(2, a)}).resolve(writable(out)), StatusCode::kProtocolError,
+  requireError(filled(c, {held(4, a), kCommitted, held(2, a)}).resolve(writable(out)),
+               StatusCode::kProtocolError,
                "rank 1 saw it committed, but rank 2 holds only 2 of its 4 result elements");
 
   // An output of the wrong size, or over another member's entry (rank 0's only in whole).
   Bytes both(32, 0x01), e1 = a, e2 = b;
   const Bytes before = both;
-  const ResentChunk fine = filled(c, {{false, 0, writable(both).first(16)}, held(0, e1), held(0, e2)});
+  const ResentChunk fine =
+      filled(c, {{false, 0, writable(both).first(16)}, held(0, e1), held(0, e2)});
   Bytes small(12, 0xEE);
   requireError(fine.resolve(writable(small)), StatusCode::kInvalidArgument,
                "needs 16 bytes, not 12");
