@@ -3,20 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/common/splitmix.h"
 #include "core/reduce/dtype.h"
 
 namespace rs::nccl {
-namespace {
-
-// splitmix64's finaliser: a strong 64-bit mix, so ids of different handle sets differ.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 CollNetHandle CollNetHandle::fresh() {
   CollNetHandle h;
@@ -36,8 +26,9 @@ Result<GroupId> groupIdFromHandles(const void* const* handles, int nranks) {
     if (h.magic != CollNetHandle::kMagic || h.version != 1)
       return invalidArgument("CollNet handle " + std::to_string(r) +
                              " was not made by this plugin's listen() (bad magic or version)");
-    id.hi = mix(id.hi ^ h.nonceHi ^ mix(static_cast<uint64_t>(r)));
-    id.lo = mix(id.lo ^ h.nonceLo ^ mix(id.hi));
+    // A strong mix, so that the ids of different handle sets differ.
+    id.hi = splitMix64(id.hi ^ h.nonceHi ^ splitMix64(static_cast<uint64_t>(r)));
+    id.lo = splitMix64(id.lo ^ h.nonceLo ^ splitMix64(id.hi));
   }
   return id;
 }

@@ -16,157 +16,18 @@
 
 #include "core/reduce/float16.h"
 #include "core/reduce/float8.h"
+#include "tests/support/reduce_reference.h"
 
 namespace rs::reduce {
 namespace {
 
-constexpr DataType kAllTypes[] = {
-    DataType::kInt8,    DataType::kUint8,      DataType::kInt32,     DataType::kUint32,
-    DataType::kInt64,   DataType::kUint64,     DataType::kFloat16,   DataType::kFloat32,
-    DataType::kFloat64, DataType::kBfloat16,   DataType::kFloat8e4m3, DataType::kFloat8e5m2};
+using namespace rs::test;  // the scalar reference (reduce_reference.h)
+using rs::test::reference;  // overloaded below for Buffers
+
 constexpr DataType kFloat8Types[] = {DataType::kFloat8e4m3, DataType::kFloat8e5m2};
-constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin,
-                                ReduceOp::kAvg};
 // Around every vector width (1..64 lanes) and the 4-vector unrolled step, plus odd sizes.
 constexpr size_t kLengths[] = {0,  1,  2,  3,  4,  5,   7,   8,   9,   15,  16,  17,  31,
                                32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1031};
-
-// ---- Element kinds: wire type, accumulator type and the conversions between them.
-template <typename T>
-struct Plain {
-  using Wire = T;
-  using Acc = T;
-  static T widen(T v) { return v; }
-  static T narrow(T v) { return v; }
-};
-struct Half {
-  using Wire = uint16_t;
-  using Acc = float;
-  static float widen(uint16_t h) { return halfToFloat(h); }
-  static uint16_t narrow(float f) { return floatToHalf(f); }
-};
-struct Bfloat16 {
-  using Wire = uint16_t;
-  using Acc = float;
-  static float widen(uint16_t b) { return bfloat16ToFloat(b); }
-  static uint16_t narrow(float f) { return floatToBfloat16(f); }
-};
-template <DataType kType>
-struct Float8 {
-  using Wire = uint8_t;
-  using Acc = float;
-  static float widen(uint8_t b) { return float8ToFloat(b, float8Format(kType)); }
-  static uint8_t narrow(float f) { return floatToFloat8(f, float8Format(kType)); }
-};
-
-template <class F>
-void visitType(DataType t, F&& f) {
-  switch (t) {
-    case DataType::kInt8: return f(Plain<int8_t>{});
-    case DataType::kUint8: return f(Plain<uint8_t>{});
-    case DataType::kInt32: return f(Plain<int32_t>{});
-    case DataType::kUint32: return f(Plain<uint32_t>{});
-    case DataType::kInt64: return f(Plain<int64_t>{});
-    case DataType::kUint64: return f(Plain<uint64_t>{});
-    case DataType::kFloat16: return f(Half{});
-    case DataType::kFloat32: return f(Plain<float>{});
-    case DataType::kFloat64: return f(Plain<double>{});
-    case DataType::kBfloat16: return f(Bfloat16{});
-    case DataType::kFloat8e4m3: return f(Float8<DataType::kFloat8e4m3>{});
-    case DataType::kFloat8e5m2: return f(Float8<DataType::kFloat8e5m2>{});
-  }
-}
-
-// ---- The reference: the semantics of reduce.h, one element at a time.
-template <typename A>
-A refApply(ReduceOp op, A a, A b) {
-  if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;  // wraps, with no signed overflow
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg: return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
-      case ReduceOp::kProd: return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
-      case ReduceOp::kMax: return a < b ? b : a;
-      case ReduceOp::kMin: return b < a ? b : a;
-    }
-  } else {
-    const bool nan = std::isnan(a) || std::isnan(b);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg: return a + b;
-      case ReduceOp::kProd: return a * b;
-      case ReduceOp::kMax: return nan ? std::numeric_limits<A>::quiet_NaN() : (a < b ? b : a);
-      case ReduceOp::kMin: return nan ? std::numeric_limits<A>::quiet_NaN() : (b < a ? b : a);
-    }
-  }
-  return a;
-}
-
-template <typename A>
-A refDivide(A sum, uint64_t n) {
-  if constexpr (std::is_integral_v<A>) {
-    using Wide = std::conditional_t<std::is_signed_v<A>, int64_t, uint64_t>;
-    return static_cast<A>(static_cast<Wide>(sum) / static_cast<Wide>(n));
-  } else {
-    return sum / static_cast<A>(n);
-  }
-}
-
-template <typename T>
-T loadAt(const uint8_t* p, size_t i) {
-  T v;
-  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-  return v;
-}
-template <typename T>
-void storeAt(uint8_t* p, size_t i, T v) {
-  std::memcpy(p + i * sizeof(T), &v, sizeof(T));
-}
-
-// out = narrow(op over inputs, in order; / n for avg), wire bytes.
-std::vector<uint8_t> reference(DataType type, ReduceOp op, const std::vector<const uint8_t*>& in,
-                               size_t count) {
-  std::vector<uint8_t> out(count * dataTypeSize(type));
-  visitType(type, [&](auto kind) {
-    using K = decltype(kind);
-    using W = typename K::Wire;
-    for (size_t i = 0; i < count; ++i) {
-      auto acc = K::widen(loadAt<W>(in[0], i));
-      for (size_t k = 1; k < in.size(); ++k) acc = refApply(op, acc, K::widen(loadAt<W>(in[k], i)));
-      if (op == ReduceOp::kAvg) acc = refDivide(acc, in.size());
-      storeAt(out.data(), i, K::narrow(acc));
-    }
-  });
-  return out;
-}
-
-// "" when equal; else where and what differs.
-std::string mismatch(DataType type, ReduceOp op, const uint8_t* got, const uint8_t* want,
-                     size_t count) {
-  std::string result;
-  visitType(type, [&](auto kind) {
-    using K = decltype(kind);
-    using W = typename K::Wire;
-    for (size_t i = 0; i < count && result.empty(); ++i) {
-      const W g = loadAt<W>(got, i);
-      const W w = loadAt<W>(want, i);
-      bool same = std::memcmp(&g, &w, sizeof(W)) == 0;
-      if constexpr (std::is_floating_point_v<typename K::Acc>) {
-        const auto gv = K::widen(g);
-        const auto wv = K::widen(w);
-        if (std::isnan(gv) && std::isnan(wv)) same = true;
-        if ((op == ReduceOp::kMax || op == ReduceOp::kMin) && gv == wv) same = true;  // +-0
-      }
-      if (!same) {
-        std::ostringstream s;
-        s << dataTypeName(type) << " " << reduceOpName(op) << ": element " << i << " of " << count
-          << " is " << +K::widen(g) << ", expected " << +K::widen(w);
-        result = s.str();
-      }
-    }
-  });
-  return result;
-}
 
 // A byte buffer whose data starts `offset` bytes into its allocation, sized exactly (so ASan
 // sees any overrun), optionally followed by canary bytes that must survive.
@@ -187,26 +48,6 @@ class Buffer {
   std::vector<uint8_t> bytes_;
   size_t offset_, size_, canary_;
 };
-
-// Random wire values: integers over their whole range (sums wrap), floats of mixed magnitude so
-// that additions round.
-void fillRandom(DataType type, uint8_t* p, size_t count, std::mt19937_64& rng) {
-  visitType(type, [&](auto kind) {
-    using K = decltype(kind);
-    using W = typename K::Wire;
-    using A = typename K::Acc;
-    for (size_t i = 0; i < count; ++i) {
-      if constexpr (std::is_integral_v<A>) {
-        storeAt(p, i, static_cast<W>(rng()));
-      } else {
-        const uint64_t r = rng();
-        const A frac = static_cast<A>(r >> 11) * static_cast<A>(0x1p-53);
-        const A v = std::ldexp(1 + frac, static_cast<int>((r >> 1) % 9) - 4);
-        storeAt(p, i, K::narrow((r & 1) ? -v : v));
-      }
-    }
-  });
-}
 
 // Runs f once per runnable target, forced, restoring the default afterwards even on failure.
 class TargetGuard {
