@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test: the release build's unit and
-# multi-process tests, the images (scripts/image-test.sh, which packages the portable plugin
-# too), the portable plugin's checks (tests/portable/: its dependencies, Debian 11, 12 and 13
-# containers, no clash inside a process, the GPU check's bundle), the sanitizer builds of the
+# multi-process tests, the container tests (scripts/container-tests.sh: the images, the portable
+# plugin in Debian 11, 12 and 13 containers, the GPU check's bundle), the sanitizer builds of the
 # data-plane tests, and the fuzzers for a bounded time. This is the README's test command and
 # what .ci/run calls.
 #   scripts/test.sh          everything
@@ -19,8 +18,9 @@ scripts/install-deps.sh
 
 # Work started in the background, each in a process group of its own (setsid) so that an early
 # exit stops it and what it started: the container tests' Debian images, made while the release
-# tree builds (mmdebstrap mostly waits on the mirror), and the sanitizer and fuzz trees, each
-# compiled while the tests before it run. Each is waited for before its result is used.
+# tree builds (mmdebstrap mostly waits on the mirror); the container tests, beside the release
+# tests; and the sanitizer and fuzz trees, each compiled while the tests before it run. Each is
+# waited for before its result is used (the container tests last).
 declare -A background=()
 start_background() {  # <name> <command...>: output in $root/<name>.log
   local name=$1; shift
@@ -52,39 +52,35 @@ run_ctest() {  # <kind> [ctest args...]
 }
 
 scripts/build.sh release
-run_ctest release
-
 if ((quick == 0)); then
-  # The reducer image and the worker layer, from the release tree's packages, used with podman:
-  # reducers, host and containerized workers, health check, uid, drain (docker/README.md).
-  phase images
+  # From here three chains share the CPUs, each mostly waiting where another computes: the
+  # release tests; the container tests (scripts/container-tests.sh: podman, mmdebstrap and the
+  # portable plugin's build); and the sanitizer trees, compiled while the tests before them run.
   wait_background prefetch-images
   tail -n 1 "$root/prefetch-images.log"
   start_background build-asan scripts/build.sh asan
-  scripts/image-test.sh
-  # The portable plugin, as scripts/package.sh (run by image-test.sh) built and packaged it.
-  phase "portable plugin"
-  portable=$root/portable/out/libnccl-net-reduction-server.so
-  tests/portable/check_plugin_deps_test.sh "$portable" \
-    "$root/release/client/nccl_plugin/libnccl-net-reduction-server.so"
-  tests/portable/no_clash_test.sh "$portable" "$root/release/tests/nccl_plugin/plugin_harness" \
-    "$root/release/server/reduction-server" "$root/release/client/nccl_plugin/libnccl-net-reduction-server.so"
-  tests/portable/distro_test.sh "$root/portable/out" "$root/release/server/reduction-server" \
-    "$root"/packages/libnccl-net-reduction-server_*.deb
-  # The one-shot GPU check's bundle (scripts/gpu-check.sh) in a Debian 11 container with no GPU,
-  # network or python: its refusal, and --cpu-standin (the plumbing only, never a GPU result).
-  tests/portable/gpu_check_test.sh "$root/portable/out" "$root/release/server/reduction-server"
+  start_background containers scripts/container-tests.sh
+fi
+run_ctest release
+
+if ((quick == 0)); then
   # Sanitizers: halt on the first report so a finding fails the test that caused it.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
+  phase "waiting for the ASan tree"
   wait_background build-asan
   start_background build-tsan scripts/build.sh tsan
   run_ctest asan -L 'unit|dataplane|plugin'
+  phase "waiting for the TSan tree"
   wait_background build-tsan
   start_background build-fuzz scripts/build.sh fuzz
   run_ctest tsan -L 'dataplane'
+  phase "waiting for the fuzz tree"
   wait_background build-fuzz
   run_ctest fuzz -L fuzz
+  phase "waiting for the container tests"
+  wait_background containers
+  cat "$root/containers.log"
 fi
 echo "test.sh: all suites passed in $SECONDS s"

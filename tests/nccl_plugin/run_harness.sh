@@ -5,6 +5,7 @@
 # handles). Bounded in time; cleans up on exit.
 #   run_harness.sh <plugin_harness> <libnccl-net-reduction-server.so> <reduction-server>
 #   RS_HARNESS_MATRIX=adapter   v11's CollNet run with the smaller matrix too (see below)
+#   RS_HARNESS_VERSIONS="11"    the tables whose CollNet and p2p runs are made (default all four)
 set -euo pipefail
 harness=$1 plugin=$2 server=$3
 tmp=$(mktemp -d)
@@ -48,7 +49,8 @@ run() {
 # argument lists, so each sends every type once and every op once. RS_HARNESS_MATRIX=adapter
 # does the same for v11 (a sanitizer tree, where the full matrix takes minutes, and a second
 # progress mode, which the types and ops do not meet).
-for v in 11 10 9 8; do
+read -r -a versions <<<"${RS_HARNESS_VERSIONS:-11 10 9 8}"
+for v in "${versions[@]}"; do
   mode=collnet-adapter
   ((v == 11)) && [[ ${RS_HARNESS_MATRIX:-full} == full ]] && mode=collnet
   run "collnet-v$v" "$mode" 3 "$v"
