@@ -150,7 +150,9 @@ Status checkDataFrame(const FrameHeader& h, uint8_t dtype, uint8_t op,
   return requireZero(h.type, "status", h.status);
 }
 
-Status checkHelloFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t payloadSize) {
+// A control frame of a fixed payload size (HELLO, HELLO_ACK, CHALLENGE, HEARTBEAT): every data
+// field zero.
+Status checkFixedFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t payloadSize) {
   if (h.payloadLength != payloadSize) {
     return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected " +
                                   dec(payloadSize) + ")");
@@ -217,6 +219,7 @@ std::string_view frameTypeName(FrameType t) {
     case FrameType::kError: return "ERROR";
     case FrameType::kAbort: return "ABORT";
     case FrameType::kChallenge: return "CHALLENGE";
+    case FrameType::kHeartbeat: return "HEARTBEAT";
   }
   return "UNKNOWN";
 }
@@ -260,7 +263,8 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
   const uint8_t version = data[kOffVersion];
   if (version != kProtocolVersion) {
     return headerError("unsupported version " + dec(version) + " (expected " +
-                       dec(kProtocolVersion) + ")");
+                       dec(kProtocolVersion) +
+                       ": reducers and workers must run releases of the same protocol version)");
   }
   const uint8_t type = data[kOffType];
   if (type < kMinFrameType || type > kMaxFrameType) {
@@ -313,13 +317,16 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
       RS_RETURN_IF_ERROR(checkDataFrame(h, dtype, op, limits));
       break;
     case FrameType::kHello:
-      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kHelloPayloadSize));
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, kHelloPayloadSize));
       break;
     case FrameType::kHelloAck:
-      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kHelloAckPayloadSize));
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, kHelloAckPayloadSize));
       break;
     case FrameType::kChallenge:
-      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kChallengePayloadSize));
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, kChallengePayloadSize));
+      break;
+    case FrameType::kHeartbeat:  // only the group and the rank may be set
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, 0));
       break;
     case FrameType::kError:
     case FrameType::kAbort:

@@ -21,7 +21,8 @@ namespace rs::wire {
 
 inline constexpr uint32_t kMagic = 0x31465352;  // "RSF1" in byte order on the wire
 // 2: the reducer opens with CHALLENGE and HELLO carries the worker's nonce and proof.
-inline constexpr uint8_t kProtocolVersion = 2;
+// 3: HEARTBEAT, so that a silent peer is found within a bound (proto/FAILOVER.md).
+inline constexpr uint8_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 72;
 
 enum class FrameType : uint8_t {
@@ -32,9 +33,12 @@ enum class FrameType : uint8_t {
   kError = 5,     // either way: this request failed (ErrorPayload); the stream stays usable
   kAbort = 6,     // either way: the group is dead (ErrorPayload); the sender closes the stream
   kChallenge = 7, // reducer -> worker, first frame on a stream: nonce and auth mode
+  // Either way, header only: the sender lives. Sent by a side that owes its peer something
+  // and has sent it nothing for a third of the stream's loss bound (proto/WIRE.md).
+  kHeartbeat = 8,
 };
 inline constexpr uint8_t kMinFrameType = 1;
-inline constexpr uint8_t kMaxFrameType = 7;
+inline constexpr uint8_t kMaxFrameType = 8;
 
 // Decoders reject unknown bits so that a future flag never changes meaning silently.
 // kFlagDeterministic (HELLO only): this member asks for deterministic mode (RS_DETERMINISTIC):

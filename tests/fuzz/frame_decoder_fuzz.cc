@@ -79,6 +79,11 @@ void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
     case FrameType::kChallenge:
       require(h.payloadLength == kChallengePayloadSize, "challenge payload size");
       break;
+    case FrameType::kHeartbeat:
+      require(h.payloadLength == 0 && h.status == 0 && h.seq == 0 && h.chunk == 0 &&
+                  h.elemOffset == 0 && h.elemCount == 0,
+              "a heartbeat is a header naming a group and rank alone");
+      break;
     case FrameType::kError:
     case FrameType::kAbort:
       require(h.status >= 1 && h.status <= static_cast<uint32_t>(rs::StatusCode::kInternal),
@@ -303,6 +308,10 @@ void writeSeeds(const std::string& dir) {
   h.payloadLength = kHelloAckPayloadSize;
   auto ackBytes = encodeHelloAck({64u << 20, 4, 0x000100});
   writeSeed(dir, "hello_ack", h, {ackBytes.begin(), ackBytes.end()});
+
+  h.type = FrameType::kHeartbeat;
+  h.payloadLength = 0;
+  writeSeed(dir, "heartbeat", h, {});
 
   h.type = FrameType::kReduce;
   h.seq = 7;

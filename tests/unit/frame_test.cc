@@ -73,6 +73,14 @@ FrameHeader challengeHeader() {
   return h;
 }
 
+FrameHeader heartbeatHeader() {
+  FrameHeader h;
+  h.type = FrameType::kHeartbeat;
+  h.group = GroupId{11, 12};
+  h.rank = 4;
+  return h;
+}
+
 FrameHeader errorHeader(FrameType type = FrameType::kError) {
   FrameHeader h;
   h.type = type;
@@ -86,7 +94,9 @@ FrameHeader errorHeader(FrameType type = FrameType::kError) {
 }
 
 std::vector<FrameHeader> validHeaders() {
-  return {reduceHeader(), resultHeader(), helloHeader(), helloAckHeader(), challengeHeader(),
+  return {reduceHeader(),    resultHeader(),
+          helloHeader(),     helloAckHeader(),
+          challengeHeader(), heartbeatHeader(),
           errorHeader(FrameType::kError), errorHeader(FrameType::kAbort)};
 }
 
@@ -170,7 +180,7 @@ TEST_CASE("frame: golden bytes of a REDUCE header (proto/WIRE.md example)") {
   HeaderBytes b = encodeHeader(h);
   REQUIRE(hexOf(b.data(), b.size()) ==
           "52534631"          // magic
-          "02" "03" "0000"    // version, type, flags
+          "03" "03" "0000"    // version, type, flags
           "0807060504030201"  // group.hi
           "100f0e0d0c0b0a09"  // group.lo
           "02000000"          // rank
@@ -185,7 +195,7 @@ TEST_CASE("frame: golden bytes of a REDUCE header (proto/WIRE.md example)") {
   const uint32_t crc = crc32c(b.data(), 68);
   REQUIRE(b[68] == (crc & 0xFF));
   REQUIRE(b[71] == (crc >> 24));
-  REQUIRE(crc == 0x3122257eu);  // pinned so that a change to the layout cannot go unnoticed
+  REQUIRE(crc == 0x452cca7cu);  // pinned so that a change to the layout cannot go unnoticed
 }
 
 TEST_CASE("frame: every field lands at its documented offset, little-endian") {
@@ -308,8 +318,9 @@ TEST_CASE("frame: frameTypeName") {
   REQUIRE(frameTypeName(FrameType::kError) == "ERROR");
   REQUIRE(frameTypeName(FrameType::kAbort) == "ABORT");
   REQUIRE(frameTypeName(FrameType::kChallenge) == "CHALLENGE");
+  REQUIRE(frameTypeName(FrameType::kHeartbeat) == "HEARTBEAT");
   REQUIRE(frameTypeName(static_cast<FrameType>(0)) == "UNKNOWN");
-  REQUIRE(frameTypeName(static_cast<FrameType>(8)) == "UNKNOWN");
+  REQUIRE(frameTypeName(static_cast<FrameType>(9)) == "UNKNOWN");
 }
 
 // --- Malformed: fields every type shares -----------------------------------------------
@@ -339,19 +350,22 @@ TEST_CASE("frame: bad magic names both values") {
 
 TEST_CASE("frame: unsupported version") {
   requireProtocolError(decode(patched(reduceHeader(), 4, 0, 1)),
-                       "unsupported version 0 (expected 2)");
-  // Version 1 had no CHALLENGE and no authentication.
+                       "unsupported version 0 (expected 3: reducers and workers must run releases "
+                       "of the same protocol version)");
+  // Version 1 had no CHALLENGE and no authentication, version 2 no HEARTBEAT.
   requireProtocolError(decode(patched(reduceHeader(), 4, 1, 1)),
-                       "unsupported version 1 (expected 2)");
-  requireProtocolError(decode(patched(reduceHeader(), 4, 3, 1)),
-                       "unsupported version 3 (expected 2)");
+                       "unsupported version 1 (expected 3");
+  requireProtocolError(decode(patched(reduceHeader(), 4, 2, 1)),
+                       "unsupported version 2 (expected 3");
+  requireProtocolError(decode(patched(reduceHeader(), 4, 4, 1)),
+                       "unsupported version 4 (expected 3");
   requireProtocolError(decode(patched(reduceHeader(), 4, 255, 1)), "unsupported version 255");
 }
 
 TEST_CASE("frame: frame type out of range") {
-  for (uint64_t t : {0, 8, 9, 255}) {
+  for (uint64_t t : {0, 9, 10, 255}) {
     requireProtocolError(decode(patched(reduceHeader(), 5, t, 1)),
-                         "unknown type " + std::to_string(t) + " (expected 1..7)");
+                         "unknown type " + std::to_string(t) + " (expected 1..8)");
   }
 }
 
@@ -613,7 +627,23 @@ TEST_CASE("frame: HELLO_ACK payloadLength must be exact") {
   }
 }
 
-TEST_CASE("frame: HELLO and HELLO_ACK data fields must be zero") {
+TEST_CASE("frame: HEARTBEAT is a header alone") {
+  for (uint32_t n : {1u, 16u, 72u}) {
+    FrameHeader h = heartbeatHeader();
+    h.payloadLength = n;
+    requireProtocolError(decode(h),
+                         "HEARTBEAT frame: payloadLength " + std::to_string(n) + " (expected 0)");
+  }
+  // Any group and rank: the stream's, which its receiver checks.
+  FrameHeader h = heartbeatHeader();
+  h.rank = 0xFFFFFFFF;
+  h.group = GroupId{kU64Max, kU64Max};
+  FrameHeader out;
+  REQUIRE(decode(encodeHeader(h), &out).isOk());
+  requireSameHeader(out, h);
+}
+
+TEST_CASE("frame: HELLO, HELLO_ACK, CHALLENGE and HEARTBEAT data fields must be zero") {
   struct Field {
     const char* name;
     size_t off;
@@ -622,7 +652,8 @@ TEST_CASE("frame: HELLO and HELLO_ACK data fields must be zero") {
   const Field fields[] = {{"seq", 32, 8},        {"chunk", 40, 8},    {"elemOffset", 48, 8},
                           {"elemCount", 56, 4},  {"status", 28, 4},   {"dtype", 60, 1},
                           {"op", 61, 1}};
-  for (const FrameHeader& h : {helloHeader(), helloAckHeader(), challengeHeader()}) {
+  for (const FrameHeader& h :
+       {helloHeader(), helloAckHeader(), challengeHeader(), heartbeatHeader()}) {
     for (const Field& f : fields) {
       INFO(frameTypeName(h.type) << " " << f.name);
       const std::string prefix = std::string(frameTypeName(h.type)) + " frame: ";
