@@ -42,8 +42,10 @@ constexpr size_t kOffHelloClientNonce = 16;
 constexpr size_t kOffHelloAuthProof = 48;
 constexpr size_t kOffHelloJobNameLength = 80;
 constexpr size_t kOffHelloJobName = 84;
+constexpr size_t kOffHelloLossDetectMs = 212;
 static_assert(kOffHelloAuthProof + sizeof(HelloPayload::authProof) == kOffHelloJobNameLength);
-static_assert(kOffHelloJobName + kMaxJobNameBytes == kHelloPayloadSize);
+static_assert(kOffHelloJobName + kMaxJobNameBytes == kOffHelloLossDetectMs);
+static_assert(kOffHelloLossDetectMs + 4 == kHelloPayloadSize);
 
 constexpr size_t kOffChallengeMode = 0;
 constexpr size_t kOffChallengeReserved = 4;
@@ -53,8 +55,8 @@ static_assert(kOffChallengeNonce + kNonceSize == kChallengePayloadSize);
 constexpr size_t kOffAckMaxPayloadBytes = 0;
 constexpr size_t kOffAckIoThreads = 4;
 constexpr size_t kOffAckServerVersion = 8;
-constexpr size_t kOffAckReserved = 12;
-static_assert(kOffAckReserved + 4 == kHelloAckPayloadSize);
+constexpr size_t kOffAckLossDetectMs = 12;
+static_assert(kOffAckLossDetectMs + 4 == kHelloAckPayloadSize);
 
 constexpr uint32_t kMaxStatusCode = static_cast<uint32_t>(StatusCode::kInternal);
 
@@ -80,6 +82,13 @@ constexpr uint16_t namedHelloFlags() {
 static_assert(namedHelloFlags() == kHelloOnlyFlags, "every HELLO-only flag needs a name here");
 
 std::string dec(uint64_t v) { return std::to_string(v); }
+
+// A loss bound on the wire: 0 (none, or the reducer's) or at least kMinLossDetectMs.
+Status checkLossDetectMs(const char* payload, uint32_t ms) {
+  if (ms == 0 || ms >= kMinLossDetectMs) return Status::ok();
+  return protocolError(std::string(payload) + ": lossDetectMs " + dec(ms) + " (expected 0 or " +
+                       dec(kMinLossDetectMs) + ".." + dec(UINT32_MAX) + ")");
+}
 
 bool isJobNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -387,6 +396,7 @@ std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello) {
   const size_t jobLength = std::min(hello.jobName.size(), kMaxJobNameBytes);
   put32(&b[kOffHelloJobNameLength], static_cast<uint32_t>(jobLength));
   std::copy_n(hello.jobName.begin(), jobLength, b.begin() + kOffHelloJobName);
+  put32(&b[kOffHelloLossDetectMs], hello.lossDetectMs);
   return b;
 }
 
@@ -405,6 +415,7 @@ Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
   for (size_t i = 0; i < kNonceSize; ++i) p.clientNonce[i] = data[kOffHelloClientNonce + i];
   for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = data[kOffHelloAuthProof + i];
   const uint32_t jobLength = get32(data + kOffHelloJobNameLength);
+  p.lossDetectMs = get32(data + kOffHelloLossDetectMs);
 
   if (p.worldSize < 1 || p.worldSize > kMaxWorldSize) {
     return protocolError("hello payload: worldSize " + dec(p.worldSize) + " (expected 1.." +
@@ -441,6 +452,7 @@ Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
                            dec(jobLength) + ")");
     }
   }
+  RS_RETURN_IF_ERROR(checkLossDetectMs("hello payload", p.lossDetectMs));
   p.jobName.assign(reinterpret_cast<const char*>(data + kOffHelloJobName), jobLength);
   *out = std::move(p);
   return Status::ok();
@@ -451,7 +463,7 @@ std::array<uint8_t, kHelloAckPayloadSize> encodeHelloAck(const HelloAckPayload& 
   put32(&b[kOffAckMaxPayloadBytes], ack.maxPayloadBytes);
   put32(&b[kOffAckIoThreads], ack.ioThreads);
   put32(&b[kOffAckServerVersion], ack.serverVersion);
-  put32(&b[kOffAckReserved], 0);
+  put32(&b[kOffAckLossDetectMs], ack.lossDetectMs);
   return b;
 }
 
@@ -464,17 +476,14 @@ Status decodeHelloAck(const uint8_t* data, size_t size, HelloAckPayload* out) {
   p.maxPayloadBytes = get32(data + kOffAckMaxPayloadBytes);
   p.ioThreads = get32(data + kOffAckIoThreads);
   p.serverVersion = get32(data + kOffAckServerVersion);
-  const uint32_t reserved = get32(data + kOffAckReserved);
+  p.lossDetectMs = get32(data + kOffAckLossDetectMs);
   if (p.maxPayloadBytes < 1) {
     return protocolError("hello-ack payload: maxPayloadBytes 0 (expected at least 1)");
   }
   if (p.ioThreads < 1) {
     return protocolError("hello-ack payload: ioThreads 0 (expected at least 1)");
   }
-  if (reserved != 0) {
-    return protocolError("hello-ack payload: reserved " + hex(reserved, 8) +
-                         " at bytes 12..15 (expected 0)");
-  }
+  RS_RETURN_IF_ERROR(checkLossDetectMs("hello-ack payload", p.lossDetectMs));
   *out = p;
   return Status::ok();
 }

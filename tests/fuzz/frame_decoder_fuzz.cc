@@ -264,6 +264,7 @@ void writeSeeds(const std::string& dir) {
   hello.reducerIndex = 0;
   hello.reducerCount = 2;
   hello.timeoutMs = 60000;
+  hello.lossDetectMs = 5000;
   FrameHeader h;
   h.type = FrameType::kHello;
   h.group = group;
@@ -306,7 +307,7 @@ void writeSeeds(const std::string& dir) {
 
   h.type = FrameType::kHelloAck;
   h.payloadLength = kHelloAckPayloadSize;
-  auto ackBytes = encodeHelloAck({64u << 20, 4, 0x000100});
+  auto ackBytes = encodeHelloAck({64u << 20, 4, 0x000100, 10000});
   writeSeed(dir, "hello_ack", h, {ackBytes.begin(), ackBytes.end()});
 
   h.type = FrameType::kHeartbeat;

@@ -601,11 +601,11 @@ TEST_CASE("frame: data frame status must be 0") {
 // --- Malformed: HELLO and HELLO_ACK ----------------------------------------------------
 
 TEST_CASE("frame: HELLO payloadLength must be exact") {
-  for (uint32_t n : {0u, 48u, 80u, 211u, 213u, 1024u}) {
+  for (uint32_t n : {0u, 48u, 80u, 212u, 215u, 217u, 1024u}) {
     FrameHeader h = helloHeader();
     h.payloadLength = n;
     requireProtocolError(decode(h),
-                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 212)");
+                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 216)");
   }
 }
 
@@ -739,6 +739,7 @@ HelloPayload validHello() {
   for (size_t i = 0; i < p.clientNonce.size(); ++i) p.clientNonce[i] = static_cast<uint8_t>(0x40 + i);
   for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = static_cast<uint8_t>(0xA0 + i);
   p.jobName = "job-7";
+  p.lossDetectMs = 2500;
   return p;
 }
 }  // namespace
@@ -754,7 +755,8 @@ TEST_CASE("frame: hello payload: round trip and exact bytes") {
   REQUIRE(b[79] == 0xA0 + 31);
   REQUIRE(hexOf(b.data() + 80, 4) == "05000000");  // jobNameLength
   REQUIRE(std::string(b.begin() + 84, b.begin() + 89) == "job-7");  // jobName at 84..211
-  REQUIRE(std::all_of(b.begin() + 89, b.end(), [](uint8_t c) { return c == 0; }));
+  REQUIRE(std::all_of(b.begin() + 89, b.begin() + 212, [](uint8_t c) { return c == 0; }));
+  REQUIRE(hexOf(b.data() + 212, 4) == "c4090000");  // lossDetectMs at 212..215
   HelloPayload out;
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
   REQUIRE(out.worldSize == p.worldSize);
@@ -766,6 +768,7 @@ TEST_CASE("frame: hello payload: round trip and exact bytes") {
   REQUIRE(out.clientNonce == p.clientNonce);
   REQUIRE(out.authProof == p.authProof);
   REQUIRE(out.jobName == "job-7");
+  REQUIRE(out.lossDetectMs == 2500);
   p.jobName.clear();  // no job: the pool's own secret
   b = encodeHello(p);
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
@@ -814,8 +817,12 @@ TEST_CASE("frame: hello payload: boundary values are accepted") {
   p.reducerCount = 1;
   p.reducerIndex = 0;
   p.timeoutMs = 0;
+  p.lossDetectMs = 0;  // the reducer's bound
   auto b = encodeHello(p);
   HelloPayload out;
+  REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
+  p.lossDetectMs = kMinLossDetectMs;
+  b = encodeHello(p);
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
   p.worldSize = kMaxWorldSize;
   p.streamCount = kMaxStreamCount;
@@ -823,9 +830,11 @@ TEST_CASE("frame: hello payload: boundary values are accepted") {
   p.reducerCount = 0xFFFF;
   p.reducerIndex = 0xFFFE;
   p.timeoutMs = 0xFFFFFFFF;
+  p.lossDetectMs = 0xFFFFFFFF;
   b = encodeHello(p);
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
   REQUIRE(out.worldSize == 65536);
+  REQUIRE(out.lossDetectMs == 0xFFFFFFFF);
 }
 
 TEST_CASE("frame: hello payload: wrong size") {
@@ -833,9 +842,9 @@ TEST_CASE("frame: hello payload: wrong size") {
   auto valid = encodeHello(validHello());
   std::memcpy(buf.data(), valid.data(), valid.size());
   HelloPayload out;
-  for (size_t n : {size_t{0}, size_t{48}, size_t{80}, size_t{211}}) {
+  for (size_t n : {size_t{0}, size_t{48}, size_t{80}, size_t{212}, size_t{215}, size_t{217}}) {
     requireProtocolError(decodeHello(buf.data(), n, &out),
-                         "hello payload: " + std::to_string(n) + " bytes (expected 212)");
+                         "hello payload: " + std::to_string(n) + " bytes (expected 216)");
   }
 }
 
@@ -887,6 +896,9 @@ TEST_CASE("frame: hello payload: each field out of range") {
        "reducerCount 0 (expected at least 1)"},
       {[](HelloPayload& p) { p.reducerIndex = 20; },
        "reducerIndex 20 (expected below reducerCount 20)"},
+      {[](HelloPayload& p) { p.lossDetectMs = 1; },
+       "lossDetectMs 1 (expected 0 or 100..4294967295)"},
+      {[](HelloPayload& p) { p.lossDetectMs = kMinLossDetectMs - 1; }, "lossDetectMs 99"},
   };
   for (const Case& c : cases) {
     HelloPayload p = validHello();
@@ -900,15 +912,16 @@ TEST_CASE("frame: hello payload: each field out of range") {
 }
 
 TEST_CASE("frame: hello-ack payload: round trip and exact bytes") {
-  HelloAckPayload p{64u << 20, 4, 0x000102};
+  HelloAckPayload p{64u << 20, 4, 0x000102, 10000};
   auto b = encodeHelloAck(p);
-  REQUIRE(hexOf(b.data(), b.size()) == "00000004" "04000000" "02010000" "00000000");
+  REQUIRE(hexOf(b.data(), b.size()) == "00000004" "04000000" "02010000" "10270000");
   HelloAckPayload out;
   REQUIRE(decodeHelloAck(b.data(), b.size(), &out).isOk());
   REQUIRE(out.maxPayloadBytes == p.maxPayloadBytes);
   REQUIRE(out.ioThreads == p.ioThreads);
   REQUIRE(out.serverVersion == p.serverVersion);
-  HelloAckPayload minimal{1, 1, 0};
+  REQUIRE(out.lossDetectMs == 10000);
+  HelloAckPayload minimal{1, 1, 0, 0};  // no loss detection
   b = encodeHelloAck(minimal);
   REQUIRE(decodeHelloAck(b.data(), b.size(), &out).isOk());
 }
@@ -930,10 +943,9 @@ TEST_CASE("frame: hello-ack payload: malformed") {
   auto zeroThreads = encodeHelloAck({1024, 0, 1});
   requireProtocolError(decodeHelloAck(zeroThreads.data(), zeroThreads.size(), &out),
                        "ioThreads 0 (expected at least 1)");
-  auto reserved = b;
-  reserved[15] = 1;
-  requireProtocolError(decodeHelloAck(reserved.data(), reserved.size(), &out),
-                       "reserved 0x01000000 at bytes 12..15 (expected 0)");
+  auto tooShort = encodeHelloAck({1024, 2, 1, kMinLossDetectMs - 1});
+  requireProtocolError(decodeHelloAck(tooShort.data(), tooShort.size(), &out),
+                       "hello-ack payload: lossDetectMs 99 (expected 0 or 100..4294967295)");
 }
 
 namespace {
