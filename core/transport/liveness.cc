@@ -12,9 +12,7 @@ std::chrono::milliseconds Liveness::checkInterval() const {
 
 std::chrono::milliseconds Liveness::heartbeatAfter() const { return bound_ / 3; }
 
-void Liveness::begin(Clock::time_point now, const Sample& sample) {
-  arrived_ = sample.arrived;
-  sent_ = sample.sent;
+void Liveness::begin(Clock::time_point now) {
   heardAt_ = now;
   sentAt_ = now;
   active_ = true;

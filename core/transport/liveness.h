@@ -49,8 +49,10 @@ class Liveness {
   std::chrono::milliseconds heartbeatAfter() const;
 
   // Something is owed from `now` on, either way, after a spell of nothing: the quiet before
-  // `now` counts for neither rule.
-  void begin(Clock::time_point now, const Sample& sample);
+  // `now` counts for neither rule. Cheap (no counters: an owner calls it at the start of every
+  // collective); the next check takes the counters as they are then, so bytes that moved
+  // before it count as moving at that check.
+  void begin(Clock::time_point now);
   // What to do at `now`. kSendHeartbeat counts as a send (the next is due a third of the bound
   // later, whether or not this one went out).
   Verdict check(Clock::time_point now, const Sample& sample);

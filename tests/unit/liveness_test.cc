@@ -39,7 +39,7 @@ TEST_CASE("liveness: the intervals are fractions of the bound") {
 
 TEST_CASE("liveness: a stream with nothing owed either way sends nothing and loses no one") {
   Liveness l(kBound);
-  l.begin(at(0), {});
+  l.begin(at(0));
   for (int64_t t = 1000; t <= 100000; t += 1000) {
     REQUIRE(l.check(at(t), {}) == Verdict::kNothing);
     REQUIRE_FALSE(l.active());
@@ -48,7 +48,7 @@ TEST_CASE("liveness: a stream with nothing owed either way sends nothing and los
 
 TEST_CASE("liveness: a side that owes and sends nothing heartbeats every third of the bound") {
   Liveness l(kBound);
-  l.begin(at(0), owing());
+  l.begin(at(0));
   CHECK(l.active());
   CHECK(l.check(at(3999), owing()) == Verdict::kNothing);
   CHECK(l.check(at(4000), owing()) == Verdict::kSendHeartbeat);
@@ -67,7 +67,7 @@ TEST_CASE("liveness: a side that owes and sends nothing heartbeats every third o
 
 TEST_CASE("liveness: a side that keeps sending never heartbeats") {
   Liveness l(kBound);
-  l.begin(at(0), owing());
+  l.begin(at(0));
   uint64_t sent = 0;
   for (int64_t t = 1000; t <= 60000; t += 1000) {
     sent += 1 << 20;
@@ -77,7 +77,7 @@ TEST_CASE("liveness: a side that keeps sending never heartbeats") {
 
 TEST_CASE("liveness: no heartbeat while a frame is being written, one as soon as it can go") {
   Liveness l(kBound);
-  l.begin(at(0), owing());
+  l.begin(at(0));
   Liveness::Sample busy = owing();
   busy.canSend = false;
   CHECK(l.check(at(4000), busy) == Verdict::kNothing);
@@ -87,22 +87,24 @@ TEST_CASE("liveness: no heartbeat while a frame is being written, one as soon as
 
 TEST_CASE("liveness: quiet while nothing was owed does not count") {
   Liveness l(kBound);
-  l.begin(at(0), {});
+  l.begin(at(0));
   CHECK(l.check(at(50000), {}) == Verdict::kNothing);
   // Owing from here (found at a check, without begin()): the quiet counts from the last check
   // that found nothing owed.
   CHECK(l.check(at(51000), owing()) == Verdict::kNothing);
   CHECK(l.check(at(53999), owing()) == Verdict::kNothing);
   CHECK(l.check(at(54000), owing()) == Verdict::kSendHeartbeat);
-  // begin() after an idle spell: the same from its time.
-  l.begin(at(90000), owing(72));
-  CHECK(l.check(at(93999), owing(72)) == Verdict::kNothing);
-  CHECK(l.check(at(94000), owing(72)) == Verdict::kSendHeartbeat);
+  // begin() after an idle spell: the same from its time, and bytes sent meanwhile count as
+  // sent at the first check after it.
+  l.begin(at(90000));
+  CHECK(l.check(at(91000), owing(72)) == Verdict::kNothing);
+  CHECK(l.check(at(94999), owing(72)) == Verdict::kNothing);
+  CHECK(l.check(at(95000), owing(72)) == Verdict::kSendHeartbeat);
 }
 
 TEST_CASE("liveness: a peer silent for the bound while awaited is lost, not a moment sooner") {
   Liveness l(kBound);
-  l.begin(at(0), waiting());
+  l.begin(at(0));
   CHECK(l.check(at(11999), waiting()) == Verdict::kNothing);
   CHECK(l.silence(at(11999)) == milliseconds(11999));
   CHECK(l.check(at(12000), waiting()) == Verdict::kLost);
@@ -111,7 +113,7 @@ TEST_CASE("liveness: a peer silent for the bound while awaited is lost, not a mo
 
 TEST_CASE("liveness: any byte from the peer keeps it alive") {
   Liveness l(kBound);
-  l.begin(at(0), waiting(100));
+  l.begin(at(0));
   CHECK(l.check(at(5000), waiting(101)) == Verdict::kNothing);  // one byte
   CHECK(l.check(at(16999), waiting(101)) == Verdict::kNothing);
   CHECK(l.check(at(17000), waiting(101)) == Verdict::kLost);
@@ -120,7 +122,7 @@ TEST_CASE("liveness: any byte from the peer keeps it alive") {
 
 TEST_CASE("liveness: a wait this side holds up does not count, and one that resumes starts over") {
   Liveness l(kBound);
-  l.begin(at(0), waiting());
+  l.begin(at(0));
   CHECK(l.check(at(11000), waiting()) == Verdict::kNothing);
   // This side stops reading (a parked or held-back reducer session): the peer can send nothing.
   for (int64_t t = 12000; t <= 60000; t += 1000) REQUIRE(l.check(at(t), {}) == Verdict::kNothing);
@@ -134,7 +136,7 @@ TEST_CASE("liveness: a wait this side holds up does not count, and one that resu
 TEST_CASE("liveness: stays active while anything is owed either way") {
   Liveness l(kBound);
   CHECK_FALSE(l.active());
-  l.begin(at(0), {});
+  l.begin(at(0));
   CHECK(l.active());  // begin() starts the timer; the first check decides
   l.check(at(1000), owing());
   CHECK(l.active());
@@ -166,8 +168,8 @@ TEST_CASE("liveness: heartbeats every third of the bound keep a waiting peer, a 
     // everything stops at stopAt.
     const int64_t dataUntil = static_cast<int64_t>(rng() % (5 * static_cast<uint64_t>(bound.count())));
     const int64_t stopAt = dataUntil + 10 * bound.count();
-    sender.begin(at(0), owing());
-    receiver.begin(at(0), waiting());
+    sender.begin(at(0));
+    receiver.begin(at(0));
     std::vector<int64_t> sends;  // when each send's bytes reached the peer (at once)
     int64_t lastSend = 0;
     bool lost = false;
