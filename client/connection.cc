@@ -1,5 +1,6 @@
 #include "client/connection.h"
 
+#include <asio/error.hpp>
 #include <spdlog/spdlog.h>
 
 #include "client/reducer_frames.h"
@@ -109,7 +110,7 @@ void Connection::readHeader() {
 }
 
 void Connection::onHeader(const std::error_code& ec) {
-  if (closed_) return;
+  if (closed_ || lostByTimeout(ec)) return;
   if (Status s = decodeReducerHeader(name_, ec, *reader_, options_.maxChunkBytes, &in_);
       !s.isOk())
     return fail(s);
@@ -170,7 +171,7 @@ void Connection::onHeader(const std::error_code& ec) {
 }
 
 void Connection::onResult(const std::error_code& ec) {
-  if (closed_) return;
+  if (closed_ || lostByTimeout(ec)) return;
   if (ec) return fail(ioError(fmt::format("{}: reading the result of chunk {}: {}", name_,
                                           in_.chunk, ec.message())));
   ChunkTransfer& next = expected_.front();
@@ -349,8 +350,22 @@ void Connection::peerSilent(std::chrono::milliseconds silence) {
       "by the reducer's --loss-detect-ms)",
       name_, silence.count(), next.header.chunk,
       next.header.seq, expected_.size() - 1, liveness_->bound().count()));
+  lost(why);
+}
+
+void Connection::lost(const Status& why) {
+  if (liveness_) liveness_->cancel();
   owner_.onReducerLost(*this, why);  // today: fails the communicator, closing this connection
   close();
+}
+
+bool Connection::lostByTimeout(const std::error_code& ec) {
+  if (ec != asio::error::timed_out || !liveness_) return false;
+  lost(unavailableError(fmt::format(
+      "{}: the connection timed out: the reducer's host answered nothing (TCP keep-alive from "
+      "the stream's loss bound, {} ms): reducer lost",
+      name_, liveness_->bound().count())));
+  return true;
 }
 
 }  // namespace rs::client

@@ -132,6 +132,11 @@ class Connection : public std::enable_shared_from_this<Connection>,
   transport::Liveness::Sample livenessSample() const override;
   uint64_t sendHeartbeat() override;
   void peerSilent(std::chrono::milliseconds silence) override;
+  // The reducer is lost: the owner decides what that means, and this connection closes.
+  void lost(const Status& why);
+  // A read that timed out is the transport's net under the heartbeats (keep-alive from the
+  // stream's loss bound) finding the reducer's host gone: lost() and true. Else false.
+  bool lostByTimeout(const std::error_code& ec);
   // Every async operation is counted so that drain is exact.
   template <typename F>
   auto counted(F&& handler);

@@ -45,6 +45,7 @@ std::string_view abortReasonName(AbortReason r) {
 std::string_view memberLossName(MemberLoss r) {
   switch (r) {
     case MemberLoss::kSilent: return "silent";
+    case MemberLoss::kUnresponsive: return "unresponsive";
   }
   return "unknown";
 }

@@ -50,9 +50,11 @@ inline constexpr size_t kNumAbortReasons = 7;
 // How the reducer found a member lost (Shard::memberLost; each fails the member's group today,
 // counted there too under its abort reason).
 enum class MemberLoss : uint8_t {
-  kSilent,  // not a byte for the stream's loss bound while the reducer waited on it
+  kSilent,        // not a byte for the stream's loss bound while the reducer waited on it
+  kUnresponsive,  // the connection timed out: for the bound, its host acknowledged nothing
+                  // sent to it, or it read nothing of it (TCP_USER_TIMEOUT, keep-alive)
 };
-inline constexpr size_t kNumMemberLosses = 1;
+inline constexpr size_t kNumMemberLosses = 2;
 
 // Label values: "malformed", "unexpected_type", ... (snake_case, stable: dashboards use them).
 std::string_view frameRejectionName(FrameRejection r);

@@ -89,7 +89,7 @@ void Session::onHeader(const std::error_code& ec) {
       owner_.memberLeft(*this);
       close(unavailableError("the member closed the stream"));
     } else {
-      fail(ioError("read failed: " + ec.message()));
+      ioFailed(ec, "read failed");
     }
     return;
   }
@@ -251,11 +251,11 @@ void Session::watchPeer() {
 void Session::onPeerGone(const std::error_code& why) {
   if (why == asio::error::operation_aborted || closed_ || aborting_) return;
   const char* waiting = parked_ ? "for a slot" : "for the other members";
-  fail(ioError(why == asio::error::eof
-                   ? fmt::format("the member closed the stream while chunk {} waited {}",
-                                 in_.chunk, waiting)
-                   : fmt::format("the connection failed while chunk {} waited {}: {}", in_.chunk,
-                                 waiting, why.message())));
+  if (why != asio::error::eof)
+    return ioFailed(why, fmt::format("the connection failed while chunk {} waited {}",
+                                     in_.chunk, waiting));
+  fail(ioError(fmt::format("the member closed the stream while chunk {} waited {}", in_.chunk,
+                           waiting)));
 }
 
 void Session::beginContribution(std::shared_ptr<Slot> slot, Fold fold) {
@@ -286,11 +286,9 @@ void Session::readPiece(Fold fold) {
 void Session::onPiece(const std::error_code& ec, size_t bytes) {
   if (!readDone(ec)) return;
   if (ec) {
-    const Status why = ec == asio::error::eof
-                           ? ioError(fmt::format("stream ended inside chunk {}", in_.chunk))
-                           : ioError("read failed inside chunk " + std::to_string(in_.chunk) +
-                                     ": " + ec.message());
-    fail(why);
+    if (ec != asio::error::eof) return ioFailed(ec, fmt::format("read failed inside chunk {}",
+                                                               in_.chunk));
+    fail(ioError(fmt::format("stream ended inside chunk {}", in_.chunk)));
     return;
   }
   Slot& slot = *slot_;
@@ -334,6 +332,18 @@ void Session::fail(const Status& reason) {
   rs::logger().error("{}: {}", name_, reason.message());
   close(reason);
   owner_.failGroup(group_, groupReason(reason));
+}
+
+void Session::ioFailed(const std::error_code& ec, const std::string& what) {
+  if (ec != asio::error::timed_out || !liveness_) return fail(ioError(what + ": " + ec.message()));
+  liveness_->cancel();  // one loss a session
+  owner_.memberLost(
+      *this, MemberLoss::kUnresponsive,
+      unavailableError(fmt::format(
+          "{}: the connection timed out: for the stream's loss bound ({} ms: the reducer's "
+          "--loss-detect-ms, or the member's RS_LOSS_DETECT_MS where lower) the member's host "
+          "acknowledged nothing sent to it, or the member read nothing of it: member lost",
+          what, liveness_->bound().count())));
 }
 
 Status Session::groupReason(const Status& reason) const {
@@ -406,7 +416,7 @@ void Session::onWritten(const std::error_code& ec, transport::FrameWriter::Writt
   if (closed_) return;
   if (ec) {
     if (aborting_) close(ioError("write failed while aborting: " + ec.message()));
-    else fail(ioError("write failed: " + ec.message()));
+    else ioFailed(ec, "write failed");
     return;
   }
   if (aborting_ && writer_.queued() == 0) {

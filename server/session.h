@@ -124,6 +124,10 @@ class Session : public std::enable_shared_from_this<Session>,
   // A protocol or I/O error on this stream: logs it, closes the stream and fails the group's
   // collectives.
   void fail(const Status& reason);
+  // A read or write failed with `ec`, not the member's clean end: fail(), unless it timed out,
+  // which is the transport's net under the heartbeats (Stream::setLossBound) giving up on the
+  // member: a loss (MemberLoss::kUnresponsive).
+  void ioFailed(const std::error_code& ec, const std::string& what);
   // A HEARTBEAT from the member: nothing to do but read on (its bytes were heard).
   void onHeartbeat(const wire::FrameHeader& h);
   // A frame that breaks the protocol: counted under `why`, then fail().

@@ -1,7 +1,9 @@
 // The loss bound (proto/WIRE.md, "Heartbeats and the loss bound") end to end on loopback: a
 // reducer that goes silent fails a member's collective naming it, one that is slow but sends
 // HEARTBEATs does not; a member that goes silent inside its chunk fails its group on the
-// reducer (the other member gets the reason, a healthy group beside stays exact); a straggler,
+// reducer (the other member gets the reason, a healthy group beside stays exact), and so does
+// one that stops with its results unread in the reducer's socket (its TCP_USER_TIMEOUT); a
+// straggler,
 // a member held back by the lead limit, a member awaiting its results and an idle group are
 // never lost; the bound each stream gets; and a HEARTBEAT that names another member.
 //
@@ -185,6 +187,38 @@ TEST_CASE("loss: a member silent inside its chunk fails its group on the reducer
   CHECK(silentLosses(pool) == 1);  // the healthy group lost no one
 }
 
+// The transport's net under the heartbeats: a member that stops (sends nothing, reads nothing)
+// once its chunk's results are all handed to the reducer's socket. The reducer then owes it
+// nothing it knows of, so the heartbeats' rule does not wait on it; its TCP_USER_TIMEOUT at the
+// bound finds the results unread, and the member is lost as unresponsive. (Where the results
+// fit in the member's own receive buffer, nothing is left to find until its next collective's
+// timeout: a member that finished looks no different.)
+TEST_CASE("loss: a member that stops with its results in the reducer's socket is lost as "
+          "unresponsive",
+          "[loss]") {
+  auto config = testServerConfig();
+  config.lossDetectMs = 500;
+  config.transport.tcp.sendBufferBytes = 4 << 20;  // the whole result goes into the socket
+  LogCapture log;
+  LocalPool pool(1, config);
+  asio::io_context io;
+  const GroupId id = GroupId::random();
+  asio::ip::tcp::socket member(io);
+  joinRaw(member, pool.reducer(0).dataPort(), id, 0, 1, /*receiveBuffer=*/4096);
+  constexpr uint32_t kCount = 256 << 10;  // a 1 MiB result, far more than the member's window
+  asio::write(member, asio::buffer(fp32ReduceHeader(id, 0, 0, kCount)));
+  std::vector<float> values(kCount, 1.0f);
+  asio::write(member, asio::buffer(values));
+  const auto start = Clock::now();
+  REQUIRE(waitUntil([&] {
+    return statsOf(pool).membersLost[static_cast<size_t>(server::MemberLoss::kUnresponsive)] == 1;
+  }));
+  WARN("the member that read nothing was lost after " << msSince(start) << " ms");
+  CHECK(silentLosses(pool) == 0);
+  CHECK(log.contains("the connection timed out: for the stream's loss bound (500 ms"));
+  CHECK(log.contains("member lost"));
+}
+
 // A straggler (a member still computing) is not lost, nor are the members that wait for it:
 // the reducer owes them their results and says so with HEARTBEATs, and they, waiting for
 // their results, answer with theirs; a member held back inside its chunk by the lead limit
@@ -335,6 +369,7 @@ TEST_CASE("loss: each stream's bound is the member's ask capped by --loss-detect
 TEST_CASE("loss: the reducer reads a member's HEARTBEAT between frames, and refuses one that "
           "names another member",
           "[loss]") {
+  LogCapture log;
   LocalPool pool(1);
   asio::io_context io;
   const GroupId id = GroupId::random();
@@ -352,7 +387,6 @@ TEST_CASE("loss: the reducer reads a member's HEARTBEAT between frames, and refu
 
   // Another rank's HEARTBEAT: a protocol error, as a REDUCE naming it would be. The stream
   // closes (a refused frame gets no reply) and the group fails.
-  LogCapture log;
   asio::write(m.socket(), asio::buffer(wire::heartbeatFrame(id, 3)));
   std::array<uint8_t, 1> byte;
   std::error_code ec;
