@@ -10,7 +10,10 @@
 // A silent peer is a state, never a sleep: a fake reducer that stops writing, a raw member that
 // stops sending. The waits for "longer than the bound" wait for the heartbeats that prove it
 // (four heartbeats are four thirds of the bound of quiet). The bound is only ever an upper
-// limit here, asserted loosely or not at all; the elapsed time is printed.
+// limit here, asserted loosely or not at all; the elapsed time is printed. A short bound (half
+// a second) goes only on the streams of the peer meant to be lost (the reducers keep the test
+// pools' hang guard, 300 s); where nothing may be lost the bound is 4 s, so that a sanitizer
+// build on a loaded machine, whose threads can stall for a second, loses no one.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -102,15 +105,16 @@ TEST_CASE("loss: a reducer silent past the bound fails the collective, naming it
 TEST_CASE("loss: a reducer slow to answer but sending HEARTBEATs is waited for, and its result "
           "is exact",
           "[loss]") {
-  constexpr uint32_t kBound = 600;
+  constexpr uint32_t kBound = 4000;
   std::atomic<int> beats{0};
-  // Takes the chunk, then answers nothing but a HEARTBEAT every quarter of the bound for four
-  // bounds (a reducer busy elsewhere), then the result: the member's own values (a group of 1).
+  // Takes the chunk, then answers nothing but a HEARTBEAT every quarter of the bound for one and
+  // a half bounds (a reducer busy elsewhere), then the result: the member's own values (a group
+  // of 1).
   FakeReducer fake = chunkTakingReducer(
       kBound, [&beats](FakeReducer::Socket& s, const wire::FrameHeader& reduce,
                        std::vector<uint8_t>& payload) {
         const wire::HeaderBytes beat = wire::heartbeatFrame(reduce.group, reduce.rank);
-        for (int i = 0; i < 16; ++i) {
+        for (int i = 0; i < 6; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(kBound / 4));
           writeBytes(s, beat.data(), beat.size());
           ++beats;
@@ -128,16 +132,14 @@ TEST_CASE("loss: a reducer slow to answer but sending HEARTBEATs is waited for, 
               .toString() == "OK");
   WARN("the result came after " << msSince(start) << " ms, " << beats.load()
                                 << " heartbeats (bound " << kBound << " ms)");
-  CHECK(beats == 16);
+  CHECK(beats == 6);
   for (size_t i = 0; i < buf.size(); ++i) REQUIRE(buf[i] == static_cast<float>(i));
 }
 
 TEST_CASE("loss: a member silent inside its chunk fails its group on the reducer, the other "
           "member gets the reason, a healthy group beside stays exact",
           "[loss]") {
-  auto config = testServerConfig();
-  config.lossDetectMs = 500;
-  LocalPool pool(1, config);
+  LocalPool pool(1);
   std::atomic<bool> stop{false};
   std::atomic<int> rounds{0};
   Status healthy;
@@ -149,8 +151,9 @@ TEST_CASE("loss: a member silent inside its chunk fails its group on the reducer
   const GroupId id = GroupId::random();
   constexpr uint32_t kCount = 64 << 10;  // one 256 KiB chunk
   asio::io_context io;
-  // Rank 1: half of its chunk, then nothing (a process stopped, a machine gone).
-  RawMember silent(io, pool.reducer(0).dataPort(), id, 2, 1);
+  // Rank 1: half of its chunk, then nothing (a process stopped, a machine gone). Its stream's
+  // bound is the 500 ms it asks for.
+  RawMember silent(io, pool.reducer(0).dataPort(), id, 2, 1, /*lossDetectMs=*/500);
   silent.sendHeader(kCount);
   silent.sendElements(0, kCount / 2);
   auto comm = client::Communicator::connect(oneStream(pool.endpoints()), {id, 2, 0});
@@ -197,14 +200,14 @@ TEST_CASE("loss: a member that stops with its results in the reducer's socket is
           "unresponsive",
           "[loss]") {
   auto config = testServerConfig();
-  config.lossDetectMs = 500;
   config.transport.tcp.sendBufferBytes = 4 << 20;  // the whole result goes into the socket
   LogCapture log;
   LocalPool pool(1, config);
   asio::io_context io;
   const GroupId id = GroupId::random();
   asio::ip::tcp::socket member(io);
-  joinRaw(member, pool.reducer(0).dataPort(), id, 0, 1, /*receiveBuffer=*/4096);
+  joinRaw(member, pool.reducer(0).dataPort(), id, 0, 1, /*receiveBuffer=*/4096,
+          /*lossDetectMs=*/500);
   constexpr uint32_t kCount = 256 << 10;  // a 1 MiB result, far more than the member's window
   asio::write(member, asio::buffer(fp32ReduceHeader(id, 0, 0, kCount)));
   std::vector<float> values(kCount, 1.0f);
@@ -228,7 +231,7 @@ TEST_CASE("loss: a straggler, a member held back by the lead limit and one await
           "are not lost, and the result is exact",
           "[loss]") {
   auto config = testServerConfig();
-  config.lossDetectMs = 2000;
+  config.lossDetectMs = 4000;
   config.pieceBytes = 64 << 10;
   config.maxLeadBytes = 64 << 10;
   LocalPool pool(1, config);
@@ -281,7 +284,7 @@ TEST_CASE("loss: a straggler, a member held back by the lead limit and one await
 
 TEST_CASE("loss: an idle group is never lost and sends no heartbeats", "[loss]") {
   auto config = testServerConfig();
-  config.lossDetectMs = 300;
+  config.lossDetectMs = 4000;
   LocalPool pool(1, config);
   const GroupId id = GroupId::random();
   std::atomic<int> done{0};
@@ -293,12 +296,12 @@ TEST_CASE("loss: an idle group is never lost and sends no heartbeats", "[loss]")
     if (!comm) return comm.status();
     RS_RETURN_IF_ERROR(exactAllReduce(**comm, 2, rank, 16 << 10));
     ++done;
-    // Both finished their first collective: idle for ten bounds (idleness takes time; what is
+    // Both finished their first collective: idle for two bounds (idleness takes time; what is
     // checked is that nothing happens meanwhile), then a second collective.
     if (rank == 0) {
       if (!waitUntil([&] { return done.load() == 2; })) return internalError("rank 1 hung");
       idleStart = statsOf(pool);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10 * config.lossDetectMs));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2 * config.lossDetectMs));
       idleEnd = statsOf(pool);
       idleOver = true;
     } else if (!waitUntil([&] { return idleOver.load(); })) {

@@ -1,7 +1,8 @@
 // A peer that stops without a word (issue 27: "a silent reducer", "a member lost"): real
 // reduction-server processes and real worker processes (fault_worker), one of them stopped
 // with SIGSTOP in the middle of a collective, its kernel still answering TCP. The loss bound
-// (--loss-detect-ms) must find it, not the collective timeout (set far above it):
+// (RS_LOSS_DETECT_MS, under the reducers' --loss-detect-ms) must find it, not the collective
+// timeout (set far above it):
 //   - a reducer stopped mid-collective: every member's collective fails, each error naming the
 //     reducer's address and "silent" (a member finds it itself, or hears it through the other
 //     reducer from the member that found it first); the other reducer lives and lets go of the
@@ -41,7 +42,10 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr int kWorkers = 3;
-constexpr int kLossMs = 1000;            // --loss-detect-ms
+// The group under test asks for this loss bound (RS_LOSS_DETECT_MS); the reducers' flag, the
+// bound of the healthy group, is kept long, so that a loaded machine's stall loses no one there.
+constexpr int kLossMs = 1000;
+constexpr int kReducerLossMs = 30000;  // --loss-detect-ms
 constexpr int kTimeoutMs = 60000;        // --collective-timeout-ms, RS_TIMEOUT_MS: far above
 constexpr milliseconds kMargin{5000};    // beyond the bound: a hang guard, not a speed
 constexpr milliseconds kStateDeadline{30000};
@@ -69,7 +73,7 @@ struct Driver {
     for (int i = 0; i < n; ++i) {
       auto r = startReducer(serverBin, dir, i,
                             {"--io-threads", "2", "--secret-file", dir + "/secret",
-                             "--loss-detect-ms", std::to_string(kLossMs),
+                             "--loss-detect-ms", std::to_string(kReducerLossMs),
                              "--collective-timeout-ms", std::to_string(kTimeoutMs), "--piece",
                              "64KiB", "--max-lead", "64KiB", "--log-level", "warn"});
       if (!r) fail(r.status().message());
@@ -96,14 +100,16 @@ struct Driver {
   }
 
   // `world` workers of a fresh group: `iters` collectives of `counts` ("a,b": the first a, the
-  // rest b), each stopping itself before collective `stopBefore` (-1: never).
+  // rest b), each stopping itself before collective `stopBefore` (-1: never), asking for the
+  // loss bound `lossMs` (0: the reducers').
   std::vector<Child> spawnGroup(const std::string& name, int world, int iters,
-                                const std::string& counts, int stopBefore) {
+                                const std::string& counts, int stopBefore, int lossMs) {
     const std::string group = fmt::format("{:016x}{:016x}", rng(), rng());
     const std::vector<std::string> env = {
         "RS_REDUCERS=" + reducerList(), "RS_SECRET_FILE=" + dir + "/secret",
         fmt::format("RS_TIMEOUT_MS={}", kTimeoutMs), "RS_CONNECT_TIMEOUT_MS=10000",
-        "RS_STREAMS=1", "RS_CLIENT_IO_THREADS=1", "RS_MAX_CHUNK=512KiB"};
+        "RS_STREAMS=1", "RS_CLIENT_IO_THREADS=1", "RS_MAX_CHUNK=512KiB",
+        fmt::format("RS_LOSS_DETECT_MS={}", lossMs)};
     std::vector<Child> out;
     for (int r = 0; r < world; ++r) {
       std::vector<std::string> argv = {workerBin, "--group", group, "--world",
@@ -182,7 +188,7 @@ struct Driver {
 // A reducer stopped while a collective is in flight on it.
 void silentReducer(Driver& d) {
   d.startReducers(2);
-  d.workers = d.spawnGroup("worker", kWorkers, 3, std::to_string(kCount), 1);
+  d.workers = d.spawnGroup("worker", kWorkers, 3, std::to_string(kCount), 1, kLossMs);
   d.awaitFirstDoneAndStopped();
   const int victim = 0, sender = 0;
   const double base = d.received(victim);
@@ -204,7 +210,8 @@ void silentReducer(Driver& d) {
 // A member stopped inside its chunk, beside a healthy group.
 void silentMember(Driver& d) {
   d.startReducers(1);
-  d.workers = d.spawnGroup("worker", kWorkers, 3, fmt::format("{},{}", kCount, kLargeCount), 1);
+  d.workers =
+      d.spawnGroup("worker", kWorkers, 3, fmt::format("{},{}", kCount, kLargeCount), 1, kLossMs);
   d.awaitFirstDoneAndStopped();
   const int victim = 0;
   const double base = d.received(0);
@@ -215,7 +222,7 @@ void silentMember(Driver& d) {
   // The healthy group runs through what follows, until it is stopped at the end (1e9
   // collectives): each collective is checked exact by the worker itself, which would print
   // "wrong" and exit.
-  d.healthy = d.spawnGroup("healthy", 2, 1000000000, std::to_string(16 << 10), -1);
+  d.healthy = d.spawnGroup("healthy", 2, 1000000000, std::to_string(16 << 10), -1, 0);
   d.await("the healthy group's first collective", [&] {
     return !lineStartingWith(d.healthy[0], "done 0").empty() &&
            !lineStartingWith(d.healthy[1], "done 0").empty();
@@ -275,8 +282,9 @@ int run(int argc, char** argv) {
     std::fclose(f);
     ::chmod((d.dir + "/secret").c_str(), 0600);
   }
-  fmt::print("silent_peer: --loss-detect-ms {}, collective timeout {} ms, {} workers\n", kLossMs,
-             kTimeoutMs, kWorkers);
+  fmt::print("silent_peer: RS_LOSS_DETECT_MS {} (--loss-detect-ms {}), collective timeout {} ms, "
+             "{} workers\n",
+             kLossMs, kReducerLossMs, kTimeoutMs, kWorkers);
   silentReducer(d);
   silentMember(d);
   fmt::print("silent_peer: a stopped reducer and a stopped member were each found within the "
