@@ -24,7 +24,6 @@
 //
 //   silent_peer --server <reduction-server> --worker <fault_worker>
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -55,11 +54,7 @@ constexpr milliseconds kStateDeadline{30000};
 constexpr uint64_t kCount = 256 << 10;
 constexpr uint64_t kLargeCount = 4 << 20;
 
-[[noreturn]] void fail(const std::string& why) {
-  fmt::print("FAILED: {}\n", why);
-  std::fflush(stdout);
-  std::exit(1);  // children die with us (PR_SET_PDEATHSIG)
-}
+[[noreturn]] void fail(const std::string& why) { failRun(why); }
 
 struct Driver {
   std::string serverBin, workerBin, dir;
@@ -271,17 +266,7 @@ int run(int argc, char** argv) {
   }
   if (d.serverBin.empty() || d.workerBin.empty())
     fail("usage: silent_peer --server BIN --worker BIN");
-  char tmpl[] = "/tmp/rs-silent-peer-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) fail("mkdtemp");
-  d.dir = tmpl;
-  {
-    FILE* f = std::fopen((d.dir + "/secret").c_str(), "w");
-    if (f == nullptr) fail("cannot write the secret");
-    std::fprintf(f, "%016llx%016llx\n", static_cast<unsigned long long>(d.rng()),
-                 static_cast<unsigned long long>(d.rng()));
-    std::fclose(f);
-    ::chmod((d.dir + "/secret").c_str(), 0600);
-  }
+  d.dir = makeRunDir("rs-silent-peer", d.rng(), d.rng());
   fmt::print("silent_peer: RS_LOSS_DETECT_MS {} (--loss-detect-ms {}), collective timeout {} ms, "
              "{} workers\n",
              kLossMs, kReducerLossMs, kTimeoutMs, kWorkers);
