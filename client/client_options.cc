@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -43,11 +45,13 @@ Status ClientOptions::applyEnvironment() {
   uint64_t streams = streamsPerReducer, threads = ioThreads;
   uint64_t timeoutMs = static_cast<uint64_t>(collectiveTimeout.count());
   uint64_t connectMs = static_cast<uint64_t>(connectTimeout.count());
+  uint64_t lossMs = static_cast<uint64_t>(lossDetect.count());
   uint64_t deterministicMode = deterministic ? 1 : 0;
   RS_RETURN_IF_ERROR(readNumber("RS_STREAMS", 0, 256, &streams));
   RS_RETURN_IF_ERROR(readNumber("RS_CLIENT_IO_THREADS", 1, 256, &threads));
   RS_RETURN_IF_ERROR(readNumber("RS_TIMEOUT_MS", 1, UINT32_MAX, &timeoutMs));
   RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
+  RS_RETURN_IF_ERROR(readNumber("RS_LOSS_DETECT_MS", 0, UINT32_MAX, &lossMs));
   RS_RETURN_IF_ERROR(readNumber("RS_DETERMINISTIC", 0, 1, &deterministicMode));
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
@@ -62,6 +66,7 @@ Status ClientOptions::applyEnvironment() {
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
   connectTimeout = std::chrono::milliseconds(connectMs);
+  lossDetect = std::chrono::milliseconds(lossMs);
   deterministic = deterministicMode != 0;
   auto secret = secretFromEnvironment();  // RS_SECRET_FILE or RS_SECRET
   if (!secret) return secret.status();
@@ -114,6 +119,11 @@ Status ClientOptions::validate() const {
   if (collectiveTimeout.count() < 1 || collectiveTimeout.count() > UINT32_MAX)
     return invalidArgument("collective timeout must be 1 ms .. 49 days");
   if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
+  if (lossDetect.count() != 0 &&
+      (lossDetect.count() < wire::kMinLossDetectMs || lossDetect.count() > UINT32_MAX))
+    return invalidArgument(fmt::format(
+        "loss bound (RS_LOSS_DETECT_MS) must be 0 (the reducers') or {} ms .. 49 days, got {}",
+        wire::kMinLossDetectMs, lossDetect.count()));
   if (!(linkGbps >= 0 && linkGbps <= 100000))
     return invalidArgument("link rate (RS_LINK_GBPS) must be 0 (not paced) .. 100000 Gbit/s");
   if (!(reducerLinkGbps >= 0 && reducerLinkGbps <= 100000))

@@ -58,6 +58,10 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // --- ConnectionOwner: from connections, on their io threads ---
   void onConnected(Connection& connection) override;
   void onFailed(const Status& reason) override { fail(reason); }
+  // The one place where a lost reducer is dealt with. Today it fails the communicator, as
+  // any error does (the reducers hear why, so the other members fail at once too); failover
+  // (proto/FAILOVER.md) will move the lost reducer's chunks to the survivors here instead.
+  void onReducerLost(Connection& /*connection*/, const Status& reason) override { fail(reason); }
   void onDrained(Connection& connection,
                  std::vector<std::shared_ptr<RequestState>> touched) override;
   // Requests that reached a connection after it drained: fail them with the others.

@@ -1,5 +1,6 @@
 #include "client/connection.h"
 
+#include <asio/error.hpp>
 #include <spdlog/spdlog.h>
 
 #include "client/reducer_frames.h"
@@ -83,9 +84,21 @@ void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
   stream_ = std::move(handshaken->stream);
   reader_ = std::move(handshaken->reader);
   queuedBytes_ = stream_->bytesSent();  // the HELLO
+  if (handshaken->lossBound.count() > 0) {
+    // Each check counts as a pending operation, so that drain stays exact.
+    auto hold = [this](transport::WaitHandler done) -> transport::WaitHandler {
+      return counted(std::move(done));
+    };
+    liveness_.emplace(io_, handshaken->lossBound,
+                      static_cast<transport::LivenessWatch::Owner&>(*this), hold);
+    // Keep-alive only: the reducer may rightly stop reading this stream longer than the
+    // bound (admission, its lead limit), which TCP_USER_TIMEOUT would take for a loss.
+    stream_->setLossBound(handshaken->lossBound, /*unreadSendsToo=*/false);
+  }
   feedWriter();
   owner_.onConnected(*this);
   readHeader();
+  if (liveness_ && !expected_.empty()) liveness_->start();  // submitted during the handshake
 }
 
 // --- Reading ---------------------------------------------------------------------------------
@@ -97,10 +110,16 @@ void Connection::readHeader() {
 }
 
 void Connection::onHeader(const std::error_code& ec) {
-  if (closed_) return;
+  if (closed_ || lostByTimeout(ec)) return;
   if (Status s = decodeReducerHeader(name_, ec, *reader_, options_.maxChunkBytes, &in_);
       !s.isOk())
     return fail(s);
+  if (in_.type == wire::FrameType::kHeartbeat) {  // the reducer lives: its bytes were heard
+    if (in_.group != group_.id || in_.rank != group_.rank)
+      return fail(protocolError(fmt::format("{}: HEARTBEAT for group {} rank {}", name_,
+                                            in_.group.toString(), in_.rank)));
+    return readHeader();
+  }
   if (in_.type == wire::FrameType::kError || in_.type == wire::FrameType::kAbort) {
     errorText_.resize(in_.payloadLength);
     reader_->readExactly(*stream_, errorText_.data(), errorText_.size(),
@@ -152,7 +171,7 @@ void Connection::onHeader(const std::error_code& ec) {
 }
 
 void Connection::onResult(const std::error_code& ec) {
-  if (closed_) return;
+  if (closed_ || lostByTimeout(ec)) return;
   if (ec) return fail(ioError(fmt::format("{}: reading the result of chunk {}: {}", name_,
                                           in_.chunk, ec.message())));
   ChunkTransfer& next = expected_.front();
@@ -203,10 +222,12 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
   uint64_t bytes = 0;
   for (const auto& c : chunks) bytes += c.header.payloadLength;
   if (!chunks.empty()) pacer_.busy(bytes);
+  const bool wasIdle = expected_.empty();
   for (auto& c : chunks) {
     expected_.push_back({c.request, c.header, nullptr, c.dst, 0, c.compressed});
     held_.push_back(std::move(c));
   }
+  if (liveness_ && wasIdle && !expected_.empty()) liveness_->start();
 }
 
 void Connection::startWrites() { feedWriter(); }
@@ -293,10 +314,58 @@ void Connection::close() {
   pendingOps_.add();  // so that the cancellations below cannot drain before we are done here
   if (handshake_) handshake_->cancel();  // its report follows, and counts as pending here
   graceTimer_.cancel();
+  if (liveness_) liveness_->cancel();
   pacer_.idle();
   if (stream_) stream_->close();
   writer_.close();
   opDone();
+}
+
+// --- Liveness ----------------------------------------------------------------------------
+// While a chunk is expected, this member waits on the reducer (results are due) and owes it
+// (its contributions, then word that it still awaits the results).
+
+transport::Liveness::Sample Connection::livenessSample() const {
+  if (closed_) return {};
+  const bool expecting = !expected_.empty();
+  return {.arrived = stream_->bytesArrived(),
+          .sent = stream_->bytesSent(),
+          .owing = expecting,
+          .waiting = expecting,
+          .canSend = !writer_.writing() && writer_.queued() == 0 && !writer_.failed()};
+}
+
+uint64_t Connection::sendHeartbeat() {
+  queuedBytes_ += wire::kHeaderSize;  // where the next REDUCE frame starts
+  writer_.enqueue({wire::heartbeatFrame(group_.id, group_.rank), {nullptr, 0}, nullptr, 0});
+  flush();
+  return stream_->bytesSent();
+}
+
+void Connection::peerSilent(std::chrono::milliseconds silence) {
+  const ChunkTransfer& next = expected_.front();
+  const Status why = unavailableError(fmt::format(
+      "{}: silent for {} ms while this member waited for the results of chunk {} (seq {}) "
+      "and {} more: reducer lost (the stream's loss bound is {} ms: RS_LOSS_DETECT_MS, capped "
+      "by the reducer's --loss-detect-ms)",
+      name_, silence.count(), next.header.chunk,
+      next.header.seq, expected_.size() - 1, liveness_->bound().count()));
+  lost(why);
+}
+
+void Connection::lost(const Status& why) {
+  if (liveness_) liveness_->cancel();
+  owner_.onReducerLost(*this, why);  // today: fails the communicator, closing this connection
+  close();
+}
+
+bool Connection::lostByTimeout(const std::error_code& ec) {
+  if (ec != asio::error::timed_out || !liveness_) return false;
+  lost(unavailableError(fmt::format(
+      "{}: the connection timed out: the reducer's host answered nothing (TCP keep-alive from "
+      "the stream's loss bound, {} ms): reducer lost",
+      name_, liveness_->bound().count())));
+  return true;
 }
 
 }  // namespace rs::client

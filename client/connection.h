@@ -13,6 +13,10 @@
 // part may cover only elements this member has already handed to the socket
 // (Stream::bytesSent): a sum includes this member's contribution, and a request must not
 // complete while its send buffer is still being read.
+// While a collective has chunks on this stream that are not complete, the member waits on the
+// reducer and owes it (contributions, then the wait for results): a LivenessWatch with the
+// stream's loss bound sends HEARTBEATs on a quiet stream and finds a silent reducer
+// (proto/WIRE.md, "Heartbeats and the loss bound").
 // Everything here runs on the connection's io thread. After close(), every pending operation's
 // handler still runs; once the last one has, the connection reports itself drained, and only
 // then may the requests it touched be failed (their buffers are no longer in use).
@@ -22,6 +26,7 @@
 #include <asio/steady_timer.hpp>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +35,7 @@
 #include "core/transport/frame_reader.h"
 #include "core/transport/frame_writer.h"
 #include "core/transport/link_share.h"
+#include "core/transport/liveness_watch.h"
 #include "core/transport/pending_ops.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
@@ -48,6 +54,9 @@ class ConnectionOwner {
   // The first error on any connection fails the communicator: the owner closes every
   // connection, this one included.
   virtual void onFailed(const Status& reason) = 0;
+  // The reducer behind `connection` is lost (silent past the stream's loss bound; `reason`
+  // says so): the one place that decides what a lost reducer means (today: as onFailed).
+  virtual void onReducerLost(Connection& connection, const Status& reason) = 0;
   // Closed and every handler has run: `touched` (the requests this connection held) may be
   // failed now, since no I/O can write into their buffers any more.
   virtual void onDrained(Connection& connection,
@@ -74,7 +83,8 @@ struct ChunkTransfer {
   static constexpr uint64_t kNotQueued = UINT64_MAX;
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public std::enable_shared_from_this<Connection>,
+                   private transport::LivenessWatch::Owner {
  public:
   // `options` and `group` must outlive the connection (the owner holds them).
   // `reducerLink`: this member's share of the reducer's link, for pacing (may be null).
@@ -117,6 +127,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void flush();
   void onWritten(const std::error_code& ec, transport::FrameWriter::Written frames);
   void fail(const Status& status);
+  // LivenessWatch::Owner: started when a chunk is submitted after none was expected (or at the
+  // handshake's end).
+  transport::Liveness::Sample livenessSample() const override;
+  uint64_t sendHeartbeat() override;
+  void peerSilent(std::chrono::milliseconds silence) override;
+  // The reducer is lost: the owner decides what that means, and this connection closes.
+  void lost(const Status& why);
+  // A read that timed out is the transport's net under the heartbeats (keep-alive from the
+  // stream's loss bound) finding the reducer's host gone: lost() and true. Else false.
+  bool lostByTimeout(const std::error_code& ec);
   // Every async operation is counted so that drain is exact.
   template <typename F>
   auto counted(F&& handler);
@@ -158,6 +178,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   transport::FrameWriter writer_;
   // Pacing (RS_LINK_GBPS): busy while a chunk on this stream waits for its result.
   transport::LinkShare::Pacer pacer_;
+  // Loss detection, from the handshake on: none when the stream's bound is 0.
+  std::optional<transport::LivenessWatch> liveness_;
 
   bool closed_ = false;
   transport::PendingOps pendingOps_;

@@ -56,7 +56,7 @@ void Handshake::opDone() {
   Done done = std::move(done_);
   done_ = nullptr;
   if (outcome_.isOk()) {
-    done(Handshaken{std::move(stream_), std::move(reader_)});
+    done(Handshaken{std::move(stream_), std::move(reader_), lossBound_});
   } else {
     done(outcome_);
   }
@@ -159,6 +159,7 @@ void Handshake::sendHello(const wire::Nonce& reducerNonce) {
   hello.reducerCount = static_cast<uint16_t>(o.reducers.size());
   hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
   hello.jobName = o.jobName;
+  hello.lossDetectMs = static_cast<uint32_t>(o.lossDetect.count());
   const auto flags = static_cast<uint16_t>(
       (o.deterministic ? wire::kFlagDeterministic : 0) |
       (o.fp32Accumulator == Fp32Accumulator::kFp64 ? wire::kFlagFp64Accumulator : 0));
@@ -187,6 +188,15 @@ void Handshake::onHelloAck(const std::error_code& ec) {
         "{} accepts chunks of at most {} bytes, but this client's maximum chunk is {} bytes "
         "(lower RS_MAX_CHUNK or raise the reducer's --max-chunk)",
         name_, ack.maxPayloadBytes, options_.maxChunkBytes)));
+  // The reducer caps what a member asks; one that answers more would make this member wait
+  // longer for a silent reducer than it chose to. 0 is the operator turning detection off.
+  const auto asked = static_cast<uint64_t>(options_.lossDetect.count());
+  if (asked != 0 && ack.lossDetectMs > asked)
+    return finish(protocolError(fmt::format(
+        "{} announced a loss bound of {} ms, above the {} ms this member asked for "
+        "(RS_LOSS_DETECT_MS): a reducer may only lower it",
+        name_, ack.lossDetectMs, asked)));
+  lossBound_ = std::chrono::milliseconds(ack.lossDetectMs);
   finish(Status::ok());
 }
 

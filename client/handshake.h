@@ -41,6 +41,8 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
     std::unique_ptr<transport::Stream> stream;
     // The reader the handshake read through: what it read past the HELLO_ACK is still in it.
     std::unique_ptr<transport::FrameReader> reader;
+    // The stream's loss bound, from the HELLO_ACK (0: no heartbeats, no loss detection).
+    std::chrono::milliseconds lossBound{0};
   };
   // The outcome: the stream, or why not (kAborted after cancel()).
   using Done = std::function<void(Result<Handshaken> outcome)>;
@@ -93,6 +95,7 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
   wire::HelloFrame hello_;
   transport::ConstBuffer helloBuffers_[2]{};
   std::array<uint8_t, wire::kHelloAckPayloadSize> ackBytes_{};
+  std::chrono::milliseconds lossBound_{0};  // from the HELLO_ACK
   std::string errorText_;
 
   Done done_;

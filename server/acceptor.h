@@ -30,10 +30,11 @@ namespace rs::server {
 
 class Acceptor : private HandshakeOwner {
  public:
-  // Takes a handshaken stream, admitted into `group` as `rank`'s stream `streamIndex`.
+  // Takes a handshaken stream, admitted into `group` as `rank`'s stream `streamIndex`, with
+  // the loss bound `lossDetectMs`.
   using HandOff = std::function<void(std::unique_ptr<transport::Stream> stream,
                                      std::shared_ptr<Group> group, uint32_t rank,
-                                     uint16_t streamIndex)>;
+                                     uint16_t streamIndex, uint32_t lossDetectMs)>;
 
   // Handshakes run on `io`.
   Acceptor(asio::io_context& io, const ServerConfig& config, GroupRegistry& registry,
@@ -65,7 +66,7 @@ class Acceptor : private HandshakeOwner {
   // HandshakeOwner
   void handshakeEnded(const Handshake& handshake) override;
   void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-               uint32_t rank, uint16_t streamIndex) override;
+               uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) override;
 
   asio::io_context& io_;
   const ServerConfig& config_;

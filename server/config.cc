@@ -22,18 +22,23 @@ std::string ServerConfig::describe() const {
   return fmt::format(
       "data={} grpc={} io_threads={} max_streams_per_worker={} max_chunk={} memory_limit={} "
       "max_groups={} max_groups_per_job={} max_slots_per_group={} collective_timeout_ms={} "
-      "handshake_timeout_ms={} "
+      "handshake_timeout_ms={} loss_detect_ms={} "
       "max_connections_per_group={} max_connections_per_peer={} max_pending_handshakes={} max_pending_handshakes_per_peer={} "
       "idle_timeout_ms={} piece={} read_wake={} max_lead={} link_gbps={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
       "metrics={}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxGroupsPerJob, maxSlotsPerGroup,
       collectiveTimeoutMs,
-      handshakeTimeoutMs, maxConnectionsPerGroup, maxConnectionsPerPeer, maxPendingHandshakes,
+      handshakeTimeoutMs, lossDetectMs, maxConnectionsPerGroup, maxConnectionsPerPeer, maxPendingHandshakes,
       maxPendingHandshakesPerPeer, idleTimeoutMs,
       formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
       formatByteSize(maxLeadBytes), linkGbps, statsIntervalSeconds, logLevel, logFormat,
       transport.tcp.sendBufferBytes, transport.tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
+}
+
+uint32_t ServerConfig::streamLossDetectMs(uint32_t askedMs) const {
+  if (lossDetectMs == 0 || askedMs == 0) return lossDetectMs;
+  return std::min(askedMs, lossDetectMs);
 }
 
 Status ServerConfig::validate() const {
@@ -61,6 +66,9 @@ Status ServerConfig::validate() const {
   if (maxSlotsPerGroup < 1) return invalidArgument("--max-slots-per-group must be at least 1");
   if (collectiveTimeoutMs < 1) return invalidArgument("--collective-timeout-ms must be >= 1");
   if (handshakeTimeoutMs < 1) return invalidArgument("--handshake-timeout-ms must be >= 1");
+  if (lossDetectMs != 0 && lossDetectMs < wire::kMinLossDetectMs)
+    return invalidArgument(fmt::format("--loss-detect-ms must be 0 (off) or at least {}, got {}",
+                                       wire::kMinLossDetectMs, lossDetectMs));
   if (maxConnectionsPerGroup < 1)
     return invalidArgument("--max-connections-per-group must be at least 1");
   if (maxConnectionsPerPeer < 1)
@@ -232,6 +240,15 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
   addOption(app, "--handshake-timeout-ms", &c.handshakeTimeoutMs,
             "Close a connection that sends no HELLO within this time",
             "RS_HANDSHAKE_TIMEOUT_MS");
+  addOption(app, "--loss-detect-ms", &c.lossDetectMs,
+            "Declare a member lost when it has sent nothing (not a byte) for this long while "
+            "this reducer waits on it (a chunk's contribution begun, or its results owed), and "
+            "send a HEARTBEAT on a stream that owes a member something and has been quiet for "
+            "a third of it, so that members find a stopped reducer within it too: the bound of "
+            "every stream, and the most a member may ask for (RS_LOSS_DETECT_MS on the "
+            "workers). A lost member fails its group today. Also TCP keep-alive and "
+            "TCP_USER_TIMEOUT on data connections (0: off, no heartbeats; else >= 100)",
+            "RS_LOSS_DETECT_MS");
   addOption(app, "--max-connections-per-group", &c.maxConnectionsPerGroup,
             "Most data connections one group may hold open (bounds one job's share of the "
             "reducer's descriptors and sessions)",

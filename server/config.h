@@ -22,6 +22,10 @@ struct ServerConfig {
   uint32_t maxSlotsPerGroup = 256;          // chunks one group may hold open per io thread
   uint32_t collectiveTimeoutMs = 300000;    // the default, and the ceiling on a group's own
   uint32_t handshakeTimeoutMs = 10000;      // from accept until the HELLO is in
+  // A peer silent this long while the other side waits on it is lost (proto/WIRE.md,
+  // "Heartbeats and the loss bound"): the default bound of every stream, and the most a member
+  // may ask for in its HELLO. 0: no heartbeats and no loss detection.
+  uint32_t lossDetectMs = 10000;
   // Joined data connections one group, or one peer address (all its groups), may hold open.
   uint32_t maxConnectionsPerGroup = 16384;
   uint32_t maxConnectionsPerPeer = 4096;
@@ -62,6 +66,9 @@ struct ServerConfig {
   std::string grpcTlsCertFile, grpcTlsKeyFile;
   std::string grpcTlsCert, grpcTlsKey;  // PEM; the key is never logged
 
+  // The loss bound of a stream whose HELLO asked for `askedMs` (0: none asked): the operator's
+  // --loss-detect-ms caps it, and 0 there turns detection off whatever was asked.
+  uint32_t streamLossDetectMs(uint32_t askedMs) const;
   // "data=0.0.0.0:2222 grpc=... io_threads=2 ..." for the start-up log line.
   std::string describe() const;
   // Checks ranges and relations between knobs; the message names the flag.

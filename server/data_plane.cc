@@ -17,8 +17,8 @@ Status DataPlane::start(asio::io_context& control) {
   acceptor_ = std::make_unique<Acceptor>(
       control, config_, registry_,
       [this](std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-             uint32_t rank, uint16_t streamIndex) {
-        handOff(std::move(stream), std::move(group), rank, streamIndex);
+             uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) {
+        handOff(std::move(stream), std::move(group), rank, streamIndex, lossDetectMs);
       });
   RS_RETURN_IF_ERROR(acceptor_->listen(config_.dataListen));
   for (int i = 0; i < config_.ioThreads; ++i) {
@@ -61,7 +61,8 @@ void DataPlane::stop() {
 uint16_t DataPlane::port() const { return acceptor_ ? acceptor_->port() : 0; }
 
 void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
-                        std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex) {
+                        std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex,
+                        uint32_t lossDetectMs) {
   IoThread& t = *threads_[group->threadFor(streamIndex, static_cast<uint32_t>(threads_.size()))];
   auto moved = stream->moveTo(t.io);
   if (!moved) {
@@ -72,8 +73,8 @@ void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
     return;
   }
   asio::post(t.io, [shard = t.shard.get(), s = std::move(*moved), group = std::move(group), rank,
-                    streamIndex]() mutable {
-    shard->attach(std::move(s), std::move(group), rank, streamIndex);
+                    streamIndex, lossDetectMs]() mutable {
+    shard->attach(std::move(s), std::move(group), rank, streamIndex, lossDetectMs);
   });
 }
 
@@ -114,6 +115,9 @@ DataPlaneStats DataPlane::stats() const {
     s.slotBytesInUse += st.slotBytesInUse.load(kRelaxed);
     s.parkedSessions += st.parkedSessions.load(kRelaxed);
     s.parks += st.parks.load(kRelaxed);
+    s.heartbeatsSent += st.heartbeatsSent.load(kRelaxed);
+    s.heartbeatsReceived += st.heartbeatsReceived.load(kRelaxed);
+    for (size_t r = 0; r < kNumMemberLosses; ++r) s.membersLost[r] += st.membersLost[r].load(kRelaxed);
     s.slotBytesLimit += t->shard->poolLimit();
     s.bookkeepingBytes += st.slotStateBytes.load(kRelaxed);
     st.reduceLatency.mergeInto(s.reduceLatency);

@@ -41,6 +41,8 @@ struct DataPlaneStats {
   int64_t connectionsOpen = 0;  // joined streams open now
   int64_t slotsOpen = 0;
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
+  uint64_t heartbeatsSent = 0, heartbeatsReceived = 0;
+  std::array<uint64_t, kNumMemberLosses> membersLost{};
   // Bookkeeping charged against --memory-limit: per group (MemoryBudget) and per slot.
   uint64_t bookkeepingBytes = 0;
   LatencyHistogram::Snapshot reduceLatency;
@@ -64,7 +66,7 @@ class DataPlane {
 
   // Hands a handshaken stream to the io thread that owns its stream index. Any thread.
   void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-               uint32_t rank, uint16_t streamIndex);
+               uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs);
   // Aborts the group on every io thread (first reason wins, and is counted). Any thread.
   void abortGroup(const std::shared_ptr<Group>& group, const Status& reason);
 

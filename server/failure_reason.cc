@@ -42,6 +42,14 @@ std::string_view abortReasonName(AbortReason r) {
   return "unknown";
 }
 
+std::string_view memberLossName(MemberLoss r) {
+  switch (r) {
+    case MemberLoss::kSilent: return "silent";
+    case MemberLoss::kUnresponsive: return "unresponsive";
+  }
+  return "unknown";
+}
+
 AbortReason abortReasonFor(StatusCode code) {
   switch (code) {
     case StatusCode::kTimeout: return AbortReason::kTimeout;

@@ -1,5 +1,5 @@
 // The fixed sets of reasons under which the reducer counts failures: rejected frames, refused
-// handshakes and aborted groups. They become metric labels, so each set is small and closed
+// handshakes, aborted groups and lost members. They become metric labels, so each set is small and closed
 // (never free text, never a group id: Prometheus keeps one series per label value).
 #pragma once
 
@@ -47,10 +47,20 @@ enum class AbortReason : uint8_t {
 };
 inline constexpr size_t kNumAbortReasons = 7;
 
+// How the reducer found a member lost (Shard::memberLost; each fails the member's group today,
+// counted there too under its abort reason).
+enum class MemberLoss : uint8_t {
+  kSilent,        // not a byte for the stream's loss bound while the reducer waited on it
+  kUnresponsive,  // the connection timed out: for the bound, its host acknowledged nothing
+                  // sent to it, or it read nothing of it (TCP_USER_TIMEOUT, keep-alive)
+};
+inline constexpr size_t kNumMemberLosses = 2;
+
 // Label values: "malformed", "unexpected_type", ... (snake_case, stable: dashboards use them).
 std::string_view frameRejectionName(FrameRejection r);
 std::string_view handshakeFailureName(HandshakeFailure r);
 std::string_view abortReasonName(AbortReason r);
+std::string_view memberLossName(MemberLoss r);
 
 // The abort reason a status code stands for (every abort carries a Status).
 AbortReason abortReasonFor(StatusCode code);

@@ -141,7 +141,8 @@ void Handshake::onPayload(const std::error_code& ec) {
   finished_ = true;
   timer_.cancel();
   owner_.handshakeEnded(*this);
-  owner_.handOff(std::move(stream_), std::move(*group), hello_.rank, p.streamIndex);
+  owner_.handOff(std::move(stream_), std::move(*group), hello_.rank, p.streamIndex,
+                 config_.streamLossDetectMs(p.lossDetectMs));
 }
 
 void Handshake::refuse(HandshakeFailure why, const Status& reason, bool reply) {

@@ -54,9 +54,10 @@ class HandshakeOwner {
   // The handshake ended, refused or admitted (then just before handOff): its place in the pool
   // is free.
   virtual void handshakeEnded(const Handshake& handshake) = 0;
-  // Takes the handshaken stream, admitted into `group` as `rank`'s stream `streamIndex`.
+  // Takes the handshaken stream, admitted into `group` as `rank`'s stream `streamIndex`, whose
+  // loss bound is `lossDetectMs` (ServerConfig::streamLossDetectMs of the HELLO's ask).
   virtual void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-                       uint32_t rank, uint16_t streamIndex) = 0;
+                       uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) = 0;
 
  protected:
   ~HandshakeOwner() = default;

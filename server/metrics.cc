@@ -160,6 +160,19 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
                     "collective the group has in flight on every member, and the group takes no "
                     "more.", p.groupAborts,
                     [](size_t i) { return abortReasonName(static_cast<AbortReason>(i)); });
+  f.counterByReason("rs_members_lost_total", "Members this reducer declared lost, by how it "
+                    "found out: silent (not a byte for the stream's loss bound, --loss-detect-ms, "
+                    "while it waited on the member), unresponsive (the connection timed out: for "
+                    "the bound, the member's host acknowledged nothing sent to it, or the member "
+                    "read nothing of it). Each fails its group (rs_group_aborts_total).",
+                    p.membersLost,
+                    [](size_t i) { return memberLossName(static_cast<MemberLoss>(i)); });
+  f.counter("rs_heartbeats_sent_total", "HEARTBEAT frames written to members: each on a stream "
+            "that owed its member results and had sent nothing for a third of its loss bound, "
+            "so about 0 while streams are busy.", asDouble(p.heartbeatsSent));
+  f.counter("rs_heartbeats_received_total", "HEARTBEAT frames read from members (each from a "
+            "member that owed or awaited something and had sent nothing for a third of the "
+            "stream's loss bound).", asDouble(p.heartbeatsReceived));
   return f.take();
 }
 

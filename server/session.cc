@@ -14,14 +14,15 @@ namespace rs::server {
 namespace {
 constexpr auto kAbortGrace = std::chrono::seconds(2);
 // Frame tags. A RESULT part's owner is its slot.
-constexpr uint32_t kControlFrame = 0;  // HELLO_ACK, ABORT
+constexpr uint32_t kControlFrame = 0;  // HELLO_ACK, HEARTBEAT, ABORT
 constexpr uint32_t kResultPart = 1;
 constexpr uint32_t kLastResultPart = 2;  // carries the end of its chunk's result
 }  // namespace
 
 Session::Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& config,
                  ShardStats& stats, std::unique_ptr<transport::Stream> stream,
-                 std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex)
+                 std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex,
+                 std::chrono::milliseconds lossBound)
     : owner_(owner),
       io_(io),
       config_(config),
@@ -42,7 +43,16 @@ Session::Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& 
             onWritten(ec, frames);
           }),
       pacer_(transport::LinkShare::forProcess(
-          transport::LinkShare::bytesPerSecondFromGbps(config.linkGbps))) {}
+          transport::LinkShare::bytesPerSecondFromGbps(config.linkGbps))) {
+  if (lossBound.count() == 0) return;
+  // Each check holds the session alive, as its other operations do.
+  auto hold = [this](transport::WaitHandler done) -> transport::WaitHandler {
+    return [self = shared_from_this(), done = std::move(done)](const std::error_code& ec) {
+      done(ec);
+    };
+  };
+  liveness_.emplace(io, lossBound, static_cast<transport::LivenessWatch::Owner&>(*this), hold);
+}
 
 void Session::start(const wire::HelloAckPayload& ack) {
   wire::FrameHeader h;
@@ -55,6 +65,8 @@ void Session::start(const wire::HelloAckPayload& ack) {
       wire::encodeHeader(h), std::string(reinterpret_cast<const char*>(payload.data()),
                                          payload.size())));
   flush();
+  // Members read their results as they come, so a shut window is a member not reading.
+  if (liveness_) stream_->setLossBound(liveness_->bound(), /*unreadSendsToo=*/true);
   readHeader();
 }
 
@@ -77,17 +89,20 @@ void Session::onHeader(const std::error_code& ec) {
       owner_.memberLeft(*this);
       close(unavailableError("the member closed the stream"));
     } else {
-      fail(ioError("read failed: " + ec.message()));
+      ioFailed(ec, "read failed");
     }
     return;
   }
   wire::DecodeLimits limits;
   limits.maxPayloadBytes = config_.maxChunkBytes;
-  if (Status s = wire::decodeHeader(reader_.header().data(), wire::kHeaderSize, limits, &in_);
+  wire::FrameHeader h;
+  if (Status s = wire::decodeHeader(reader_.header().data(), wire::kHeaderSize, limits, &h);
       !s.isOk()) {
     reject(FrameRejection::kMalformed, s);
     return;
   }
+  if (h.type == wire::FrameType::kHeartbeat) return onHeartbeat(h);
+  in_ = h;  // the last REDUCE (or ABORT) header: what the messages below name
   switch (in_.type) {
     case wire::FrameType::kReduce:
       handleReduce();
@@ -109,6 +124,18 @@ void Session::onHeader(const std::error_code& ec) {
                                        wire::frameTypeName(in_.type))));
       return;
   }
+}
+
+void Session::onHeartbeat(const wire::FrameHeader& h) {
+  if (h.group != group_->id() || h.rank != rank_) {
+    reject(FrameRejection::kWrongMember,
+           protocolError(fmt::format("HEARTBEAT names group {} rank {}, but this stream joined "
+                                     "as {}",
+                                     h.group.toString(), h.rank, name_)));
+    return;
+  }
+  stats_.heartbeatsReceived.fetch_add(1, std::memory_order_relaxed);
+  readHeader();
 }
 
 void Session::onPeerAbort(const std::error_code& ec) {
@@ -148,7 +175,7 @@ void Session::handleReduce() {
   }
   haveLastChunk_ = true;
   lastChunk_ = in_.chunk;
-  ++chunksInFlight_;
+  if (chunksInFlight_++ == 0 && liveness_) liveness_->start();
   pacer_.busy(in_.payloadLength);
 
   std::shared_ptr<Slot> slot;
@@ -224,11 +251,11 @@ void Session::watchPeer() {
 void Session::onPeerGone(const std::error_code& why) {
   if (why == asio::error::operation_aborted || closed_ || aborting_) return;
   const char* waiting = parked_ ? "for a slot" : "for the other members";
-  fail(ioError(why == asio::error::eof
-                   ? fmt::format("the member closed the stream while chunk {} waited {}",
-                                 in_.chunk, waiting)
-                   : fmt::format("the connection failed while chunk {} waited {}: {}", in_.chunk,
-                                 waiting, why.message())));
+  if (why != asio::error::eof)
+    return ioFailed(why, fmt::format("the connection failed while chunk {} waited {}",
+                                     in_.chunk, waiting));
+  fail(ioError(fmt::format("the member closed the stream while chunk {} waited {}", in_.chunk,
+                           waiting)));
 }
 
 void Session::beginContribution(std::shared_ptr<Slot> slot, Fold fold) {
@@ -259,11 +286,9 @@ void Session::readPiece(Fold fold) {
 void Session::onPiece(const std::error_code& ec, size_t bytes) {
   if (!readDone(ec)) return;
   if (ec) {
-    const Status why = ec == asio::error::eof
-                           ? ioError(fmt::format("stream ended inside chunk {}", in_.chunk))
-                           : ioError("read failed inside chunk " + std::to_string(in_.chunk) +
-                                     ": " + ec.message());
-    fail(why);
+    if (ec != asio::error::eof) return ioFailed(ec, fmt::format("read failed inside chunk {}",
+                                                               in_.chunk));
+    fail(ioError(fmt::format("stream ended inside chunk {}", in_.chunk)));
     return;
   }
   Slot& slot = *slot_;
@@ -306,8 +331,24 @@ void Session::fail(const Status& reason) {
   if (closed_) return;
   rs::logger().error("{}: {}", name_, reason.message());
   close(reason);
-  owner_.failGroup(group_, Status(reason.code(), fmt::format("rank {} stream {}: {}", rank_,
-                                                              streamIndex_, reason.message())));
+  owner_.failGroup(group_, groupReason(reason));
+}
+
+void Session::ioFailed(const std::error_code& ec, const std::string& what) {
+  if (ec != asio::error::timed_out || !liveness_) return fail(ioError(what + ": " + ec.message()));
+  liveness_->cancel();  // one loss a session
+  owner_.memberLost(
+      *this, MemberLoss::kUnresponsive,
+      unavailableError(fmt::format(
+          "{}: the connection timed out: for the stream's loss bound ({} ms: the reducer's "
+          "--loss-detect-ms, or the member's RS_LOSS_DETECT_MS where lower) the member's host "
+          "acknowledged nothing sent to it, or the member read nothing of it: member lost",
+          what, liveness_->bound().count())));
+}
+
+Status Session::groupReason(const Status& reason) const {
+  return Status(reason.code(),
+                fmt::format("rank {} stream {}: {}", rank_, streamIndex_, reason.message()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -355,6 +396,7 @@ void Session::close(const Status& reason) {
   closed_ = true;
   rs::logger().debug("{}: closing: {}", name_, reason.message());
   if (graceTimer_) graceTimer_->cancel();
+  if (liveness_) liveness_->cancel();
   pacer_.idle();
   stream_->close();
   writer_.close();
@@ -374,7 +416,7 @@ void Session::onWritten(const std::error_code& ec, transport::FrameWriter::Writt
   if (closed_) return;
   if (ec) {
     if (aborting_) close(ioError("write failed while aborting: " + ec.message()));
-    else fail(ioError("write failed: " + ec.message()));
+    else ioFailed(ec, "write failed");
     return;
   }
   if (aborting_ && writer_.queued() == 0) {
@@ -404,6 +446,42 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
   if (payload == 0) return;
   stats_.bytesOut.fetch_add(payload, std::memory_order_relaxed);
   group_->counters().bytesOut.fetch_add(payload, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Liveness: from a chunk's header until its last RESULT part is written, this stream owes the
+// member results, and waits on it (for the rest of the chunk, or for the HEARTBEATs of a member
+// awaiting its results) unless this side stopped reading it (parked, held back).
+
+transport::Liveness::Sample Session::livenessSample() const {
+  if (closed_ || aborting_) return {};
+  const bool owing = chunksInFlight_ > 0;
+  return {.arrived = stream_->bytesArrived(),
+          .sent = stream_->bytesSent(),
+          .owing = owing,
+          .waiting = owing && !parked_ && !heldBack_,
+          .canSend = !writer_.writing() && writer_.queued() == 0 && !writer_.failed()};
+}
+
+uint64_t Session::sendHeartbeat() {
+  writer_.enqueue({wire::heartbeatFrame(group_->id(), rank_), {nullptr, 0}, nullptr, kControlFrame});
+  flush();
+  stats_.heartbeatsSent.fetch_add(1, std::memory_order_relaxed);
+  return stream_->bytesSent();
+}
+
+void Session::peerSilent(std::chrono::milliseconds silence) {
+  const std::string state =
+      slot_ ? fmt::format("its contribution to chunk {} (seq {}) was coming in", in_.chunk,
+                          in_.seq)
+            : fmt::format("the results of its chunk {} (seq {}) were owed to it", in_.chunk,
+                          in_.seq);
+  owner_.memberLost(
+      *this, MemberLoss::kSilent,
+      unavailableError(fmt::format(
+          "silent for {} ms while {}: member lost (the stream's loss bound is {} ms: the "
+          "reducer's --loss-detect-ms, or the member's RS_LOSS_DETECT_MS where lower)",
+          silence.count(), state, liveness_->bound().count())));
 }
 
 }  // namespace rs::server

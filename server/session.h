@@ -1,6 +1,9 @@
 // One worker stream on one io thread: reads REDUCE frames and hands each payload to its slot
 // piece by piece as it arrives (the slot folds it in); writes RESULT frames from the slot's
-// single result buffer.
+// single result buffer. While a chunk of the member's is in flight here (from its header until
+// its last RESULT part is written) the stream owes the member results and waits on it, so a
+// LivenessWatch with the stream's loss bound sends HEARTBEATs on a quiet stream and finds a
+// silent member (proto/WIRE.md, "Heartbeats and the loss bound").
 //
 // Lifetime: its SessionOwner (the Shard) holds a session while it is a group member, and every pending operation
 // holds it through shared_from_this(), so a closed session lives until its last handler ran
@@ -9,7 +12,9 @@
 
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +23,7 @@
 #include "core/transport/frame_reader.h"
 #include "core/transport/frame_writer.h"
 #include "core/transport/link_share.h"
+#include "core/transport/liveness_watch.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
 #include "server/config.h"
@@ -51,17 +57,22 @@ class SessionOwner {
   virtual void detach(Session& session) = 0;
   // A session hit an error that dooms its group.
   virtual void failGroup(const std::shared_ptr<Group>& group, const Status& reason) = 0;
+  // The member behind `session` is lost (`how`; `reason` says what was seen): the one place
+  // that decides what a lost member means (today: the session fails, and its group with it).
+  virtual void memberLost(Session& session, MemberLoss how, const Status& reason) = 0;
 
  protected:
   ~SessionOwner() = default;
 };
 
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public std::enable_shared_from_this<Session>,
+                private transport::LivenessWatch::Owner {
  public:
   // `owner`, `config` and `stats` belong to the io thread that runs `io`, and outlive the session.
+  // `lossBound`: the stream's loss bound (ServerConfig::streamLossDetectMs); 0: none.
   Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& config, ShardStats& stats,
           std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group, uint32_t rank,
-          uint16_t streamIndex);
+          uint16_t streamIndex, std::chrono::milliseconds lossBound);
 
   // Sends HELLO_ACK and starts reading.
   void start(const wire::HelloAckPayload& ack);
@@ -72,6 +83,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void abort(const Status& reason);
   // Closes at once; pending handlers finish with operation_aborted.
   void close(const Status& reason);
+  // `reason` as the group's failure: "rank 2 stream 1: <reason>".
+  Status groupReason(const Status& reason) const;
   // The slot this session was parked for is ready.
   void onSlotReady(std::shared_ptr<Slot> slot);
   // The others caught up in the chunk this session was held back in (see Slot): read on, or
@@ -108,8 +121,15 @@ class Session : public std::enable_shared_from_this<Session> {
   void beginContribution(std::shared_ptr<Slot> slot, Fold fold);
   void readPiece(Fold fold);
   void onPiece(const std::error_code& ec, size_t bytes);
-  // A protocol or I/O error on this stream: close it and fail the group's collectives.
+  // A protocol or I/O error on this stream: logs it, closes the stream and fails the group's
+  // collectives.
   void fail(const Status& reason);
+  // A read or write failed with `ec`, not the member's clean end: fail(), unless it timed out,
+  // which is the transport's net under the heartbeats (Stream::setLossBound) giving up on the
+  // member: a loss (MemberLoss::kUnresponsive).
+  void ioFailed(const std::error_code& ec, const std::string& what);
+  // A HEARTBEAT from the member: nothing to do but read on (its bytes were heard).
+  void onHeartbeat(const wire::FrameHeader& h);
   // A frame that breaks the protocol: counted under `why`, then fail().
   void reject(FrameRejection why, const Status& reason);
   void flush();
@@ -117,6 +137,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // Counts the result payload of the frames just written, and the reduce latency of each chunk
   // whose last part has now been written to every member.
   void countWritten(transport::FrameWriter::Written frames);
+  // LivenessWatch::Owner: started when a chunk arrives after none was in flight.
+  transport::Liveness::Sample livenessSample() const override;
+  uint64_t sendHeartbeat() override;
+  void peerSilent(std::chrono::milliseconds silence) override;
 
   SessionOwner& owner_;
   asio::io_context& io_;
@@ -149,6 +173,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Pacing (--link-gbps): busy from a chunk's header until its last RESULT part is written.
   transport::LinkShare::Pacer pacer_;
   uint32_t chunksInFlight_ = 0;
+
+  // Loss detection: none when the stream's bound is 0.
+  std::optional<transport::LivenessWatch> liveness_;
 
   bool aborting_ = false;
   bool closed_ = false;

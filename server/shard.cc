@@ -48,11 +48,11 @@ Shard::GroupShard* Shard::findGroup(const GroupId& id) {
 }
 
 void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-                   uint32_t rank, uint16_t streamIndex) {
+                   uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) {
   stats_.streamsJoined.fetch_add(1, std::memory_order_relaxed);
   stats_.connectionsOpen.fetch_add(1, std::memory_order_relaxed);
   auto session = std::make_shared<Session>(*this, io_, config_, stats_, std::move(stream), group, rank,
-                                           streamIndex);
+                                           streamIndex, std::chrono::milliseconds(lossDetectMs));
   GroupShard& gs = groups_[group->id()];
   gs.group = group;
   auto& slots = gs.members[streamIndex];
@@ -72,6 +72,7 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
   ack.maxPayloadBytes = config_.maxChunkBytes;
   ack.ioThreads = static_cast<uint32_t>(config_.ioThreads);
   ack.serverVersion = (0u << 16) | (1u << 8) | 0u;
+  ack.lossDetectMs = lossDetectMs;
   rs::logger().debug("{}: joined", session->name());
   session->start(ack);
 }
@@ -268,6 +269,16 @@ void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
 void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason) {
   group->counters().errors.fetch_add(1, std::memory_order_relaxed);
   abortGroup_(group, reason);
+}
+
+// The one place where a member is lost. Today that fails its group, as a member that left
+// inside a chunk does, its own stream included: its ABORT tells the member why, should it read
+// again. Failover (proto/FAILOVER.md, "Partitions and lost members") will mark it gone here and
+// tell the other members instead.
+void Shard::memberLost(Session& session, MemberLoss how, const Status& reason) {
+  stats_.membersLost[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
+  rs::logger().error("{}: {}", session.name(), reason.message());
+  failGroup(session.group(), session.groupReason(reason));
 }
 
 void Shard::abortGroup(const GroupId& id, const Status& reason) {

@@ -52,9 +52,10 @@ class Shard final : public SessionOwner, private Admission::Owner {
 
   // Everything below runs on this shard's thread.
 
-  // Adopts a handshaken stream of `rank` (its HELLO was accepted by the registry).
+  // Adopts a handshaken stream of `rank` (its HELLO was accepted by the registry), whose loss
+  // bound is `lossDetectMs` (0: none).
   void attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-              uint32_t rank, uint16_t streamIndex);
+              uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs);
   // Fails every open slot of the group on this thread and sends ABORT to its sessions here.
   void abortGroup(const GroupId& id, const Status& reason);
   // Closes every session (shutdown).
@@ -67,6 +68,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
   void memberLeft(Session& session) override;
   void detach(Session& session) override;
   void failGroup(const std::shared_ptr<Group>& group, const Status& reason) override;
+  void memberLost(Session& session, MemberLoss how, const Status& reason) override;
 
  private:
   // A group's state on this thread.

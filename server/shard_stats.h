@@ -30,6 +30,11 @@ struct alignas(64) ShardStats {
   std::atomic<uint64_t> slotStateBytes{0};  // per-rank state of open slots (Slot::stateBytes)
   std::atomic<uint64_t> parkedSessions{0};  // parked now
   std::atomic<uint64_t> parks{0};           // parked ever (backpressure events)
+  // HEARTBEAT frames written to members and read from them (proto/WIRE.md), and members
+  // declared lost by how (Shard::memberLost).
+  std::atomic<uint64_t> heartbeatsSent{0};
+  std::atomic<uint64_t> heartbeatsReceived{0};
+  std::array<std::atomic<uint64_t>, kNumMemberLosses> membersLost{};
   // From a chunk's slot opening to its result written to every member; see Session::onWritten.
   LatencyHistogram reduceLatency;
 

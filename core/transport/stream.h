@@ -11,6 +11,7 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/io_context.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,12 @@ class Stream {
   // client holds a reducer's results to this).
   virtual uint64_t bytesSent() const = 0;
 
+  // Bytes that arrived from the peer so far: read, or waiting in the transport to be read. It
+  // moves exactly when bytes arrive, also while the owner reads nothing or its thread was
+  // held up, so that a peer is never taken for silent because this side was slow to look
+  // (core/transport/liveness.h).
+  virtual uint64_t bytesArrived() const = 0;
+
   // A last small message before close (an ABORT): sent at once and whole, or not at all when
   // the stream cannot take all of it now. Never blocks. No write may be pending (the bytes
   // would land inside another frame). True when it went out.
@@ -78,6 +85,17 @@ class Stream {
   // Caps the rate this stream sends at (bytes per second; 0: no cap), so that the streams of
   // one host together fit its link (link_share.h). A transport that cannot pace ignores it.
   virtual void setPacingRate(uint64_t /*bytesPerSecond*/) {}
+
+  // The transport's own net under the heartbeats (proto/WIRE.md, "Heartbeats and the loss
+  // bound"): the stream fails (its pending and later operations end with an error) once the
+  // peer's host has answered nothing for about `bound`, found by probes while the stream is
+  // idle; with `unreadSendsToo`, also once bytes it sent stay unacknowledged, or unread by a
+  // peer that reads nothing, for `bound`. That second half is for a side whose peer always
+  // reads (the reducer: members read their results as they come), never for one whose peer may
+  // rightly stop reading a while (a member, which the reducer's admission or lead limit may
+  // hold back longer than the bound). 0 leaves the transport's defaults. A transport without
+  // such a net ignores it.
+  virtual void setLossBound(std::chrono::milliseconds /*bound*/, bool /*unreadSendsToo*/) {}
 
   // Half-close: the peer reads end-of-stream after what was written; reading goes on.
   virtual void shutdownSend() = 0;

@@ -8,7 +8,7 @@
 // The reducer opens every connection with a CHALLENGE carrying a fresh random nonce. The worker
 // answers in its HELLO with a nonce of its own and
 //   HMAC-SHA256(secret, "RSAUTH2\0" || reducer nonce || HELLO header (72 bytes) ||
-//               HELLO payload with the proof zeroed (212 bytes))
+//               HELLO payload with the proof zeroed (216 bytes))
 // so the proof is bound to this connection's challenge and to everything the HELLO says: the
 // group, the rank, the stream index and counts, the timeout, the worker's nonce and its job. A proof
 // taken from one connection is worthless on another, and the secret never crosses the wire.

@@ -69,6 +69,15 @@ FrameHeader resultHeader(const ChunkFields& chunk) {
   return dataHeader(FrameType::kResult, chunk);
 }
 
+HeaderBytes heartbeatFrame(const GroupId& group, uint32_t rank) {
+  FrameHeader h;
+  h.type = FrameType::kHeartbeat;
+  h.group = group;
+  h.rank = rank;
+  h.payloadLength = 0;
+  return encodeHeader(h);
+}
+
 ErrorFrame errorFrame(const GroupId& group, uint32_t rank, const Status& reason) {
   return failureFrame(FrameType::kError, group, rank, reason);
 }

@@ -1,5 +1,5 @@
 // Building and parsing the frames that both ends make: REDUCE and RESULT headers from a
-// chunk's fields, and ERROR and ABORT frames (header plus reason). No I/O; frame.h holds the
+// chunk's fields, HEARTBEAT, and ERROR and ABORT frames (header plus reason). No I/O; frame.h holds the
 // byte layout, this file what a sender fills in and what a receiver reads back.
 #pragma once
 
@@ -32,6 +32,10 @@ struct ChunkFields {
 // client's chunk plan and the reducer's --max-chunk both do), as decodeHeader requires.
 FrameHeader reduceHeader(const ChunkFields& chunk);
 FrameHeader resultHeader(const ChunkFields& chunk);
+
+// A HEARTBEAT (header only) on the stream of `rank` in `group`: the member's own rank, or the
+// rank a reducer's stream serves.
+HeaderBytes heartbeatFrame(const GroupId& group, uint32_t rank);
 
 // The HELLO that opens a worker's stream: the header names the group and rank, the payload the
 // rest. With a secret (the pool's, or the job's derived one when hello.jobName is set) the

@@ -42,8 +42,10 @@ constexpr size_t kOffHelloClientNonce = 16;
 constexpr size_t kOffHelloAuthProof = 48;
 constexpr size_t kOffHelloJobNameLength = 80;
 constexpr size_t kOffHelloJobName = 84;
+constexpr size_t kOffHelloLossDetectMs = 212;
 static_assert(kOffHelloAuthProof + sizeof(HelloPayload::authProof) == kOffHelloJobNameLength);
-static_assert(kOffHelloJobName + kMaxJobNameBytes == kHelloPayloadSize);
+static_assert(kOffHelloJobName + kMaxJobNameBytes == kOffHelloLossDetectMs);
+static_assert(kOffHelloLossDetectMs + 4 == kHelloPayloadSize);
 
 constexpr size_t kOffChallengeMode = 0;
 constexpr size_t kOffChallengeReserved = 4;
@@ -53,8 +55,8 @@ static_assert(kOffChallengeNonce + kNonceSize == kChallengePayloadSize);
 constexpr size_t kOffAckMaxPayloadBytes = 0;
 constexpr size_t kOffAckIoThreads = 4;
 constexpr size_t kOffAckServerVersion = 8;
-constexpr size_t kOffAckReserved = 12;
-static_assert(kOffAckReserved + 4 == kHelloAckPayloadSize);
+constexpr size_t kOffAckLossDetectMs = 12;
+static_assert(kOffAckLossDetectMs + 4 == kHelloAckPayloadSize);
 
 
 std::string hex(uint64_t v, int digits) {
@@ -78,6 +80,13 @@ constexpr uint16_t namedHelloFlags() {
 static_assert(namedHelloFlags() == kHelloOnlyFlags, "every HELLO-only flag needs a name here");
 
 std::string dec(uint64_t v) { return std::to_string(v); }
+
+// A loss bound on the wire: 0 (none, or the reducer's) or at least kMinLossDetectMs.
+Status checkLossDetectMs(const char* payload, uint32_t ms) {
+  if (ms == 0 || ms >= kMinLossDetectMs) return Status::ok();
+  return protocolError(std::string(payload) + ": lossDetectMs " + dec(ms) + " (expected 0 or " +
+                       dec(kMinLossDetectMs) + ".." + dec(UINT32_MAX) + ")");
+}
 
 bool isJobNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -148,7 +157,9 @@ Status checkDataFrame(const FrameHeader& h, uint8_t dtype, uint8_t op,
   return requireZero(h.type, "status", h.status);
 }
 
-Status checkHelloFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t payloadSize) {
+// A control frame of a fixed payload size (HELLO, HELLO_ACK, CHALLENGE, HEARTBEAT): every data
+// field zero.
+Status checkFixedFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t payloadSize) {
   if (h.payloadLength != payloadSize) {
     return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected " +
                                   dec(payloadSize) + ")");
@@ -215,6 +226,7 @@ std::string_view frameTypeName(FrameType t) {
     case FrameType::kError: return "ERROR";
     case FrameType::kAbort: return "ABORT";
     case FrameType::kChallenge: return "CHALLENGE";
+    case FrameType::kHeartbeat: return "HEARTBEAT";
   }
   return "UNKNOWN";
 }
@@ -258,7 +270,8 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
   const uint8_t version = data[kOffVersion];
   if (version != kProtocolVersion) {
     return headerError("unsupported version " + dec(version) + " (expected " +
-                       dec(kProtocolVersion) + ")");
+                       dec(kProtocolVersion) +
+                       ": reducers and workers must run releases of the same protocol version)");
   }
   const uint8_t type = data[kOffType];
   if (type < kMinFrameType || type > kMaxFrameType) {
@@ -311,13 +324,16 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
       RS_RETURN_IF_ERROR(checkDataFrame(h, dtype, op, limits));
       break;
     case FrameType::kHello:
-      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kHelloPayloadSize));
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, kHelloPayloadSize));
       break;
     case FrameType::kHelloAck:
-      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kHelloAckPayloadSize));
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, kHelloAckPayloadSize));
       break;
     case FrameType::kChallenge:
-      RS_RETURN_IF_ERROR(checkHelloFrame(h, dtype, op, kChallengePayloadSize));
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, kChallengePayloadSize));
+      break;
+    case FrameType::kHeartbeat:  // only the group and the rank may be set
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, 0));
       break;
     case FrameType::kError:
     case FrameType::kAbort:
@@ -378,6 +394,7 @@ std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello) {
   const size_t jobLength = std::min(hello.jobName.size(), kMaxJobNameBytes);
   put32(&b[kOffHelloJobNameLength], static_cast<uint32_t>(jobLength));
   std::copy_n(hello.jobName.begin(), jobLength, b.begin() + kOffHelloJobName);
+  put32(&b[kOffHelloLossDetectMs], hello.lossDetectMs);
   return b;
 }
 
@@ -396,6 +413,7 @@ Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
   for (size_t i = 0; i < kNonceSize; ++i) p.clientNonce[i] = data[kOffHelloClientNonce + i];
   for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = data[kOffHelloAuthProof + i];
   const uint32_t jobLength = get32(data + kOffHelloJobNameLength);
+  p.lossDetectMs = get32(data + kOffHelloLossDetectMs);
 
   if (p.worldSize < 1 || p.worldSize > kMaxWorldSize) {
     return protocolError("hello payload: worldSize " + dec(p.worldSize) + " (expected 1.." +
@@ -432,6 +450,7 @@ Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
                            dec(jobLength) + ")");
     }
   }
+  RS_RETURN_IF_ERROR(checkLossDetectMs("hello payload", p.lossDetectMs));
   p.jobName.assign(reinterpret_cast<const char*>(data + kOffHelloJobName), jobLength);
   *out = std::move(p);
   return Status::ok();
@@ -442,7 +461,7 @@ std::array<uint8_t, kHelloAckPayloadSize> encodeHelloAck(const HelloAckPayload& 
   put32(&b[kOffAckMaxPayloadBytes], ack.maxPayloadBytes);
   put32(&b[kOffAckIoThreads], ack.ioThreads);
   put32(&b[kOffAckServerVersion], ack.serverVersion);
-  put32(&b[kOffAckReserved], 0);
+  put32(&b[kOffAckLossDetectMs], ack.lossDetectMs);
   return b;
 }
 
@@ -455,17 +474,14 @@ Status decodeHelloAck(const uint8_t* data, size_t size, HelloAckPayload* out) {
   p.maxPayloadBytes = get32(data + kOffAckMaxPayloadBytes);
   p.ioThreads = get32(data + kOffAckIoThreads);
   p.serverVersion = get32(data + kOffAckServerVersion);
-  const uint32_t reserved = get32(data + kOffAckReserved);
+  p.lossDetectMs = get32(data + kOffAckLossDetectMs);
   if (p.maxPayloadBytes < 1) {
     return protocolError("hello-ack payload: maxPayloadBytes 0 (expected at least 1)");
   }
   if (p.ioThreads < 1) {
     return protocolError("hello-ack payload: ioThreads 0 (expected at least 1)");
   }
-  if (reserved != 0) {
-    return protocolError("hello-ack payload: reserved " + hex(reserved, 8) +
-                         " at bytes 12..15 (expected 0)");
-  }
+  RS_RETURN_IF_ERROR(checkLossDetectMs("hello-ack payload", p.lossDetectMs));
   *out = p;
   return Status::ok();
 }

@@ -21,7 +21,8 @@ namespace rs::wire {
 
 inline constexpr uint32_t kMagic = 0x31465352;  // "RSF1" in byte order on the wire
 // 2: the reducer opens with CHALLENGE and HELLO carries the worker's nonce and proof.
-inline constexpr uint8_t kProtocolVersion = 2;
+// 3: HEARTBEAT, so that a silent peer is found within a bound (proto/FAILOVER.md).
+inline constexpr uint8_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 72;
 
 enum class FrameType : uint8_t {
@@ -32,9 +33,12 @@ enum class FrameType : uint8_t {
   kError = 5,     // either way: this request failed (ErrorPayload); the stream stays usable
   kAbort = 6,     // either way: the group is dead (ErrorPayload); the sender closes the stream
   kChallenge = 7, // reducer -> worker, first frame on a stream: nonce and auth mode
+  // Either way, header only: the sender lives. Sent by a side that owes its peer something
+  // and has sent it nothing for a third of the stream's loss bound (proto/WIRE.md).
+  kHeartbeat = 8,
 };
 inline constexpr uint8_t kMinFrameType = 1;
-inline constexpr uint8_t kMaxFrameType = 7;
+inline constexpr uint8_t kMaxFrameType = 8;
 
 // Decoders reject unknown bits so that a future flag never changes meaning silently.
 // kFlagDeterministic (HELLO only): this member asks for deterministic mode (RS_DETERMINISTIC):
@@ -112,10 +116,13 @@ struct HelloPayload {
   // The job this worker proves itself for on a standing pool (its key derived from the pool's
   // secret, deriveJobSecret); empty: the pool's own secret. isValidJobName() or empty.
   std::string jobName;
+  // The loss bound this worker asks for (RS_LOSS_DETECT_MS): 0, the reducer's; else at least
+  // kMinLossDetectMs, and the reducer's bound caps it (HelloAckPayload::lossDetectMs).
+  uint32_t lossDetectMs = 0;
 };
 // A fixed size, so that the reducer reads the whole HELLO before it parses any of it: the job
-// name travels zero-padded in a 128-byte field after its length.
-inline constexpr size_t kHelloPayloadSize = 212;
+// name travels zero-padded in a 128-byte field after its length, the loss bound after it.
+inline constexpr size_t kHelloPayloadSize = 216;
 inline constexpr size_t kMaxJobNameBytes = 128;
 // The ranges decodeHello() accepts, so that a sender can check its configuration first.
 inline constexpr uint32_t kMaxWorldSize = 65536;
@@ -126,8 +133,17 @@ struct HelloAckPayload {
   uint32_t maxPayloadBytes = 0;
   uint32_t ioThreads = 0;
   uint32_t serverVersion = 0;  // major << 16 | minor << 8 | patch
+  // The stream's loss bound, both ways (proto/WIRE.md, "Heartbeats and the loss bound"): a side
+  // that waits on the other declares it lost after this long without a byte from it, and one
+  // that owes the other something sends a HEARTBEAT after a third of it without sending. 0:
+  // neither (the reducer's --loss-detect-ms 0). Else at least kMinLossDetectMs.
+  uint32_t lossDetectMs = 0;
 };
 inline constexpr size_t kHelloAckPayloadSize = 16;
+
+// The smallest loss bound a HELLO may ask for and a HELLO_ACK may set: heartbeats every third
+// of it must not flood a stream, nor a scheduler's hiccup pass for a lost peer.
+inline constexpr uint32_t kMinLossDetectMs = 100;
 
 // kError / kAbort carry a UTF-8 reason of at most this many bytes.
 inline constexpr size_t kMaxErrorMessageBytes = 1024;

@@ -2,8 +2,8 @@
 // reducers on real loopback sockets (tests/support/fake_reducer.h): the HELLO it sends proves
 // the secret for the reducer's nonce, and the stream it hands over carries what was read past
 // the HELLO_ACK; a reducer's refusal and a reducer that wants a secret this member lacks each
-// end it with a status that names the stream; cancel() ends it once, aborted, closing the
-// stream. Each handshake reports exactly once.
+// end it with a status that names the stream; the loss bound asked and granted; cancel() ends
+// it once, aborted, closing the stream. Each handshake reports exactly once.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -155,6 +155,51 @@ TEST_CASE("client handshake: a reducer's refusal ends it with the reducer's code
   CHECK(outcome.status().code() == StatusCode::kFailedPrecondition);
   CHECK(outcome.status().message() ==
         streamName(fake.endpoint()) + " refused: group 0123abcd belongs to another job");
+}
+
+// The loss bound: the HELLO carries what the member asks (RS_LOSS_DETECT_MS), the HELLO_ACK
+// what the reducer grants, which the stream keeps; a reducer may lower an ask, never raise it.
+TEST_CASE("client handshake: the HELLO asks for the member's loss bound, the HELLO_ACK's is the "
+          "stream's, and a reducer may not raise it") {
+  struct Case {
+    uint32_t asked, granted;
+    bool accepted;
+  };
+  for (const Case c : {Case{1500, 700, true}, Case{0, 5000, true}, Case{1000, 0, true},
+                       Case{1000, 5000, false}}) {
+    INFO("asked " << c.asked << " granted " << c.granted);
+    std::atomic<uint32_t> seen{UINT32_MAX};
+    FakeReducer fake([&seen, granted = c.granted](FakeReducer::Socket& s) {
+      const std::vector<uint8_t> challenge = challengeFrame();
+      writeBytes(s, challenge.data(), challenge.size());
+      readHeaderOf(s);
+      std::array<uint8_t, wire::kHelloPayloadSize> bytes;
+      asio::read(s, asio::buffer(bytes));
+      wire::HelloPayload hello;
+      if (wire::decodeHello(bytes.data(), bytes.size(), &hello).isOk()) seen = hello.lossDetectMs;
+      const std::vector<uint8_t> ack = helloAckFrame(1 << 20, granted);
+      writeBytes(s, ack.data(), ack.size());
+      readUntilClosed(s);
+    });
+    auto options = testClientOptions({fake.endpoint()}, 1);
+    options.lossDetect = std::chrono::milliseconds(c.asked);
+    asio::io_context io;
+    Run run(io, options, {GroupId::random(), 2, 0}, fake.endpoint());
+    auto& outcome = run.outcome(io);
+    CHECK(seen == c.asked);
+    if (c.accepted) {
+      REQUIRE(outcome.status().toString() == "OK");
+      CHECK(outcome->lossBound == std::chrono::milliseconds(c.granted));
+      outcome->stream->close();
+    } else {
+      CHECK(outcome.status().code() == StatusCode::kProtocolError);
+      CHECK(outcome.status().message() ==
+            streamName(fake.endpoint()) + " announced a loss bound of 5000 ms, above the 1000 ms "
+                                          "this member asked for (RS_LOSS_DETECT_MS): a reducer "
+                                          "may only lower it");
+    }
+    io.poll();
+  }
 }
 
 TEST_CASE("client handshake: a member without the secret stops at a reducer that wants one, "

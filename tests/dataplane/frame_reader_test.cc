@@ -44,6 +44,7 @@ class CountingStream final : public Stream {
   }
   bool trySendNow(const void* data, size_t size) override { return inner_->trySendNow(data, size); }
   uint64_t bytesSent() const override { return inner_->bytesSent(); }
+  uint64_t bytesArrived() const override { return inner_->bytesArrived(); }
   bool watchPeerGone(WaitHandler handler) override { return inner_->watchPeerGone(std::move(handler)); }
   void stopWatchingPeer() override { inner_->stopWatchingPeer(); }
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override {

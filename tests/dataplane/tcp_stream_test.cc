@@ -1,7 +1,8 @@
 // TcpStream on a real loopback connection: its SO_RCVLOWAT handling (the mark a read leaves on
 // the socket decides when epoll wakes the reader, so it is read back with getsockopt), the
 // move to another io_context, its gather writes and their count of bytes sent, the best-effort
-// send of a last frame, and the watch for a peer that goes away while nothing is read.
+// send of a last frame, the watch for a peer that goes away while nothing is read, the count
+// of bytes arrived, and the loss bound's keep-alive and user timeout.
 #include <catch2/catch.hpp>
 
 #include <asio/connect.hpp>
@@ -444,6 +445,93 @@ TEST_CASE("setPacing sets the pacing rate and about 32 ms of it unsent", "[trans
   CHECK(readBack(IPPROTO_TCP, TCP_NOTSENT_LOWAT) == 4096);
   CHECK(setPacing(fd, 0, 4096) == 4096);  // unpaced: the limit is left as it was
   CHECK(readBack(SOL_SOCKET, SO_MAX_PACING_RATE) >= UINT32_MAX);  // the kernel's "no limit"
+}
+
+
+TEST_CASE("bytesArrived counts bytes waiting unread as soon as they arrive, and reads do not "
+          "move it",
+          "[transport]") {
+  LoopbackPair p;
+  CHECK(p.reader->bytesArrived() == 0);
+  std::vector<char> data(1000, 'a');
+  asio::write(p.writer, asio::buffer(data));
+  // Nothing is read: the bytes wait in the kernel and count.
+  REQUIRE(test::waitUntil([&] { return p.reader->bytesArrived() == 1000; }));
+  std::vector<char> got(400);
+  size_t read = 0;
+  p.reader->asyncReadExactly(got.data(), got.size(), [&](const std::error_code& ec, size_t n) {
+    REQUIRE(!ec);
+    read = n;
+  });
+  REQUIRE(test::runUntil(p.io, [&] { return read == 400; }));
+  CHECK(p.reader->bytesArrived() == 1000);
+  std::vector<char> rest(600 + 5);
+  read = 0;
+  p.reader->asyncReadSome(rest.data(), rest.size(), [&](const std::error_code& ec, size_t n) {
+    REQUIRE(!ec);
+    read = n;
+  });
+  REQUIRE(test::runUntil(p.io, [&] { return read == 600; }));
+  CHECK(p.reader->bytesArrived() == 1000);
+  asio::write(p.writer, asio::buffer(data.data(), 5));
+  REQUIRE(test::waitUntil([&] { return p.reader->bytesArrived() == 1005; }));
+  // A moved stream keeps its count.
+  asio::io_context other;
+  auto moved = p.reader->moveTo(other);
+  REQUIRE(moved.isOk());
+  CHECK((*moved)->bytesArrived() == 1005);
+}
+
+namespace {
+int socketOption(int fd, int level, int name) {
+  int value = -1;
+  socklen_t len = sizeof(value);
+  REQUIRE(::getsockopt(fd, level, name, &value, &len) == 0);
+  return value;
+}
+}  // namespace
+
+TEST_CASE("setLossBound sets keep-alive from the bound, and TCP_USER_TIMEOUT only when asked",
+          "[transport]") {
+  LoopbackPair p;
+  const int fd = p.reader->socket().native_handle();
+  p.reader->setLossBound(std::chrono::milliseconds(10000), /*unreadSendsToo=*/false);
+  CHECK(socketOption(fd, SOL_SOCKET, SO_KEEPALIVE) == 1);
+  CHECK(socketOption(fd, IPPROTO_TCP, TCP_KEEPIDLE) == 5);   // half the bound idle,
+  CHECK(socketOption(fd, IPPROTO_TCP, TCP_KEEPINTVL) == 2);  // then 3 probes over the rest
+  CHECK(socketOption(fd, IPPROTO_TCP, TCP_KEEPCNT) == 3);
+  CHECK(socketOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT) == 0);  // the kernel's: none
+  p.reader->setLossBound(std::chrono::milliseconds(10000), /*unreadSendsToo=*/true);
+  CHECK(socketOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT) == 10000);
+  // The kernel counts keep-alive in whole seconds: a short bound probes every second.
+  p.reader->setLossBound(std::chrono::milliseconds(300), true);
+  CHECK(socketOption(fd, IPPROTO_TCP, TCP_KEEPIDLE) == 1);
+  CHECK(socketOption(fd, IPPROTO_TCP, TCP_KEEPINTVL) == 1);
+  CHECK(socketOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT) == 300);
+}
+
+// The net a reducer's streams get: a member that stops reading (stopped, or its machine's
+// kernel alive and its process not) ends the connection once its window has stayed shut for
+// the bound, even with the peer's kernel answering every probe.
+TEST_CASE("setLossBound with unreadSendsToo ends a connection whose peer stops reading",
+          "[transport]") {
+  LoopbackPair p;  // the TcpStream sends; the plain socket never reads
+  p.reader->setLossBound(std::chrono::milliseconds(500), /*unreadSendsToo=*/true);
+  std::vector<char> body(64 << 20, 'z');
+  const ConstBuffer gather[] = {{body.data(), body.size()}};
+  bool done = false;
+  std::error_code result;
+  const auto start = std::chrono::steady_clock::now();
+  p.reader->asyncWriteAll(gather, 1, [&](const std::error_code& ec, size_t) {
+    done = true;
+    result = ec;
+  });
+  REQUIRE(test::runUntil(p.io, [&] { return done; }));
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  INFO("the write ended after " << took.count() << " ms: " << result.message());
+  CHECK(result == asio::error::timed_out);
+  CHECK(p.reader->bytesSent() < body.size());
 }
 
 }  // namespace

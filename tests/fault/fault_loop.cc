@@ -15,7 +15,6 @@
 //   fault_loop --server <reduction-server> --worker <fault_worker>
 // RS_FAULT_SEED replays a run (the seed is printed); RS_FAULT_ROUNDS sets the round count.
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -55,11 +54,7 @@ constexpr std::array<const char*, 2> kKindNames = {"worker", "reducer"};
 constexpr std::array<const char*, 4> kMomentNames = {"before-send", "mid-chunk", "after-sent",
                                                      "results-in-flight"};
 
-[[noreturn]] void fail(const std::string& why) {
-  fmt::print("FAILED: {}\n", why);
-  std::fflush(stdout);
-  std::exit(1);  // children die with us (PR_SET_PDEATHSIG)
-}
+[[noreturn]] void fail(const std::string& why) { failRun(why); }
 
 struct Driver {
   std::string serverBin, workerBin, dir;
@@ -216,17 +211,7 @@ int run(int argc, char** argv) {
   std::fflush(stdout);
   d.rng.seed(seed);
 
-  char tmpl[] = "/tmp/rs-fault-loop-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) fail("mkdtemp");
-  d.dir = tmpl;
-  {
-    FILE* f = std::fopen((d.dir + "/secret").c_str(), "w");
-    if (f == nullptr) fail("cannot write the secret");
-    std::fprintf(f, "%016llx%016llx\n", static_cast<unsigned long long>(d.rng()),
-                 static_cast<unsigned long long>(d.rng()));
-    std::fclose(f);
-    ::chmod((d.dir + "/secret").c_str(), 0600);
-  }
+  d.dir = makeRunDir("rs-fault-loop", d.rng(), d.rng());
   d.reducers.resize(kReducers);
   for (int i = 0; i < kReducers; ++i) d.startReducer(i);
 

@@ -7,10 +7,14 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -222,6 +226,25 @@ std::string tail(const std::string& path, size_t bytes) {
   ss << f.rdbuf();
   std::string s = ss.str();
   return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+void failRun(const std::string& why) {
+  std::printf("FAILED: %s\n", why.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+std::string makeRunDir(const std::string& prefix, uint64_t a, uint64_t b) {
+  std::string dir = "/tmp/" + prefix + "-XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) failRun("mkdtemp: " + std::string(std::strerror(errno)));
+  const std::string secret = dir + "/secret";
+  FILE* f = std::fopen(secret.c_str(), "w");
+  if (f == nullptr) failRun("cannot write " + secret);
+  std::fprintf(f, "%016llx%016llx\n", static_cast<unsigned long long>(a),
+               static_cast<unsigned long long>(b));
+  std::fclose(f);
+  ::chmod(secret.c_str(), 0600);
+  return dir;
 }
 
 }  // namespace rs::test

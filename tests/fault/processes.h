@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -65,5 +66,11 @@ long openFds(pid_t pid);
 long statusKb(pid_t pid, const std::string& field);
 
 std::string tail(const std::string& path, size_t bytes = 3000);
+
+// What every fault driver does: stop with "FAILED: <why>" on stdout and exit 1 (the children
+// die with it, PR_SET_PDEATHSIG); and make its working directory /tmp/<prefix>-XXXXXX, holding
+// `secret` (a job secret of 32 hex digits from `a` and `b`, mode 0600). Returns the directory.
+[[noreturn]] void failRun(const std::string& why);
+std::string makeRunDir(const std::string& prefix, uint64_t a, uint64_t b);
 
 }  // namespace rs::test

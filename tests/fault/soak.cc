@@ -11,7 +11,6 @@
 //   soak --server <reduction-server> --worker <fault_worker>
 // RS_SOAK_SEED replays a run (the seed is printed); RS_SOAK_GROUPS sets the number of groups.
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,11 +41,7 @@ constexpr int kTimeoutMs = 5000;  // a hang guard: members of a group wait for e
 // collectives or hundreds of connections would cross it, and allocator caching would not.
 constexpr long kRssMarginKb = 24 << 10;
 
-[[noreturn]] void fail(const std::string& why) {
-  fmt::print("FAILED: {}\n", why);
-  std::fflush(stdout);
-  std::exit(1);  // children die with us (PR_SET_PDEATHSIG)
-}
+[[noreturn]] void fail(const std::string& why) { failRun(why); }
 
 enum Fate { kClean, kLeave, kKill };
 constexpr const char* kFateNames[] = {"clean", "leave", "kill"};
@@ -185,17 +180,7 @@ int run(int argc, char** argv) {
   std::fflush(stdout);
   s.rng.seed(seed);
 
-  char tmpl[] = "/tmp/rs-soak-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) fail("mkdtemp");
-  s.dir = tmpl;
-  {
-    FILE* f = std::fopen((s.dir + "/secret").c_str(), "w");
-    if (f == nullptr) fail("cannot write the secret");
-    std::fprintf(f, "%016llx%016llx\n", static_cast<unsigned long long>(s.rng()),
-                 static_cast<unsigned long long>(s.rng()));
-    std::fclose(f);
-    ::chmod((s.dir + "/secret").c_str(), 0600);
-  }
+  s.dir = makeRunDir("rs-soak", s.rng(), s.rng());
   for (int i = 0; i < kReducers; ++i) {
     auto r = startReducer(s.serverBin, s.dir, i,
                           {"--io-threads", "2", "--secret-file", s.dir + "/secret",

@@ -79,6 +79,11 @@ void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
     case FrameType::kChallenge:
       require(h.payloadLength == kChallengePayloadSize, "challenge payload size");
       break;
+    case FrameType::kHeartbeat:
+      require(h.payloadLength == 0 && h.status == 0 && h.seq == 0 && h.chunk == 0 &&
+                  h.elemOffset == 0 && h.elemCount == 0,
+              "a heartbeat is a header naming a group and rank alone");
+      break;
     case FrameType::kError:
     case FrameType::kAbort:
       require(h.status >= 1 && h.status <= static_cast<uint32_t>(rs::StatusCode::kInternal),
@@ -259,6 +264,7 @@ void writeSeeds(const std::string& dir) {
   hello.reducerIndex = 0;
   hello.reducerCount = 2;
   hello.timeoutMs = 60000;
+  hello.lossDetectMs = 5000;
   FrameHeader h;
   h.type = FrameType::kHello;
   h.group = group;
@@ -301,8 +307,12 @@ void writeSeeds(const std::string& dir) {
 
   h.type = FrameType::kHelloAck;
   h.payloadLength = kHelloAckPayloadSize;
-  auto ackBytes = encodeHelloAck({64u << 20, 4, 0x000100});
+  auto ackBytes = encodeHelloAck({64u << 20, 4, 0x000100, 10000});
   writeSeed(dir, "hello_ack", h, {ackBytes.begin(), ackBytes.end()});
+
+  h.type = FrameType::kHeartbeat;
+  h.payloadLength = 0;
+  writeSeed(dir, "heartbeat", h, {});
 
   h.type = FrameType::kReduce;
   h.seq = 7;

@@ -138,3 +138,31 @@ TEST_CASE("server config: --metrics-listen and RS_METRICS_LISTEN, off by default
     CHECK(c.validate().message().find("--metrics-listen") != std::string::npos);
   }
 }
+
+TEST_CASE("server config: --loss-detect-ms, 10 s by default, caps what a member asks, 0 is off") {
+  CHECK(rs::server::ServerConfig().lossDetectMs == 10000);
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--loss-detect-ms", "2500"}).config.lossDetectMs ==
+        2500);
+  {
+    ScopedEnv env("RS_LOSS_DETECT_MS", "0");
+    CHECK(parse({"--data-listen", "127.0.0.1:0"}).config.lossDetectMs == 0);
+  }
+  CHECK(parse({"--data-listen", "127.0.0.1:0", "--loss-detect-ms", "99"}).exitCode == 2);
+  rs::server::ServerConfig c;
+  c.ioThreads = 1;
+  c.lossDetectMs = 50;
+  CHECK(c.validate().message() ==
+        "--loss-detect-ms must be 0 (off) or at least 100, got 50");
+  c.lossDetectMs = 100;
+  CHECK(c.validate().isOk());
+
+  // A stream's bound: the member's ask, capped by the operator's; no ask: the operator's.
+  c.lossDetectMs = 10000;
+  CHECK(c.streamLossDetectMs(0) == 10000);
+  CHECK(c.streamLossDetectMs(3000) == 3000);
+  CHECK(c.streamLossDetectMs(60000) == 10000);
+  // Off on the reducer: off for every stream, whatever a member asks.
+  c.lossDetectMs = 0;
+  CHECK(c.streamLossDetectMs(0) == 0);
+  CHECK(c.streamLossDetectMs(3000) == 0);
+}

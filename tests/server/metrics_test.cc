@@ -46,6 +46,9 @@ MetricsSnapshot sample() {
   s.plane.slotsOpen = 5;
   s.plane.slotBytesInUse = 1 << 20;
   s.plane.slotBytesLimit = 2ull << 30;
+  s.plane.heartbeatsSent = 11;
+  s.plane.heartbeatsReceived = 12;
+  s.plane.membersLost[static_cast<size_t>(MemberLoss::kSilent)] = 13;
   LatencyHistogram h;
   h.observe(30us);
   h.observe(3ms);
@@ -86,7 +89,8 @@ TEST_CASE("metrics: names follow Prometheus naming, and no label can carry a gro
         "rs_bookkeeping_memory_bytes",
         "rs_groups", "rs_group_members", "rs_connections_open", "rs_connections_accepted_total",
         "rs_frames_rejected_total", "rs_group_aborts_total", "rs_handshake_failures_total",
-        "rs_grpc_calls_refused_total"})
+        "rs_grpc_calls_refused_total", "rs_members_lost_total", "rs_heartbeats_sent_total",
+        "rs_heartbeats_received_total"})
     CHECK(names.count(wanted) == 1);
 }
 
@@ -122,6 +126,9 @@ TEST_CASE("metrics: the exposition carries the counters' values and every label 
       "rs_handshake_failures_total{reason=\"auth\"} 3",
       "rs_group_members 6",
       "rs_draining 1",
+      "rs_members_lost_total{reason=\"silent\"} 13",
+      "rs_heartbeats_sent_total 11",
+      "rs_heartbeats_received_total 12",
   });
   const rs::BuildInfo& b = rs::buildInfo();
   CHECK(text.find("rs_build_info{version=\"" + std::string(b.version) + "\",commit=\"" +

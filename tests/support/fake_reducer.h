@@ -122,14 +122,16 @@ inline std::vector<uint8_t> challengeFrame() {
   return frame;
 }
 
-// The HELLO_ACK of a reducer that takes chunks of up to `maxPayload` bytes.
-inline std::vector<uint8_t> helloAckFrame(uint32_t maxPayload) {
+// The HELLO_ACK of a reducer that takes chunks of up to `maxPayload` bytes, on a stream whose
+// loss bound is `lossDetectMs` (0: none).
+inline std::vector<uint8_t> helloAckFrame(uint32_t maxPayload, uint32_t lossDetectMs = 0) {
   wire::FrameHeader h;
   h.type = wire::FrameType::kHelloAck;
   h.payloadLength = wire::kHelloAckPayloadSize;
   const wire::HeaderBytes header = wire::encodeHeader(h);
   const auto payload = wire::encodeHelloAck({.maxPayloadBytes = maxPayload, .ioThreads = 1,
-                                             .serverVersion = 1 << 8});
+                                             .serverVersion = 1 << 8,
+                                             .lossDetectMs = lossDetectMs});
   std::vector<uint8_t> frame(header.begin(), header.end());
   frame.insert(frame.end(), payload.begin(), payload.end());
   return frame;
@@ -145,11 +147,12 @@ inline wire::FrameHeader readHello(FakeReducer::Socket& s) {
 }
 
 // The whole handshake of an open reducer: CHALLENGE, the member's HELLO, HELLO_ACK.
-inline wire::FrameHeader acceptMember(FakeReducer::Socket& s, uint32_t maxPayload) {
+inline wire::FrameHeader acceptMember(FakeReducer::Socket& s, uint32_t maxPayload,
+                                      uint32_t lossDetectMs = 0) {
   const std::vector<uint8_t> challenge = challengeFrame();
   writeBytes(s, challenge.data(), challenge.size());
   const wire::FrameHeader hello = readHello(s);
-  const std::vector<uint8_t> ack = helloAckFrame(maxPayload);
+  const std::vector<uint8_t> ack = helloAckFrame(maxPayload, lossDetectMs);
   writeBytes(s, ack.data(), ack.size());
   return hello;
 }

@@ -19,6 +19,10 @@ server::ServerConfig testServerConfig() {
   c.maxChunkBytes = 8u << 20;
   c.statsIntervalSeconds = 0;
   c.collectiveTimeoutMs = 300000;  // a hang guard: healthy collectives end long before
+  // The loss bound too, and the ceiling on what a member asks: a sanitizer build on a loaded
+  // 2-core machine can hold a thread for seconds, so a test that means to find a silent peer
+  // asks for a short bound on that peer's stream (RawMember, RS_LOSS_DETECT_MS) or sets one.
+  c.lossDetectMs = 300000;
   return c;
 }
 

@@ -15,7 +15,8 @@
 
 namespace rs::test {
 
-// Small and quiet: ephemeral ports on 127.0.0.1, two io threads, no stats line.
+// Small and quiet: ephemeral ports on 127.0.0.1, two io threads, no stats line; the collective
+// timeout and the loss bound are hang guards (300 s).
 server::ServerConfig testServerConfig();
 
 class LocalPool {

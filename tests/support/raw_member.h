@@ -48,16 +48,19 @@ inline wire::ChallengePayload readChallenge(asio::ip::tcp::socket& socket) {
 
 // The HELLO frame (header and payload) for `rank` of a group of `world` members, `streams`
 // streams, `reducers` reducers; proven with `secret` for `challenge` unless the secret is empty,
-// naming `job` (then `secret` is that job's derived secret) unless it is empty.
+// naming `job` (then `secret` is that job's derived secret) unless it is empty; asking for the
+// loss bound `lossDetectMs` (0: the reducer's).
 inline std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge,
                                        const GroupId& group, uint32_t rank, uint32_t world,
                                        uint32_t streams = 1, uint32_t reducers = 1,
-                                       std::string_view secret = {}, std::string_view job = {}) {
+                                       std::string_view secret = {}, std::string_view job = {},
+                                       uint32_t lossDetectMs = 0) {
   wire::HelloPayload hello;
   hello.worldSize = world;
   hello.streamCount = static_cast<uint16_t>(streams);
   hello.reducerCount = static_cast<uint16_t>(reducers);
   hello.jobName = std::string(job);
+  hello.lossDetectMs = lossDetectMs;
   auto made = wire::helloFrame(group, rank, std::move(hello), secret, challenge.nonce);
   REQUIRE(made.isOk());
   std::vector<uint8_t> frame(wire::kHeaderSize + wire::kHelloPayloadSize);
@@ -69,10 +72,11 @@ inline std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge,
 // Reads the reducer's CHALLENGE, then writes a HELLO (see helloFrame).
 inline void sendHello(asio::ip::tcp::socket& socket, const GroupId& group, uint32_t rank,
                       uint32_t world, uint32_t streams = 1, uint32_t reducers = 1,
-                      std::string_view secret = {}, std::string_view job = {}) {
+                      std::string_view secret = {}, std::string_view job = {},
+                      uint32_t lossDetectMs = 0) {
   const wire::ChallengePayload challenge = readChallenge(socket);
   asio::write(socket, asio::buffer(helloFrame(challenge, group, rank, world, streams, reducers,
-                                              secret, job)));
+                                              secret, job, lossDetectMs)));
 }
 
 // Reads the HELLO_ACK that must follow a HELLO.
@@ -115,11 +119,13 @@ inline std::string readRefusal(asio::ip::tcp::socket& s) {
   return text;
 }
 
-// connectRaw, then the handshake of `rank` of a one-stream, one-reducer group of `world`.
+// connectRaw, then the handshake of `rank` of a one-stream, one-reducer group of `world`,
+// asking for the loss bound `lossDetectMs` (0: the reducer's).
 inline void joinRaw(asio::ip::tcp::socket& socket, uint16_t port, const GroupId& group,
-                    uint32_t rank, uint32_t world, int receiveBuffer = 0) {
+                    uint32_t rank, uint32_t world, int receiveBuffer = 0,
+                    uint32_t lossDetectMs = 0) {
   connectRaw(socket, port, nullptr, receiveBuffer);
-  sendHello(socket, group, rank, world);
+  sendHello(socket, group, rank, world, 1, 1, {}, {}, lossDetectMs);
   expectHelloAck(socket);
 }
 
@@ -141,14 +147,15 @@ inline wire::HeaderBytes fp32ReduceHeader(const GroupId& group, uint32_t rank, u
 // in which element i of rank r is r + i.
 class RawMember {
  public:
+  // `lossDetectMs`: the loss bound its HELLO asks for (0: the reducer's).
   RawMember(asio::io_context& io, uint16_t port, const GroupId& group, uint32_t world,
-            uint32_t rank)
+            uint32_t rank, uint32_t lossDetectMs = 0)
       : socket_(io), group_(group), rank_(rank) {
     connectRaw(socket_, port);
     // A bug must fail the test, not hang it: reads give up after 10 s.
     const timeval tv{10, 0};
     ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    sendHello(socket_, group, rank, world);
+    sendHello(socket_, group, rank, world, 1, 1, {}, {}, lossDetectMs);
     expectHelloAck(socket_);
   }
 

@@ -1,6 +1,6 @@
 // The frame builders and parsers both ends use: REDUCE/RESULT headers from a chunk's fields,
-// ERROR/ABORT frames built from a Status and parsed back, over-long reasons cut as the wire
-// spec says, and bad payloads refused with the field named.
+// HEARTBEAT, ERROR/ABORT frames built from a Status and parsed back, over-long reasons cut as
+// the wire spec says, and bad payloads refused with the field named.
 #include "core/wire/control_frames.h"
 
 #include <catch2/catch.hpp>
@@ -44,6 +44,19 @@ void requireRefused(const Status& s, const std::string& what) {
 }
 
 }  // namespace
+
+TEST_CASE("control frames: a HEARTBEAT names the stream's group and rank and nothing else") {
+  const FrameHeader h = decoded(heartbeatFrame(kGroup, 7));
+  CHECK(h.type == FrameType::kHeartbeat);
+  CHECK(h.group == kGroup);
+  CHECK(h.rank == 7);
+  CHECK(h.flags == 0);
+  CHECK(h.status == 0);
+  CHECK(h.seq == 0);
+  CHECK(h.chunk == 0);
+  CHECK(h.elemCount == 0);
+  CHECK(h.payloadLength == 0);
+}
 
 TEST_CASE("control frames: REDUCE and RESULT headers carry the chunk and its payload length") {
   for (FrameType type : {FrameType::kReduce, FrameType::kResult}) {

@@ -73,6 +73,14 @@ FrameHeader challengeHeader() {
   return h;
 }
 
+FrameHeader heartbeatHeader() {
+  FrameHeader h;
+  h.type = FrameType::kHeartbeat;
+  h.group = GroupId{11, 12};
+  h.rank = 4;
+  return h;
+}
+
 FrameHeader errorHeader(FrameType type = FrameType::kError) {
   FrameHeader h;
   h.type = type;
@@ -86,7 +94,9 @@ FrameHeader errorHeader(FrameType type = FrameType::kError) {
 }
 
 std::vector<FrameHeader> validHeaders() {
-  return {reduceHeader(), resultHeader(), helloHeader(), helloAckHeader(), challengeHeader(),
+  return {reduceHeader(),    resultHeader(),
+          helloHeader(),     helloAckHeader(),
+          challengeHeader(), heartbeatHeader(),
           errorHeader(FrameType::kError), errorHeader(FrameType::kAbort)};
 }
 
@@ -170,7 +180,7 @@ TEST_CASE("frame: golden bytes of a REDUCE header (proto/WIRE.md example)") {
   HeaderBytes b = encodeHeader(h);
   REQUIRE(hexOf(b.data(), b.size()) ==
           "52534631"          // magic
-          "02" "03" "0000"    // version, type, flags
+          "03" "03" "0000"    // version, type, flags
           "0807060504030201"  // group.hi
           "100f0e0d0c0b0a09"  // group.lo
           "02000000"          // rank
@@ -185,7 +195,7 @@ TEST_CASE("frame: golden bytes of a REDUCE header (proto/WIRE.md example)") {
   const uint32_t crc = crc32c(b.data(), 68);
   REQUIRE(b[68] == (crc & 0xFF));
   REQUIRE(b[71] == (crc >> 24));
-  REQUIRE(crc == 0x3122257eu);  // pinned so that a change to the layout cannot go unnoticed
+  REQUIRE(crc == 0x452cca7cu);  // pinned so that a change to the layout cannot go unnoticed
 }
 
 TEST_CASE("frame: every field lands at its documented offset, little-endian") {
@@ -308,8 +318,9 @@ TEST_CASE("frame: frameTypeName") {
   REQUIRE(frameTypeName(FrameType::kError) == "ERROR");
   REQUIRE(frameTypeName(FrameType::kAbort) == "ABORT");
   REQUIRE(frameTypeName(FrameType::kChallenge) == "CHALLENGE");
+  REQUIRE(frameTypeName(FrameType::kHeartbeat) == "HEARTBEAT");
   REQUIRE(frameTypeName(static_cast<FrameType>(0)) == "UNKNOWN");
-  REQUIRE(frameTypeName(static_cast<FrameType>(8)) == "UNKNOWN");
+  REQUIRE(frameTypeName(static_cast<FrameType>(9)) == "UNKNOWN");
 }
 
 // --- Malformed: fields every type shares -----------------------------------------------
@@ -339,19 +350,22 @@ TEST_CASE("frame: bad magic names both values") {
 
 TEST_CASE("frame: unsupported version") {
   requireProtocolError(decode(patched(reduceHeader(), 4, 0, 1)),
-                       "unsupported version 0 (expected 2)");
-  // Version 1 had no CHALLENGE and no authentication.
+                       "unsupported version 0 (expected 3: reducers and workers must run releases "
+                       "of the same protocol version)");
+  // Version 1 had no CHALLENGE and no authentication, version 2 no HEARTBEAT.
   requireProtocolError(decode(patched(reduceHeader(), 4, 1, 1)),
-                       "unsupported version 1 (expected 2)");
-  requireProtocolError(decode(patched(reduceHeader(), 4, 3, 1)),
-                       "unsupported version 3 (expected 2)");
+                       "unsupported version 1 (expected 3");
+  requireProtocolError(decode(patched(reduceHeader(), 4, 2, 1)),
+                       "unsupported version 2 (expected 3");
+  requireProtocolError(decode(patched(reduceHeader(), 4, 4, 1)),
+                       "unsupported version 4 (expected 3");
   requireProtocolError(decode(patched(reduceHeader(), 4, 255, 1)), "unsupported version 255");
 }
 
 TEST_CASE("frame: frame type out of range") {
-  for (uint64_t t : {0, 8, 9, 255}) {
+  for (uint64_t t : {0, 9, 10, 255}) {
     requireProtocolError(decode(patched(reduceHeader(), 5, t, 1)),
-                         "unknown type " + std::to_string(t) + " (expected 1..7)");
+                         "unknown type " + std::to_string(t) + " (expected 1..8)");
   }
 }
 
@@ -587,11 +601,11 @@ TEST_CASE("frame: data frame status must be 0") {
 // --- Malformed: HELLO and HELLO_ACK ----------------------------------------------------
 
 TEST_CASE("frame: HELLO payloadLength must be exact") {
-  for (uint32_t n : {0u, 48u, 80u, 211u, 213u, 1024u}) {
+  for (uint32_t n : {0u, 48u, 80u, 212u, 215u, 217u, 1024u}) {
     FrameHeader h = helloHeader();
     h.payloadLength = n;
     requireProtocolError(decode(h),
-                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 212)");
+                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 216)");
   }
 }
 
@@ -613,7 +627,23 @@ TEST_CASE("frame: HELLO_ACK payloadLength must be exact") {
   }
 }
 
-TEST_CASE("frame: HELLO and HELLO_ACK data fields must be zero") {
+TEST_CASE("frame: HEARTBEAT is a header alone") {
+  for (uint32_t n : {1u, 16u, 72u}) {
+    FrameHeader h = heartbeatHeader();
+    h.payloadLength = n;
+    requireProtocolError(decode(h),
+                         "HEARTBEAT frame: payloadLength " + std::to_string(n) + " (expected 0)");
+  }
+  // Any group and rank: the stream's, which its receiver checks.
+  FrameHeader h = heartbeatHeader();
+  h.rank = 0xFFFFFFFF;
+  h.group = GroupId{kU64Max, kU64Max};
+  FrameHeader out;
+  REQUIRE(decode(encodeHeader(h), &out).isOk());
+  requireSameHeader(out, h);
+}
+
+TEST_CASE("frame: HELLO, HELLO_ACK, CHALLENGE and HEARTBEAT data fields must be zero") {
   struct Field {
     const char* name;
     size_t off;
@@ -622,7 +652,8 @@ TEST_CASE("frame: HELLO and HELLO_ACK data fields must be zero") {
   const Field fields[] = {{"seq", 32, 8},        {"chunk", 40, 8},    {"elemOffset", 48, 8},
                           {"elemCount", 56, 4},  {"status", 28, 4},   {"dtype", 60, 1},
                           {"op", 61, 1}};
-  for (const FrameHeader& h : {helloHeader(), helloAckHeader(), challengeHeader()}) {
+  for (const FrameHeader& h :
+       {helloHeader(), helloAckHeader(), challengeHeader(), heartbeatHeader()}) {
     for (const Field& f : fields) {
       INFO(frameTypeName(h.type) << " " << f.name);
       const std::string prefix = std::string(frameTypeName(h.type)) + " frame: ";
@@ -708,6 +739,7 @@ HelloPayload validHello() {
   for (size_t i = 0; i < p.clientNonce.size(); ++i) p.clientNonce[i] = static_cast<uint8_t>(0x40 + i);
   for (size_t i = 0; i < p.authProof.size(); ++i) p.authProof[i] = static_cast<uint8_t>(0xA0 + i);
   p.jobName = "job-7";
+  p.lossDetectMs = 2500;
   return p;
 }
 }  // namespace
@@ -723,7 +755,8 @@ TEST_CASE("frame: hello payload: round trip and exact bytes") {
   REQUIRE(b[79] == 0xA0 + 31);
   REQUIRE(hexOf(b.data() + 80, 4) == "05000000");  // jobNameLength
   REQUIRE(std::string(b.begin() + 84, b.begin() + 89) == "job-7");  // jobName at 84..211
-  REQUIRE(std::all_of(b.begin() + 89, b.end(), [](uint8_t c) { return c == 0; }));
+  REQUIRE(std::all_of(b.begin() + 89, b.begin() + 212, [](uint8_t c) { return c == 0; }));
+  REQUIRE(hexOf(b.data() + 212, 4) == "c4090000");  // lossDetectMs at 212..215
   HelloPayload out;
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
   REQUIRE(out.worldSize == p.worldSize);
@@ -735,6 +768,7 @@ TEST_CASE("frame: hello payload: round trip and exact bytes") {
   REQUIRE(out.clientNonce == p.clientNonce);
   REQUIRE(out.authProof == p.authProof);
   REQUIRE(out.jobName == "job-7");
+  REQUIRE(out.lossDetectMs == 2500);
   p.jobName.clear();  // no job: the pool's own secret
   b = encodeHello(p);
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
@@ -783,8 +817,12 @@ TEST_CASE("frame: hello payload: boundary values are accepted") {
   p.reducerCount = 1;
   p.reducerIndex = 0;
   p.timeoutMs = 0;
+  p.lossDetectMs = 0;  // the reducer's bound
   auto b = encodeHello(p);
   HelloPayload out;
+  REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
+  p.lossDetectMs = kMinLossDetectMs;
+  b = encodeHello(p);
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
   p.worldSize = kMaxWorldSize;
   p.streamCount = kMaxStreamCount;
@@ -792,9 +830,11 @@ TEST_CASE("frame: hello payload: boundary values are accepted") {
   p.reducerCount = 0xFFFF;
   p.reducerIndex = 0xFFFE;
   p.timeoutMs = 0xFFFFFFFF;
+  p.lossDetectMs = 0xFFFFFFFF;
   b = encodeHello(p);
   REQUIRE(decodeHello(b.data(), b.size(), &out).isOk());
   REQUIRE(out.worldSize == 65536);
+  REQUIRE(out.lossDetectMs == 0xFFFFFFFF);
 }
 
 TEST_CASE("frame: hello payload: wrong size") {
@@ -802,9 +842,9 @@ TEST_CASE("frame: hello payload: wrong size") {
   auto valid = encodeHello(validHello());
   std::memcpy(buf.data(), valid.data(), valid.size());
   HelloPayload out;
-  for (size_t n : {size_t{0}, size_t{48}, size_t{80}, size_t{211}}) {
+  for (size_t n : {size_t{0}, size_t{48}, size_t{80}, size_t{212}, size_t{215}, size_t{217}}) {
     requireProtocolError(decodeHello(buf.data(), n, &out),
-                         "hello payload: " + std::to_string(n) + " bytes (expected 212)");
+                         "hello payload: " + std::to_string(n) + " bytes (expected 216)");
   }
 }
 
@@ -856,6 +896,9 @@ TEST_CASE("frame: hello payload: each field out of range") {
        "reducerCount 0 (expected at least 1)"},
       {[](HelloPayload& p) { p.reducerIndex = 20; },
        "reducerIndex 20 (expected below reducerCount 20)"},
+      {[](HelloPayload& p) { p.lossDetectMs = 1; },
+       "lossDetectMs 1 (expected 0 or 100..4294967295)"},
+      {[](HelloPayload& p) { p.lossDetectMs = kMinLossDetectMs - 1; }, "lossDetectMs 99"},
   };
   for (const Case& c : cases) {
     HelloPayload p = validHello();
@@ -869,15 +912,16 @@ TEST_CASE("frame: hello payload: each field out of range") {
 }
 
 TEST_CASE("frame: hello-ack payload: round trip and exact bytes") {
-  HelloAckPayload p{64u << 20, 4, 0x000102};
+  HelloAckPayload p{64u << 20, 4, 0x000102, 10000};
   auto b = encodeHelloAck(p);
-  REQUIRE(hexOf(b.data(), b.size()) == "00000004" "04000000" "02010000" "00000000");
+  REQUIRE(hexOf(b.data(), b.size()) == "00000004" "04000000" "02010000" "10270000");
   HelloAckPayload out;
   REQUIRE(decodeHelloAck(b.data(), b.size(), &out).isOk());
   REQUIRE(out.maxPayloadBytes == p.maxPayloadBytes);
   REQUIRE(out.ioThreads == p.ioThreads);
   REQUIRE(out.serverVersion == p.serverVersion);
-  HelloAckPayload minimal{1, 1, 0};
+  REQUIRE(out.lossDetectMs == 10000);
+  HelloAckPayload minimal{1, 1, 0, 0};  // no loss detection
   b = encodeHelloAck(minimal);
   REQUIRE(decodeHelloAck(b.data(), b.size(), &out).isOk());
 }
@@ -899,10 +943,9 @@ TEST_CASE("frame: hello-ack payload: malformed") {
   auto zeroThreads = encodeHelloAck({1024, 0, 1});
   requireProtocolError(decodeHelloAck(zeroThreads.data(), zeroThreads.size(), &out),
                        "ioThreads 0 (expected at least 1)");
-  auto reserved = b;
-  reserved[15] = 1;
-  requireProtocolError(decodeHelloAck(reserved.data(), reserved.size(), &out),
-                       "reserved 0x01000000 at bytes 12..15 (expected 0)");
+  auto tooShort = encodeHelloAck({1024, 2, 1, kMinLossDetectMs - 1});
+  requireProtocolError(decodeHelloAck(tooShort.data(), tooShort.size(), &out),
+                       "hello-ack payload: lossDetectMs 99 (expected 0 or 100..4294967295)");
 }
 
 namespace {

@@ -50,6 +50,13 @@ struct ClientOptions {
   // may start after the workers) and its handshake, together; a reducer that accepts and then
   // stalls fails connect() with a timeout naming it and the step.
   std::chrono::milliseconds connectTimeout{120000};
+  // The loss bound this member asks for (RS_LOSS_DETECT_MS): a reducer that sends not a byte
+  // for this long while this member waits on it (a collective with chunks on its stream not
+  // complete) is lost, and the collective fails naming it; this member, while it waits, sends
+  // a HEARTBEAT after a third of it without sending, so that the reducer finds a stopped
+  // member within it too (proto/WIRE.md, "Heartbeats and the loss bound"). 0: the reducer's
+  // (--loss-detect-ms, 10 s by default), which also caps it; else at least 100 ms.
+  std::chrono::milliseconds lossDetect{0};
   // This host's link rate in Gbit/s (RS_LINK_GBPS): the streams with a transfer under way are
   // paced to an equal share of it (core/transport/link_share.h). 0: not paced.
   double linkGbps = 0;
@@ -87,7 +94,7 @@ struct ClientOptions {
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
-  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LINK_GBPS, RS_REDUCER_LINK_GBPS,
+  // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LOSS_DETECT_MS, RS_LINK_GBPS, RS_REDUCER_LINK_GBPS,
   // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1), RS_FP32_ACCUMULATOR (fp32|fp64); the
   // secret from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();

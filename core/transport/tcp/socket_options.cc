@@ -61,6 +61,26 @@ Status configureSocket(asio::ip::tcp::socket& socket, const TcpOptions& options)
   return Status::ok();
 }
 
+void setLossTimeouts(int fd, std::chrono::milliseconds bound, bool unreadSendsToo) {
+  constexpr int kProbes = 3;
+  const auto seconds = [](std::chrono::milliseconds ms) {
+    return static_cast<int>(std::clamp<int64_t>((ms.count() + 999) / 1000, 1, INT_MAX));
+  };
+  struct Option {
+    int level, name, value;
+  };
+  const Option options[] = {{SOL_SOCKET, SO_KEEPALIVE, 1},
+                            {IPPROTO_TCP, TCP_KEEPIDLE, seconds(bound / 2)},
+                            {IPPROTO_TCP, TCP_KEEPINTVL, seconds(bound / (2 * kProbes))},
+                            {IPPROTO_TCP, TCP_KEEPCNT, kProbes}};
+  for (const Option& o : options)
+    (void)::setsockopt(fd, o.level, o.name, &o.value, sizeof(o.value));
+  if (!unreadSendsToo) return;
+  const auto userTimeout =
+      static_cast<unsigned int>(std::clamp<int64_t>(bound.count(), 1, UINT_MAX));
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout));
+}
+
 // Linux TCP paces by itself once a socket has a maximum pacing rate (no fq qdisc needed).
 // A paced socket also keeps only about 32 ms of its pace unsent in the kernel
 // (TCP_NOTSENT_LOWAT), so that a write ends when its bytes are nearly on their way, not when

@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@ Result<std::unique_ptr<Stream>> TcpStream::moveTo(asio::io_context& target) {
   result->peerName_ = peerName_;
   result->lowWatermark_ = lowWatermark_;  // the socket keeps its SO_RCVLOWAT
   result->bytesSent_ = bytesSent_;
+  result->bytesRead_ = bytesRead_;
   return std::unique_ptr<Stream>(std::move(result));
 }
 
@@ -63,6 +65,7 @@ void TcpStream::readExactlyFrom(std::byte* data, size_t size, size_t done, IoHan
       asio::buffer(data + done, size - done),
       [this, data, size, done, h = std::move(handler)](const std::error_code& ec,
                                                         size_t n) mutable {
+        bytesRead_ += n;
         if (ec || done + n == size) {
           h(ec, done + n);
           return;
@@ -95,7 +98,24 @@ void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler, size_t
   const size_t wake = std::min(wakeAt, size);
   if (wake >= kMinRaisedWake) setLowWatermark(wake);
   else lowerLowWatermark(wake);
-  socket_.async_read_some(asio::buffer(data, size), std::move(handler));
+  socket_.async_read_some(asio::buffer(data, size),
+                          [this, h = std::move(handler)](const std::error_code& ec, size_t n) {
+                            bytesRead_ += n;
+                            h(ec, n);
+                          });
+}
+
+uint64_t TcpStream::bytesArrived() const {
+  int queued = 0;
+  if (socket_.is_open() && ::ioctl(const_cast<asio::ip::tcp::socket&>(socket_).native_handle(),
+                                   FIONREAD, &queued) == 0 && queued > 0)
+    return bytesRead_ + static_cast<uint64_t>(queued);
+  return bytesRead_;
+}
+
+void TcpStream::setLossBound(std::chrono::milliseconds bound, bool unreadSendsToo) {
+  if (socket_.is_open() && bound.count() > 0)
+    setLossTimeouts(socket_.native_handle(), bound, unreadSendsToo);
 }
 
 void TcpStream::setPacingRate(uint64_t bytesPerSecond) {

@@ -25,10 +25,12 @@ class TcpStream final : public Stream {
   void asyncWriteAll(const ConstBuffer* buffers, size_t count, IoHandler handler) override;
   bool trySendNow(const void* data, size_t size) override;
   uint64_t bytesSent() const override { return bytesSent_; }
+  uint64_t bytesArrived() const override;
   bool watchPeerGone(WaitHandler handler) override;
   void stopWatchingPeer() override;
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override;
   void setPacingRate(uint64_t bytesPerSecond) override;
+  void setLossBound(std::chrono::milliseconds bound, bool unreadSendsToo) override;
   void shutdownSend() override;
   void close() override;
   bool isOpen() const override { return socket_.is_open(); }
@@ -58,6 +60,7 @@ class TcpStream final : public Stream {
   size_t written_ = 0;
   IoHandler writeHandler_;
   uint64_t bytesSent_ = 0;                  // bytesSent()
+  uint64_t bytesRead_ = 0;                  // handed to readers so far (bytesArrived)
   int lowWatermark_ = 1;                    // SO_RCVLOWAT now set (the kernel's default is 1)
   int unsentLimit_ = 0;  // TCP_NOTSENT_LOWAT as set; 0: never set (the kernel's: unlimited)
   // An epoll set holding this socket for its peer's end (watchPeerGone); opened at the first
