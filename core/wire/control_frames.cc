@@ -45,6 +45,16 @@ FrameHeader dataHeader(FrameType type, const ChunkFields& c) {
   return h;
 }
 
+FrameHeader watermarkHeader(FrameType type, const GroupId& group, uint32_t rank,
+                            uint64_t chunk) {
+  FrameHeader h;
+  h.type = type;
+  h.group = group;
+  h.rank = rank;
+  h.chunk = chunk;
+  return h;
+}
+
 ErrorFrame failureFrame(FrameType type, const GroupId& group, uint32_t rank,
                         const Status& reason) {
   ErrorFrame frame;
@@ -69,6 +79,14 @@ FrameHeader reduceHeader(const ChunkFields& chunk) {
 
 FrameHeader resultHeader(const ChunkFields& chunk) {
   return dataHeader(FrameType::kResult, chunk);
+}
+
+FrameHeader receivedHeader(const GroupId& group, uint32_t rank, uint64_t chunk) {
+  return watermarkHeader(FrameType::kReceived, group, rank, chunk);
+}
+
+FrameHeader commitHeader(const GroupId& group, uint32_t rank, uint64_t chunk) {
+  return watermarkHeader(FrameType::kCommit, group, rank, chunk);
 }
 
 ErrorFrame errorFrame(const GroupId& group, uint32_t rank, const Status& reason) {

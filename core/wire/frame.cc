@@ -164,6 +164,17 @@ Status checkHelloFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t p
   return requireZero(h.type, "op", op);
 }
 
+// RECEIVED and COMMIT: the header alone, its chunk the watermark; nothing else.
+Status checkWatermarkFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
+  RS_RETURN_IF_ERROR(requireZero(h.type, "payloadLength", h.payloadLength));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
+  return requireZero(h.type, "op", op);
+}
+
 Status checkErrorFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
   if (h.status == 0 || h.status > kMaxStatusCode) {
     return typedError(h.type, "status " + dec(h.status) + " (expected a failure code 1.." +
@@ -217,8 +228,14 @@ std::string_view frameTypeName(FrameType t) {
     case FrameType::kError: return "ERROR";
     case FrameType::kAbort: return "ABORT";
     case FrameType::kChallenge: return "CHALLENGE";
+    case FrameType::kReceived: return "RECEIVED";
+    case FrameType::kCommit: return "COMMIT";
   }
   return "UNKNOWN";
+}
+
+bool isKnownFrameType(uint8_t type) {
+  return frameTypeName(static_cast<FrameType>(type)) != "UNKNOWN";
 }
 
 void encodeHeader(const FrameHeader& h, uint8_t* out) {
@@ -259,13 +276,16 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
   }
   const uint8_t version = data[kOffVersion];
   if (version != kProtocolVersion) {
+    // Reducers and workers of releases with different wire versions meet here, on the first
+    // frame of a stream (the CHALLENGE or the HELLO): say so, not just which byte was wrong.
     return headerError("unsupported version " + dec(version) + " (expected " +
-                       dec(kProtocolVersion) + ")");
+                       dec(kProtocolVersion) + "): the peer runs another release of the Reduction "
+                       "Server, and reducers and workers must speak one wire version "
+                       "(proto/WIRE.md, Versioning)");
   }
   const uint8_t type = data[kOffType];
-  if (type < kMinFrameType || type > kMaxFrameType) {
-    return headerError("unknown type " + dec(type) + " (expected " + dec(kMinFrameType) + ".." +
-                       dec(kMaxFrameType) + ")");
+  if (!isKnownFrameType(type)) {
+    return headerError("unknown type " + dec(type) + " (expected 1..7, 9 or 10)");
   }
   const uint16_t flags = get16(data + kOffFlags);
   if ((flags & ~kKnownFlags) != 0) {
@@ -324,6 +344,10 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
     case FrameType::kError:
     case FrameType::kAbort:
       RS_RETURN_IF_ERROR(checkErrorFrame(h, dtype, op));
+      break;
+    case FrameType::kReceived:
+    case FrameType::kCommit:
+      RS_RETURN_IF_ERROR(checkWatermarkFrame(h, dtype, op));
       break;
   }
   h.dtype = static_cast<DataType>(dtype);

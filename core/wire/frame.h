@@ -21,7 +21,9 @@ namespace rs::wire {
 
 inline constexpr uint32_t kMagic = 0x31465352;  // "RSF1" in byte order on the wire
 // 2: the reducer opens with CHALLENGE and HELLO carries the worker's nonce and proof.
-inline constexpr uint8_t kProtocolVersion = 2;
+// 3: RECEIVED and COMMIT (a member acknowledges the results it holds, a reducer says when every
+// member has: proto/FAILOVER.md), part of every stream's conversation.
+inline constexpr uint8_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 72;
 
 enum class FrameType : uint8_t {
@@ -32,9 +34,12 @@ enum class FrameType : uint8_t {
   kError = 5,     // either way: this request failed (ErrorPayload); the stream stays usable
   kAbort = 6,     // either way: the group is dead (ErrorPayload); the sender closes the stream
   kChallenge = 7, // reducer -> worker, first frame on a stream: nonce and auth mode
+  // 8 is not assigned.
+  kReceived = 9,  // worker -> reducer, header only: the results it holds on this stream (chunk)
+  kCommit = 10,   // reducer -> worker, header only: the results every member holds (chunk)
 };
-inline constexpr uint8_t kMinFrameType = 1;
-inline constexpr uint8_t kMaxFrameType = 7;
+// Whether `type` names a frame type of this version.
+bool isKnownFrameType(uint8_t type);
 
 // Decoders reject unknown bits so that a future flag never changes meaning silently.
 // kFlagDeterministic (HELLO only): this member asks for deterministic mode (RS_DETERMINISTIC):

@@ -14,6 +14,7 @@
 
 #include "client/handshake.h"
 #include "core/wire/auth.h"
+#include "core/wire/crc32c.h"
 #include "tests/support/fake_reducer.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/run_until.h"
@@ -155,6 +156,40 @@ TEST_CASE("client handshake: a reducer's refusal ends it with the reducer's code
   CHECK(outcome.status().code() == StatusCode::kFailedPrecondition);
   CHECK(outcome.status().message() ==
         streamName(fake.endpoint()) + " refused: group 0123abcd belongs to another job");
+}
+
+TEST_CASE("client handshake: a reducer of another wire version is refused at its CHALLENGE, "
+          "with a message that says so and sends no HELLO") {
+  std::atomic<bool> closed{false};
+  std::atomic<bool> gotHello{false};
+  FakeReducer fake([&](FakeReducer::Socket& s) {
+    // The CHALLENGE of the release before: its version byte, with the checksum made anew.
+    std::vector<uint8_t> challenge = challengeFrame();
+    challenge[4] = wire::kProtocolVersion - 1;
+    const uint32_t crc = wire::crc32c(challenge.data(), wire::kHeaderSize - 4);
+    for (int i = 0; i < 4; ++i)
+      challenge[wire::kHeaderSize - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
+    writeBytes(s, challenge.data(), challenge.size());
+    wire::HeaderBytes bytes;
+    std::error_code ec;
+    asio::read(s, asio::buffer(bytes), ec);
+    gotHello = !ec;
+    closed = true;
+  });
+  asio::io_context io;
+  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+          fake.endpoint());
+  auto& outcome = run.outcome(io);
+  REQUIRE_FALSE(outcome.isOk());
+  CHECK(outcome.status().code() == StatusCode::kProtocolError);
+  const std::string old = std::to_string(wire::kProtocolVersion - 1);
+  CHECK_THAT(outcome.status().message(),
+             Contains(streamName(fake.endpoint()) + ": frame header: unsupported version " + old +
+                      " (expected " + std::to_string(wire::kProtocolVersion) +
+                      "): the peer runs another release of the Reduction Server, and reducers "
+                      "and workers must speak one wire version"));
+  REQUIRE(waitUntil([&] { return closed.load(); }));
+  CHECK_FALSE(gotHello);
 }
 
 TEST_CASE("client handshake: a member without the secret stops at a reducer that wants one, "

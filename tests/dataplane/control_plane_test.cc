@@ -45,7 +45,7 @@ TEST_CASE("GetInfo, JoinGroup, GetStats, LeaveGroup, health and Drain", "[contro
     grpc::ClientContext ctx;
     rs::v1::GetInfoResponse info;
     REQUIRE(stub->GetInfo(&ctx, {}, &info).ok());
-    CHECK(info.protocol_version() == 2);
+    CHECK(info.protocol_version() == 3);
     CHECK(info.dtypes_size() == kNumDataTypes);
     CHECK(info.ops_size() == kNumReduceOps);
     CHECK(info.max_chunk_bytes() == testServerConfig().maxChunkBytes);

@@ -85,9 +85,26 @@ FrameHeader errorHeader(FrameType type = FrameType::kError) {
   return h;
 }
 
+// RECEIVED and COMMIT: the header alone, the watermark in chunk.
+FrameHeader watermarkHeader(FrameType type) {
+  FrameHeader h;
+  h.type = type;
+  h.group = GroupId{11, 12};
+  h.rank = 6;
+  h.chunk = 4711;
+  return h;
+}
+
 std::vector<FrameHeader> validHeaders() {
-  return {reduceHeader(), resultHeader(), helloHeader(), helloAckHeader(), challengeHeader(),
-          errorHeader(FrameType::kError), errorHeader(FrameType::kAbort)};
+  return {reduceHeader(),
+          resultHeader(),
+          helloHeader(),
+          helloAckHeader(),
+          challengeHeader(),
+          errorHeader(FrameType::kError),
+          errorHeader(FrameType::kAbort),
+          watermarkHeader(FrameType::kReceived),
+          watermarkHeader(FrameType::kCommit)};
 }
 
 void requireSameHeader(const FrameHeader& a, const FrameHeader& b) {
@@ -170,7 +187,7 @@ TEST_CASE("frame: golden bytes of a REDUCE header (proto/WIRE.md example)") {
   HeaderBytes b = encodeHeader(h);
   REQUIRE(hexOf(b.data(), b.size()) ==
           "52534631"          // magic
-          "02" "03" "0000"    // version, type, flags
+          "03" "03" "0000"    // version, type, flags
           "0807060504030201"  // group.hi
           "100f0e0d0c0b0a09"  // group.lo
           "02000000"          // rank
@@ -185,7 +202,7 @@ TEST_CASE("frame: golden bytes of a REDUCE header (proto/WIRE.md example)") {
   const uint32_t crc = crc32c(b.data(), 68);
   REQUIRE(b[68] == (crc & 0xFF));
   REQUIRE(b[71] == (crc >> 24));
-  REQUIRE(crc == 0x3122257eu);  // pinned so that a change to the layout cannot go unnoticed
+  REQUIRE(crc == 0x452cca7cu);  // pinned so that a change to the layout cannot go unnoticed
 }
 
 TEST_CASE("frame: every field lands at its documented offset, little-endian") {
@@ -308,8 +325,11 @@ TEST_CASE("frame: frameTypeName") {
   REQUIRE(frameTypeName(FrameType::kError) == "ERROR");
   REQUIRE(frameTypeName(FrameType::kAbort) == "ABORT");
   REQUIRE(frameTypeName(FrameType::kChallenge) == "CHALLENGE");
+  REQUIRE(frameTypeName(FrameType::kReceived) == "RECEIVED");
+  REQUIRE(frameTypeName(FrameType::kCommit) == "COMMIT");
   REQUIRE(frameTypeName(static_cast<FrameType>(0)) == "UNKNOWN");
   REQUIRE(frameTypeName(static_cast<FrameType>(8)) == "UNKNOWN");
+  REQUIRE(frameTypeName(static_cast<FrameType>(11)) == "UNKNOWN");
 }
 
 // --- Malformed: fields every type shares -----------------------------------------------
@@ -339,19 +359,24 @@ TEST_CASE("frame: bad magic names both values") {
 
 TEST_CASE("frame: unsupported version") {
   requireProtocolError(decode(patched(reduceHeader(), 4, 0, 1)),
-                       "unsupported version 0 (expected 2)");
-  // Version 1 had no CHALLENGE and no authentication.
+                       "unsupported version 0 (expected 3)");
+  // Version 1 had no CHALLENGE and no authentication, version 2 no RECEIVED and COMMIT: a
+  // reducer and a worker of such releases meet on the first frame, and the message says so.
   requireProtocolError(decode(patched(reduceHeader(), 4, 1, 1)),
-                       "unsupported version 1 (expected 2)");
-  requireProtocolError(decode(patched(reduceHeader(), 4, 3, 1)),
-                       "unsupported version 3 (expected 2)");
+                       "unsupported version 1 (expected 3)");
+  requireProtocolError(decode(patched(challengeHeader(), 4, 2, 1)),
+                       "unsupported version 2 (expected 3): the peer runs another release of "
+                       "the Reduction Server, and reducers and workers must speak one wire "
+                       "version");
+  requireProtocolError(decode(patched(reduceHeader(), 4, 4, 1)),
+                       "unsupported version 4 (expected 3)");
   requireProtocolError(decode(patched(reduceHeader(), 4, 255, 1)), "unsupported version 255");
 }
 
 TEST_CASE("frame: frame type out of range") {
-  for (uint64_t t : {0, 8, 9, 255}) {
+  for (uint64_t t : {0, 8, 11, 255}) {
     requireProtocolError(decode(patched(reduceHeader(), 5, t, 1)),
-                         "unknown type " + std::to_string(t) + " (expected 1..7)");
+                         "unknown type " + std::to_string(t) + " (expected 1..7, 9 or 10)");
   }
 }
 
@@ -691,6 +716,38 @@ TEST_CASE("frame: ERROR and ABORT data fields must be zero, seq and chunk may be
     h.seq = kU64Max;
     h.chunk = kU64Max;
     REQUIRE(decode(h).isOk());
+  }
+}
+
+// --- Malformed: RECEIVED and COMMIT ---------------------------------------------------
+
+TEST_CASE("frame: RECEIVED and COMMIT are a header alone; chunk is the watermark") {
+  struct Field {
+    const char* name;
+    size_t off;
+    size_t width;
+  };
+  const Field fields[] = {{"payloadLength", 64, 4}, {"seq", 32, 8},      {"elemOffset", 48, 8},
+                          {"elemCount", 56, 4},     {"status", 28, 4},   {"dtype", 60, 1},
+                          {"op", 61, 1}};
+  for (FrameType t : {FrameType::kReceived, FrameType::kCommit}) {
+    FrameHeader h = watermarkHeader(t);
+    const std::string prefix = std::string(frameTypeName(t)) + " frame: ";
+    for (const Field& f : fields) {
+      INFO(frameTypeName(t) << " " << f.name);
+      requireProtocolError(decode(patched(h, f.off, 1, f.width)),
+                           prefix + f.name + " 1 (expected 0)");
+      requireProtocolError(decode(patched(h, f.off + f.width - 1, 0x80, 1)), prefix + f.name);
+    }
+    // Any watermark, group and rank: what they may be is the receiver's to check.
+    for (uint64_t chunk : {uint64_t{0}, kU64Max}) {
+      h.chunk = chunk;
+      h.rank = 0xFFFFFFFF;
+      h.group = GroupId{kU64Max, 0};
+      FrameHeader out;
+      REQUIRE(decode(encodeHeader(h), &out).isOk());
+      requireSameHeader(out, h);
+    }
   }
 }
 
