@@ -1,6 +1,7 @@
 // One worker stream on one io thread: reads REDUCE frames and hands each payload to its slot
 // piece by piece as it arrives (the slot folds it in); writes RESULT frames from the slot's
-// single result buffer.
+// single result buffer. Reads the member's RECEIVED frames for its owner's commit counter and
+// writes the COMMITs it sends back, one per write.
 //
 // Lifetime: its SessionOwner (the Shard) holds a session while it is a group member, and every pending operation
 // holds it through shared_from_this(), so a closed session lives until its last handler ran
@@ -10,6 +11,7 @@
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,11 @@ class SessionOwner {
   // member has now contributed to, wakes the members held back, and completes the slot when
   // that was the last element of the last member.
   virtual void contributed(Slot& slot) = 0;
+  // The member's RECEIVED: it holds every result up to `chunk` on the session's stream. Its
+  // stream's commit counter takes it and, when the commit watermark rose, sends COMMIT to the
+  // stream's members. An error (a chunk whose result was not sent, a watermark that does not
+  // rise) breaks the protocol: the session fails the group with it.
+  virtual Status received(Session& session, uint64_t chunk) = 0;
   // The member closed its stream at a frame boundary. If a chunk still open on that stream
   // lacks its contribution, the group fails; otherwise later chunks on the stream will.
   virtual void memberLeft(Session& session) = 0;
@@ -67,6 +74,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void start(const wire::HelloAckPayload& ack);
   // Queues elements [from, to) of the slot's result to this member as one RESULT frame.
   void sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint64_t to);
+  // Tells the member that every member holds every result up to `chunk` on this stream: a
+  // COMMIT in the next write, ahead of the results queued (the commits that come while a write
+  // is in flight go as one, the latest).
+  void sendCommit(uint64_t chunk);
   // Queues ABORT with the reason, drops queued results, and closes once it is written (or
   // after a short grace period).
   void abort(const Status& reason);
@@ -95,6 +106,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void readHeader();
   void onHeader(const std::error_code& ec);
   void handleReduce();
+  void handleReceived();
+  // The frame just read names this stream's group and rank, and its chunk belongs to this
+  // reducer and stream; else the frame is rejected (and false).
+  bool fromThisStream();
   void onPeerAbort(const std::error_code& ec);
   // While it reads nothing (parked, held back), a session still watches for its member closing
   // or resetting the stream: the group fails at once, not at the collective timeout. The
@@ -143,8 +158,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool haveLastChunk_ = false;
   uint64_t lastChunk_ = 0;
 
-  // Write side: HELLO_ACK, RESULT parts (each owned by its slot until written), ABORT.
+  // Write side: HELLO_ACK, RESULT parts (each owned by its slot until written), COMMIT, ABORT.
   transport::FrameWriter writer_;
+  std::optional<uint64_t> commitDue_;  // a COMMIT for the next write
 
   // Pacing (--link-gbps): busy from a chunk's header until its last RESULT part is written.
   transport::LinkShare::Pacer pacer_;

@@ -59,6 +59,7 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
   slots.resize(group->params().worldSize);
   slots[rank] = session;
   gs.departed[streamIndex].resize(group->params().worldSize, false);
+  gs.commits.try_emplace(streamIndex, group->params().worldSize);
   if (shuttingDown_) {
     session->abort(unavailableError("the reducer is shutting down"));
     return;
@@ -247,9 +248,21 @@ void Shard::sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
   const auto& members = gs.members[slot->stream()];
   for (const auto& member : members)
     if (member && !member->closed()) member->sendResult(slot, part->from, part->to);
+  if (part->to == slot->elemCount()) gs.commits.at(slot->stream()).resultSent(slot->chunk());
   slot->wakeHeldBack([&](uint32_t rank) {
     if (rank < members.size() && members[rank]) members[rank]->onOthersCaughtUp();
   });
+}
+
+Status Shard::received(Session& session, uint64_t chunk) {
+  GroupShard* gs = findGroup(session.group()->id());
+  if (gs == nullptr) return Status::ok();  // aborted and forgotten while the frame was read
+  CommitCounter& counter = gs->commits.at(session.streamIndex());
+  RS_RETURN_IF_ERROR(counter.received(session.rank(), chunk));
+  if (const std::optional<uint64_t> commit = counter.takeCommit())
+    for (const auto& member : gs->members[session.streamIndex()])
+      if (member && !member->closed()) member->sendCommit(*commit);
+  return Status::ok();
 }
 
 void Shard::completeSlot(GroupShard& gs, const Slot& slot) {

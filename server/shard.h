@@ -22,6 +22,7 @@
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
 #include "server/admission.h"
+#include "server/commit_counter.h"
 #include "server/config.h"
 #include "server/failure_reason.h"
 #include "server/group_registry.h"
@@ -64,6 +65,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
   Acquire acquireSlot(const std::shared_ptr<Session>& session, const wire::FrameHeader& header,
                       std::shared_ptr<Slot>* slot, Status* error) override;
   void contributed(Slot& slot) override;
+  Status received(Session& session, uint64_t chunk) override;
   void memberLeft(Session& session) override;
   void detach(Session& session) override;
   void failGroup(const std::shared_ptr<Group>& group, const Status& reason) override;
@@ -76,6 +78,8 @@ class Shard final : public SessionOwner, private Admission::Owner {
     std::unordered_map<uint16_t, std::vector<std::shared_ptr<Session>>> members;
     // Members that closed their stream cleanly: a later chunk on that stream cannot complete.
     std::unordered_map<uint16_t, std::vector<bool>> departed;
+    // Per stream: the results sent, the members' RECEIVED and the commit watermark.
+    std::unordered_map<uint16_t, CommitCounter> commits;
     // chunk -> slot. A completed one leaves it, but Admission counts it against the group's
     // quota and share while its RESULT parts are still queued to some member (heldSlots).
     std::unordered_map<uint64_t, std::shared_ptr<Slot>> open;
