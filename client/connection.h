@@ -13,6 +13,19 @@
 // part may cover only elements this member has already handed to the socket
 // (Stream::bytesSent): a sum includes this member's contribution, and a request must not
 // complete while its send buffer is still being read.
+//
+// Commits (proto/FAILOVER.md, "What each member keeps"): once a chunk's last part is in, the
+// connection acknowledges it with RECEIVED (the highest chunk of the stream whose result it
+// holds), one per read batch: when the reader has no further header buffered, before it waits
+// on the socket. A RECEIVED goes to the writer before any REDUCE frame handed to it later, so
+// the acknowledgement of a collective's results always precedes the chunks of any collective
+// submitted after it completed: the reducer reads it even while it cannot yet read those (parked
+// for memory, held back), and a member whose retention store waits for that commit is never
+// waiting on a chunk that waits on it. The writer gets REDUCE frames only while less than
+// kWriteAhead bytes are unwritten, so a RECEIVED waits behind that much at most. COMMIT (every
+// member holds every result up to a chunk) goes to the owner, which drops what it kept; a COMMIT
+// that does not rise or passes this member's own RECEIVED is a protocol error.
+//
 // Everything here runs on the connection's io thread. After close(), every pending operation's
 // handler still runs; once the last one has, the connection reports itself drained, and only
 // then may the requests it touched be failed (their buffers are no longer in use).
@@ -20,8 +33,10 @@
 
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
+#include <atomic>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +63,10 @@ class ConnectionOwner {
   // The first error on any connection fails the communicator: the owner closes every
   // connection, this one included.
   virtual void onFailed(const Status& reason) = 0;
+  // Every chunk's result of `request` is in its buffer (this connection had its last chunk).
+  virtual void onResultsIn(std::shared_ptr<RequestState> request) = 0;
+  // The reducer committed every chunk up to `chunk` on this connection's stream.
+  virtual void onCommitted(Connection& connection, uint64_t chunk) = 0;
   // Closed and every handler has run: `touched` (the requests this connection held) may be
   // failed now, since no I/O can write into their buffers any more.
   virtual void onDrained(Connection& connection,
@@ -97,6 +116,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void abortAndClose(const Status& reason);
 
   asio::io_context& executorContext() { return io_; }
+  // RECEIVED frames handed to the writer, COMMIT frames taken (any thread).
+  uint64_t receivedFrames() const { return receivedFrames_.load(std::memory_order_relaxed); }
+  uint64_t commitFrames() const { return commitFrames_.load(std::memory_order_relaxed); }
   uint32_t reducerIndex() const { return reducerIndex_; }
   uint32_t streamIndex() const { return streamIndex_; }
   // "reducer 2 (10.0.0.7:2222) stream 1"
@@ -107,11 +129,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void readHeader();
   void onHeader(const std::error_code& ec);
   void onResult(const std::error_code& ec);
+  void onCommit();
+  // A RECEIVED is due: a chunk's result is complete that no RECEIVED handed to the writer covers.
+  bool receivedDue() const { return completed_ && (!acknowledged_ || *completed_ > *acknowledged_); }
+  void enqueueReceived();
   // Elements of `chunk` handed to the socket so far: all that a result part may cover.
   uint64_t elemsSent(const ChunkTransfer& chunk) const;
   void onErrorText(const std::error_code& ec);
-  // Hands the held chunks' REDUCE frames to the writer, in order, narrowing compressed ones
-  // only while little narrowed data waits to be written (kStageAhead); then flushes.
+  // Hands a due RECEIVED to the writer (if nothing is being written, or REDUCE frames follow
+  // it), then the held chunks' REDUCE frames, in order, while less than kWriteAhead bytes are
+  // unwritten (narrowing compressed ones only then); then flushes.
   void feedWriter();
   void enqueueReduce(const ChunkTransfer& chunk);
   void flush();
@@ -143,8 +170,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Chunks not handed to the writer: submitted before the handshake (sent after it), waiting
   // for their turn to be narrowed, or submitted after close (failed once drained).
   std::deque<ChunkTransfer> held_;
-  // Narrowed REDUCE payload bytes handed to the writer and not yet written.
-  uint64_t stagedBytes_ = 0;
+  // Bytes handed to the writer and not yet written (frames and their payloads).
+  uint64_t unwrittenBytes_ = 0;
   // Bytes handed to the stream (the handshake's, then the REDUCE frames given to the writer):
   // where the next frame starts in the stream, since the writer sends its queue in order.
   uint64_t queuedBytes_ = 0;
@@ -153,8 +180,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Chunks whose result is not complete, in order. Those still in held_ are its last
   // held_.size() entries, since a result can only follow the chunk's upload.
   std::deque<ChunkTransfer> expected_;
-  // REDUCE frames straight from the caller's buffer. A failed write leaves it failed(): the
-  // read side may still bring the reason.
+  // The highest chunk whose whole result is in, the last RECEIVED handed to the writer, and
+  // the last COMMIT.
+  std::optional<uint64_t> completed_;
+  std::optional<uint64_t> acknowledged_;
+  std::optional<uint64_t> committed_;
+  std::atomic<uint64_t> receivedFrames_{0};
+  std::atomic<uint64_t> commitFrames_{0};
+  // REDUCE frames straight from the caller's buffer, and RECEIVEDs. A failed write leaves it
+  // failed(): the read side may still bring the reason.
   transport::FrameWriter writer_;
   // Pacing (RS_LINK_GBPS): busy while a chunk on this stream waits for its result.
   transport::LinkShare::Pacer pacer_;
