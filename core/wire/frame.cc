@@ -150,6 +150,14 @@ Status checkDataFrame(const FrameHeader& h, uint8_t dtype, uint8_t op,
   return requireZero(h.type, "status", h.status);
 }
 
+// The fields that describe a chunk's data, zero on every frame but REDUCE and RESULT.
+Status requireNoData(const FrameHeader& h, uint8_t dtype, uint8_t op) {
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
+  return requireZero(h.type, "op", op);
+}
+
 Status checkHelloFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t payloadSize) {
   if (h.payloadLength != payloadSize) {
     return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected " +
@@ -157,22 +165,16 @@ Status checkHelloFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t p
   }
   RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
   RS_RETURN_IF_ERROR(requireZero(h.type, "chunk", h.chunk));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
   RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
-  return requireZero(h.type, "op", op);
+  return requireNoData(h, dtype, op);
 }
 
 // RECEIVED and COMMIT: the header alone, its chunk the watermark; nothing else.
 Status checkWatermarkFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
   RS_RETURN_IF_ERROR(requireZero(h.type, "payloadLength", h.payloadLength));
   RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
   RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
-  return requireZero(h.type, "op", op);
+  return requireNoData(h, dtype, op);
 }
 
 Status checkErrorFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
@@ -185,10 +187,7 @@ Status checkErrorFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
                                   dec(kMaxErrorMessageBytes) + ")");
   }
   // seq and chunk may name the failed collective; the data fields stay zero.
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
-  return requireZero(h.type, "op", op);
+  return requireNoData(h, dtype, op);
 }
 
 // Length of the well-formed UTF-8 sequence at p (1..4), or 0 when it is not one. Rejects

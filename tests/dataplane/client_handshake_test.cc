@@ -47,6 +47,22 @@ std::vector<uint8_t> securedChallengeFrame(const wire::Nonce& nonce) {
   return frame;
 }
 
+// A fake reducer's conversation that sends `challenge`, then records whether a HELLO header
+// followed before the member closed, and shuts the socket down (a member waiting for more
+// learns at once); `closed` is set last.
+FakeReducer::Serve challengeOnly(std::vector<uint8_t> challenge, std::atomic<bool>& gotHello,
+                                 std::atomic<bool>& closed) {
+  return [challenge = std::move(challenge), &gotHello, &closed](FakeReducer::Socket& s) {
+    writeBytes(s, challenge.data(), challenge.size());
+    wire::HeaderBytes bytes;
+    std::error_code ec;
+    asio::read(s, asio::buffer(bytes), ec);
+    gotHello = !ec;
+    closed = true;
+    s.shutdown(asio::socket_base::shutdown_both, ec);
+  };
+}
+
 // One handshake, run on the test's thread, that records its reports. It keeps the options and
 // the group, which the handshake holds by reference.
 class Run {
@@ -162,20 +178,13 @@ TEST_CASE("client handshake: a reducer of another wire version is refused at its
           "with a message that says so and sends no HELLO") {
   std::atomic<bool> closed{false};
   std::atomic<bool> gotHello{false};
-  FakeReducer fake([&](FakeReducer::Socket& s) {
-    // The CHALLENGE of the release before: its version byte, with the checksum made anew.
-    std::vector<uint8_t> challenge = challengeFrame();
-    challenge[4] = wire::kProtocolVersion - 1;
-    const uint32_t crc = wire::crc32c(challenge.data(), wire::kHeaderSize - 4);
-    for (int i = 0; i < 4; ++i)
-      challenge[wire::kHeaderSize - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
-    writeBytes(s, challenge.data(), challenge.size());
-    wire::HeaderBytes bytes;
-    std::error_code ec;
-    asio::read(s, asio::buffer(bytes), ec);
-    gotHello = !ec;
-    closed = true;
-  });
+  // The CHALLENGE of the release before: its version byte, with the checksum made anew.
+  std::vector<uint8_t> challenge = challengeFrame();
+  challenge[4] = wire::kProtocolVersion - 1;
+  const uint32_t crc = wire::crc32c(challenge.data(), wire::kHeaderSize - 4);
+  for (int i = 0; i < 4; ++i)
+    challenge[wire::kHeaderSize - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
+  FakeReducer fake(challengeOnly(challenge, gotHello, closed));
   asio::io_context io;
   Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
           fake.endpoint());
@@ -196,16 +205,7 @@ TEST_CASE("client handshake: a member without the secret stops at a reducer that
           "sending no HELLO") {
   std::atomic<bool> closed{false};
   std::atomic<bool> gotHello{false};
-  FakeReducer fake([&](FakeReducer::Socket& s) {
-    const std::vector<uint8_t> challenge = securedChallengeFrame(*wire::randomNonce());
-    writeBytes(s, challenge.data(), challenge.size());
-    wire::HeaderBytes bytes;
-    std::error_code ec;
-    asio::read(s, asio::buffer(bytes), ec);
-    gotHello = !ec;
-    closed = true;
-    s.shutdown(asio::socket_base::shutdown_both, ec);  // a member waiting for more learns now
-  });
+  FakeReducer fake(challengeOnly(securedChallengeFrame(*wire::randomNonce()), gotHello, closed));
   asio::io_context io;
   Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
           fake.endpoint());

@@ -7,9 +7,7 @@
 
 #include <asio/error.hpp>
 
-#include <atomic>
 #include <string>
-#include <thread>
 
 #include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
@@ -84,13 +82,8 @@ TEST_CASE("a RECEIVED for a result the reducer never sent, or one that does not 
       Bad{"repeated", 2, 1, 1, "RECEIVED for chunk 1 after RECEIVED for chunk 1"});
   CAPTURE(bad.what);
   LocalPool pool(1);
-  std::atomic<bool> stop{false};
-  std::atomic<int> rounds{0};
-  Status healthy;  // Catch2 assertions belong on the test's own thread
-  std::thread other([&] {
-    healthy = runHealthyGroup(pool.endpoints(), {.stop = &stop, .done = &rounds});
-  });
-  REQUIRE(waitUntil([&] { return rounds.load() >= 1; }));
+  HealthyGroupBeside healthy(pool.endpoints());
+  REQUIRE(healthy.running());
 
   asio::io_context io;
   const GroupId group = GroupId::random();
@@ -115,11 +108,7 @@ TEST_CASE("a RECEIVED for a result the reducer never sent, or one that does not 
   CHECK(pool.reducer(0).dataPlane().stats().framesRejected[kOutOfOrder] == rejectedBefore + 1);
 
   // The reducer goes on serving the healthy group, exactly.
-  const int before = rounds.load();
-  CHECK(waitUntil([&] { return rounds.load() >= before + 2; }));
-  stop = true;
-  other.join();
-  CHECK(healthy.toString() == "OK");
+  CHECK(healthy.finish().toString() == "OK");
 }
 
 }  // namespace rs::test

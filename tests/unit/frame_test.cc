@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <utility>
@@ -150,6 +151,23 @@ void requireProtocolError(const Status& s, std::string_view fragment) {
   REQUIRE_FALSE(s.isOk());
   REQUIRE(s.code() == StatusCode::kProtocolError);
   REQUIRE_THAT(s.message(), Contains(std::string(fragment)));
+}
+
+// A header field by name, place and width.
+struct Field {
+  const char* name;
+  size_t off;
+  size_t width;
+};
+
+// Each field of `h` set to 1, and its highest byte to 0x80, is refused naming the field.
+void requireZeroFields(const FrameHeader& h, std::initializer_list<Field> fields) {
+  const std::string prefix = std::string(frameTypeName(h.type)) + " frame: ";
+  for (const Field& f : fields) {
+    INFO(frameTypeName(h.type) << " " << f.name);
+    requireProtocolError(decode(patched(h, f.off, 1, f.width)), prefix + f.name + " 1 (expected 0)");
+    requireProtocolError(decode(patched(h, f.off + f.width - 1, 0x80, 1)), prefix + f.name);
+  }
 }
 
 std::string hexOf(const uint8_t* p, size_t n) {
@@ -639,25 +657,14 @@ TEST_CASE("frame: HELLO_ACK payloadLength must be exact") {
 }
 
 TEST_CASE("frame: HELLO and HELLO_ACK data fields must be zero") {
-  struct Field {
-    const char* name;
-    size_t off;
-    size_t width;
-  };
-  const Field fields[] = {{"seq", 32, 8},        {"chunk", 40, 8},    {"elemOffset", 48, 8},
-                          {"elemCount", 56, 4},  {"status", 28, 4},   {"dtype", 60, 1},
-                          {"op", 61, 1}};
-  for (const FrameHeader& h : {helloHeader(), helloAckHeader(), challengeHeader()}) {
-    for (const Field& f : fields) {
-      INFO(frameTypeName(h.type) << " " << f.name);
-      const std::string prefix = std::string(frameTypeName(h.type)) + " frame: ";
-      requireProtocolError(decode(patched(h, f.off, 1, f.width)),
-                           prefix + f.name + " 1 (expected 0)");
-      // The highest byte of the field counts too.
-      requireProtocolError(decode(patched(h, f.off + f.width - 1, 0x80, 1)),
-                           prefix + f.name);
-    }
-  }
+  for (const FrameHeader& h : {helloHeader(), helloAckHeader(), challengeHeader()})
+    requireZeroFields(h, {{"seq", 32, 8},
+                          {"chunk", 40, 8},
+                          {"elemOffset", 48, 8},
+                          {"elemCount", 56, 4},
+                          {"status", 28, 4},
+                          {"dtype", 60, 1},
+                          {"op", 61, 1}});
 }
 
 TEST_CASE("frame: HELLO may carry any group and rank") {
@@ -721,24 +728,16 @@ TEST_CASE("frame: ERROR and ABORT data fields must be zero, seq and chunk may be
 
 // --- Malformed: RECEIVED and COMMIT ---------------------------------------------------
 
-TEST_CASE("frame: RECEIVED and COMMIT are a header alone; chunk is the watermark") {
-  struct Field {
-    const char* name;
-    size_t off;
-    size_t width;
-  };
-  const Field fields[] = {{"payloadLength", 64, 4}, {"seq", 32, 8},      {"elemOffset", 48, 8},
-                          {"elemCount", 56, 4},     {"status", 28, 4},   {"dtype", 60, 1},
-                          {"op", 61, 1}};
+TEST_CASE("frame: RECEIVED and COMMIT are a header alone, chunk is the watermark") {
   for (FrameType t : {FrameType::kReceived, FrameType::kCommit}) {
     FrameHeader h = watermarkHeader(t);
-    const std::string prefix = std::string(frameTypeName(t)) + " frame: ";
-    for (const Field& f : fields) {
-      INFO(frameTypeName(t) << " " << f.name);
-      requireProtocolError(decode(patched(h, f.off, 1, f.width)),
-                           prefix + f.name + " 1 (expected 0)");
-      requireProtocolError(decode(patched(h, f.off + f.width - 1, 0x80, 1)), prefix + f.name);
-    }
+    requireZeroFields(h, {{"payloadLength", 64, 4},
+                          {"seq", 32, 8},
+                          {"elemOffset", 48, 8},
+                          {"elemCount", 56, 4},
+                          {"status", 28, 4},
+                          {"dtype", 60, 1},
+                          {"op", 61, 1}});
     // Any watermark, group and rank: what they may be is the receiver's to check.
     for (uint64_t chunk : {uint64_t{0}, kU64Max}) {
       h.chunk = chunk;
