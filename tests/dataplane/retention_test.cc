@@ -131,13 +131,11 @@ TEST_CASE("a member at its retention bound waits for commits before it completes
   // Rank 1 is a raw member, so that the test decides when it acknowledges its results; rank 0
   // keeps at most one chunk.
   asio::io_context io;
-  std::unique_ptr<RawMember> raw;
-  std::thread joining([&] { raw = std::make_unique<RawMember>(io, pool.endpoints()[0].port, group, 2, 1); });
+  RawMember raw(io, pool.endpoints()[0].port, group, 2, 1);
   auto options = oneChunkOptions(pool.endpoints());
   options.retainBytes = kCount * sizeof(float);
   auto core = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{group, 2, 0});
   REQUIRE(core->start().toString() == "OK");
-  joining.join();
 
   // Rank 0 sends i, the raw member 1 + i (RawMember): every result is 2i + 1.
   std::vector<float> buf(kCount);
@@ -166,8 +164,8 @@ TEST_CASE("a member at its retention bound waits for commits before it completes
   auto first = core->submit(buf.data(), buf.data(), kCount, DataType::kFloat32, ReduceOp::kSum,
                             std::chrono::milliseconds(0));
   REQUIRE(first.isOk());
-  raw->sendChunk(0, kCount);
-  raw->readResult(0, kCount);
+  raw.sendChunk(0, kCount);
+  raw.readResult(0, kCount);
   REQUIRE(finish(*first).toString() == "OK");
   CHECK(exact());
   const std::vector<std::byte> result0 = bytesOf();
@@ -181,22 +179,22 @@ TEST_CASE("a member at its retention bound waits for commits before it completes
   auto second = core->submit(buf.data(), buf.data(), kCount, DataType::kFloat32, ReduceOp::kSum,
                              std::chrono::milliseconds(0));
   REQUIRE(second.isOk());
-  raw->sendChunk(1, kCount);
-  raw->readResult(1, kCount);
+  raw.sendChunk(1, kCount);
+  raw.readResult(1, kCount);
   REQUIRE(waitUntil([&] { return core->retention().waiting == 1; }));
   CHECK_FALSE((*second)->done(nullptr));
   CHECK(exact());  // every result is in its buffer already
 
   // Rank 1 acknowledges chunk 0: the reducer commits it, the store drops it and keeps chunk 1,
   // and collective 1 completes.
-  raw->sendReceived(0);
-  CHECK(raw->readCommit() == 0);
+  raw.sendReceived(0);
+  CHECK(raw.readCommit() == 0);
   REQUIRE(finish(*second).toString() == "OK");
   CHECK(exact());
   CHECK_FALSE(core->retentionStore().copyOf(0));
   CHECK(core->retentionStore().copyOf(1) == bytesOf());
-  raw->sendReceived(1);
-  CHECK(raw->readCommit() == 1);
+  raw.sendReceived(1);
+  CHECK(raw.readCommit() == 1);
   REQUIRE(waitUntil([&] { return core->retention().heldBytes == 0; }));
   const RetentionStats st = core->retention();
   CHECK(st.waits == 1);
