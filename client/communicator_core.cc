@@ -35,6 +35,7 @@ Status CommunicatorCore::start() {
     ios_.push_back(caller ? std::make_unique<asio::io_context>()
                           : std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
+    ackTimers_.push_back(std::make_unique<AckTimer>(*ios_.back()));
   }
   if (caller) progress_ = std::make_unique<CallerProgress>(*ios_.front());
   // Each reducer's link as this member may use it: the group's W members share it. Its rate is
@@ -50,10 +51,10 @@ Status CommunicatorCore::start() {
                : std::make_shared<transport::LinkShare>(std::max<uint64_t>(
                      1, reducerRate / std::max<uint32_t>(1, group_.worldSize)));
     for (uint32_t s = 0; s < streams_; ++s) {
-      asio::io_context& io = *ios_[ioIndexOf(connections_.size())];  // [r * streams_ + s]
-      connections_.push_back(
-          std::make_shared<Connection>(*this, options_, group_, io, r, s, options_.reducers[r],
-                                       reducerLink));
+      const size_t thread = ioIndexOf(connections_.size());  // [r * streams_ + s]
+      connections_.push_back(std::make_shared<Connection>(*this, options_, group_, *ios_[thread],
+                                                          *ackTimers_[thread], r, s,
+                                                          options_.reducers[r], reducerLink));
     }
   }
   buildLoggerBeforeThreads();
@@ -202,9 +203,18 @@ void CommunicatorCore::onResultsIn(std::shared_ptr<RequestState> request) {
                                  .data = r.recv + i * r.chunkElems * r.elemSize,
                                  .bytes = static_cast<size_t>(elems * r.elemSize)});
   }
-  if (retention_.keep(std::move(collective)) != RetentionStore::Outcome::kClosed) return;
-  // The communicator failed meanwhile: fail it with the others.
-  onLateRequests({std::move(request)});
+  switch (retention_.keep(std::move(collective))) {
+    case RetentionStore::Outcome::kKept:
+      return;
+    case RetentionStore::Outcome::kWaiting:
+      // It waits for commits: this member's own acknowledgements go now, not at the ack delay.
+      for (auto& c : connections_) asio::post(c->executorContext(), [c] { c->acknowledgeNow(); });
+      return;
+    case RetentionStore::Outcome::kClosed:
+      // The communicator failed meanwhile: fail it with the others.
+      onLateRequests({std::move(request)});
+      return;
+  }
 }
 
 void CommunicatorCore::onCommitted(Connection& connection, uint64_t chunk) {

@@ -97,6 +97,8 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
   std::unique_ptr<CallerProgress> progress_;  // Progress::kCaller only
+  // One per io_context, beside it (destroyed first, once no thread runs them).
+  std::vector<std::unique_ptr<AckTimer>> ackTimers_;
   std::vector<std::shared_ptr<Connection>> connections_;  // [reducer * streams + stream]
   RetentionStore retention_;  // one lane per connection, numbered alike
 

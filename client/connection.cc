@@ -18,13 +18,15 @@ constexpr uint64_t kWriteAhead = 512 << 10;
 }  // namespace
 
 Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
-                       const GroupSpec& group, asio::io_context& io, uint32_t reducerIndex,
+                       const GroupSpec& group, asio::io_context& io, AckTimer& acks,
+                       uint32_t reducerIndex,
                        uint32_t streamIndex, Endpoint endpoint,
                        std::shared_ptr<transport::LinkShare> reducerLink)
     : owner_(owner),
       options_(options),
       group_(group),
       io_(io),
+      acks_(acks),
       reducerIndex_(reducerIndex),
       streamIndex_(streamIndex),
       endpoint_(std::move(endpoint)),
@@ -91,8 +93,9 @@ void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
 
 void Connection::readHeader() {
   if (closed_) return;
-  // The end of a read batch: acknowledge what it completed before waiting on the socket.
-  if (receivedDue() && reader_->buffered() < wire::kHeaderSize) feedWriter();
+  // The end of a read batch: what it completed is acknowledged by the next REDUCE frame, or by
+  // the ack timer.
+  if (receivedDue() && reader_->buffered() < wire::kHeaderSize) deferReceived();
   reader_->readHeader(*stream_,
                       counted([this](const std::error_code& ec, size_t) { onHeader(ec); }));
 }
@@ -200,6 +203,15 @@ void Connection::onCommit() {
   committed_ = in_.chunk;
   commitFrames_.fetch_add(1, std::memory_order_relaxed);
   owner_.onCommitted(*this, in_.chunk);
+  // The frame behind it usually came in the same read (a COMMIT rides in front of a RESULT):
+  // on at once, not through a post, which costs a round of the io loop. Once: a header-only
+  // frame right behind it takes the post.
+  if (!inlineHeader_ && reader_->takeBufferedHeader()) {
+    inlineHeader_ = true;
+    onHeader({});
+    inlineHeader_ = false;
+    return;
+  }
   readHeader();
 }
 
@@ -242,14 +254,26 @@ void Connection::startWrites() { feedWriter(); }
 
 void Connection::feedWriter() {
   if (closed_ || !stream_) return;  // not handshaken yet: onHandshaken feeds it
-  // While a write is in flight a RECEIVED waits, to take the newer watermark, unless REDUCE
-  // frames are about to be queued: it must precede them.
-  if (receivedDue() && (!writer_.writing() || !held_.empty())) enqueueReceived();
+  // A RECEIVED due precedes every REDUCE frame handed over after it, and rides with them.
+  if (receivedDue() && !held_.empty()) enqueueReceived();
   while (!held_.empty() && unwrittenBytes_ < kWriteAhead) {
     expected_[expected_.size() - held_.size()].payloadAt = queuedBytes_ + wire::kHeaderSize;
     enqueueReduce(held_.front());
     held_.pop_front();
   }
+  flush();
+}
+
+void Connection::deferReceived() {
+  if (ackDeferred_) return;
+  ackDeferred_ = true;
+  acks_.add(weak_from_this());
+}
+
+void Connection::acknowledgeNow() {
+  ackDeferred_ = false;
+  if (closed_ || !stream_ || !receivedDue()) return;
+  enqueueReceived();
   flush();
 }
 

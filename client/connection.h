@@ -16,15 +16,17 @@
 //
 // Commits (proto/FAILOVER.md, "What each member keeps"): once a chunk's last part is in, the
 // connection acknowledges it with RECEIVED (the highest chunk of the stream whose result it
-// holds), one per read batch: when the reader has no further header buffered, before it waits
-// on the socket. A RECEIVED goes to the writer before any REDUCE frame handed to it later, so
-// the acknowledgement of a collective's results always precedes the chunks of any collective
-// submitted after it completed: the reducer reads it even while it cannot yet read those (parked
-// for memory, held back), and a member whose retention store waits for that commit is never
-// waiting on a chunk that waits on it. The writer gets REDUCE frames only while less than
-// kWriteAhead bytes are unwritten, so a RECEIVED waits behind that much at most. COMMIT (every
-// member holds every result up to a chunk) goes to the owner, which drops what it kept; a COMMIT
-// that does not rise or passes this member's own RECEIVED is a protocol error.
+// holds; the chunks completed by one read batch share one). The RECEIVED goes in front of the
+// next REDUCE frame handed to the writer, so that it costs no write of its own, or, when none
+// comes within kAckDelay, alone (client/ack_timer.h). Either way it precedes every REDUCE frame
+// handed to the writer after it became due, so the acknowledgement of a collective's results
+// always precedes the chunks of any collective submitted after it completed: the reducer reads
+// it even while it cannot yet read those (parked for memory, held back), and a member whose
+// retention store waits for that commit is never waiting on a chunk that waits on it. The writer
+// gets REDUCE frames only while less than kWriteAhead bytes are unwritten, so a RECEIVED waits
+// behind that much at most. COMMIT (every member holds every result up to a chunk) goes to the
+// owner, which drops what it kept; a COMMIT that does not rise or passes this member's own
+// RECEIVED is a protocol error.
 //
 // Everything here runs on the connection's io thread. After close(), every pending operation's
 // handler still runs; once the last one has, the connection reports itself drained, and only
@@ -40,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "client/ack_timer.h"
 #include "client/handshake.h"
 #include "core/common/endpoint.h"
 #include "core/transport/frame_reader.h"
@@ -96,9 +99,10 @@ struct ChunkTransfer {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `options` and `group` must outlive the connection (the owner holds them).
-  // `reducerLink`: this member's share of the reducer's link, for pacing (may be null).
+  // `reducerLink`: this member's share of the reducer's link, for pacing (may be null). `acks`:
+  // the io thread's timer for RECEIVEDs that no REDUCE frame carries; it outlives the connection.
   Connection(ConnectionOwner& owner, const ClientOptions& options, const GroupSpec& group,
-             asio::io_context& io, uint32_t reducerIndex, uint32_t streamIndex,
+             asio::io_context& io, AckTimer& acks, uint32_t reducerIndex, uint32_t streamIndex,
              Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr);
 
   // Dials and handshakes (client/handshake.h: the two together within options.connectTimeout);
@@ -114,6 +118,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // at once and whole, between frames), then closes. The reducer fails the group everywhere
   // instead of waiting for its timeout.
   void abortAndClose(const Status& reason);
+  // Writes the RECEIVED due, if any, now (the ack delay ran out, or a collective waits for
+  // commits).
+  void acknowledgeNow();
 
   asio::io_context& executorContext() { return io_; }
   // RECEIVED frames handed to the writer, COMMIT frames taken (any thread).
@@ -133,12 +140,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // A RECEIVED is due: a chunk's result is complete that no RECEIVED handed to the writer covers.
   bool receivedDue() const { return completed_ && (!acknowledged_ || *completed_ > *acknowledged_); }
   void enqueueReceived();
+  // A RECEIVED is due and no REDUCE frame is there to carry it: the ack timer sends it.
+  void deferReceived();
   // Elements of `chunk` handed to the socket so far: all that a result part may cover.
   uint64_t elemsSent(const ChunkTransfer& chunk) const;
   void onErrorText(const std::error_code& ec);
-  // Hands a due RECEIVED to the writer (if nothing is being written, or REDUCE frames follow
-  // it), then the held chunks' REDUCE frames, in order, while less than kWriteAhead bytes are
-  // unwritten (narrowing compressed ones only then); then flushes.
+  // Hands a due RECEIVED to the writer if REDUCE frames follow it, then the held chunks' REDUCE
+  // frames, in order, while less than kWriteAhead bytes are unwritten (narrowing compressed
+  // ones only then); then flushes.
   void feedWriter();
   void enqueueReduce(const ChunkTransfer& chunk);
   void flush();
@@ -153,6 +162,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const ClientOptions& options_;
   const GroupSpec& group_;
   asio::io_context& io_;
+  AckTimer& acks_;
   const uint32_t reducerIndex_;
   const uint32_t streamIndex_;
   const Endpoint endpoint_;
@@ -185,6 +195,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<uint64_t> completed_;
   std::optional<uint64_t> acknowledged_;
   std::optional<uint64_t> committed_;
+  bool ackDeferred_ = false;  // on acks_' list
+  bool inlineHeader_ = false;  // a header taken at once after a COMMIT is being handled
   std::atomic<uint64_t> receivedFrames_{0};
   std::atomic<uint64_t> commitFrames_{0};
   // REDUCE frames straight from the caller's buffer, and RECEIVEDs. A failed write leaves it

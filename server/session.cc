@@ -154,6 +154,15 @@ void Session::handleReceived() {
     reject(FrameRejection::kOutOfOrder, s);
     return;
   }
+  // The frame behind it usually came in the same read (a RECEIVED rides in front of a REDUCE):
+  // on at once, not through a post, which costs a round of the io loop. Once: a header-only
+  // frame right behind it takes the post.
+  if (!inlineHeader_ && reader_.takeBufferedHeader()) {
+    inlineHeader_ = true;
+    onHeader({});
+    inlineHeader_ = false;
+    return;
+  }
   readHeader();
 }
 
@@ -355,6 +364,17 @@ void Session::sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint6
 void Session::sendCommit(uint64_t chunk) {
   if (closed_ || aborting_) return;
   commitDue_ = chunk;
+  if (writer_.queued() == 0 && !commitScheduled_) {
+    commitScheduled_ = true;
+    owner_.commitLater(shared_from_this());
+  }
+  flush();
+}
+
+void Session::sendCommitNow() {
+  commitScheduled_ = false;
+  if (closed_ || aborting_ || !commitDue_) return;
+  commitNow_ = true;
   flush();
 }
 
@@ -389,12 +409,13 @@ void Session::close(const Status& reason) {
 
 void Session::flush() {
   if (closed_) return;
-  if (commitDue_ && !aborting_ && !writer_.writing()) {
+  if (commitDue_ && !aborting_ && !writer_.writing() && (commitNow_ || writer_.queued() > 0)) {
     writer_.enqueueFirst({wire::encodeHeader(wire::commitHeader(group_->id(), rank_, *commitDue_)),
                           {nullptr, 0},
                           nullptr,
                           kControlFrame});
     commitDue_.reset();
+    commitNow_ = false;
   }
   pacer_.refresh(*stream_);
   writer_.flush(*stream_);

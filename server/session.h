@@ -1,7 +1,7 @@
 // One worker stream on one io thread: reads REDUCE frames and hands each payload to its slot
 // piece by piece as it arrives (the slot folds it in); writes RESULT frames from the slot's
 // single result buffer. Reads the member's RECEIVED frames for its owner's commit counter and
-// writes the COMMITs it sends back, one per write.
+// writes the COMMITs it sends back, ahead of the next results.
 //
 // Lifetime: its SessionOwner (the Shard) holds a session while it is a group member, and every pending operation
 // holds it through shared_from_this(), so a closed session lives until its last handler ran
@@ -56,6 +56,9 @@ class SessionOwner {
   virtual void memberLeft(Session& session) = 0;
   // The session closed (for any reason): forget it.
   virtual void detach(Session& session) = 0;
+  // No result queued to `session`'s member can carry the COMMIT it has due: the owner calls
+  // Session::sendCommitNow within a short delay (a result queued meanwhile carries it first).
+  virtual void commitLater(const std::shared_ptr<Session>& session) = 0;
   // A session hit an error that dooms its group.
   virtual void failGroup(const std::shared_ptr<Group>& group, const Status& reason) = 0;
 
@@ -75,9 +78,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // Queues elements [from, to) of the slot's result to this member as one RESULT frame.
   void sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint64_t to);
   // Tells the member that every member holds every result up to `chunk` on this stream: a
-  // COMMIT in the next write, ahead of the results queued (the commits that come while a write
-  // is in flight go as one, the latest).
+  // COMMIT ahead of the next results written to it, so that it costs no write and no wake-up of
+  // its own; with none queued, at the owner's call (commitLater). Commits that come meanwhile
+  // go as one, the latest.
   void sendCommit(uint64_t chunk);
+  // Writes the COMMIT due, if any, alone if nothing else goes (the owner's delay ran out).
+  void sendCommitNow();
   // Queues ABORT with the reason, drops queued results, and closes once it is written (or
   // after a short grace period).
   void abort(const Status& reason);
@@ -154,6 +160,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool parked_ = false;
   bool heldBack_ = false;  // over the lead limit: waiting for the others in this chunk
   bool readInFlight_ = false;
+  bool inlineHeader_ = false;  // a header taken at once after a RECEIVED is being handled
   std::string peerReason_;  // an ABORT's payload from the member
   bool haveLastChunk_ = false;
   uint64_t lastChunk_ = 0;
@@ -161,6 +168,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Write side: HELLO_ACK, RESULT parts (each owned by its slot until written), COMMIT, ABORT.
   transport::FrameWriter writer_;
   std::optional<uint64_t> commitDue_;  // a COMMIT for the next write
+  bool commitNow_ = false;             // ... even with nothing else to write
+  bool commitScheduled_ = false;       // the owner was asked (commitLater)
 
   // Pacing (--link-gbps): busy from a chunk's header until its last RESULT part is written.
   transport::LinkShare::Pacer pacer_;

@@ -1,6 +1,7 @@
 #include "server/shard.h"
 
 #include <algorithm>
+#include <utility>
 #include <asio/post.hpp>
 
 #include "core/cluster/sharding.h"
@@ -15,6 +16,12 @@ constexpr auto kTimeoutScanPeriod = std::chrono::milliseconds(200);
 // A RESULT part goes out once the ready prefix grew by this much (or a piece, if smaller; see
 // Slot::releaseReady): a bounded frame count per chunk, a download trailing the upload by little.
 constexpr uint64_t kMinResultPartBytes = 32 << 10;
+// How long a COMMIT waits for a result to the same member to carry it (a stream's next chunk,
+// often of a later collective) before it goes alone: long enough to catch the next small
+// collective on a stream that the chunks rotate over (as the members' RECEIVEDs,
+// client/ack_timer.h), short beside a collective timeout. Only a member waiting for room to keep
+// its results (client/retention_store.h) waits on it.
+constexpr auto kCommitDelay = std::chrono::milliseconds(20);
 
 // The session an Admission::Request waits for (the shard's requests carry their session).
 std::shared_ptr<Session> sessionOf(const Admission::Request& request) {
@@ -31,7 +38,8 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
       abortGroup_(std::move(abortGroup)),
       pool_(std::make_shared<SlotPool>(registry.memory())),
       admission_(*this, *pool_, {config.maxSlotsPerGroup, config.maxChunkBytes}, stats_),
-      timeoutTimer_(io) {
+      timeoutTimer_(io),
+      commitTimer_(io) {
   pool_->setOnFreed([this] {
     stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
     stats_.slotStateBytes.store(pool_->stateInUse(), std::memory_order_relaxed);
@@ -265,6 +273,29 @@ Status Shard::received(Session& session, uint64_t chunk) {
   return Status::ok();
 }
 
+void Shard::commitLater(const std::shared_ptr<Session>& session) {
+  if (shuttingDown_) return;
+  lateCommits_.push_back({session, std::chrono::steady_clock::now() + kCommitDelay});
+  if (lateCommits_.size() == 1) armCommitTimer();
+}
+
+void Shard::armCommitTimer() {
+  commitTimer_.expires_at(lateCommits_.front().due);
+  commitTimer_.async_wait([this](const std::error_code& ec) {
+    if (ec || shuttingDown_) return;
+    // In the order they came, so their deadlines rise: send those due or nearly (one wake-up for
+    // them all), wait for the rest.
+    const auto now = std::chrono::steady_clock::now() + kCommitDelay / 4;
+    std::vector<std::shared_ptr<Session>> due;
+    while (!lateCommits_.empty() && lateCommits_.front().due <= now) {
+      if (auto s = lateCommits_.front().session.lock()) due.push_back(std::move(s));
+      lateCommits_.pop_front();
+    }
+    if (!lateCommits_.empty()) armCommitTimer();
+    for (const auto& s : due) s->sendCommitNow();
+  });
+}
+
 void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
   gs.group->counters().openSlots.fetch_sub(1, std::memory_order_relaxed);
   gs.group->counters().reductions.fetch_add(1, std::memory_order_relaxed);
@@ -350,6 +381,8 @@ void Shard::maybeForget(const GroupId& id) {
 void Shard::closeAll(const Status& reason) {
   shuttingDown_ = true;
   timeoutTimer_.cancel();
+  commitTimer_.cancel();
+  lateCommits_.clear();
   std::vector<std::shared_ptr<Session>> sessions;
   for (auto& [id, gs] : groups_) {
     for (auto& [chunk, slot] : gs.open) slot->markDead();

@@ -13,6 +13,8 @@
 #include <asio/steady_timer.hpp>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -66,6 +68,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
                       std::shared_ptr<Slot>* slot, Status* error) override;
   void contributed(Slot& slot) override;
   Status received(Session& session, uint64_t chunk) override;
+  void commitLater(const std::shared_ptr<Session>& session) override;
   void memberLeft(Session& session) override;
   void detach(Session& session) override;
   void failGroup(const std::shared_ptr<Group>& group, const Status& reason) override;
@@ -110,6 +113,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // Posts admission_.service() (a slot may be freed deep inside a session's handler).
   void scheduleWaiterService();
   void scheduleTimeoutCheck();
+  void armCommitTimer();
   void checkTimeouts();
   // A group that sent nothing for --idle-timeout-ms with no collective in flight: its reason.
   Status idleVerdict(GroupShard& gs, std::chrono::steady_clock::time_point now);
@@ -126,6 +130,14 @@ class Shard final : public SessionOwner, private Admission::Owner {
   Admission admission_;
   bool waiterServicePosted_ = false;
   asio::steady_timer timeoutTimer_;
+  // Sessions with a COMMIT that no result carried, each sent kCommitDelay after it was due, on
+  // one timer for the thread set to the earliest (SessionOwner::commitLater).
+  struct LateCommit {
+    std::weak_ptr<Session> session;
+    std::chrono::steady_clock::time_point due;
+  };
+  asio::steady_timer commitTimer_;
+  std::deque<LateCommit> lateCommits_;  // in the order they came, so by deadline
   bool shuttingDown_ = false;
 };
 

@@ -203,6 +203,51 @@ TEST_CASE("a member at its retention bound waits for commits before it completes
   core->shutdown();
 }
 
+TEST_CASE("a member acknowledges each collective's results before it sends any chunk of the "
+          "next, in front of it or alone after the ack delay",
+          "[retention]") {
+  // A reducer of a one-member group that records the frames it reads, and commits nothing.
+  std::mutex mu;
+  std::vector<std::pair<wire::FrameType, uint64_t>> seen;
+  auto record = [&](const wire::FrameHeader& h) {
+    std::lock_guard lock(mu);
+    seen.emplace_back(h.type, h.chunk);
+  };
+  FakeReducer fake([&](FakeReducer::Socket& s) {
+    acceptMember(s, 8u << 20);
+    for (;;) {
+      const wire::FrameHeader h = readHeaderOf(s);
+      record(h);
+      if (h.type == wire::FrameType::kReceived) continue;
+      std::vector<uint8_t> payload(h.payloadLength);
+      asio::read(s, asio::buffer(payload));
+      sendResultPart(s, h, h.elemOffset, payload);
+    }
+  });
+  auto comm = client::Communicator::connect(oneChunkOptions({fake.endpoint()}),
+                                            {GroupId::random(), 1, 0});
+  REQUIRE(comm.isOk());
+  constexpr uint64_t kCollectives = 6;
+  std::vector<float> buf(1000, 1.0f);
+  for (uint64_t k = 0; k < kCollectives; ++k)
+    REQUIRE((*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                               ReduceOp::kSum)
+                .toString() == "OK");
+  // The last one's RECEIVED has no REDUCE to ride on: the ack timer sends it.
+  REQUIRE(waitUntil([&] {
+    std::lock_guard lock(mu);
+    return !seen.empty() && seen.back().first == wire::FrameType::kReceived &&
+           seen.back().second == kCollectives - 1;
+  }));
+  std::lock_guard lock(mu);
+  std::vector<std::pair<wire::FrameType, uint64_t>> expected;
+  for (uint64_t k = 0; k < kCollectives; ++k) {
+    expected.emplace_back(wire::FrameType::kReduce, k);
+    expected.emplace_back(wire::FrameType::kReceived, k);
+  }
+  CHECK(seen == expected);
+}
+
 TEST_CASE("a reducer that never commits fails the collective waiting at the bound at its "
           "timeout, with a message naming the reducer",
           "[retention]") {
