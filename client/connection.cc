@@ -93,9 +93,15 @@ void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
 
 void Connection::readHeader() {
   if (closed_) return;
-  // The end of a read batch: what it completed is acknowledged by the next REDUCE frame, or by
-  // the ack timer.
-  if (receivedDue() && reader_->buffered() < wire::kHeaderSize) deferReceived();
+  // The end of a read batch. In the middle of a collective on this stream (more results to
+  // come) what it completed is acknowledged at once, so that its commit comes before the
+  // collective completes and its results need not be kept; a stream's uploads are usually all
+  // written by then, so no REDUCE frame would carry it. Between collectives, by the next REDUCE
+  // frame, or by the ack timer.
+  if (receivedDue() && reader_->buffered() < wire::kHeaderSize) {
+    if (expected_.empty()) deferReceived();
+    else acknowledgeNow();
+  }
   reader_->readHeader(*stream_,
                       counted([this](const std::error_code& ec, size_t) { onHeader(ec); }));
 }

@@ -16,9 +16,11 @@
 //
 // Commits (proto/FAILOVER.md, "What each member keeps"): once a chunk's last part is in, the
 // connection acknowledges it with RECEIVED (the highest chunk of the stream whose result it
-// holds; the chunks completed by one read batch share one). The RECEIVED goes in front of the
-// next REDUCE frame handed to the writer, so that it costs no write of its own, or, when none
-// comes within kAckDelay, alone (client/ack_timer.h). Either way it precedes every REDUCE frame
+// holds; the chunks completed by one read batch share one). While results are still to come on
+// the stream it goes at once, so that the chunks of a large collective are committed before it
+// completes; between collectives it goes in front of the next REDUCE frame handed to the writer,
+// so that it costs no write of its own, or, when none comes within kAckDelay, alone
+// (client/ack_timer.h). Either way it precedes every REDUCE frame
 // handed to the writer after it became due, so the acknowledgement of a collective's results
 // always precedes the chunks of any collective submitted after it completed: the reducer reads
 // it even while it cannot yet read those (parked for memory, held back), and a member whose
