@@ -2,16 +2,13 @@
 // kAckDelay on one timer (client/connection.h). A connection acknowledges a chunk's result in
 // front of the next REDUCE frame it writes on that stream, which costs no write and no wake-up
 // of the reducer of its own: a stream often carries the next collective's chunk soon after.
-// When none comes, this timer sends the RECEIVED alone, about kAckDelay after it became due (a
-// quarter less at the most, so that one wake-up sends those due about together); one timer for
-// the thread, set to the earliest of those waiting.
+// When none comes, this timer sends the RECEIVED alone, about kAckDelay after it became due
+// (Connection::acknowledgeNow); one timer for the thread (core/transport/delayed_calls.h).
 #pragma once
 
-#include <asio/io_context.hpp>
-#include <asio/steady_timer.hpp>
 #include <chrono>
-#include <deque>
-#include <memory>
+
+#include "core/transport/delayed_calls.h"
 
 namespace rs::client {
 
@@ -25,22 +22,6 @@ class Connection;
 // all-reduces on loopback (4 workers, 4 reducers x 4 streams, 0.7-1 ms each) still went alone.
 inline constexpr auto kAckDelay = std::chrono::milliseconds(20);
 
-class AckTimer {
- public:
-  explicit AckTimer(asio::io_context& io) : timer_(io) {}
-  // On the io thread: `connection` has a RECEIVED due; Connection::acknowledgeNow() runs within
-  // kAckDelay unless the connection is gone.
-  void add(std::weak_ptr<Connection> connection);
-
- private:
-  struct Waiting {
-    std::weak_ptr<Connection> connection;
-    std::chrono::steady_clock::time_point due;
-  };
-  void arm();
-
-  asio::steady_timer timer_;
-  std::deque<Waiting> waiting_;  // in the order added, so by deadline
-};
+using AckTimer = transport::DelayedCalls<Connection>;
 
 }  // namespace rs::client

@@ -35,7 +35,8 @@ Status CommunicatorCore::start() {
     ios_.push_back(caller ? std::make_unique<asio::io_context>()
                           : std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
-    ackTimers_.push_back(std::make_unique<AckTimer>(*ios_.back()));
+    ackTimers_.push_back(
+        std::make_unique<AckTimer>(*ios_.back(), kAckDelay, &Connection::acknowledgeNow));
   }
   if (caller) progress_ = std::make_unique<CallerProgress>(*ios_.front());
   // Each reducer's link as this member may use it: the group's W members share it. Its rate is

@@ -1,7 +1,6 @@
 #include "server/shard.h"
 
 #include <algorithm>
-#include <utility>
 #include <asio/post.hpp>
 
 #include "core/cluster/sharding.h"
@@ -39,7 +38,7 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
       pool_(std::make_shared<SlotPool>(registry.memory())),
       admission_(*this, *pool_, {config.maxSlotsPerGroup, config.maxChunkBytes}, stats_),
       timeoutTimer_(io),
-      commitTimer_(io) {
+      lateCommits_(io, kCommitDelay, &Session::sendCommitNow) {
   pool_->setOnFreed([this] {
     stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
     stats_.slotStateBytes.store(pool_->stateInUse(), std::memory_order_relaxed);
@@ -274,26 +273,7 @@ Status Shard::received(Session& session, uint64_t chunk) {
 }
 
 void Shard::commitLater(const std::shared_ptr<Session>& session) {
-  if (shuttingDown_) return;
-  lateCommits_.push_back({session, std::chrono::steady_clock::now() + kCommitDelay});
-  if (lateCommits_.size() == 1) armCommitTimer();
-}
-
-void Shard::armCommitTimer() {
-  commitTimer_.expires_at(lateCommits_.front().due);
-  commitTimer_.async_wait([this](const std::error_code& ec) {
-    if (ec || shuttingDown_) return;
-    // In the order they came, so their deadlines rise: send those due or nearly (one wake-up for
-    // them all), wait for the rest.
-    const auto now = std::chrono::steady_clock::now() + kCommitDelay / 4;
-    std::vector<std::shared_ptr<Session>> due;
-    while (!lateCommits_.empty() && lateCommits_.front().due <= now) {
-      if (auto s = lateCommits_.front().session.lock()) due.push_back(std::move(s));
-      lateCommits_.pop_front();
-    }
-    if (!lateCommits_.empty()) armCommitTimer();
-    for (const auto& s : due) s->sendCommitNow();
-  });
+  if (!shuttingDown_) lateCommits_.add(session);
 }
 
 void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
@@ -381,8 +361,7 @@ void Shard::maybeForget(const GroupId& id) {
 void Shard::closeAll(const Status& reason) {
   shuttingDown_ = true;
   timeoutTimer_.cancel();
-  commitTimer_.cancel();
-  lateCommits_.clear();
+  lateCommits_.cancel();
   std::vector<std::shared_ptr<Session>> sessions;
   for (auto& [id, gs] : groups_) {
     for (auto& [chunk, slot] : gs.open) slot->markDead();

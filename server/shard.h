@@ -13,14 +13,13 @@
 #include <asio/steady_timer.hpp>
 #include <array>
 #include <atomic>
-#include <chrono>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "core/common/status.h"
+#include "core/transport/delayed_calls.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
 #include "server/admission.h"
@@ -113,7 +112,6 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // Posts admission_.service() (a slot may be freed deep inside a session's handler).
   void scheduleWaiterService();
   void scheduleTimeoutCheck();
-  void armCommitTimer();
   void checkTimeouts();
   // A group that sent nothing for --idle-timeout-ms with no collective in flight: its reason.
   Status idleVerdict(GroupShard& gs, std::chrono::steady_clock::time_point now);
@@ -130,14 +128,9 @@ class Shard final : public SessionOwner, private Admission::Owner {
   Admission admission_;
   bool waiterServicePosted_ = false;
   asio::steady_timer timeoutTimer_;
-  // Sessions with a COMMIT that no result carried, each sent kCommitDelay after it was due, on
-  // one timer for the thread set to the earliest (SessionOwner::commitLater).
-  struct LateCommit {
-    std::weak_ptr<Session> session;
-    std::chrono::steady_clock::time_point due;
-  };
-  asio::steady_timer commitTimer_;
-  std::deque<LateCommit> lateCommits_;  // in the order they came, so by deadline
+  // Sessions with a COMMIT that no result carried, each sent about kCommitDelay after it was due
+  // (SessionOwner::commitLater), on one timer for the thread.
+  transport::DelayedCalls<Session> lateCommits_;
   bool shuttingDown_ = false;
 };
 
