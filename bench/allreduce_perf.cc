@@ -31,6 +31,7 @@
 #include "core/common/aligned_buffer.h"
 #include "core/common/byte_size.h"
 #include "core/common/log.h"
+#include "core/wire/frame.h"
 #include "rs/client.h"
 #include "tests/support/verify_pattern.h"
 
@@ -238,7 +239,18 @@ int runWorker(const Options& o) {
   } else {
     fmt::print("# Out of bounds values : {} {}\n", totalWrong, totalWrong ? "FAILED" : "OK");
   }
-  if (printer) fmt::print("# Avg bus bandwidth    : {:.3f}\n#\n", rows ? busSum / rows : 0.0);
+  if (printer) {
+    fmt::print("# Avg bus bandwidth    : {:.3f}\n", rows ? busSum / rows : 0.0);
+    // What keeping uncommitted results cost this member (proto/FAILOVER.md).
+    const client::RetentionStats r = (*comm)->retention();
+    const double chunks = static_cast<double>(std::max<uint64_t>(1, r.chunks));
+    fmt::print("# Retention (rank {}): {} of {} chunks copied ({} bytes), peak {} of {} bytes, "
+               "{} collectives waited; RECEIVED {:.2f} and COMMIT {:.2f} frames a chunk "
+               "({} B each)\n#\n",
+               o.rank, r.keptChunks, r.chunks, r.keptBytes, r.peakBytes, r.capacityBytes, r.waits,
+               static_cast<double>(r.receivedFrames) / chunks,
+               static_cast<double>(r.commitFrames) / chunks, wire::kHeaderSize);
+  }
   return totalWrong == 0 ? 0 : 3;
 }
 

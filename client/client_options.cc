@@ -55,6 +55,7 @@ Status ClientOptions::applyEnvironment() {
   RS_RETURN_IF_ERROR(readNumber("RS_DETERMINISTIC", 0, 1, &deterministicMode));
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
+  RS_RETURN_IF_ERROR(readBytes("RS_RETAIN_BYTES", &retainBytes));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_CLIENT_PROGRESS", &parseProgress), &progress));
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_LINK_GBPS", &parseGbps), &linkGbps));
   RS_RETURN_IF_ERROR(
@@ -79,6 +80,12 @@ uint32_t ClientOptions::streamsFor(size_t reducers) {
   constexpr size_t kStreamsPerWorker = 16, kMostPerReducer = 4;
   if (reducers == 0) return kMostPerReducer;
   return static_cast<uint32_t>(std::clamp<size_t>(kStreamsPerWorker / reducers, 1, kMostPerReducer));
+}
+
+uint64_t ClientOptions::effectiveRetainBytes() const {
+  if (retainBytes != 0) return retainBytes;
+  constexpr uint64_t kFloor = 64ull << 20;
+  return std::max(kFloor, 4 * maxChunkBytes * effectiveStreams() * reducers.size());
 }
 
 Result<ClientOptions::Progress> ClientOptions::parseProgress(std::string_view name) {

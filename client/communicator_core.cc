@@ -22,7 +22,8 @@ CommunicatorCore::CommunicatorCore(ClientOptions options, GroupSpec group)
       group_(group),
       reducers_(static_cast<uint32_t>(options_.reducers.size())),
       streams_(options_.streamsPerReducer),
-      chunking_{options_.minChunkBytes, options_.maxChunkBytes} {}
+      chunking_{options_.minChunkBytes, options_.maxChunkBytes},
+      retention_(options_.effectiveRetainBytes(), reducers_ * streams_) {}
 
 CommunicatorCore::~CommunicatorCore() { shutdown(); }
 
@@ -34,6 +35,8 @@ Status CommunicatorCore::start() {
     ios_.push_back(caller ? std::make_unique<asio::io_context>()
                           : std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
+    ackTimers_.push_back(
+        std::make_unique<AckTimer>(*ios_.back(), kAckDelay, &Connection::acknowledgeNow));
   }
   if (caller) progress_ = std::make_unique<CallerProgress>(*ios_.front());
   // Each reducer's link as this member may use it: the group's W members share it. Its rate is
@@ -49,10 +52,10 @@ Status CommunicatorCore::start() {
                : std::make_shared<transport::LinkShare>(std::max<uint64_t>(
                      1, reducerRate / std::max<uint32_t>(1, group_.worldSize)));
     for (uint32_t s = 0; s < streams_; ++s) {
-      asio::io_context& io = *ios_[ioIndexOf(connections_.size())];  // [r * streams_ + s]
-      connections_.push_back(
-          std::make_shared<Connection>(*this, options_, group_, io, r, s, options_.reducers[r],
-                                       reducerLink));
+      const size_t thread = ioIndexOf(connections_.size());  // [r * streams_ + s]
+      connections_.push_back(std::make_shared<Connection>(*this, options_, group_, *ios_[thread],
+                                                          *ackTimers_[thread], r, s,
+                                                          options_.reducers[r], reducerLink));
     }
   }
   buildLoggerBeforeThreads();
@@ -106,10 +109,10 @@ void CommunicatorCore::onConnected(Connection&) {
   cv_.notify_all();
 }
 
-Connection& CommunicatorCore::connectionFor(uint64_t chunk) {
+size_t CommunicatorCore::laneOf(uint64_t chunk) const {
   const uint32_t r = cluster::reducerForChunk(chunk, reducers_);
   const uint32_t s = cluster::streamForChunk(chunk, reducers_, streams_);
-  return *connections_[static_cast<size_t>(r) * streams_ + s];
+  return static_cast<size_t>(r) * streams_ + s;
 }
 
 Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send, void* recv,
@@ -142,6 +145,11 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
           (timeout.count() > 0 ? timeout : options_.collectiveTimeout),
       weak_from_this());
   if (plan.numChunks == 0) return request;
+  request->setResults({.firstChunk = first,
+                       .chunkElems = plan.chunkElems,
+                       .count = count,
+                       .elemSize = elemSize,
+                       .recv = static_cast<const std::byte*>(recv)});
 
   // Group the chunks by connection: per-connection order is the chunk order because this runs
   // under submitMu_ and io_context posts are FIFO.
@@ -164,9 +172,7 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
     t.src = src + offset * elemSize;
     t.dst = dst + offset * elemSize;
     t.compressed = wireType != type;
-    const uint32_t r = cluster::reducerForChunk(chunk, reducers_);
-    const uint32_t s = cluster::streamForChunk(chunk, reducers_, streams_);
-    batches[static_cast<size_t>(r) * streams_ + s].push_back(std::move(t));
+    batches[laneOf(chunk)].push_back(std::move(t));
   }
   // One handler per io thread: each of its connections takes its chunks, then each starts
   // writing, so that a paced stream's first write already goes at the share of every stream this
@@ -187,6 +193,36 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
   return request;
 }
 
+void CommunicatorCore::onResultsIn(std::shared_ptr<RequestState> request) {
+  const RequestState::Results& r = request->results();
+  RetentionStore::Collective collective{.request = request, .chunks = {}};
+  collective.chunks.reserve(request->chunks());
+  for (uint64_t i = 0; i < request->chunks(); ++i) {
+    const uint64_t elems = std::min(r.chunkElems, r.count - i * r.chunkElems);
+    collective.chunks.push_back({.chunk = r.firstChunk + i,
+                                 .lane = static_cast<uint32_t>(laneOf(r.firstChunk + i)),
+                                 .data = r.recv + i * r.chunkElems * r.elemSize,
+                                 .bytes = static_cast<size_t>(elems * r.elemSize)});
+  }
+  switch (retention_.keep(std::move(collective))) {
+    case RetentionStore::Outcome::kKept:
+      return;
+    case RetentionStore::Outcome::kWaiting:
+      // It waits for commits: this member's own acknowledgements go now, not at the ack delay.
+      for (auto& c : connections_) asio::post(c->executorContext(), [c] { c->acknowledgeNow(); });
+      return;
+    case RetentionStore::Outcome::kClosed:
+      // The communicator failed meanwhile: fail it with the others.
+      onLateRequests({std::move(request)});
+      return;
+  }
+}
+
+void CommunicatorCore::onCommitted(Connection& connection, uint64_t chunk) {
+  retention_.commit(
+      static_cast<uint32_t>(connection.reducerIndex() * streams_ + connection.streamIndex()), chunk);
+}
+
 void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
   bool closing = false;
   {
@@ -196,6 +232,9 @@ void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
     failure_ = reason;
     failedFlag_.store(true, std::memory_order_release);
     closing = shutDown_;
+    // Those waiting for room in the retention store fail with the rest, once all drained.
+    for (std::shared_ptr<RequestState>& waiting : retention_.close())
+      toFail_.push_back(std::move(waiting));
     cv_.notify_all();
   }
   if (!closing)
@@ -209,6 +248,14 @@ void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
 }
 
 void CommunicatorCore::failOnTimeout(const RequestState& request) {
+  if (request.chunksLeft() == 0) {
+    fail(timeoutError(fmt::format(
+        "all-reduce seq {} timed out after {} ms with every result in, waiting for room to keep "
+        "the uncommitted ones (RS_RETAIN_BYTES, {} bytes; proto/FAILOVER.md): {}",
+        request.seq(), request.timeout().count(), options_.effectiveRetainBytes(),
+        retentionDebts(request))));
+    return;
+  }
   std::string owing;
   for (auto [r, n] : request.reducersOwing()) {
     if (!owing.empty()) owing += ", ";
@@ -218,6 +265,34 @@ void CommunicatorCore::failOnTimeout(const RequestState& request) {
       "all-reduce seq {} timed out after {} ms with {} of {} chunks outstanding; waiting on {}",
       request.seq(), request.timeout().count(), request.chunksLeft(), request.chunks(),
       owing.empty() ? "nothing (finishing)" : owing)));
+}
+
+RetentionStats CommunicatorCore::retention() const {
+  RetentionStats stats = retention_.stats();
+  for (const auto& c : connections_) {
+    stats.receivedFrames += c->receivedFrames();
+    stats.commitFrames += c->commitFrames();
+  }
+  return stats;
+}
+
+std::string CommunicatorCore::retentionDebts(const RequestState& request) const {
+  // Per reducer: the chunks it has not committed, kept and of this collective.
+  std::vector<std::pair<uint64_t, uint64_t>> perReducer(reducers_);
+  for (const RetentionStore::LaneDebt& d : retention_.debts(request.seq())) {
+    perReducer[d.lane / streams_].first += d.kept;
+    perReducer[d.lane / streams_].second += d.waiting;
+  }
+  std::string out;
+  for (uint32_t r = 0; r < reducers_; ++r) {
+    const auto [kept, waiting] = perReducer[r];
+    if (kept == 0 && waiting == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("reducer {} ({}) has not committed {} chunks kept and {} of this "
+                       "collective",
+                       r, options_.reducers[r].toString(), kept, waiting);
+  }
+  return out.empty() ? "nothing left uncommitted (finishing)" : out;
 }
 
 void CommunicatorCore::onDrained(Connection&, std::vector<std::shared_ptr<RequestState>> touched) {

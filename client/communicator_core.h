@@ -4,6 +4,10 @@
 // Failure is all-or-nothing, as in NCCL: the first error closes every connection, and the
 // requests in flight are failed only after every connection has drained, because until then a
 // pending read may still be writing into a caller's buffer.
+//
+// A request whose results are all in completes once the retention store has kept what its
+// reducers have not committed yet (client/retention_store.h); while the store is full it
+// waits there, within its timeout, and a failure fails it with the others.
 #pragma once
 
 #include <asio/executor_work_guard.hpp>
@@ -13,12 +17,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "client/caller_progress.h"
 #include "client/connection.h"
 #include "client/request_state.h"
+#include "client/retention_store.h"
 #include "core/cluster/sharding.h"
 #include "rs/client.h"
 
@@ -52,6 +58,9 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   void poll();
 
   Status health() const;
+  RetentionStats retention() const;
+  // Test access to what is kept (failover will resend from it).
+  const RetentionStore& retentionStore() const { return retention_; }
   const ClientOptions& options() const { return options_; }
   const GroupSpec& group() const { return group_; }
 
@@ -62,13 +71,18 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // any error does (the reducers hear why, so the other members fail at once too); failover
   // (proto/FAILOVER.md) will move the lost reducer's chunks to the survivors here instead.
   void onReducerLost(Connection& /*connection*/, const Status& reason) override { fail(reason); }
+  void onResultsIn(std::shared_ptr<RequestState> request) override;
+  void onCommitted(Connection& connection, uint64_t chunk) override;
   void onDrained(Connection& connection,
                  std::vector<std::shared_ptr<RequestState>> touched) override;
   // Requests that reached a connection after it drained: fail them with the others.
   void onLateRequests(std::vector<std::shared_ptr<RequestState>> requests) override;
 
  private:
-  Connection& connectionFor(uint64_t chunk);
+  // The index of the connection (and retention lane) that carries `chunk`.
+  size_t laneOf(uint64_t chunk) const;
+  // For a timeout while `request` waits for room in the retention store: who has not committed.
+  std::string retentionDebts(const RequestState& request) const;
   // The io_context (index into ios_) that runs connections_[connection]. Streams of one
   // reducer go to different threads first, so K streams use K threads.
   size_t ioIndexOf(size_t connection) const { return connection % ios_.size(); }
@@ -87,7 +101,10 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
   std::unique_ptr<CallerProgress> progress_;  // Progress::kCaller only
+  // One per io_context, beside it (destroyed first, once no thread runs them).
+  std::vector<std::unique_ptr<AckTimer>> ackTimers_;
   std::vector<std::shared_ptr<Connection>> connections_;  // [reducer * streams + stream]
+  RetentionStore retention_;  // one lane per connection, numbered alike
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

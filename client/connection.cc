@@ -11,22 +11,23 @@
 namespace rs::client {
 namespace {
 constexpr auto kReasonGrace = std::chrono::milliseconds(2000);
-// Narrowed bytes kept ahead of the socket: enough to fill a gather write of small chunks and
-// to overlap a large chunk's conversion with the previous one's write, little enough that a
-// collective's staging memory stays bounded per stream.
-constexpr uint64_t kStageAhead = 2 << 20;
-// FrameWriter tag of a REDUCE frame whose payload is a staging buffer.
-constexpr uint32_t kStagedTag = 1;
+// Bytes handed to the writer ahead of the socket: enough to fill a gather write of small
+// chunks and to overlap a large chunk's conversion with the previous one's write, little
+// enough that a RECEIVED waits behind little and a collective's staging memory (narrowed
+// chunks) stays bounded per stream. At least one frame goes, however large.
+constexpr uint64_t kWriteAhead = 512 << 10;
 }  // namespace
 
 Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
-                       const GroupSpec& group, asio::io_context& io, uint32_t reducerIndex,
+                       const GroupSpec& group, asio::io_context& io, AckTimer& acks,
+                       uint32_t reducerIndex,
                        uint32_t streamIndex, Endpoint endpoint,
                        std::shared_ptr<transport::LinkShare> reducerLink)
     : owner_(owner),
       options_(options),
       group_(group),
       io_(io),
+      acks_(acks),
       reducerIndex_(reducerIndex),
       streamIndex_(streamIndex),
       endpoint_(std::move(endpoint)),
@@ -105,6 +106,15 @@ void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
 
 void Connection::readHeader() {
   if (closed_) return;
+  // The end of a read batch. In the middle of a collective on this stream (more results to
+  // come) what it completed is acknowledged at once, so that its commit comes before the
+  // collective completes and its results need not be kept; a stream's uploads are usually all
+  // written by then, so no REDUCE frame would carry it. Between collectives, by the next REDUCE
+  // frame, or by the ack timer.
+  if (receivedDue() && reader_->buffered() < wire::kHeaderSize) {
+    if (expected_.empty()) deferReceived();
+    else acknowledgeNow();
+  }
   reader_->readHeader(*stream_,
                       counted([this](const std::error_code& ec, size_t) { onHeader(ec); }));
 }
@@ -126,6 +136,7 @@ void Connection::onHeader(const std::error_code& ec) {
                          counted([this](const std::error_code& e, size_t) { onErrorText(e); }));
     return;
   }
+  if (in_.type == wire::FrameType::kCommit) return onCommit();
   if (in_.type != wire::FrameType::kResult)
     return fail(protocolError(fmt::format("{}: unexpected {} frame", name_,
                                           wire::frameTypeName(in_.type))));
@@ -183,13 +194,49 @@ void Connection::onResult(const std::error_code& ec) {
   // without the writer still reading the caller's send buffer.
   if (next.resultElems == next.header.elemCount) {
     std::shared_ptr<RequestState> request = std::move(next.request);
+    completed_ = next.header.chunk;
     pacer_.done(next.header.payloadLength);
     expected_.pop_front();
     if (expected_.empty()) pacer_.idle();
-    request->chunkDone(reducerIndex_);
+    if (request->chunkDone(reducerIndex_)) owner_.onResultsIn(std::move(request));
   }
   // The send pace follows the others as their chunks finish, also in the middle of ours.
   if (pacer_.enabled() && !closed_) pacer_.refresh(*stream_);
+  readHeader();
+}
+
+void Connection::onCommit() {
+  if (in_.group != group_.id || in_.rank != group_.rank)
+    return fail(protocolError(fmt::format("{}: COMMIT names group {} rank {}, but this stream is "
+                                          "group {} rank {}",
+                                          name_, in_.group.toString(), in_.rank,
+                                          group_.id.toString(), group_.rank)));
+  if (committed_ && in_.chunk <= *committed_)
+    return fail(protocolError(fmt::format("{}: COMMIT for chunk {} after COMMIT for chunk {}: "
+                                          "commits must rise",
+                                          name_, in_.chunk, *committed_)));
+  // Every member has acknowledged it, this one included: it cannot pass this one's RECEIVED.
+  if (!acknowledged_ || in_.chunk > *acknowledged_)
+    return fail(protocolError(
+        acknowledged_
+            ? fmt::format("{}: COMMIT for chunk {}, but this worker has acknowledged only up to "
+                          "chunk {} on this stream",
+                          name_, in_.chunk, *acknowledged_)
+            : fmt::format("{}: COMMIT for chunk {}, but this worker has acknowledged nothing on "
+                          "this stream yet",
+                          name_, in_.chunk)));
+  committed_ = in_.chunk;
+  commitFrames_.fetch_add(1, std::memory_order_relaxed);
+  owner_.onCommitted(*this, in_.chunk);
+  // The frame behind it usually came in the same read (a COMMIT rides in front of a RESULT):
+  // on at once, not through a post, which costs a round of the io loop. Once: a header-only
+  // frame right behind it takes the post.
+  if (!inlineHeader_ && reader_->takeBufferedHeader()) {
+    inlineHeader_ = true;
+    onHeader({});
+    inlineHeader_ = false;
+    return;
+  }
   readHeader();
 }
 
@@ -234,9 +281,9 @@ void Connection::startWrites() { feedWriter(); }
 
 void Connection::feedWriter() {
   if (closed_ || !stream_) return;  // not handshaken yet: onHandshaken feeds it
-  while (!held_.empty()) {
-    // At least one narrowed frame may always wait, however large, so that nothing stalls.
-    if (held_.front().compressed && stagedBytes_ >= kStageAhead) break;
+  // A RECEIVED due precedes every REDUCE frame handed over after it, and rides with them.
+  if (receivedDue() && !held_.empty()) enqueueReceived();
+  while (!held_.empty() && unwrittenBytes_ < kWriteAhead) {
     expected_[expected_.size() - held_.size()].payloadAt = queuedBytes_ + wire::kHeaderSize;
     enqueueReduce(held_.front());
     held_.pop_front();
@@ -244,11 +291,37 @@ void Connection::feedWriter() {
   flush();
 }
 
+void Connection::deferReceived() {
+  if (ackDeferred_) return;
+  ackDeferred_ = true;
+  acks_.add(weak_from_this());
+}
+
+void Connection::acknowledgeNow() {
+  ackDeferred_ = false;
+  if (closed_ || !stream_ || !receivedDue()) return;
+  enqueueReceived();
+  flush();
+}
+
+void Connection::enqueueReceived() {
+  acknowledged_ = completed_;
+  receivedFrames_.fetch_add(1, std::memory_order_relaxed);
+  queuedBytes_ += wire::kHeaderSize;
+  unwrittenBytes_ += wire::kHeaderSize;
+  writer_.enqueue(
+      {wire::encodeHeader(wire::receivedHeader(group_.id, group_.rank, *acknowledged_)),
+       {nullptr, 0},
+       nullptr,
+       0});
+}
+
 // No owner for a plain chunk: the caller's buffer stays valid until its request is finished,
 // and a request is failed only once every connection has drained (its writes included). A
 // compressed chunk's frame owns its staging buffer; the caller's buffer is only read.
 void Connection::enqueueReduce(const ChunkTransfer& c) {
   queuedBytes_ += wire::kHeaderSize + c.header.payloadLength;
+  unwrittenBytes_ += wire::kHeaderSize + c.header.payloadLength;
   if (!c.compressed) {
     writer_.enqueue({wire::encodeHeader(c.header), {c.src, c.header.payloadLength}, nullptr, 0});
     return;
@@ -256,11 +329,10 @@ void Connection::enqueueReduce(const ChunkTransfer& c) {
   std::shared_ptr<uint16_t[]> staged(new uint16_t[c.header.elemCount]);
   reduce::narrowFloat32(c.header.dtype, static_cast<const float*>(c.src), staged.get(),
                         c.header.elemCount);
-  stagedBytes_ += c.header.payloadLength;
   writer_.enqueue({wire::encodeHeader(c.header),
                    {staged.get(), c.header.payloadLength},
                    std::move(staged),
-                   kStagedTag});
+                   0});
 }
 
 void Connection::flush() {
@@ -270,8 +342,7 @@ void Connection::flush() {
 }
 
 void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Written frames) {
-  for (const auto& f : frames)
-    if (f.tag == kStagedTag) stagedBytes_ -= f.payload.size;
+  for (const auto& f : frames) unwrittenBytes_ -= f.header.size() + f.payload.size;
   if (closed_) return;
   if (ec) {
     // A reducer that aborts the group closes the stream after its ABORT frame, so a write can

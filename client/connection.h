@@ -13,10 +13,28 @@
 // part may cover only elements this member has already handed to the socket
 // (Stream::bytesSent): a sum includes this member's contribution, and a request must not
 // complete while its send buffer is still being read.
+//
 // While a collective has chunks on this stream that are not complete, the member waits on the
 // reducer and owes it (contributions, then the wait for results): a LivenessWatch with the
 // stream's loss bound sends HEARTBEATs on a quiet stream and finds a silent reducer
 // (proto/WIRE.md, "Heartbeats and the loss bound").
+//
+// Commits (proto/FAILOVER.md, "What each member keeps"): once a chunk's last part is in, the
+// connection acknowledges it with RECEIVED (the highest chunk of the stream whose result it
+// holds; the chunks completed by one read batch share one). While results are still to come on
+// the stream it goes at once, so that the chunks of a large collective are committed before it
+// completes; between collectives it goes in front of the next REDUCE frame handed to the writer,
+// so that it costs no write of its own, or, when none comes within kAckDelay, alone
+// (client/ack_timer.h). Either way it precedes every REDUCE frame
+// handed to the writer after it became due, so the acknowledgement of a collective's results
+// always precedes the chunks of any collective submitted after it completed: the reducer reads
+// it even while it cannot yet read those (parked for memory, held back), and a member whose
+// retention store waits for that commit is never waiting on a chunk that waits on it. The writer
+// gets REDUCE frames only while less than kWriteAhead bytes are unwritten, so a RECEIVED waits
+// behind that much at most. COMMIT (every member holds every result up to a chunk) goes to the
+// owner, which drops what it kept; a COMMIT that does not rise or passes this member's own
+// RECEIVED is a protocol error.
+//
 // Everything here runs on the connection's io thread. After close(), every pending operation's
 // handler still runs; once the last one has, the connection reports itself drained, and only
 // then may the requests it touched be failed (their buffers are no longer in use).
@@ -24,12 +42,14 @@
 
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "client/ack_timer.h"
 #include "client/handshake.h"
 #include "core/common/endpoint.h"
 #include "core/transport/frame_reader.h"
@@ -57,6 +77,10 @@ class ConnectionOwner {
   // The reducer behind `connection` is lost (silent past the stream's loss bound; `reason`
   // says so): the one place that decides what a lost reducer means (today: as onFailed).
   virtual void onReducerLost(Connection& connection, const Status& reason) = 0;
+  // Every chunk's result of `request` is in its buffer (this connection had its last chunk).
+  virtual void onResultsIn(std::shared_ptr<RequestState> request) = 0;
+  // The reducer committed every chunk up to `chunk` on this connection's stream.
+  virtual void onCommitted(Connection& connection, uint64_t chunk) = 0;
   // Closed and every handler has run: `touched` (the requests this connection held) may be
   // failed now, since no I/O can write into their buffers any more.
   virtual void onDrained(Connection& connection,
@@ -87,9 +111,10 @@ class Connection : public std::enable_shared_from_this<Connection>,
                    private transport::LivenessWatch::Owner {
  public:
   // `options` and `group` must outlive the connection (the owner holds them).
-  // `reducerLink`: this member's share of the reducer's link, for pacing (may be null).
+  // `reducerLink`: this member's share of the reducer's link, for pacing (may be null). `acks`:
+  // the io thread's timer for RECEIVEDs that no REDUCE frame carries; it outlives the connection.
   Connection(ConnectionOwner& owner, const ClientOptions& options, const GroupSpec& group,
-             asio::io_context& io, uint32_t reducerIndex, uint32_t streamIndex,
+             asio::io_context& io, AckTimer& acks, uint32_t reducerIndex, uint32_t streamIndex,
              Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr);
 
   // Dials and handshakes (client/handshake.h: the two together within options.connectTimeout);
@@ -105,8 +130,14 @@ class Connection : public std::enable_shared_from_this<Connection>,
   // at once and whole, between frames), then closes. The reducer fails the group everywhere
   // instead of waiting for its timeout.
   void abortAndClose(const Status& reason);
+  // Writes the RECEIVED due, if any, now (the ack delay ran out, or a collective waits for
+  // commits).
+  void acknowledgeNow();
 
   asio::io_context& executorContext() { return io_; }
+  // RECEIVED frames handed to the writer, COMMIT frames taken (any thread).
+  uint64_t receivedFrames() const { return receivedFrames_.load(std::memory_order_relaxed); }
+  uint64_t commitFrames() const { return commitFrames_.load(std::memory_order_relaxed); }
   uint32_t reducerIndex() const { return reducerIndex_; }
   uint32_t streamIndex() const { return streamIndex_; }
   // "reducer 2 (10.0.0.7:2222) stream 1"
@@ -117,11 +148,18 @@ class Connection : public std::enable_shared_from_this<Connection>,
   void readHeader();
   void onHeader(const std::error_code& ec);
   void onResult(const std::error_code& ec);
+  void onCommit();
+  // A RECEIVED is due: a chunk's result is complete that no RECEIVED handed to the writer covers.
+  bool receivedDue() const { return completed_ && (!acknowledged_ || *completed_ > *acknowledged_); }
+  void enqueueReceived();
+  // A RECEIVED is due and no REDUCE frame is there to carry it: the ack timer sends it.
+  void deferReceived();
   // Elements of `chunk` handed to the socket so far: all that a result part may cover.
   uint64_t elemsSent(const ChunkTransfer& chunk) const;
   void onErrorText(const std::error_code& ec);
-  // Hands the held chunks' REDUCE frames to the writer, in order, narrowing compressed ones
-  // only while little narrowed data waits to be written (kStageAhead); then flushes.
+  // Hands a due RECEIVED to the writer if REDUCE frames follow it, then the held chunks' REDUCE
+  // frames, in order, while less than kWriteAhead bytes are unwritten (narrowing compressed
+  // ones only then); then flushes.
   void feedWriter();
   void enqueueReduce(const ChunkTransfer& chunk);
   void flush();
@@ -146,6 +184,7 @@ class Connection : public std::enable_shared_from_this<Connection>,
   const ClientOptions& options_;
   const GroupSpec& group_;
   asio::io_context& io_;
+  AckTimer& acks_;
   const uint32_t reducerIndex_;
   const uint32_t streamIndex_;
   const Endpoint endpoint_;
@@ -163,8 +202,8 @@ class Connection : public std::enable_shared_from_this<Connection>,
   // Chunks not handed to the writer: submitted before the handshake (sent after it), waiting
   // for their turn to be narrowed, or submitted after close (failed once drained).
   std::deque<ChunkTransfer> held_;
-  // Narrowed REDUCE payload bytes handed to the writer and not yet written.
-  uint64_t stagedBytes_ = 0;
+  // Bytes handed to the writer and not yet written (frames and their payloads).
+  uint64_t unwrittenBytes_ = 0;
   // Bytes handed to the stream (the handshake's, then the REDUCE frames given to the writer):
   // where the next frame starts in the stream, since the writer sends its queue in order.
   uint64_t queuedBytes_ = 0;
@@ -173,8 +212,17 @@ class Connection : public std::enable_shared_from_this<Connection>,
   // Chunks whose result is not complete, in order. Those still in held_ are its last
   // held_.size() entries, since a result can only follow the chunk's upload.
   std::deque<ChunkTransfer> expected_;
-  // REDUCE frames straight from the caller's buffer. A failed write leaves it failed(): the
-  // read side may still bring the reason.
+  // The highest chunk whose whole result is in, the last RECEIVED handed to the writer, and
+  // the last COMMIT.
+  std::optional<uint64_t> completed_;
+  std::optional<uint64_t> acknowledged_;
+  std::optional<uint64_t> committed_;
+  bool ackDeferred_ = false;  // on acks_' list
+  bool inlineHeader_ = false;  // a header taken at once after a COMMIT is being handled
+  std::atomic<uint64_t> receivedFrames_{0};
+  std::atomic<uint64_t> commitFrames_{0};
+  // REDUCE frames straight from the caller's buffer, and RECEIVEDs. A failed write leaves it
+  // failed(): the read side may still bring the reason.
   transport::FrameWriter writer_;
   // Pacing (RS_LINK_GBPS): busy while a chunk on this stream waits for its result.
   transport::LinkShare::Pacer pacer_;

@@ -16,9 +16,10 @@ RequestState::RequestState(uint64_t seq, uint64_t chunks, std::vector<uint32_t> 
   if (chunks == 0) finish(Status::ok());
 }
 
-void RequestState::chunkDone(uint32_t reducer) {
+bool RequestState::chunkDone(uint32_t reducer) {
   perReducer_[reducer].fetch_sub(1, std::memory_order_relaxed);
-  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(Status::ok());
+  // acq_rel: whoever takes the last sees every other chunk's result in the buffer.
+  return remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1;
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> RequestState::reducersOwing() const {

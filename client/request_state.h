@@ -1,9 +1,12 @@
-// The shared state of one all-reduce: counts chunks home and lets callers wait or poll.
+// The shared state of one all-reduce: counts chunks home and lets callers wait or poll. Its
+// last chunk home does not finish it: the communicator first keeps what is not committed of its
+// results (client/retention_store.h), then finishes it.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -31,8 +34,21 @@ class RequestState {
   }
   const std::weak_ptr<CommunicatorCore>& comm() const { return comm_; }
 
-  // One chunk's result from `reducer` is in the caller's buffer; the last one finishes.
-  void chunkDone(uint32_t reducer);
+  // Where the results are: chunks firstChunk, firstChunk + 1, ... of chunkElems elements each
+  // (the last one what is left of `count`), elemSize bytes an element, from `recv` on.
+  struct Results {
+    uint64_t firstChunk = 0;
+    uint64_t chunkElems = 0;
+    uint64_t count = 0;
+    size_t elemSize = 0;
+    const std::byte* recv = nullptr;
+  };
+  void setResults(const Results& results) { results_ = results; }
+  const Results& results() const { return results_; }
+
+  // One chunk's result from `reducer` is in the caller's buffer: true for the last one (every
+  // result is in; the caller's buffers are no longer written).
+  bool chunkDone(uint32_t reducer);
   // Reducers that still owe chunks, with how many: for timeout messages.
   std::vector<std::pair<uint32_t, uint32_t>> reducersOwing() const;
   // The first call decides the outcome; later calls are ignored.
@@ -50,6 +66,7 @@ class RequestState {
   std::atomic<uint64_t> remaining_;
   std::unique_ptr<std::atomic<uint32_t>[]> perReducer_;
   const size_t reducers_;
+  Results results_;
   std::atomic<bool> done_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

@@ -16,7 +16,8 @@ enum class FrameRejection : uint8_t {
   kUnexpectedType,  // a frame type that has no place after the handshake (a second HELLO, ...)
   kWrongMember,     // names a group or rank other than the one the stream joined as
   kMisrouted,       // the chunk belongs to another reducer or stream index
-  kOutOfOrder,      // chunk numbers on a stream must increase
+  kOutOfOrder,      // chunk numbers on a stream must increase; a RECEIVED acknowledges a result
+                    // sent, above the member's last one
   kDisagreement,    // seq, offset, count, dtype or op differ from what other members sent
   kDuplicate,       // a member sent the same chunk twice
 };

@@ -49,11 +49,12 @@ uint64_t MemoryBudget::slotPoolBudget() const {
 
 uint64_t bookkeepingBytes(uint32_t worldSize, uint32_t streams) {
   const uint64_t memberStreams = static_cast<uint64_t>(worldSize) * streams;
-  // Per (rank, stream): its session pointer in its shard's member table, the registry's
-  // connected flag and the shard's departed flag (bits, rounded up to bytes below) and the
-  // peer entry. Per rank: the declared flag.
-  return memberStreams * (sizeof(std::shared_ptr<int>) + kPeerEntryBytes) +
-         (2 * memberStreams + worldSize + 7) / 8;
+  // Per (rank, stream): its session pointer in its shard's member table, its acknowledged
+  // watermark in the stream's CommitCounter, the registry's connected flag, the shard's
+  // departed flag and the counter's has-acknowledged flag (bits, rounded up to bytes below) and
+  // the peer entry. Per rank: the declared flag.
+  return memberStreams * (sizeof(std::shared_ptr<int>) + sizeof(uint64_t) + kPeerEntryBytes) +
+         (3 * memberStreams + worldSize + 7) / 8;
 }
 
 }  // namespace rs::server

@@ -107,6 +107,9 @@ void Session::onHeader(const std::error_code& ec) {
     case wire::FrameType::kReduce:
       handleReduce();
       return;
+    case wire::FrameType::kReceived:
+      handleReceived();
+      return;
     case wire::FrameType::kAbort:
     case wire::FrameType::kError:
       // A member gave up (for instance after a failure on another reducer): fail the group
@@ -148,13 +151,14 @@ void Session::onPeerAbort(const std::error_code& ec) {
   fail(abortedError(fmt::format("rank {} gave up: {}", rank_, peer.reason)));
 }
 
-void Session::handleReduce() {
+bool Session::fromThisStream() {
   const GroupParams& p = group_->params();
+  const std::string_view type = wire::frameTypeName(in_.type);
   if (in_.group != group_->id() || in_.rank != rank_) {
     reject(FrameRejection::kWrongMember,
-           protocolError(fmt::format("REDUCE names group {} rank {}, but this stream joined as {}",
-                                     in_.group.toString(), in_.rank, name_)));
-    return;
+           protocolError(fmt::format("{} names group {} rank {}, but this stream joined as {}",
+                                     type, in_.group.toString(), in_.rank, name_)));
+    return false;
   }
   // Chunk i belongs to reducer i mod R and travels on stream (i / R) mod K: a frame that
   // breaks this rule was routed by a member that disagrees with the others.
@@ -162,11 +166,35 @@ void Session::handleReduce() {
   const uint32_t stream = cluster::streamForChunk(in_.chunk, p.reducerCount, p.streamCount);
   if (owner != p.reducerIndex || stream != streamIndex_) {
     reject(FrameRejection::kMisrouted,
-           protocolError(fmt::format("chunk {} belongs to reducer {} stream {}, not reducer {} "
-                                     "stream {}",
-                                     in_.chunk, owner, stream, p.reducerIndex, streamIndex_)));
+           protocolError(fmt::format("{} for chunk {}: the chunk belongs to reducer {} stream {}, "
+                                     "not reducer {} stream {}",
+                                     type, in_.chunk, owner, stream, p.reducerIndex,
+                                     streamIndex_)));
+    return false;
+  }
+  return true;
+}
+
+void Session::handleReceived() {
+  if (!fromThisStream()) return;
+  if (Status s = owner_.received(*this, in_.chunk); !s.isOk()) {
+    reject(FrameRejection::kOutOfOrder, s);
     return;
   }
+  // The frame behind it usually came in the same read (a RECEIVED rides in front of a REDUCE):
+  // on at once, not through a post, which costs a round of the io loop. Once: a header-only
+  // frame right behind it takes the post.
+  if (!inlineHeader_ && reader_.takeBufferedHeader()) {
+    inlineHeader_ = true;
+    onHeader({});
+    inlineHeader_ = false;
+    return;
+  }
+  readHeader();
+}
+
+void Session::handleReduce() {
+  if (!fromThisStream()) return;
   if (haveLastChunk_ && in_.chunk <= lastChunk_) {
     reject(FrameRejection::kOutOfOrder,
            protocolError(fmt::format("chunk {} arrived after chunk {}: chunks must increase",
@@ -374,6 +402,23 @@ void Session::sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint6
   flush();
 }
 
+void Session::sendCommit(uint64_t chunk) {
+  if (closed_ || aborting_) return;
+  commitDue_ = chunk;
+  if (writer_.queued() == 0 && !commitScheduled_) {
+    commitScheduled_ = true;
+    owner_.commitLater(shared_from_this());
+  }
+  flush();
+}
+
+void Session::sendCommitNow() {
+  commitScheduled_ = false;
+  if (closed_ || aborting_ || !commitDue_) return;
+  commitNow_ = true;
+  flush();
+}
+
 void Session::abort(const Status& reason) {
   if (closed_ || aborting_) return;
   aborting_ = true;
@@ -406,6 +451,14 @@ void Session::close(const Status& reason) {
 
 void Session::flush() {
   if (closed_) return;
+  if (commitDue_ && !aborting_ && !writer_.writing() && (commitNow_ || writer_.queued() > 0)) {
+    writer_.enqueueFirst({wire::encodeHeader(wire::commitHeader(group_->id(), rank_, *commitDue_)),
+                          {nullptr, 0},
+                          nullptr,
+                          kControlFrame});
+    commitDue_.reset();
+    commitNow_ = false;
+  }
   pacer_.refresh(*stream_);
   writer_.flush(*stream_);
 }

@@ -3,7 +3,9 @@
 // single result buffer. While a chunk of the member's is in flight here (from its header until
 // its last RESULT part is written) the stream owes the member results and waits on it, so a
 // LivenessWatch with the stream's loss bound sends HEARTBEATs on a quiet stream and finds a
-// silent member (proto/WIRE.md, "Heartbeats and the loss bound").
+// silent member (proto/WIRE.md, "Heartbeats and the loss bound"). Reads the member's RECEIVED
+// frames for its owner's commit counter and writes the COMMITs it sends back, ahead of the next
+// results.
 //
 // Lifetime: its SessionOwner (the Shard) holds a session while it is a group member, and every pending operation
 // holds it through shared_from_this(), so a closed session lives until its last handler ran
@@ -50,11 +52,19 @@ class SessionOwner {
   // member has now contributed to, wakes the members held back, and completes the slot when
   // that was the last element of the last member.
   virtual void contributed(Slot& slot) = 0;
+  // The member's RECEIVED: it holds every result up to `chunk` on the session's stream. Its
+  // stream's commit counter takes it and, when the commit watermark rose, sends COMMIT to the
+  // stream's members. An error (a chunk whose result was not sent, a watermark that does not
+  // rise) breaks the protocol: the session fails the group with it.
+  virtual Status received(Session& session, uint64_t chunk) = 0;
   // The member closed its stream at a frame boundary. If a chunk still open on that stream
   // lacks its contribution, the group fails; otherwise later chunks on the stream will.
   virtual void memberLeft(Session& session) = 0;
   // The session closed (for any reason): forget it.
   virtual void detach(Session& session) = 0;
+  // No result queued to `session`'s member can carry the COMMIT it has due: the owner calls
+  // Session::sendCommitNow within a short delay (a result queued meanwhile carries it first).
+  virtual void commitLater(const std::shared_ptr<Session>& session) = 0;
   // A session hit an error that dooms its group.
   virtual void failGroup(const std::shared_ptr<Group>& group, const Status& reason) = 0;
   // The member behind `session` is lost (`how`; `reason` says what was seen): the one place
@@ -78,6 +88,13 @@ class Session : public std::enable_shared_from_this<Session>,
   void start(const wire::HelloAckPayload& ack);
   // Queues elements [from, to) of the slot's result to this member as one RESULT frame.
   void sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint64_t to);
+  // Tells the member that every member holds every result up to `chunk` on this stream: a
+  // COMMIT ahead of the next results written to it, so that it costs no write and no wake-up of
+  // its own; with none queued, at the owner's call (commitLater). Commits that come meanwhile
+  // go as one, the latest.
+  void sendCommit(uint64_t chunk);
+  // Writes the COMMIT due, if any, alone if nothing else goes (the owner's delay ran out).
+  void sendCommitNow();
   // Queues ABORT with the reason, drops queued results, and closes once it is written (or
   // after a short grace period).
   void abort(const Status& reason);
@@ -108,6 +125,10 @@ class Session : public std::enable_shared_from_this<Session>,
   void readHeader();
   void onHeader(const std::error_code& ec);
   void handleReduce();
+  void handleReceived();
+  // The frame just read names this stream's group and rank, and its chunk belongs to this
+  // reducer and stream; else the frame is rejected (and false).
+  bool fromThisStream();
   void onPeerAbort(const std::error_code& ec);
   // While it reads nothing (parked, held back), a session still watches for its member closing
   // or resetting the stream: the group fails at once, not at the collective timeout. The
@@ -163,12 +184,16 @@ class Session : public std::enable_shared_from_this<Session>,
   bool parked_ = false;
   bool heldBack_ = false;  // over the lead limit: waiting for the others in this chunk
   bool readInFlight_ = false;
+  bool inlineHeader_ = false;  // a header taken at once after a RECEIVED is being handled
   std::string peerReason_;  // an ABORT's payload from the member
   bool haveLastChunk_ = false;
   uint64_t lastChunk_ = 0;
 
-  // Write side: HELLO_ACK, RESULT parts (each owned by its slot until written), ABORT.
+  // Write side: HELLO_ACK, RESULT parts (each owned by its slot until written), COMMIT, ABORT.
   transport::FrameWriter writer_;
+  std::optional<uint64_t> commitDue_;  // a COMMIT for the next write
+  bool commitNow_ = false;             // ... even with nothing else to write
+  bool commitScheduled_ = false;       // the owner was asked (commitLater)
 
   // Pacing (--link-gbps): busy from a chunk's header until its last RESULT part is written.
   transport::LinkShare::Pacer pacer_;

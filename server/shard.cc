@@ -15,6 +15,12 @@ constexpr auto kTimeoutScanPeriod = std::chrono::milliseconds(200);
 // A RESULT part goes out once the ready prefix grew by this much (or a piece, if smaller; see
 // Slot::releaseReady): a bounded frame count per chunk, a download trailing the upload by little.
 constexpr uint64_t kMinResultPartBytes = 32 << 10;
+// How long a COMMIT waits for a result to the same member to carry it (a stream's next chunk,
+// often of a later collective) before it goes alone: long enough to catch the next small
+// collective on a stream that the chunks rotate over (as the members' RECEIVEDs,
+// client/ack_timer.h), short beside a collective timeout. Only a member waiting for room to keep
+// its results (client/retention_store.h) waits on it.
+constexpr auto kCommitDelay = std::chrono::milliseconds(20);
 
 // The session an Admission::Request waits for (the shard's requests carry their session).
 std::shared_ptr<Session> sessionOf(const Admission::Request& request) {
@@ -31,7 +37,8 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
       abortGroup_(std::move(abortGroup)),
       pool_(std::make_shared<SlotPool>(registry.memory())),
       admission_(*this, *pool_, {config.maxSlotsPerGroup, config.maxChunkBytes}, stats_),
-      timeoutTimer_(io) {
+      timeoutTimer_(io),
+      lateCommits_(io, kCommitDelay, &Session::sendCommitNow) {
   pool_->setOnFreed([this] {
     stats_.slotBytesInUse.store(pool_->inUse(), std::memory_order_relaxed);
     stats_.slotStateBytes.store(pool_->stateInUse(), std::memory_order_relaxed);
@@ -59,6 +66,7 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
   slots.resize(group->params().worldSize);
   slots[rank] = session;
   gs.departed[streamIndex].resize(group->params().worldSize, false);
+  gs.commits.try_emplace(streamIndex, group->params().worldSize);
   if (shuttingDown_) {
     session->abort(unavailableError("the reducer is shutting down"));
     return;
@@ -248,9 +256,25 @@ void Shard::sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
   const auto& members = gs.members[slot->stream()];
   for (const auto& member : members)
     if (member && !member->closed()) member->sendResult(slot, part->from, part->to);
+  if (part->to == slot->elemCount()) gs.commits.at(slot->stream()).resultSent(slot->chunk());
   slot->wakeHeldBack([&](uint32_t rank) {
     if (rank < members.size() && members[rank]) members[rank]->onOthersCaughtUp();
   });
+}
+
+Status Shard::received(Session& session, uint64_t chunk) {
+  GroupShard* gs = findGroup(session.group()->id());
+  if (gs == nullptr) return Status::ok();  // aborted and forgotten while the frame was read
+  CommitCounter& counter = gs->commits.at(session.streamIndex());
+  RS_RETURN_IF_ERROR(counter.received(session.rank(), chunk));
+  if (const std::optional<uint64_t> commit = counter.takeCommit())
+    for (const auto& member : gs->members[session.streamIndex()])
+      if (member && !member->closed()) member->sendCommit(*commit);
+  return Status::ok();
+}
+
+void Shard::commitLater(const std::shared_ptr<Session>& session) {
+  if (!shuttingDown_) lateCommits_.add(session);
 }
 
 void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
@@ -348,6 +372,7 @@ void Shard::maybeForget(const GroupId& id) {
 void Shard::closeAll(const Status& reason) {
   shuttingDown_ = true;
   timeoutTimer_.cancel();
+  lateCommits_.cancel();
   std::vector<std::shared_ptr<Session>> sessions;
   for (auto& [id, gs] : groups_) {
     for (auto& [chunk, slot] : gs.open) slot->markDead();

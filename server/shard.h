@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "core/common/status.h"
+#include "core/transport/delayed_calls.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
 #include "server/admission.h"
+#include "server/commit_counter.h"
 #include "server/config.h"
 #include "server/failure_reason.h"
 #include "server/group_registry.h"
@@ -65,6 +67,8 @@ class Shard final : public SessionOwner, private Admission::Owner {
   Acquire acquireSlot(const std::shared_ptr<Session>& session, const wire::FrameHeader& header,
                       std::shared_ptr<Slot>* slot, Status* error) override;
   void contributed(Slot& slot) override;
+  Status received(Session& session, uint64_t chunk) override;
+  void commitLater(const std::shared_ptr<Session>& session) override;
   void memberLeft(Session& session) override;
   void detach(Session& session) override;
   void failGroup(const std::shared_ptr<Group>& group, const Status& reason) override;
@@ -78,6 +82,8 @@ class Shard final : public SessionOwner, private Admission::Owner {
     std::unordered_map<uint16_t, std::vector<std::shared_ptr<Session>>> members;
     // Members that closed their stream cleanly: a later chunk on that stream cannot complete.
     std::unordered_map<uint16_t, std::vector<bool>> departed;
+    // Per stream: the results sent, the members' RECEIVED and the commit watermark.
+    std::unordered_map<uint16_t, CommitCounter> commits;
     // chunk -> slot. A completed one leaves it, but Admission counts it against the group's
     // quota and share while its RESULT parts are still queued to some member (heldSlots).
     std::unordered_map<uint64_t, std::shared_ptr<Slot>> open;
@@ -124,6 +130,9 @@ class Shard final : public SessionOwner, private Admission::Owner {
   Admission admission_;
   bool waiterServicePosted_ = false;
   asio::steady_timer timeoutTimer_;
+  // Sessions with a COMMIT that no result carried, each sent about kCommitDelay after it was due
+  // (SessionOwner::commitLater), on one timer for the thread.
+  transport::DelayedCalls<Session> lateCommits_;
   bool shuttingDown_ = false;
 };
 

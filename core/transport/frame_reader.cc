@@ -7,17 +7,22 @@
 
 namespace rs::transport {
 
-FrameReader::FrameReader() : buffer_(wire::kHeaderSize + kReadAheadBytes) {}
+FrameReader::FrameReader() : buffer_(kBufferBytes) {}
 
 void FrameReader::readHeader(Stream& stream, IoHandler handler) {
-  lastPayload_ = payloadTaken_;
-  payloadTaken_ = 0;
-  if (buffered() >= wire::kHeaderSize) {
-    takeHeader();
+  if (takeBufferedHeader()) {
     asio::post(stream.executor(), [h = std::move(handler)] { h({}, wire::kHeaderSize); });
     return;
   }
   fillHeader(stream, std::move(handler));
+}
+
+bool FrameReader::takeBufferedHeader() {
+  if (payloadTaken_ != 0) lastPayload_ = payloadTaken_;  // a header-only frame tells nothing
+  payloadTaken_ = 0;
+  if (buffered() < wire::kHeaderSize) return false;
+  takeHeader();
+  return true;
 }
 
 void FrameReader::fillHeader(Stream& stream, IoHandler handler) {
@@ -27,7 +32,8 @@ void FrameReader::fillHeader(Stream& stream, IoHandler handler) {
     end_ -= begin_;
     begin_ = 0;
   }
-  const size_t want = lastPayload_ <= kReadAheadBytes ? buffer_.size() : wire::kHeaderSize;
+  const size_t want =
+      lastPayload_ <= kReadAheadBytes ? buffer_.size() : 2 * wire::kHeaderSize;
   stream.asyncReadSome(
       buffer_.data() + end_, want - end_,
       [this, &stream, h = std::move(handler)](const std::error_code& ec, size_t n) mutable {

@@ -6,8 +6,10 @@
 // socket is empty: the next read waits in epoll instead of first trying a receive that finds
 // nothing. Bytes read ahead are copied once more on their way to where they belong, so a
 // header read asks for them only while frames are small (the last frame's payload at most
-// kReadAheadBytes); a stream of large frames reads each header alone and each payload straight
-// into its destination, as before.
+// kReadAheadBytes); a stream of large frames reads each header with at most one header's worth
+// more, so that a header-only frame (RECEIVED, COMMIT) and the header behind it come in one
+// call, and each payload straight into its destination (but those few bytes). A header-only
+// frame says nothing of the sizes around it: the last frame with a payload stays the guide.
 //
 // The reducer's sessions and the client's connections read through one each. Everything runs
 // on the stream's io thread; the owner keeps the reader (and the stream) alive until its
@@ -27,6 +29,8 @@ class FrameReader {
   // About a syscall's worth of copying (a few microseconds); covers the chunks of small
   // all-reduces, which the client cuts no finer than 16 KiB.
   static constexpr size_t kReadAheadBytes = 16 << 10;
+  // A header-only frame, a header, and a small frame's payload.
+  static constexpr size_t kBufferBytes = 2 * wire::kHeaderSize + kReadAheadBytes;
 
   FrameReader();
   FrameReader(const FrameReader&) = delete;
@@ -36,6 +40,10 @@ class FrameReader {
   // read ahead completes through a post, never inline, so that buffered frames cannot recurse.
   // End of stream before a whole header fails it with asio::error::eof.
   void readHeader(Stream& stream, IoHandler handler);
+  // When a whole header was read ahead: takes it now, as readHeader would, and returns true,
+  // for an owner that goes on at once after a header-only frame (the post saved is a round of
+  // its io loop); false, and nothing taken, otherwise.
+  bool takeBufferedHeader();
   // The last header read; valid from readHeader's completion until the next readHeader.
   const wire::HeaderBytes& header() const { return header_; }
 

@@ -16,6 +16,11 @@ void FrameWriter::enqueue(Frame frame) {
   queue_.push_back(std::move(frame));
 }
 
+void FrameWriter::enqueueFirst(Frame frame) {
+  if (closed_) return;
+  queue_.push_front(std::move(frame));
+}
+
 bool FrameWriter::flush(Stream& stream) {
   if (writing_ || failed_ || closed_ || queue_.empty()) return false;
   size_t buffers = 0;

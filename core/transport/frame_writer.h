@@ -55,6 +55,10 @@ class FrameWriter {
 
   // Queues a frame (after close(), drops it). Writes nothing by itself.
   void enqueue(Frame frame);
+  // Queues a frame ahead of every queued one, so that it goes in the next write: a small
+  // control frame that must not wait behind the data queued before it (the reducer's COMMIT).
+  // Only for a sender that does not count where its queued frames start in the stream.
+  void enqueueFirst(Frame frame);
   // Starts one gather write of the oldest queued frames, unless a write is in flight, nothing
   // is queued, a write failed or the writer was closed. True when it started one.
   bool flush(Stream& stream);

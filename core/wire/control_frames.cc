@@ -43,6 +43,16 @@ FrameHeader dataHeader(FrameType type, const ChunkFields& c) {
   return h;
 }
 
+FrameHeader watermarkHeader(FrameType type, const GroupId& group, uint32_t rank,
+                            uint64_t chunk) {
+  FrameHeader h;
+  h.type = type;
+  h.group = group;
+  h.rank = rank;
+  h.chunk = chunk;
+  return h;
+}
+
 ErrorFrame failureFrame(FrameType type, const GroupId& group, uint32_t rank,
                         const Status& reason) {
   ErrorFrame frame;
@@ -70,12 +80,15 @@ FrameHeader resultHeader(const ChunkFields& chunk) {
 }
 
 HeaderBytes heartbeatFrame(const GroupId& group, uint32_t rank) {
-  FrameHeader h;
-  h.type = FrameType::kHeartbeat;
-  h.group = group;
-  h.rank = rank;
-  h.payloadLength = 0;
-  return encodeHeader(h);
+  return encodeHeader(watermarkHeader(FrameType::kHeartbeat, group, rank, 0));
+}
+
+FrameHeader receivedHeader(const GroupId& group, uint32_t rank, uint64_t chunk) {
+  return watermarkHeader(FrameType::kReceived, group, rank, chunk);
+}
+
+FrameHeader commitHeader(const GroupId& group, uint32_t rank, uint64_t chunk) {
+  return watermarkHeader(FrameType::kCommit, group, rank, chunk);
 }
 
 ErrorFrame errorFrame(const GroupId& group, uint32_t rank, const Status& reason) {

@@ -37,6 +37,12 @@ FrameHeader resultHeader(const ChunkFields& chunk);
 // rank a reducer's stream serves.
 HeaderBytes heartbeatFrame(const GroupId& group, uint32_t rank);
 
+// The acknowledgements, header only, each with a watermark in `chunk`: RECEIVED (worker ->
+// reducer, `rank` the sender): it holds the whole result of every chunk up to `chunk` on this
+// stream; COMMIT (reducer -> worker, `rank` the destination): so does every member.
+FrameHeader receivedHeader(const GroupId& group, uint32_t rank, uint64_t chunk);
+FrameHeader commitHeader(const GroupId& group, uint32_t rank, uint64_t chunk);
+
 // The HELLO that opens a worker's stream: the header names the group and rank, the payload the
 // rest. With a secret (the pool's, or the job's derived one when hello.jobName is set) the
 // payload gets a fresh client nonce and the proof answering the reducer's CHALLENGE nonce

@@ -157,6 +157,14 @@ Status checkDataFrame(const FrameHeader& h, uint8_t dtype, uint8_t op,
   return requireZero(h.type, "status", h.status);
 }
 
+// The fields that describe a chunk's data, zero on every frame but REDUCE and RESULT.
+Status requireNoData(const FrameHeader& h, uint8_t dtype, uint8_t op) {
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
+  return requireZero(h.type, "op", op);
+}
+
 // A control frame of a fixed payload size (HELLO, HELLO_ACK, CHALLENGE, HEARTBEAT): every data
 // field zero.
 Status checkFixedFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t payloadSize) {
@@ -166,11 +174,16 @@ Status checkFixedFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t p
   }
   RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
   RS_RETURN_IF_ERROR(requireZero(h.type, "chunk", h.chunk));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
   RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
-  return requireZero(h.type, "op", op);
+  return requireNoData(h, dtype, op);
+}
+
+// RECEIVED and COMMIT: the header alone, its chunk the watermark; nothing else.
+Status checkWatermarkFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
+  RS_RETURN_IF_ERROR(requireZero(h.type, "payloadLength", h.payloadLength));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
+  return requireNoData(h, dtype, op);
 }
 
 Status checkErrorFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
@@ -183,10 +196,7 @@ Status checkErrorFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
                                   dec(kMaxErrorMessageBytes) + ")");
   }
   // seq and chunk may name the failed collective; the data fields stay zero.
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemOffset", h.elemOffset));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "elemCount", h.elemCount));
-  RS_RETURN_IF_ERROR(requireZero(h.type, "dtype", dtype));
-  return requireZero(h.type, "op", op);
+  return requireNoData(h, dtype, op);
 }
 
 // Length of the well-formed UTF-8 sequence at p (1..4), or 0 when it is not one. Rejects
@@ -227,6 +237,8 @@ std::string_view frameTypeName(FrameType t) {
     case FrameType::kAbort: return "ABORT";
     case FrameType::kChallenge: return "CHALLENGE";
     case FrameType::kHeartbeat: return "HEARTBEAT";
+    case FrameType::kReceived: return "RECEIVED";
+    case FrameType::kCommit: return "COMMIT";
   }
   return "UNKNOWN";
 }
@@ -269,9 +281,12 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
   }
   const uint8_t version = data[kOffVersion];
   if (version != kProtocolVersion) {
+    // Reducers and workers of releases with different wire versions meet here, on the first
+    // frame of a stream (the CHALLENGE or the HELLO): say so, not just which byte was wrong.
     return headerError("unsupported version " + dec(version) + " (expected " +
-                       dec(kProtocolVersion) +
-                       ": reducers and workers must run releases of the same protocol version)");
+                       dec(kProtocolVersion) + "): the peer runs another release of the Reduction "
+                       "Server, and reducers and workers must speak one wire version "
+                       "(proto/WIRE.md, Versioning)");
   }
   const uint8_t type = data[kOffType];
   if (type < kMinFrameType || type > kMaxFrameType) {
@@ -338,6 +353,10 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
     case FrameType::kError:
     case FrameType::kAbort:
       RS_RETURN_IF_ERROR(checkErrorFrame(h, dtype, op));
+      break;
+    case FrameType::kReceived:
+    case FrameType::kCommit:
+      RS_RETURN_IF_ERROR(checkWatermarkFrame(h, dtype, op));
       break;
   }
   h.dtype = static_cast<DataType>(dtype);

@@ -21,7 +21,9 @@ namespace rs::wire {
 
 inline constexpr uint32_t kMagic = 0x31465352;  // "RSF1" in byte order on the wire
 // 2: the reducer opens with CHALLENGE and HELLO carries the worker's nonce and proof.
-// 3: HEARTBEAT, so that a silent peer is found within a bound (proto/FAILOVER.md).
+// 3: HEARTBEAT, so that a silent peer is found within a bound, and RECEIVED and COMMIT (a member
+// acknowledges the results it holds, a reducer says when every member has), part of every
+// stream's conversation (proto/FAILOVER.md).
 inline constexpr uint8_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 72;
 
@@ -36,9 +38,11 @@ enum class FrameType : uint8_t {
   // Either way, header only: the sender lives. Sent by a side that owes its peer something
   // and has sent it nothing for a third of the stream's loss bound (proto/WIRE.md).
   kHeartbeat = 8,
+  kReceived = 9,  // worker -> reducer, header only: the results it holds on this stream (chunk)
+  kCommit = 10,   // reducer -> worker, header only: the results every member holds (chunk)
 };
 inline constexpr uint8_t kMinFrameType = 1;
-inline constexpr uint8_t kMaxFrameType = 8;
+inline constexpr uint8_t kMaxFrameType = 10;
 
 // Decoders reject unknown bits so that a future flag never changes meaning silently.
 // kFlagDeterministic (HELLO only): this member asks for deterministic mode (RS_DETERMINISTIC):

@@ -14,6 +14,7 @@
 
 #include "client/handshake.h"
 #include "core/wire/auth.h"
+#include "core/wire/crc32c.h"
 #include "tests/support/fake_reducer.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/run_until.h"
@@ -44,6 +45,22 @@ std::vector<uint8_t> securedChallengeFrame(const wire::Nonce& nonce) {
   std::vector<uint8_t> frame(header.begin(), header.end());
   frame.insert(frame.end(), payload.begin(), payload.end());
   return frame;
+}
+
+// A fake reducer's conversation that sends `challenge`, then records whether a HELLO header
+// followed before the member closed, and shuts the socket down (a member waiting for more
+// learns at once); `closed` is set last.
+FakeReducer::Serve challengeOnly(std::vector<uint8_t> challenge, std::atomic<bool>& gotHello,
+                                 std::atomic<bool>& closed) {
+  return [challenge = std::move(challenge), &gotHello, &closed](FakeReducer::Socket& s) {
+    writeBytes(s, challenge.data(), challenge.size());
+    wire::HeaderBytes bytes;
+    std::error_code ec;
+    asio::read(s, asio::buffer(bytes), ec);
+    gotHello = !ec;
+    closed = true;
+    s.shutdown(asio::socket_base::shutdown_both, ec);
+  };
 }
 
 // One handshake, run on the test's thread, that records its reports. It keeps the options and
@@ -202,20 +219,38 @@ TEST_CASE("client handshake: the HELLO asks for the member's loss bound, the HEL
   }
 }
 
+TEST_CASE("client handshake: a reducer of another wire version is refused at its CHALLENGE, "
+          "with a message that says so and sends no HELLO") {
+  std::atomic<bool> closed{false};
+  std::atomic<bool> gotHello{false};
+  // The CHALLENGE of the release before: its version byte, with the checksum made anew.
+  std::vector<uint8_t> challenge = challengeFrame();
+  challenge[4] = wire::kProtocolVersion - 1;
+  const uint32_t crc = wire::crc32c(challenge.data(), wire::kHeaderSize - 4);
+  for (int i = 0; i < 4; ++i)
+    challenge[wire::kHeaderSize - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
+  FakeReducer fake(challengeOnly(challenge, gotHello, closed));
+  asio::io_context io;
+  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+          fake.endpoint());
+  auto& outcome = run.outcome(io);
+  REQUIRE_FALSE(outcome.isOk());
+  CHECK(outcome.status().code() == StatusCode::kProtocolError);
+  const std::string old = std::to_string(wire::kProtocolVersion - 1);
+  CHECK_THAT(outcome.status().message(),
+             Contains(streamName(fake.endpoint()) + ": frame header: unsupported version " + old +
+                      " (expected " + std::to_string(wire::kProtocolVersion) +
+                      "): the peer runs another release of the Reduction Server, and reducers "
+                      "and workers must speak one wire version"));
+  REQUIRE(waitUntil([&] { return closed.load(); }));
+  CHECK_FALSE(gotHello);
+}
+
 TEST_CASE("client handshake: a member without the secret stops at a reducer that wants one, "
           "sending no HELLO") {
   std::atomic<bool> closed{false};
   std::atomic<bool> gotHello{false};
-  FakeReducer fake([&](FakeReducer::Socket& s) {
-    const std::vector<uint8_t> challenge = securedChallengeFrame(*wire::randomNonce());
-    writeBytes(s, challenge.data(), challenge.size());
-    wire::HeaderBytes bytes;
-    std::error_code ec;
-    asio::read(s, asio::buffer(bytes), ec);
-    gotHello = !ec;
-    closed = true;
-    s.shutdown(asio::socket_base::shutdown_both, ec);  // a member waiting for more learns now
-  });
+  FakeReducer fake(challengeOnly(securedChallengeFrame(*wire::randomNonce()), gotHello, closed));
   asio::io_context io;
   Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
           fake.endpoint());

@@ -1,5 +1,6 @@
 // FrameWriter over a real loopback TCP connection: frames arrive whole and in order, more than
-// kMaxFramesPerWrite frames go out in several gather writes, a payload's owner lives until the
+// kMaxFramesPerWrite frames go out in several gather writes, a frame queued first goes in the
+// next write, a payload's owner lives until the
 // write that carries it has ended, dropped frames are released at once and never sent, and a
 // failed or closed stream ends the write in flight through its handler (drain stays exact).
 //
@@ -195,6 +196,31 @@ TEST_CASE("frame writer: a payload's owner is released only after its write comp
   REQUIRE(p.received.size() == 2);
   CHECK((p.received[0].chunk == 1 && p.received[0].bytes == kBigPayload && p.received[0].intact));
   CHECK((p.received[1].chunk == 2 && p.received[1].intact));
+}
+
+TEST_CASE("frame writer: a frame queued first goes in the next write, ahead of the queued ones",
+          "[transport]") {
+  Loopback p;
+  Completions seen;
+  FrameWriter writer(nullptr, [&](const std::error_code& ec, FrameWriter::Written frames) {
+    seen.batches.push_back(frames.size());
+    seen.frames += frames.size();
+    if (!ec) writer.flush(*p.stream);
+  });
+  // A write in flight (stuck until the peer reads), 20 frames behind it, then one queued first.
+  writer.enqueue(makeFrame(1, kBigPayload));
+  REQUIRE(writer.flush(*p.stream));
+  for (uint64_t i = 2; i < 22; ++i) writer.enqueue(makeFrame(i, 100));
+  writer.enqueueFirst(makeFrame(99, 10));
+  CHECK(writer.queued() == 21);
+  p.startReading(22);
+  REQUIRE(p.runUntil([&] { return seen.frames == 22; }));
+  p.joinReader();
+  CHECK(seen.batches == std::vector<size_t>{1, 16, 5});
+  REQUIRE(p.received.size() == 22);
+  CHECK(p.received[0].chunk == 1);
+  CHECK(p.received[1].chunk == 99);  // the write after the one in flight starts with it
+  for (uint64_t i = 2; i < 22; ++i) CHECK(p.received[i].chunk == i);
 }
 
 TEST_CASE("frame writer: dropped frames are released at once and never sent", "[transport]") {

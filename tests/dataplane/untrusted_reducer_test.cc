@@ -99,13 +99,8 @@ TEST_CASE("a RESULT for elements the member has not sent yet is a protocol error
           "healthy group on a reducer it shares stays exact",
           "[untrusted-reducer]") {
   LocalPool pool(1);
-  std::atomic<bool> stop{false};
-  std::atomic<int> rounds{0};
-  Status healthy;  // Catch2 assertions belong on the test's own thread
-  std::thread other([&] {
-    healthy = runHealthyGroup(pool.endpoints(), {.stop = &stop, .done = &rounds});
-  });
-  REQUIRE(waitUntil([&] { return rounds.load() >= 1; }));
+  HealthyGroupBeside healthy(pool.endpoints());
+  REQUIRE(healthy.running());
 
   constexpr uint32_t kChunkBytes = 8u << 20;
   // Reads only the REDUCE header of its chunk, then sends a result for the whole chunk (made-up
@@ -138,11 +133,7 @@ TEST_CASE("a RESULT for elements the member has not sent yet is a protocol error
   fake.reset();
 
   // The reducer the member shared goes on serving the healthy group, exactly.
-  const int before = rounds.load();
-  CHECK(waitUntil([&] { return rounds.load() >= before + 2; }));
-  stop = true;
-  other.join();
-  CHECK(healthy.toString() == "OK");
+  CHECK(healthy.finish().toString() == "OK");
 }
 
 TEST_CASE("result parts for what the member has already sent are accepted while the rest of "

@@ -90,6 +90,12 @@ void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
               "error frames carry a failure code");
       require(h.payloadLength <= kMaxErrorMessageBytes, "error message within the limit");
       break;
+    case FrameType::kReceived:
+    case FrameType::kCommit:
+      require(h.payloadLength == 0 && h.seq == 0 && h.elemOffset == 0 && h.elemCount == 0 &&
+                  h.status == 0,
+              "RECEIVED and COMMIT are a header alone, their watermark in chunk");
+      break;
     default:
       require(false, "decoded type in range");
   }
@@ -348,6 +354,14 @@ void writeSeeds(const std::string& dir) {
   h.status = static_cast<uint32_t>(rs::StatusCode::kAborted);
   h.payloadLength = static_cast<uint32_t>(abortReason.size());
   writeSeed(dir, "abort", h, {abortReason.begin(), abortReason.end()});
+
+  h.type = FrameType::kReceived;
+  h.status = 0;
+  h.seq = 0;
+  h.payloadLength = 0;
+  writeSeed(dir, "received", h, {});
+  h.type = FrameType::kCommit;
+  writeSeed(dir, "commit", h, {});
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // with a RESULT of the same chunk: all bytes 0xFF (a wrong value in every type), except for a
 // one-element uint64 sum, which it answers with 0: what an all-reduce of the members'
 // wrong-value counts would need to say "0 OK". Each member is answered alone, whatever the
-// group's size. Takes reduction-server's command line as allreduce_perf's launcher passes it
+// group's size, its RECEIVED too: with the COMMIT of the same chunk, so that it keeps nothing. Takes reduction-server's command line as allreduce_perf's launcher passes it
 // (only --port-file matters; it listens on an ephemeral port of 127.0.0.1) and runs until
 // SIGTERM or SIGINT.
 #include <signal.h>
@@ -23,6 +23,12 @@ void forge(rs::test::FakeReducer::Socket& s) {
   test::acceptMember(s, kMaxPayload);
   for (;;) {
     const wire::FrameHeader reduce = test::readHeaderOf(s, kMaxPayload);
+    if (reduce.type == wire::FrameType::kReceived) {
+      const wire::HeaderBytes commit =
+          wire::encodeHeader(wire::commitHeader(reduce.group, reduce.rank, reduce.chunk));
+      test::writeBytes(s, commit.data(), commit.size());
+      continue;
+    }
     std::vector<uint8_t> payload(reduce.payloadLength);
     asio::read(s, asio::buffer(payload));
     const bool count = reduce.dtype == DataType::kUint64 && reduce.op == ReduceOp::kSum &&

@@ -26,17 +26,17 @@ GroupParams paramsOf(uint32_t world, uint16_t streams) {
 
 TEST_CASE("memory budget: world-size-heavy groups are refused once their bookkeeping would pass "
           "the limit, and it returns to zero when they end") {
-  // 64 MiB over 2 io threads, each keeping a 16 MiB floor for slots: 32 MiB for bookkeeping.
-  auto memory = std::make_shared<MemoryBudget>(64 * kMiB, 2, 16 * kMiB);
+  // 80 MiB over 2 io threads, each keeping a 20 MiB floor for slots: 40 MiB for bookkeeping.
+  auto memory = std::make_shared<MemoryBudget>(80 * kMiB, 2, 20 * kMiB);
   GroupRegistry registry(RegistryLimits{}, 2, memory);
   REQUIRE(registry.memory() == memory);
-  CHECK(memory->slotPoolBudget() == 32 * kMiB);  // nothing charged: the thread's whole part
+  CHECK(memory->slotPoolBudget() == 40 * kMiB);  // nothing charged: the thread's whole part
 
-  // A group of the largest world with 2 streams per member: about 10 MiB of bookkeeping, so
-  // three fit in the 32 MiB and a fourth does not.
+  // A group of the largest world with 2 streams per member: about 11 MiB of bookkeeping, so
+  // three fit in the 40 MiB and a fourth does not.
   const uint64_t heavy = bookkeepingBytes(65536, 2);
-  REQUIRE(3 * heavy <= 32 * kMiB);
-  REQUIRE(4 * heavy > 32 * kMiB);
+  REQUIRE(3 * heavy <= 40 * kMiB);
+  REQUIRE(4 * heavy > 40 * kMiB);
   std::vector<GroupId> ids;
   for (int i = 0; i < 3; ++i) {
     ids.push_back(GroupId::random());
@@ -45,9 +45,9 @@ TEST_CASE("memory budget: world-size-heavy groups are refused once their bookkee
   }
   CHECK(memory->bookkeeping() == 3 * heavy);
   // The slots get what the bookkeeping leaves, split over the threads.
-  CHECK(memory->slotPoolBudget() == (64 * kMiB - 3 * heavy) / 2);
+  CHECK(memory->slotPoolBudget() == (80 * kMiB - 3 * heavy) / 2);
 
-  // A fourth would pass the 32 MiB: refused, naming the limit, and nothing is left behind.
+  // A fourth would pass the 40 MiB: refused, naming the limit, and nothing is left behind.
   const GroupId refused = GroupId::random();
   auto g = registry.joinStream(refused, 0, 0, paramsOf(65536, 2));
   REQUIRE_FALSE(g.isOk());
@@ -74,7 +74,7 @@ TEST_CASE("memory budget: world-size-heavy groups are refused once their bookkee
   CHECK(*left == nullptr);
   CHECK(registry.size() == 0);
   CHECK(memory->bookkeeping() == 0);
-  CHECK(memory->slotPoolBudget() == 32 * kMiB);
+  CHECK(memory->slotPoolBudget() == 40 * kMiB);
   // And the heavy group fits again.
   REQUIRE(registry.joinStream(refused, 0, 0, paramsOf(65536, 2)).isOk());
 }

@@ -9,9 +9,11 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/local_pool.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::test {
 
@@ -69,5 +71,36 @@ inline Status runHealthyGroup(const std::vector<Endpoint>& reducers, const Healt
     return Status::ok();
   });
 }
+
+// A healthy group run on a thread of its own beside a test's attack, until finish(). Catch2's
+// assertions belong on the test's own thread, so it only reports.
+class HealthyGroupBeside {
+ public:
+  explicit HealthyGroupBeside(const std::vector<Endpoint>& reducers)
+      : thread_([this, reducers] {
+          outcome_ = runHealthyGroup(reducers, {.stop = &stop_, .done = &rounds_});
+        }) {}
+  ~HealthyGroupBeside() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // Whether it completed a round (waited for).
+  bool running() { return waitUntil([&] { return rounds_.load() >= 1; }); }
+  // Two more rounds (waited for), then it stops: OK if every round was exact.
+  Status finish() {
+    const int before = rounds_.load();
+    const bool moving = waitUntil([&] { return rounds_.load() >= before + 2; });
+    stop_ = true;
+    thread_.join();
+    if (!moving) return internalError("the healthy group stopped making progress");
+    return outcome_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> rounds_{0};
+  Status outcome_;
+  std::thread thread_;  // last: it starts once the rest is built
+};
 
 }  // namespace rs::test

@@ -143,8 +143,9 @@ inline wire::HeaderBytes fp32ReduceHeader(const GroupId& group, uint32_t rank, u
   return wire::encodeHeader(wire::reduceHeader(f));
 }
 
-// One member's single stream to reducer 0 of a one-reducer pool, sending fp32 chunk 0 (seq 0)
-// in which element i of rank r is r + i.
+// One member's single stream to reducer 0 of a one-reducer pool, sending fp32 chunks (seq = the
+// chunk's number, each at element offset 0: one chunk a collective) in which element i of rank
+// r is r + i.
 class RawMember {
  public:
   // `lossDetectMs`: the loss bound its HELLO asks for (0: the reducer's).
@@ -161,9 +162,46 @@ class RawMember {
 
   asio::ip::tcp::socket& socket() { return socket_; }
 
-  // The REDUCE header of chunk 0 with `count` elements.
-  void sendHeader(uint32_t count) {
-    asio::write(socket_, asio::buffer(fp32ReduceHeader(group_, rank_, 0, count)));
+  // The REDUCE header of chunk `chunk` (0 unless given) with `count` elements.
+  void sendHeader(uint32_t count, uint64_t chunk = 0) {
+    asio::write(socket_, asio::buffer(fp32ReduceHeader(group_, rank_, chunk, count)));
+  }
+  // A whole chunk, header and elements.
+  void sendChunk(uint64_t chunk, uint32_t count) {
+    sendHeader(count, chunk);
+    sendElements(0, count);
+  }
+  // RECEIVED: this member holds every result up to `chunk`.
+  void sendReceived(uint64_t chunk) {
+    asio::write(socket_, asio::buffer(wire::encodeHeader(wire::receivedHeader(group_, rank_, chunk))));
+  }
+  // Reads RESULT parts until chunk `chunk`'s `count` elements are in, checking each.
+  void readResult(uint64_t chunk, uint32_t count) {
+    uint64_t have = 0;
+    while (have < count) {
+      const wire::FrameHeader h = readResultPart();
+      REQUIRE(h.chunk == chunk);
+      REQUIRE(h.elemOffset == have);
+      have += h.elemCount;
+    }
+  }
+  // Reads the next frame, which must be a COMMIT, and returns its watermark.
+  uint64_t readCommit() {
+    const wire::FrameHeader h = readFrameHeader(socket_);
+    INFO("frame type " << wire::frameTypeName(h.type));
+    REQUIRE(h.type == wire::FrameType::kCommit);
+    CHECK(h.rank == rank_);
+    CHECK(h.group == group_);
+    return h.chunk;
+  }
+  // Reads the next frame, which must be an ABORT, and returns its reason.
+  std::string readAbort() {
+    const wire::FrameHeader h = readFrameHeader(socket_);
+    INFO("frame type " << wire::frameTypeName(h.type));
+    REQUIRE(h.type == wire::FrameType::kAbort);
+    std::string reason(h.payloadLength, '\0');
+    asio::read(socket_, asio::buffer(reason));
+    return reason;
   }
   // Payload elements [from, to). With `fragment` > 0 the bytes go out in writes of that many
   // bytes, each its own segment, so that the reducer's reads split elements.

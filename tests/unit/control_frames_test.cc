@@ -80,6 +80,21 @@ TEST_CASE("control frames: REDUCE and RESULT headers carry the chunk and its pay
   CHECK(reduceHeader(wide).payloadLength == 8000);
 }
 
+TEST_CASE("control frames: RECEIVED and COMMIT carry their watermark in chunk, and nothing else") {
+  for (FrameType type : {FrameType::kReceived, FrameType::kCommit}) {
+    const FrameHeader built = type == FrameType::kReceived ? receivedHeader(kGroup, 3, 77)
+                                                           : commitHeader(kGroup, 3, 77);
+    const FrameHeader h = decoded(encodeHeader(built));
+    CHECK(h.type == type);
+    CHECK(h.group == kGroup);
+    CHECK(h.rank == 3);
+    CHECK(h.chunk == 77);
+    CHECK(h.seq == 0);
+    CHECK(h.elemCount == 0);
+    CHECK(h.payloadLength == 0);
+  }
+}
+
 TEST_CASE("control frames: ERROR and ABORT round trip through the decoder and the parser") {
   const Status reason = rs::resourceExhausted("reducer 3: slot pool exhausted (4096 slots)");
   for (bool abort : {false, true}) {

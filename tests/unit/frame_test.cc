@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <utility>
@@ -93,11 +94,27 @@ FrameHeader errorHeader(FrameType type = FrameType::kError) {
   return h;
 }
 
+// RECEIVED and COMMIT: the header alone, the watermark in chunk.
+FrameHeader watermarkHeader(FrameType type) {
+  FrameHeader h;
+  h.type = type;
+  h.group = GroupId{11, 12};
+  h.rank = 6;
+  h.chunk = 4711;
+  return h;
+}
+
 std::vector<FrameHeader> validHeaders() {
-  return {reduceHeader(),    resultHeader(),
-          helloHeader(),     helloAckHeader(),
-          challengeHeader(), heartbeatHeader(),
-          errorHeader(FrameType::kError), errorHeader(FrameType::kAbort)};
+  return {reduceHeader(),
+          resultHeader(),
+          helloHeader(),
+          helloAckHeader(),
+          challengeHeader(),
+          heartbeatHeader(),
+          errorHeader(FrameType::kError),
+          errorHeader(FrameType::kAbort),
+          watermarkHeader(FrameType::kReceived),
+          watermarkHeader(FrameType::kCommit)};
 }
 
 void requireSameHeader(const FrameHeader& a, const FrameHeader& b) {
@@ -143,6 +160,23 @@ void requireProtocolError(const Status& s, std::string_view fragment) {
   REQUIRE_FALSE(s.isOk());
   REQUIRE(s.code() == StatusCode::kProtocolError);
   REQUIRE_THAT(s.message(), Contains(std::string(fragment)));
+}
+
+// A header field by name, place and width.
+struct Field {
+  const char* name;
+  size_t off;
+  size_t width;
+};
+
+// Each field of `h` set to 1, and its highest byte to 0x80, is refused naming the field.
+void requireZeroFields(const FrameHeader& h, std::initializer_list<Field> fields) {
+  const std::string prefix = std::string(frameTypeName(h.type)) + " frame: ";
+  for (const Field& f : fields) {
+    INFO(frameTypeName(h.type) << " " << f.name);
+    requireProtocolError(decode(patched(h, f.off, 1, f.width)), prefix + f.name + " 1 (expected 0)");
+    requireProtocolError(decode(patched(h, f.off + f.width - 1, 0x80, 1)), prefix + f.name);
+  }
 }
 
 std::string hexOf(const uint8_t* p, size_t n) {
@@ -319,8 +353,10 @@ TEST_CASE("frame: frameTypeName") {
   REQUIRE(frameTypeName(FrameType::kAbort) == "ABORT");
   REQUIRE(frameTypeName(FrameType::kChallenge) == "CHALLENGE");
   REQUIRE(frameTypeName(FrameType::kHeartbeat) == "HEARTBEAT");
+  REQUIRE(frameTypeName(FrameType::kReceived) == "RECEIVED");
+  REQUIRE(frameTypeName(FrameType::kCommit) == "COMMIT");
   REQUIRE(frameTypeName(static_cast<FrameType>(0)) == "UNKNOWN");
-  REQUIRE(frameTypeName(static_cast<FrameType>(9)) == "UNKNOWN");
+  REQUIRE(frameTypeName(static_cast<FrameType>(11)) == "UNKNOWN");
 }
 
 // --- Malformed: fields every type shares -----------------------------------------------
@@ -350,22 +386,25 @@ TEST_CASE("frame: bad magic names both values") {
 
 TEST_CASE("frame: unsupported version") {
   requireProtocolError(decode(patched(reduceHeader(), 4, 0, 1)),
-                       "unsupported version 0 (expected 3: reducers and workers must run releases "
-                       "of the same protocol version)");
-  // Version 1 had no CHALLENGE and no authentication, version 2 no HEARTBEAT.
+                       "unsupported version 0 (expected 3)");
+  // Version 1 had no CHALLENGE and no authentication, version 2 no HEARTBEAT, RECEIVED and
+  // COMMIT: a reducer and a worker of such releases meet on the first frame, and the message
+  // says so.
   requireProtocolError(decode(patched(reduceHeader(), 4, 1, 1)),
-                       "unsupported version 1 (expected 3");
-  requireProtocolError(decode(patched(reduceHeader(), 4, 2, 1)),
-                       "unsupported version 2 (expected 3");
+                       "unsupported version 1 (expected 3)");
+  requireProtocolError(decode(patched(challengeHeader(), 4, 2, 1)),
+                       "unsupported version 2 (expected 3): the peer runs another release of "
+                       "the Reduction Server, and reducers and workers must speak one wire "
+                       "version");
   requireProtocolError(decode(patched(reduceHeader(), 4, 4, 1)),
-                       "unsupported version 4 (expected 3");
+                       "unsupported version 4 (expected 3)");
   requireProtocolError(decode(patched(reduceHeader(), 4, 255, 1)), "unsupported version 255");
 }
 
 TEST_CASE("frame: frame type out of range") {
-  for (uint64_t t : {0, 9, 10, 255}) {
+  for (uint64_t t : {0, 11, 12, 255}) {
     requireProtocolError(decode(patched(reduceHeader(), 5, t, 1)),
-                         "unknown type " + std::to_string(t) + " (expected 1..8)");
+                         "unknown type " + std::to_string(t) + " (expected 1..10)");
   }
 }
 
@@ -644,26 +683,15 @@ TEST_CASE("frame: HEARTBEAT is a header alone") {
 }
 
 TEST_CASE("frame: HELLO, HELLO_ACK, CHALLENGE and HEARTBEAT data fields must be zero") {
-  struct Field {
-    const char* name;
-    size_t off;
-    size_t width;
-  };
-  const Field fields[] = {{"seq", 32, 8},        {"chunk", 40, 8},    {"elemOffset", 48, 8},
-                          {"elemCount", 56, 4},  {"status", 28, 4},   {"dtype", 60, 1},
-                          {"op", 61, 1}};
   for (const FrameHeader& h :
-       {helloHeader(), helloAckHeader(), challengeHeader(), heartbeatHeader()}) {
-    for (const Field& f : fields) {
-      INFO(frameTypeName(h.type) << " " << f.name);
-      const std::string prefix = std::string(frameTypeName(h.type)) + " frame: ";
-      requireProtocolError(decode(patched(h, f.off, 1, f.width)),
-                           prefix + f.name + " 1 (expected 0)");
-      // The highest byte of the field counts too.
-      requireProtocolError(decode(patched(h, f.off + f.width - 1, 0x80, 1)),
-                           prefix + f.name);
-    }
-  }
+       {helloHeader(), helloAckHeader(), challengeHeader(), heartbeatHeader()})
+    requireZeroFields(h, {{"seq", 32, 8},
+                          {"chunk", 40, 8},
+                          {"elemOffset", 48, 8},
+                          {"elemCount", 56, 4},
+                          {"status", 28, 4},
+                          {"dtype", 60, 1},
+                          {"op", 61, 1}});
 }
 
 TEST_CASE("frame: HELLO may carry any group and rank") {
@@ -722,6 +750,30 @@ TEST_CASE("frame: ERROR and ABORT data fields must be zero, seq and chunk may be
     h.seq = kU64Max;
     h.chunk = kU64Max;
     REQUIRE(decode(h).isOk());
+  }
+}
+
+// --- Malformed: RECEIVED and COMMIT ---------------------------------------------------
+
+TEST_CASE("frame: RECEIVED and COMMIT are a header alone, chunk is the watermark") {
+  for (FrameType t : {FrameType::kReceived, FrameType::kCommit}) {
+    FrameHeader h = watermarkHeader(t);
+    requireZeroFields(h, {{"payloadLength", 64, 4},
+                          {"seq", 32, 8},
+                          {"elemOffset", 48, 8},
+                          {"elemCount", 56, 4},
+                          {"status", 28, 4},
+                          {"dtype", 60, 1},
+                          {"op", 61, 1}});
+    // Any watermark, group and rank: what they may be is the receiver's to check.
+    for (uint64_t chunk : {uint64_t{0}, kU64Max}) {
+      h.chunk = chunk;
+      h.rank = 0xFFFFFFFF;
+      h.group = GroupId{kU64Max, 0};
+      FrameHeader out;
+      REQUIRE(decode(encodeHeader(h), &out).isOk());
+      requireSameHeader(out, h);
+    }
   }
 }
 

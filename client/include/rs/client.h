@@ -91,12 +91,16 @@ struct ClientOptions {
   // chunk (bench/RESULTS.md, "fp32 in an fp64 accumulator"). Every member of a group must set
   // it alike; the reducer refuses one that differs. Other types are unaffected.
   Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32;
+  // The most this member keeps of results it has handed back before their reducers committed
+  // them (RS_RETAIN_BYTES; proto/FAILOVER.md, "What each member keeps"); 0: automatic,
+  // effectiveRetainBytes(). At the bound a collective waits for commits before it completes.
+  uint64_t retainBytes = 0;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
   // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LOSS_DETECT_MS, RS_LINK_GBPS, RS_REDUCER_LINK_GBPS,
-  // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1), RS_FP32_ACCUMULATOR (fp32|fp64); the
-  // secret from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
+  // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1), RS_FP32_ACCUMULATOR (fp32|fp64),
+  // RS_RETAIN_BYTES; the secret from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.
@@ -113,6 +117,11 @@ struct ClientOptions {
   uint32_t effectiveStreams() const {
     return streamsPerReducer != 0 ? streamsPerReducer : streamsFor(reducers.size());
   }
+  // retainBytes, or when it is 0 the larger of 64 MiB and 4 x maxChunkBytes x streams x
+  // reducers: a collective completes about a round trip before its last chunks are committed,
+  // which leaves the last chunk or two of each stream to keep (2 x chunk x K x R), and a
+  // caller's chunk is up to twice the wire's (fp32 over a bf16 wire). client/README.md.
+  uint64_t effectiveRetainBytes() const;
   // reducerLinkGbps, or linkGbps when it is 0.
   double effectiveReducerLinkGbps() const {
     return reducerLinkGbps != 0 ? reducerLinkGbps : linkGbps;
@@ -130,6 +139,24 @@ struct GroupSpec {
   GroupId id;              // the same on every member; unique per communicator
   uint32_t worldSize = 1;  // members
   uint32_t rank = 0;       // this member, 0..worldSize-1
+};
+
+// What a member keeps of results it has handed back while their reducers have not committed
+// them (proto/FAILOVER.md): Communicator::retention().
+struct RetentionStats {
+  uint64_t capacityBytes = 0;  // the bound (ClientOptions::effectiveRetainBytes)
+  uint64_t heldBytes = 0;      // kept now
+  uint64_t heldChunks = 0;
+  uint64_t peakBytes = 0;      // the most kept at once
+  uint64_t chunks = 0;         // chunks of the collectives completed through it
+  uint64_t keptBytes = 0;      // copied in since the communicator started (uncommitted chunks)
+  uint64_t keptChunks = 0;
+  uint64_t waits = 0;          // collectives that waited for commits before completing
+  uint64_t waiting = 0;        // collectives waiting now
+  // What commits cost on the wire, 72 bytes a frame: RECEIVED frames sent, COMMIT frames
+  // received (at most one of each per chunk and stream; fewer where they coalesce).
+  uint64_t receivedFrames = 0;
+  uint64_t commitFrames = 0;
 };
 
 class CommunicatorCore;
@@ -176,6 +203,8 @@ class Communicator {
   void abort(const Status& reason);
   // OK while healthy; otherwise the error that failed the communicator.
   Status health() const;
+  // What this member keeps of uncommitted results, now and so far.
+  RetentionStats retention() const;
 
   const GroupSpec& group() const;
   const ClientOptions& options() const;

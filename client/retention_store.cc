@@ -1,0 +1,122 @@
+#include "client/retention_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rs::client {
+
+RetentionStore::RetentionStore(uint64_t capacityBytes, uint32_t lanes)
+    : capacity_(capacityBytes), lanes_(lanes), committed_(lanes) {
+  stats_.capacityBytes = capacityBytes;
+}
+
+bool RetentionStore::committedLocked(const Chunk& c) const {
+  const std::optional<uint64_t>& upTo = committed_[c.lane];
+  return upTo && c.chunk <= *upTo;
+}
+
+bool RetentionStore::tryKeepLocked(const Collective& collective) {
+  uint64_t need = 0;
+  for (const Chunk& c : collective.chunks)
+    if (!committedLocked(c)) need += c.bytes;
+  if (need > 0 && stats_.heldBytes + need > capacity_) return false;
+  for (const Chunk& c : collective.chunks) {
+    if (committedLocked(c)) continue;
+    // Not zeroed: every byte is copied over at once.
+    Held held{std::unique_ptr<std::byte[]>(new std::byte[c.bytes]), c.bytes};
+    std::memcpy(held.data.get(), c.data, c.bytes);
+    lanes_[c.lane].emplace(c.chunk, std::move(held));  // a chunk is in one collective only
+    ++stats_.heldChunks;
+    ++stats_.keptChunks;
+  }
+  stats_.chunks += collective.chunks.size();
+  stats_.heldBytes += need;
+  stats_.keptBytes += need;
+  stats_.peakBytes = std::max(stats_.peakBytes, stats_.heldBytes);
+  return true;
+}
+
+RetentionStore::Outcome RetentionStore::keep(Collective collective) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return Outcome::kClosed;
+    // Behind the collectives already waiting, in order, even if this one would fit.
+    if (!waiting_.empty() || !tryKeepLocked(collective)) {
+      ++stats_.waits;
+      ++stats_.waiting;
+      waiting_.push_back(std::move(collective));
+      return Outcome::kWaiting;
+    }
+  }
+  collective.request->finish(Status::ok());
+  return Outcome::kKept;
+}
+
+void RetentionStore::commit(uint32_t lane, uint64_t chunk) {
+  std::vector<Collective> ready;
+  {
+    std::lock_guard lock(mu_);
+    std::optional<uint64_t>& upTo = committed_[lane];
+    if (!upTo || chunk > *upTo) upTo = chunk;
+    std::map<uint64_t, Held>& held = lanes_[lane];
+    const auto end = held.upper_bound(chunk);
+    for (auto it = held.begin(); it != end; ++it) {
+      stats_.heldBytes -= it->second.bytes;
+      --stats_.heldChunks;
+    }
+    held.erase(held.begin(), end);
+    while (!closed_ && !waiting_.empty() && tryKeepLocked(waiting_.front())) {
+      ready.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+      --stats_.waiting;
+    }
+  }
+  for (Collective& c : ready) c.request->finish(Status::ok());
+}
+
+std::vector<std::shared_ptr<RequestState>> RetentionStore::close() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  stats_.waiting = 0;
+  std::vector<std::shared_ptr<RequestState>> out;
+  for (Collective& c : waiting_) out.push_back(std::move(c.request));
+  waiting_.clear();
+  return out;
+}
+
+RetentionStats RetentionStore::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+std::optional<uint64_t> RetentionStore::committed(uint32_t lane) const {
+  std::lock_guard lock(mu_);
+  return committed_[lane];
+}
+
+std::optional<std::vector<std::byte>> RetentionStore::copyOf(uint64_t chunk) const {
+  std::lock_guard lock(mu_);
+  for (const auto& lane : lanes_) {
+    const auto it = lane.find(chunk);
+    if (it != lane.end())
+      return std::vector<std::byte>(it->second.data.get(),
+                                    it->second.data.get() + it->second.bytes);
+  }
+  return std::nullopt;
+}
+
+std::vector<RetentionStore::LaneDebt> RetentionStore::debts(uint64_t seq) const {
+  std::lock_guard lock(mu_);
+  std::vector<LaneDebt> out;
+  for (uint32_t lane = 0; lane < lanes_.size(); ++lane)
+    out.push_back({lane, lanes_[lane].size(), 0});
+  for (const Collective& waiting : waiting_) {
+    if (waiting.request->seq() != seq) continue;
+    for (const Chunk& c : waiting.chunks)
+      if (!committedLocked(c)) ++out[c.lane].waiting;
+  }
+  std::erase_if(out, [](const LaneDebt& d) { return d.kept == 0 && d.waiting == 0; });
+  return out;
+}
+
+}  // namespace rs::client
