@@ -14,8 +14,13 @@ jobs=${RS_JOBS:-$(nproc)}
 args=(-G Ninja -S . -B "$dir" -DRS_WERROR=ON)
 targets=()  # empty: everything
 # Sanitizer and fuzz trees build only what their test runs use (see scripts/test.sh).
+# The release and fuzz trees keep line tables only (-g1): backtraces, perf and gdb's stepping
+# work, variables do not; full -g cost 25-35% more compile time (shard.cc 9.7 s of CPU against
+# 7.3 s) for debug information that the stripped packages never ship. Pass
+# -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -DNDEBUG" for a tree with it.
+line_tables=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
 case "$kind" in
-  release) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  release) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${line_tables[@]}") ;;
   # The release build of what the Debian packages hold, without tests and benchmarks (the
   # reducer image's builder stage; scripts/package.sh --reducer-only package).
   package) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_TESTS=OFF -DRS_BUILD_BENCH=OFF) ;;
@@ -31,7 +36,7 @@ case "$kind" in
            "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
     targets=(rs_dataplane_tests) ;;
   fuzz)
-    args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_BUILD_FUZZ=ON -DRS_BUILD_BENCH=OFF
+    args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${line_tables[@]}" -DRS_BUILD_FUZZ=ON -DRS_BUILD_BENCH=OFF
            -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
     targets=(rs_fuzzers) ;;
   *) echo "build.sh: unknown build kind '$kind' (release, package, asan, tsan, fuzz)" >&2; exit 2 ;;
