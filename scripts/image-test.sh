@@ -54,7 +54,9 @@ trap 'exit 130' INT TERM
 # would fail the check.)
 fail() {
   echo "image-test: FAILED: $*" >&2
-  [[ -s ${podman_log:-} ]] && { echo "--- podman's own messages:"; tail -n 20 "$podman_log"; } >&2
+  # podman's own messages, less the health-check timer noise (below).
+  [[ -s ${podman_log:-} ]] && { echo "--- podman's own messages:"
+    grep -v "unable to get systemd connection" "$podman_log" | tail -n 20; } >&2
   exit 1
 }
 step() { echo "image-test: [$((SECONDS - start)) s] $*"; }
@@ -199,8 +201,19 @@ for ((r = 0; r < W; r++)); do
            --mode collnet --rank $r --world $W --dir /rdv" >"$tmp/harness$r.log" 2>&1 &
   pids+=($!)
 done
+workers_started=$SECONDS
 for ((r = 0; r < W; r++)); do
-  wait "${pids[$r]}" || { cat "$tmp/harness$r.log"; fail "worker container $r (plugin harness)"; }
+  code=0
+  wait "${pids[$r]}" || code=$?
+  if ((code != 0)); then
+    # The harness prints why it failed; a crash or a kill prints nothing, so the exit code (124:
+    # the 300 s timeout; 128+N: signal N; 125: podman) and the reducers' logs say what they can.
+    cat "$tmp/harness$r.log"
+    for c in "${containers[@]}"; do
+      [[ $c == *-r[0-9]* ]] && { echo "--- $c:"; podman logs "$c" 2>&1 | tail -n 20; }
+    done
+    fail "worker container $r (plugin harness) exited with $code after $((SECONDS - workers_started)) s"
+  fi
 done
 step "$W worker containers: the installed plugin's CollNet all-reduces checked through $R reducers"
 
