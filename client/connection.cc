@@ -307,13 +307,15 @@ void Connection::acknowledgeNow() {
 void Connection::enqueueReceived() {
   acknowledged_ = completed_;
   receivedFrames_.fetch_add(1, std::memory_order_relaxed);
+  enqueueHeaderOnly(wire::encodeHeader(wire::receivedHeader(group_.id, group_.rank, *acknowledged_)));
+}
+
+// Every frame handed to the writer is counted in both: onWritten takes each written one off
+// unwrittenBytes_, and queuedBytes_ places the next REDUCE frame's payload.
+void Connection::enqueueHeaderOnly(const wire::HeaderBytes& header) {
   queuedBytes_ += wire::kHeaderSize;
   unwrittenBytes_ += wire::kHeaderSize;
-  writer_.enqueue(
-      {wire::encodeHeader(wire::receivedHeader(group_.id, group_.rank, *acknowledged_)),
-       {nullptr, 0},
-       nullptr,
-       0});
+  writer_.enqueue({header, {nullptr, 0}, nullptr, 0});
 }
 
 // No owner for a plain chunk: the caller's buffer stays valid until its request is finished,
@@ -407,8 +409,7 @@ transport::Liveness::Sample Connection::livenessSample() const {
 }
 
 uint64_t Connection::sendHeartbeat() {
-  queuedBytes_ += wire::kHeaderSize;  // where the next REDUCE frame starts
-  writer_.enqueue({wire::heartbeatFrame(group_.id, group_.rank), {nullptr, 0}, nullptr, 0});
+  enqueueHeaderOnly(wire::heartbeatFrame(group_.id, group_.rank));
   flush();
   return stream_->bytesSent();
 }

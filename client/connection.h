@@ -152,6 +152,7 @@ class Connection : public std::enable_shared_from_this<Connection>,
   // A RECEIVED is due: a chunk's result is complete that no RECEIVED handed to the writer covers.
   bool receivedDue() const { return completed_ && (!acknowledged_ || *completed_ > *acknowledged_); }
   void enqueueReceived();
+  void enqueueHeaderOnly(const wire::HeaderBytes& header);
   // A RECEIVED is due and no REDUCE frame is there to carry it: the ack timer sends it.
   void deferReceived();
   // Elements of `chunk` handed to the socket so far: all that a result part may cover.
