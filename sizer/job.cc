@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sizer/emit/emit.h"
+
 namespace rs::sizer {
 
 namespace {
@@ -18,6 +20,10 @@ constexpr double kMostHostGbps = 10'000;
 constexpr int64_t kMostReducerVcpus = 100'000;
 // vCPUs per 10 Gbit/s: this project measured 1.3-1.7; a thousand is no reducer's.
 constexpr double kMostVcpuPer10Gbps = 1000;
+// Spares beyond the bounds (--spare): the pool keeps its bandwidth through as many losses.
+// Losses come one or a few at a time, each until its reducer is back: a thousand is more than
+// any pool needs, and a larger number is a typo.
+constexpr int64_t kMostSpares = 1000;
 
 Status unknownType(std::string_view flag, std::string_view name) {
   return invalidArgument(fmt::format("{}: unknown machine type '{}' (nearest known: {}; "
@@ -73,6 +79,17 @@ Result<Platform> parsePlatform(std::string_view text) {
       fmt::format("--platform: '{}' is not one of vertex, gke, gce", text));
 }
 
+std::string_view capacityName(ReducerCapacity capacity) {
+  return capacity == ReducerCapacity::kSpot ? "spot" : "standard";
+}
+
+Result<ReducerCapacity> parseCapacity(std::string_view text) {
+  for (ReducerCapacity c : {ReducerCapacity::kStandard, ReducerCapacity::kSpot})
+    if (text == capacityName(c)) return c;
+  return invalidArgument(
+      fmt::format("--reducer-capacity: '{}' is not one of standard, spot", text));
+}
+
 Result<Job> resolveJob(const JobSpec& spec) {
   Job job;
   job.spec = spec;
@@ -90,6 +107,19 @@ Result<Job> resolveJob(const JobSpec& spec) {
         "network-performance setting, so a Vertex job's reducers get their type's default "
         "egress. Drop --tier1, or size for --platform gke or gce, where VMs and node pools can "
         "ask for Tier_1");
+
+  if (spec.reducerCapacity == ReducerCapacity::kSpot && spec.platform == Platform::kVertex)
+    return invalidArgument(fmt::format(
+        "--reducer-capacity spot with --platform vertex: {}. Drop it (every pool on standard "
+        "VMs), or size for --platform gke (a Spot node pool for the reducers) or gce",
+        kVertexSpotIsJobWide));
+  if (spec.spares) {
+    if (*spec.spares < 0 || *spec.spares > kMostSpares)
+      return invalidArgument(fmt::format(
+          "--spare must be 0..{} (reducers launched beyond what the bounds call for), got {}",
+          kMostSpares, *spec.spares));
+    job.spares = *spec.spares;
+  }
 
   // Workers: a machine type or a rate, not both.
   if (!spec.workerType.empty() && spec.workerGbps)

@@ -21,6 +21,13 @@ Result<Platform> parsePlatform(std::string_view text);
 
 inline constexpr std::string_view kDefaultReducerType = "n1-highcpu-16";
 
+// What the reducers' VMs are bought as (--reducer-capacity): on-demand, or Spot (GKE Spot node
+// pools, GCE Spot VMs), which the platform may take back at any time.
+enum class ReducerCapacity { kStandard, kSpot };
+
+std::string_view capacityName(ReducerCapacity capacity);  // "standard", "spot"
+Result<ReducerCapacity> parseCapacity(std::string_view text);
+
 // As given on the command line; unset optionals are flags that were not given.
 struct JobSpec {
   std::optional<int64_t> workers;
@@ -33,6 +40,8 @@ struct JobSpec {
   Platform platform = Platform::kVertex;
   std::optional<double> vcpuPer10Gbps;  // --vcpu-per-10gbps; unset: kDefaultVcpuPer10Gbps
   std::optional<uint64_t> gradientBytes;
+  std::optional<int64_t> spares;        // --spare: reducers beyond the bounds
+  ReducerCapacity reducerCapacity = ReducerCapacity::kStandard;
 };
 
 struct Job {
@@ -43,6 +52,7 @@ struct Job {
   std::string workerEgressBasis;   // where rates.workerGbps came from, for the report
   std::string reducerEgressBasis;  // likewise rates.reducerGbps
   bool defaultVcpuCost = true;     // false when --vcpu-per-10gbps was given
+  int64_t spares = 0;              // --spare, 0 when not given
 };
 
 // Checks every input and looks the types up. Errors name the flag and the value.

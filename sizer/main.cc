@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
 
   auto job = resolveJob(opts.job);
   if (!job) return fail(job.status());
-  auto sizing = sizePool(job->rates);
+  auto sizing = sizePool(job->rates, job->spares);
   if (!sizing) return fail(sizing.status());
   if (!opts.emitKind.empty()) {
     if (rs::Status s = checkEmittable(*job, opts.emitNames); !s.isOk()) return fail(s);
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   report.job = &*job;
   report.sizing = *sizing;
   if (job->spec.gradientBytes)
-    report.predictions = predictAllReduce(job->rates, sizing->reducers, *job->spec.gradientBytes);
+    report.predictions = predictAllReduce(job->rates, sizing->pool, *job->spec.gradientBytes);
   report.recommendations = recs ? &*recs : nullptr;
   report.prices = prices ? &*prices : nullptr;
   fmt::print("{}", opts.json ? toJson(report).dump(2) + "\n" : formatText(report));

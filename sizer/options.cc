@@ -18,6 +18,11 @@ std::string helpFooter() {
       "ceil(W*B_w / B_r) (the reducers' total egress at least the workers' total) and the cpu "
       "bound is ceil(W*B_w*f / (10*V_r)) (each reducer receives and sends W*B_w/R Gbit/s and "
       "needs f vCPUs per 10 Gbit/s of it).\n\n"
+      "Spares and losses: --spare N launches R + N reducers, all of them working. With k of them "
+      "lost, until they come back, the rest carry min(W*B_w, (R+N-k)*B_r_eff), so the pool keeps "
+      "its bandwidth through N losses; the report shows k = 0, 1, N, N+1. That is once failover "
+      "moves a lost reducer's share to the survivors (proto/FAILOVER.md), which is in progress: "
+      "today a loss fails the collectives in flight.\n\n"
       "Default f = {:g} vCPU per 10 Gbit/s, this project's own measurement: {}. The reducer "
       "process alone measured 1.3-1.4; the default counts its host's packet-receive work too, "
       "which a reducer VM pays.\n\n"
@@ -49,8 +54,8 @@ ParsedOptions parseOptions(int argc, char** argv) {
   app.footer(helpFooter());
   app.get_formatter()->column_width(34);
 
-  NumberFlag workers, workerGbps, reducerGbps, reducerVcpus, vcpuCost;
-  std::string platform = "vertex", gradient;
+  NumberFlag workers, workerGbps, reducerGbps, reducerVcpus, vcpuCost, spares;
+  std::string platform = "vertex", gradient, capacity = "standard";
   workers.option = app.add_option("--workers", workers.text, "GPU worker VMs in the job (W)")
                        ->type_name("N");
   app.add_option("--worker-type", o.job.workerType,
@@ -81,6 +86,14 @@ ParsedOptions parseOptions(int argc, char** argv) {
                                                "out (default {:g}, measured; see below)",
                                                kDefaultVcpuPer10Gbps))
                         ->type_name("X");
+  spares.option = app.add_option("--spare", spares.text,
+                                 "Launch N reducers beyond what the bounds call for, so that the "
+                                 "pool keeps its bandwidth through N losses (once failover lands)")
+                      ->type_name("N");
+  app.add_option("--reducer-capacity", capacity,
+                 "The reducers' VMs: standard or spot (a GKE Spot node pool, GCE Spot VMs; not "
+                 "Vertex AI, where Spot is set for the whole job)")
+      ->type_name("C");
   app.add_flag("--recommend", o.recommend,
                "Size the job with every reducer type in the table, ranked by total vCPUs");
   app.add_option("--prices", o.pricesPath,
@@ -122,10 +135,13 @@ ParsedOptions parseOptions(int argc, char** argv) {
     out.exitCode = 2;
     return out;
   };
-  if (workers.given()) {
-    auto v = parseInteger(workers.text, "--workers");
+  for (auto [flag, field] : {std::pair{&workers, &o.job.workers},
+                             std::pair{&reducerVcpus, &o.job.reducerVcpus},
+                             std::pair{&spares, &o.job.spares}}) {
+    if (!flag->given()) continue;
+    auto v = parseInteger(flag->text, flag->option->get_name());
     if (!v) return fail(v.status());
-    o.job.workers = *v;
+    *field = *v;
   }
   for (auto [flag, field] : {std::pair{&workerGbps, &o.job.workerGbps},
                              std::pair{&reducerGbps, &o.job.reducerGbps},
@@ -135,14 +151,12 @@ ParsedOptions parseOptions(int argc, char** argv) {
     if (!v) return fail(v.status());
     *field = *v;
   }
-  if (reducerVcpus.given()) {
-    auto v = parseInteger(reducerVcpus.text, "--reducer-vcpus");
-    if (!v) return fail(v.status());
-    o.job.reducerVcpus = *v;
-  }
   auto p = parsePlatform(platform);
   if (!p) return fail(p.status());
   o.job.platform = *p;
+  auto c = parseCapacity(capacity);
+  if (!c) return fail(c.status());
+  o.job.reducerCapacity = *c;
   if (!gradient.empty()) {
     auto bytes = parseByteSize(gradient);
     if (!bytes) return fail(invalidArgument("--gradient-bytes: " + bytes.status().message()));

@@ -12,7 +12,9 @@ EmitPlan makePlan(const Job& job, const Sizing& sizing, EmitPlan names) {
     plan.acceleratorType = std::string(job.workerType->acceleratorType);
     plan.acceleratorCount = job.workerType->acceleratorCount;
   }
-  plan.reducers = static_cast<int>(sizing.reducers);
+  plan.reducers = static_cast<int>(sizing.pool);
+  plan.spareReducers = static_cast<int>(sizing.spares);
+  plan.spotReducers = job.spec.reducerCapacity == ReducerCapacity::kSpot;
   if (job.reducerType != nullptr) {
     plan.reducerMachineType = job.reducerType->name;
     plan.reducerMemoryGb = job.reducerType->memoryGb;

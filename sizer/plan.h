@@ -10,8 +10,9 @@
 namespace rs::sizer {
 
 // `names` gives what the sizing does not know (job name, region, images, training script); the
-// workers, their type and GPUs, and the reducers, their type, vCPUs and memory come from the job
-// and the sizing, and each side's link rate is the egress the sizing used for it. A type the job
+// workers, their type and GPUs, and the reducers (the pool with its spares), their type, vCPUs,
+// memory and capacity come from the job and the sizing, and each side's link rate is the egress
+// the sizing used for it. A type the job
 // gave as a rate (--worker-gbps, --reducer-gbps) stays empty.
 EmitPlan makePlan(const Job& job, const Sizing& sizing, EmitPlan names = {});
 

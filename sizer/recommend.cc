@@ -15,18 +15,17 @@ Result<Recommendations> recommend(const Job& job, const PriceList* prices) {
     Rates rates = job.rates;
     rates.reducerGbps = c.egressGbps;
     rates.reducerVcpus = type.vcpus;
-    auto sizing = sizePool(rates);
+    auto sizing = sizePool(rates, job.spares);
     if (!sizing) return sizing.status();
     c.sizing = *sizing;
-    c.totalVcpus = c.sizing.reducers * type.vcpus;
-    if (prices != nullptr) c.costPerHour = prices->poolCost(type.name, c.sizing.reducers);
+    c.totalVcpus = c.sizing.pool * type.vcpus;
+    if (prices != nullptr) c.costPerHour = prices->poolCost(type.name, c.sizing.pool);
     out.byTotalVcpus.push_back(c);
   }
   std::sort(out.byTotalVcpus.begin(), out.byTotalVcpus.end(),
             [](const Candidate& a, const Candidate& b) {
               if (a.totalVcpus != b.totalVcpus) return a.totalVcpus < b.totalVcpus;
-              if (a.sizing.reducers != b.sizing.reducers)
-                return a.sizing.reducers < b.sizing.reducers;
+              if (a.sizing.pool != b.sizing.pool) return a.sizing.pool < b.sizing.pool;
               return a.type->name < b.type->name;
             });
   for (const Candidate& c : out.byTotalVcpus)

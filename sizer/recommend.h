@@ -17,17 +17,18 @@ struct Candidate {
   const MachineType* type = nullptr;
   double egressGbps = 0;  // default, or Tier_1 when the job asks for it
   Sizing sizing;
-  int64_t totalVcpus = 0;      // reducers * vCPUs each
-  double costPerHour = -1;     // reducers * price; negative when the list has no price
+  int64_t totalVcpus = 0;      // the pool (reducers and spares) * vCPUs each
+  double costPerHour = -1;     // the pool * price; negative when the list has no price
 };
 
 struct Recommendations {
-  std::vector<Candidate> byTotalVcpus;  // every candidate; ties: fewer reducers, then name
+  std::vector<Candidate> byTotalVcpus;  // every candidate; ties: the smaller pool, then name
   std::vector<Candidate> byCost;        // the priced candidates only; empty without prices
 };
 
 // Candidates are the table's CPU types; with Tier_1 (GKE, GCE) only those that offer it, at
-// their Tier_1 egress. The job's own reducer choice does not restrict the list.
+// their Tier_1 egress. The job's own reducer choice does not restrict the list; its spares are
+// added to every candidate's pool.
 Result<Recommendations> recommend(const Job& job, const PriceList* prices);
 
 }  // namespace rs::sizer

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/common/byte_size.h"
+#include "sizer/emit/emit.h"
 #include "sizer/plan.h"
 
 namespace rs::sizer {
@@ -38,6 +39,68 @@ void appendBounds(std::string& out, const Job& job, const Sizing& s) {
                  r.vcpuPer10Gbps, r.reducerVcpus, s.cpuBound);
 }
 
+// Where the reducers run, and what the platform allows.
+std::string capacityText(const JobSpec& spec) {
+  const bool spot = spec.reducerCapacity == ReducerCapacity::kSpot;
+  switch (spec.platform) {
+    case Platform::kVertex:
+      return fmt::format("standard VMs: {}", kVertexSpotIsJobWide);
+    case Platform::kGke:
+      return spot ? "Spot VMs: a GKE Spot node pool (the emitted specs select "
+                    "cloud.google.com/gke-spot and tolerate its taint)"
+                  : "standard VMs (--reducer-capacity spot: a GKE Spot node pool)";
+    case Platform::kGce:
+      return spot ? "Spot VMs (gcloud compute instances create --provisioning-model=SPOT)"
+                  : "standard VMs (--reducer-capacity spot: Spot VMs)";
+  }
+  return "?";
+}
+
+void appendAnswer(std::string& out, const Job& job, const Sizing& s) {
+  if (s.spares == 0) {
+    fmt::format_to(std::back_inserter(out), "\nAnswer: {} x {} (the {} bound binds)\n", s.pool,
+                   reducerName(job), boundName(s.binding));
+  } else {
+    fmt::format_to(std::back_inserter(out),
+                   "\nAnswer: {} x {} ({} for the {} bound, which binds, and {} spare{})\n", s.pool,
+                   reducerName(job), s.reducers, boundName(s.binding), s.spares,
+                   s.spares == 1 ? "" : "s");
+  }
+}
+
+// What losing reducers costs the job, until they come back; what the spares buy.
+void appendLosses(std::string& out, const Job& job, const Sizing& s) {
+  fmt::format_to(std::back_inserter(out),
+                 "\nLosses: what the pool carries of the workers' {:g} Gbit/s with reducers gone, "
+                 "until they come back,\nonce failover moves a lost reducer's share to the "
+                 "survivors (proto/FAILOVER.md). Failover is in\nprogress: today a loss fails the "
+                 "collectives in flight (README, \"Security and operations\").\n"
+                 "  lost  live  pool egress  carried Gbit/s (share)  all-reduce time\n",
+                 s.totalWorkerGbps);
+  const std::vector<LossImpact> rows = lossTable(s);
+  for (const LossImpact& l : rows)
+    fmt::format_to(std::back_inserter(out), "  {:>4}  {:>4}  {:>10.0f}%  {:>22}  {:>14.2f}x\n", l.lost,
+                   l.live, 100 * l.poolEgressFraction,
+                   fmt::format("{:.4g} ({:.0f}%)", l.carriedGbps, 100 * l.carriedFraction), l.slowdown);
+  if (s.pool == 1) {
+    out += "  One reducer: losing it leaves none, and the job fails as on any loss today.\n";
+  } else if (s.spares > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "  The {} spare{} keep{} the pool at its bound through {} loss{}: the {} reducers "
+                   "left carry all {:g} Gbit/s.\n",
+                   s.spares, s.spares == 1 ? "" : "s", s.spares == 1 ? "s" : "", s.spares,
+                   s.spares == 1 ? "" : "es", s.reducers, s.totalWorkerGbps);
+  } else {
+    fmt::format_to(std::back_inserter(out),
+                   "  No spares: one loss leaves {:.0f}% of the workers' {:g} Gbit/s until the "
+                   "reducer is back;\n  --spare N keeps all of it through N losses.\n",
+                   100 * rows[1].carriedFraction, s.totalWorkerGbps);
+  }
+  if (job.spec.reducerCapacity == ReducerCapacity::kSpot && s.spares == 0)
+    out += "  Spot with no spares: every preemption takes the pool below its bound until the node "
+           "is back.\n";
+}
+
 void appendPredictions(std::string& out, const Report& rep) {
   const Job& job = *rep.job;
   const Rates& r = job.rates;
@@ -67,7 +130,7 @@ void appendCandidates(std::string& out, const std::vector<Candidate>& list, bool
   int rank = 0;
   for (const Candidate& c : list) {
     fmt::format_to(std::back_inserter(out), "  {:>4}  {:<18}  {:>8}  {:<9}  {:>5}  {:>6g}  {:>11}  {:<12}",
-                   ++rank, c.type->name, c.sizing.reducers, boundName(c.sizing.binding),
+                   ++rank, c.type->name, c.sizing.pool, boundName(c.sizing.binding),
                    c.type->vcpus, c.egressGbps, c.totalVcpus, vertexWord(c.type->vertexTraining));
     if (withCost) {
       if (c.costPerHour > 0)
@@ -98,6 +161,7 @@ void appendRecommendations(std::string& out, const Report& rep) {
 json candidateJson(const Candidate& c) {
   json j = {{"reducer_type", c.type->name},
             {"reducers", c.sizing.reducers},
+            {"pool_reducers", c.sizing.pool},
             {"binding_bound", boundName(c.sizing.binding)},
             {"bandwidth_bound", c.sizing.bandwidthBound},
             {"cpu_bound", c.sizing.cpuBound},
@@ -121,27 +185,29 @@ std::string formatText(const Report& rep) {
   fmt::format_to(std::back_inserter(out),
                  "Workers:   {} x {:g} Gbit/s egress ({}) = {:g} Gbit/s in all\n"
                  "Reducers:  {}: {} vCPUs, {:g} Gbit/s egress ({}); platform {}{}\n"
+                 "Capacity:  {}\n"
                  "CPU cost:  {:g} vCPU per 10 Gbit/s a reducer receives and sends ({})\n\n",
                  r.workers, r.workerGbps, job.workerEgressBasis, s.totalWorkerGbps,
                  reducerName(job), r.reducerVcpus, r.reducerGbps, job.reducerEgressBasis,
                  platformName(job.spec.platform), job.spec.tier1 ? ", Tier_1" : "",
-                 r.vcpuPer10Gbps, job.defaultVcpuCost ? "default, measured: see --help" : "--vcpu-per-10gbps");
+                 fmt::join(wrapText(capacityText(job.spec), 88), "\n           "), r.vcpuPer10Gbps,
+                 job.defaultVcpuCost ? "default, measured: see --help" : "--vcpu-per-10gbps");
   appendBounds(out, job, s);
+  appendAnswer(out, job, s);
   fmt::format_to(std::back_inserter(out),
-                 "\nAnswer: {} x {} (the {} bound binds)\n"
                  "  each reducer carries {:.4g} Gbit/s in and out ({:.0f}% of its egress) and uses "
                  "{:.3g} of its {} vCPUs\n"
                  "  the pool: {} vCPUs, {:g} Gbit/s of egress\n",
-                 s.reducers, reducerName(job), boundName(s.binding), perReducerGbps(r, s.reducers),
-                 100.0 * perReducerGbps(r, s.reducers) / r.reducerGbps,
-                 perReducerVcpusUsed(r, s.reducers), r.reducerVcpus, s.reducers * r.reducerVcpus,
-                 static_cast<double>(s.reducers) * r.reducerGbps);
+                 perReducerGbps(r, s.pool), 100.0 * perReducerGbps(r, s.pool) / r.reducerGbps,
+                 perReducerVcpusUsed(r, s.pool), r.reducerVcpus, s.pool * r.reducerVcpus,
+                 static_cast<double>(s.pool) * r.reducerGbps);
   if (rep.prices != nullptr && job.reducerType != nullptr) {
-    const double cost = rep.prices->poolCost(job.reducerType->name, s.reducers);
+    const double cost = rep.prices->poolCost(job.reducerType->name, s.pool);
     if (cost > 0)
       fmt::format_to(std::back_inserter(out), "  cost: {:.2f} $/hour ({} x {:g})\n", cost,
-                     s.reducers, rep.prices->priceOf(job.reducerType->name));
+                     s.pool, rep.prices->priceOf(job.reducerType->name));
   }
+  appendLosses(out, job, s);
   if (!rep.predictions.empty()) appendPredictions(out, rep);
   if (rep.recommendations != nullptr) appendRecommendations(out, rep);
   return out;
@@ -158,6 +224,9 @@ json toJson(const Report& rep) {
   j["binding_bound"] = boundName(s.binding);
   j["bandwidth_bound"] = s.bandwidthBound;
   j["cpu_bound"] = s.cpuBound;
+  j["spares"] = s.spares;
+  j["pool_reducers"] = s.pool;
+  j["reducer_capacity"] = capacityName(spec.reducerCapacity);
   // Inputs as given (null: not given), then the figures the model used.
   j["workers"] = r.workers;
   j["worker_type"] = orNull(spec.workerType);
@@ -173,10 +242,19 @@ json toJson(const Report& rep) {
   j["vcpu_per_10gbps_source"] = vcpuCostSource(job);
   j["total_worker_egress_gbps"] = s.totalWorkerGbps;
   j["effective_reducer_gbps"] = s.effectiveReducerGbps;
-  j["per_reducer_gbps"] = perReducerGbps(r, s.reducers);
-  j["per_reducer_vcpus_used"] = perReducerVcpusUsed(r, s.reducers);
-  j["total_reducer_vcpus"] = s.reducers * r.reducerVcpus;
-  j["total_reducer_egress_gbps"] = static_cast<double>(s.reducers) * r.reducerGbps;
+  j["per_reducer_gbps"] = perReducerGbps(r, s.pool);
+  j["per_reducer_vcpus_used"] = perReducerVcpusUsed(r, s.pool);
+  j["total_reducer_vcpus"] = s.pool * r.reducerVcpus;
+  j["total_reducer_egress_gbps"] = static_cast<double>(s.pool) * r.reducerGbps;
+  json losses = json::array();
+  for (const LossImpact& l : lossTable(s))
+    losses.push_back({{"lost", l.lost},
+                      {"live", l.live},
+                      {"pool_egress_fraction", l.poolEgressFraction},
+                      {"carried_gbps", l.carriedGbps},
+                      {"carried_fraction", l.carriedFraction},
+                      {"slowdown", l.slowdown}});
+  j["losses"] = losses;
   j["machine_table_read_on"] = kTableReadOn;
   j["gradient_bytes"] = spec.gradientBytes ? json(*spec.gradientBytes) : json(nullptr);
   if (!rep.predictions.empty()) {
@@ -195,7 +273,7 @@ json toJson(const Report& rep) {
   if (rep.prices != nullptr) {
     j["prices_file"] = rep.prices->source;
     const double cost =
-        job.reducerType != nullptr ? rep.prices->poolCost(job.reducerType->name, s.reducers) : -1.0;
+        job.reducerType != nullptr ? rep.prices->poolCost(job.reducerType->name, s.pool) : -1.0;
     j["cost_per_hour"] = cost > 0 ? json(cost) : json(nullptr);
   }
   if (rep.recommendations != nullptr) {
@@ -213,6 +291,8 @@ json toJson(const Report& rep) {
                {"worker_count", plan.workers},
                {"reducer_machine_type", orNull(plan.reducerMachineType)},
                {"reducer_count", plan.reducers},
+               {"spare_reducers", plan.spareReducers},
+               {"spot_reducers", plan.spotReducers},
                {"reducer_vcpus", plan.reducerVcpus},
                {"reducer_memory_gb", plan.reducerMemoryGb > 0 ? json(plan.reducerMemoryGb) : json(nullptr)},
                {"worker_link_gbps", plan.workerLinkGbps},

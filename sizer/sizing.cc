@@ -20,7 +20,7 @@ double seconds(uint64_t bytes, double gbps) { return static_cast<double>(bytes) 
 
 std::string_view boundName(Bound bound) { return bound == Bound::kCpu ? "cpu" : "bandwidth"; }
 
-Result<Sizing> sizePool(const Rates& r) {
+Result<Sizing> sizePool(const Rates& r, int64_t spares) {
   const auto positive = [](double x) { return x > 0 && std::isfinite(x); };
   if (r.workers < 1 || !positive(r.workerGbps) || !positive(r.reducerGbps) ||
       r.reducerVcpus < 1 || !positive(r.vcpuPer10Gbps))
@@ -49,7 +49,39 @@ Result<Sizing> sizePool(const Rates& r) {
   s.binding = s.cpuBound > s.bandwidthBound ? Bound::kCpu : Bound::kBandwidth;
   s.effectiveReducerGbps =
       std::min(r.reducerGbps, 10.0 * static_cast<double>(r.reducerVcpus) / r.vcpuPer10Gbps);
+  if (spares < 0 || !(static_cast<double>(s.reducers) + static_cast<double>(spares) <= kMostReducers))
+    return invalidArgument(fmt::format(
+        "{} spare reducers beside the {} the bounds call for: spares must be 0 or more, and the "
+        "pool at most {:.0f}",
+        spares, s.reducers, kMostReducers));
+  s.spares = spares;
+  s.pool = s.reducers + spares;
   return s;
+}
+
+LossImpact lossImpact(const Sizing& s, int64_t lost) {
+  LossImpact l;
+  l.lost = lost;
+  l.live = s.pool - lost;
+  const double live = static_cast<double>(l.live);
+  const double demand = s.totalWorkerGbps;
+  l.poolEgressFraction = live / static_cast<double>(s.pool);
+  l.carriedGbps = std::min(demand, live * s.effectiveReducerGbps);
+  l.carriedFraction = l.carriedGbps / demand;
+  const auto load = [&](double reducers) {
+    return std::max(1.0, demand / (reducers * s.effectiveReducerGbps));
+  };
+  l.slowdown = load(live) / load(static_cast<double>(s.pool));
+  return l;
+}
+
+std::vector<LossImpact> lossTable(const Sizing& s) {
+  std::vector<LossImpact> rows;
+  for (int64_t lost : {int64_t{0}, int64_t{1}, s.spares, s.spares + 1}) {
+    const bool shown = !rows.empty() && rows.back().lost >= lost;
+    if (lost < s.pool && !shown) rows.push_back(lossImpact(s, lost));
+  }
+  return rows;
 }
 
 double perReducerGbps(const Rates& r, int64_t reducers) {

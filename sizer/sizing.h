@@ -49,11 +49,38 @@ struct Sizing {
   Bound binding = Bound::kBandwidth;  // kCpu only when the CPU bound is strictly larger
   // What one reducer can carry: min(B_r, 10*V_r/f).
   double effectiveReducerGbps = 0;
+  // Reducers launched beyond the bounds (--spare), and the pool launched: reducers + spares.
+  // Every reducer of the pool works (the members spread their chunks over all of them), so
+  // spares are headroom, not standbys: the pool still carries the workers' egress after
+  // `spares` losses, once failover moves a lost reducer's share to the survivors.
+  int64_t spares = 0;
+  int64_t pool = 0;
 };
 
-// Fails when an input is not positive and finite, when the workers' total overflows, or when
-// the pool would exceed a billion reducers (never sizes a non-finite total as one reducer).
-Result<Sizing> sizePool(const Rates& rates);
+// Fails when an input is not positive and finite, when the workers' total overflows, when
+// `spares` is negative, or when the pool would exceed a billion reducers (never sizes a
+// non-finite total as one reducer).
+Result<Sizing> sizePool(const Rates& rates, int64_t spares = 0);
+
+// What a pool carries with `lost` of its reducers gone, until they come back: the survivors
+// take the lost reducers' share (proto/FAILOVER.md) at what each can carry.
+struct LossImpact {
+  int64_t lost = 0;
+  int64_t live = 0;                 // pool - lost
+  double poolEgressFraction = 0;    // live / pool: what is left of the pool's bandwidth
+  double carriedGbps = 0;           // min(W*B_w, live * B_r_eff)
+  double carriedFraction = 0;       // carriedGbps / (W*B_w): the job's all-reduce throughput
+  // How many times as long an all-reduce takes as with the whole pool:
+  // max(1, W*B_w / (live * B_r_eff)) / max(1, W*B_w / (pool * B_r_eff)).
+  double slowdown = 0;
+};
+// `lost` must be below `sizing.pool` (a pool with no reducer left carries nothing: the job
+// fails, as it does today on any loss).
+LossImpact lossImpact(const Sizing& sizing, int64_t lost);
+
+// The losses a report shows for a pool: none, one, as many as its spares, and one more, each
+// once and only while a reducer is left.
+std::vector<LossImpact> lossTable(const Sizing& sizing);
 
 // Per-reducer traffic and vCPUs in use at `reducers`, for the report.
 double perReducerGbps(const Rates& rates, int64_t reducers);

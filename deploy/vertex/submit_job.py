@@ -2,6 +2,10 @@
 # Made by rs-sizer --emit (sizer/emit) for this plan:
 #   workers:  8 x a2-megagpu-16g (16 x NVIDIA_TESLA_A100 each), paced to 100 Gbit/s (RS_LINK_GBPS)
 #   reducers: 25 x n1-highcpu-16, paced to 32 Gbit/s (--link-gbps; the workers' RS_REDUCER_LINK_GBPS)
+# Capacity: every pool on standard VMs. Vertex AI sets Spot for a whole CustomJob (its
+# CustomJobSpec's scheduling.strategy SPOT; a worker pool has no such field), so the reducers
+# cannot be Spot while the GPU workers are standard. Spot reducers alone: Kubernetes (rs-sizer
+# --platform gke --reducer-capacity spot).
 # Change the plan and emit again rather than editing the counts here (deploy/README.md).
 #
 # Submits the job of custom-job.yaml through the Vertex AI SDK (pip install google-cloud-aiplatform),

@@ -56,6 +56,11 @@ Status validatePlan(const EmitPlan& plan) {
   if (plan.reducers < 1 || plan.reducers > 65535) {
     return invalidArgument(fmt::format("{} reducers: need 1..65535", plan.reducers));
   }
+  if (plan.spareReducers < 0 || plan.spareReducers >= plan.reducers) {
+    return invalidArgument(fmt::format(
+        "{} spare reducers in a pool of {}: need 0 or more, and fewer than the pool", plan.spareReducers,
+        plan.reducers));
+  }
   for (const auto& [what, type] : {std::pair{"worker machine type", &plan.workerMachineType},
                                    std::pair{"reducer machine type", &plan.reducerMachineType}}) {
     if (!allOf(*type, "-", false)) {
@@ -152,14 +157,41 @@ std::vector<std::string> planSummary(const EmitPlan& plan) {
   const std::string gpus = plan.acceleratorCount == 0
                                ? std::string("no accelerators")
                                : fmt::format("{} x {} each", plan.acceleratorCount, plan.acceleratorType);
-  return {
+  std::vector<std::string> lines = {
       "Made by rs-sizer --emit (sizer/emit) for this plan:",
       fmt::format("  workers:  {} x {} ({}), paced to {} Gbit/s (RS_LINK_GBPS)", plan.workers,
                   plan.workerMachineType, gpus, linkGbpsText(plan.workerLinkGbps)),
       fmt::format("  reducers: {} x {}, paced to {} Gbit/s (--link-gbps; the workers' RS_REDUCER_LINK_GBPS)",
                   plan.reducers, plan.reducerMachineType, linkGbpsText(plan.reducerLinkGbps)),
-      "Change the plan and emit again rather than editing the counts here (deploy/README.md).",
   };
+  // What the pool holds beyond the bounds, and what it runs on, where that is not the default.
+  std::vector<std::string> more;
+  if (plan.spareReducers > 0)
+    more.push_back(fmt::format("{} for the bounds and {} spare{}", plan.reducers - plan.spareReducers,
+                               plan.spareReducers, plan.spareReducers == 1 ? "" : "s"));
+  if (plan.spotReducers) more.push_back("on GKE Spot VMs");
+  if (!more.empty()) lines.push_back(fmt::format("            ({})", fmt::join(more, ", ")));
+  lines.push_back("Change the plan and emit again rather than editing the counts here (deploy/README.md).");
+  return lines;
+}
+
+std::vector<std::string> wrapText(std::string_view text, size_t width) {
+  std::vector<std::string> lines;
+  std::string line;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t space = text.find(' ', at);
+    const std::string_view word = text.substr(at, space == std::string_view::npos ? text.npos : space - at);
+    at = space == std::string_view::npos ? text.size() : space + 1;
+    if (word.empty()) continue;
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      lines.push_back(std::move(line));
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + std::string(word);
+  }
+  if (!line.empty()) lines.push_back(std::move(line));
+  return lines;
 }
 
 Result<std::string> emitSpec(std::string_view kind, const EmitPlan& plan) {

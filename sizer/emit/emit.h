@@ -13,6 +13,16 @@
 
 namespace rs::sizer {
 
+// Why a Vertex AI job's reducers cannot be Spot on their own; rs-sizer's refusal, its report and
+// the Vertex AI files' comments all say it with this text. Vertex AI's v1 REST reference:
+// CustomJobSpec.scheduling.strategy is STANDARD, SPOT, FLEX_START, ...; a WorkerPoolSpec has
+// machineSpec, replicaCount, diskSpec, containerSpec, pythonPackageSpec and nfsMounts, and no
+// scheduling (gcloud's GoogleCloudAiplatformV1WorkerPoolSpec has the same fields).
+inline constexpr std::string_view kVertexSpotIsJobWide =
+    "Vertex AI sets Spot for a whole CustomJob (its CustomJobSpec's scheduling.strategy SPOT; a "
+    "worker pool has no such field), so the reducers cannot be Spot while the GPU workers are "
+    "standard";
+
 // Everything the specs need. Worker pool 0 gets the primary worker and pool 1 the other W - 1
 // (Vertex AI's layout); pool 2 holds the R reducers.
 struct EmitPlan {
@@ -27,7 +37,12 @@ struct EmitPlan {
   int acceleratorCount = 0;         // GPUs per worker (also torchrun's --nproc-per-node)
   std::string workerImage;          // the training image with the plugin layer (docker/)
 
-  int reducers = 0;                 // R, from the sizing
+  int reducers = 0;                 // the pool launched, from the sizing: the bounds' R and the spares
+  int spareReducers = 0;            // of those, the spares beyond the bounds (--spare)
+  // The reducers on Spot VMs (--reducer-capacity spot): on Kubernetes a GKE Spot node pool, which
+  // their pods select (cloud.google.com/gke-spot) and whose taint they tolerate. Vertex AI's
+  // files refuse it (kVertexSpotIsJobWide).
+  bool spotReducers = false;
   std::string reducerMachineType;   // e.g. n1-highcpu-16
   int reducerVcpus = 0;             // of that machine type
   double reducerMemoryGb = 0;       // of that machine type, as GCP lists it (14.4 for n1-highcpu-16)
@@ -93,5 +108,9 @@ std::string linkGbpsText(double gbps);
 
 // The comment block at the top of every emitted file: what plan it was made for.
 std::vector<std::string> planSummary(const EmitPlan& plan);
+
+// `text` cut into lines of at most `width` characters at spaces (a longer word stays whole), for
+// comment blocks.
+std::vector<std::string> wrapText(std::string_view text, size_t width);
 
 }  // namespace rs::sizer

@@ -24,10 +24,24 @@ constexpr const char* kSecretKey = "secret";
 // known here.
 constexpr int kReducerSecretMode = 0440;
 constexpr int kWorkerSecretMode = 0444;
+// GKE's label on Spot VM nodes, and the taint of the same key and value that Autopilot puts on
+// them and a Standard node pool gets from --node-taints (GKE's "Spot VMs" pages).
+constexpr const char* kGkeSpotKey = "cloud.google.com/gke-spot";
+
+// The header lines of a Kubernetes file with Spot reducers: the node pool they need.
+std::vector<std::string> spotPoolLines(const EmitPlan& plan) {
+  if (!plan.spotReducers) return {};
+  return {"On a Standard cluster, first make the reducers' Spot node pool (Autopilot makes its own):",
+          fmt::format("gcloud container node-pools create reducers-spot --cluster=CLUSTER "
+                      "--machine-type={} --spot \\",
+                      plan.reducerMachineType),
+          fmt::format("    --num-nodes={} --node-taints={}=true:NoSchedule", plan.reducers, kGkeSpotKey)};
+}
 
 std::string headerText(const EmitPlan& plan, std::initializer_list<std::string> more) {
   std::string out;
   for (const auto& line : planSummary(plan)) out += (out.empty() ? "" : "\n") + line;
+  for (const auto& line : spotPoolLines(plan)) out += "\n" + line;
   for (const auto& line : more) out += "\n" + line;
   return out;
 }
@@ -120,11 +134,24 @@ Result<SpecValue> reducerPodTemplate(const EmitPlan& plan, bool restartNever, co
     spec.set("restartPolicy", SpecValue("Never").withComment(
         "A failed reducer fails its Job and the JobSet's failurePolicy restarts the whole set."));
   }
+  SpecValue nodeSelector = SpecValue::map({{"node.kubernetes.io/instance-type", plan.reducerMachineType}});
+  if (plan.spotReducers) nodeSelector.set(kGkeSpotKey, "true");
   spec.set("automountServiceAccountToken", false)
       .set("terminationGracePeriodSeconds", SpecValue(kTerminationGraceSeconds).withComment(
           "Above the daemon's 60 s drain after SIGTERM."))
-      .set("nodeSelector", SpecValue::map({{"node.kubernetes.io/instance-type", plan.reducerMachineType}}))
-      .set("affinity",
+      .set("nodeSelector", std::move(nodeSelector));
+  if (plan.spotReducers) {
+    SpecValue spotTaint = SpecValue::map(
+        {{"key", kGkeSpotKey}, {"operator", "Equal"}, {"value", "true"}, {"effect", "NoSchedule"}});
+    spec.set("tolerations",
+             SpecValue::list({std::move(spotTaint)})
+                 .withComment("On GKE Spot VMs (--reducer-capacity spot): the nodeSelector above picks them\n"
+                              "and this tolerates their taint (harmless where a Standard pool has none). A\n"
+                              "preempted node gives its pods about 15 s, not the grace period above: the drain\n"
+                              "is cut short, and until failover lands (README, \"Security and operations\") the\n"
+                              "collectives in flight fail."));
+  }
+  spec.set("affinity",
            SpecValue::map({{"podAntiAffinity",
                             SpecValue::map({{"requiredDuringSchedulingIgnoredDuringExecution",
                                              SpecValue::list({SpecValue::map({

@@ -37,6 +37,31 @@ std::string fieldName(std::string_view camel, Naming naming) {
   return snake;
 }
 
+// A plan that Vertex AI can run: every plan validatePlan takes, except Spot reducers.
+Status validateVertexPlan(const EmitPlan& plan) {
+  RS_RETURN_IF_ERROR(validatePlan(plan));
+  if (plan.spotReducers) {
+    return invalidArgument(fmt::format(
+        "Spot reducers in a Vertex AI file: {}. Emit it with --reducer-capacity standard, or "
+        "run the reducers on Kubernetes (k8s, k8s-pool: a GKE Spot node pool)",
+        kVertexSpotIsJobWide));
+  }
+  return Status::ok();
+}
+
+// The plan's summary and what capacity every pool runs on, at the top of each commented file.
+std::vector<std::string> vertexSummary(const EmitPlan& plan) {
+  std::vector<std::string> lines = planSummary(plan);
+  const std::vector<std::string> capacity =
+      wrapText(fmt::format("Capacity: every pool on standard VMs. {}. Spot reducers alone: "
+                           "Kubernetes (rs-sizer --platform gke --reducer-capacity spot).",
+                           kVertexSpotIsJobWide),
+               96);
+  // Before the summary's last line, which says to emit again rather than edit.
+  lines.insert(lines.end() - 1, capacity.begin(), capacity.end());
+  return lines;
+}
+
 std::string joinLines(const std::vector<std::string>& lines, std::string_view prefix) {
   std::string out;
   for (const auto& line : lines) out += std::string(prefix) + line + "\n";
@@ -148,8 +173,8 @@ RS_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n') awk '
 }  // namespace
 
 Result<std::string> emitVertexYaml(const EmitPlan& plan) {
-  RS_RETURN_IF_ERROR(validatePlan(plan));
-  std::vector<std::string> header = planSummary(plan);
+  RS_RETURN_IF_ERROR(validateVertexPlan(plan));
+  std::vector<std::string> header = vertexSummary(plan);
   header.push_back("A Vertex AI CustomJobSpec for gcloud ai custom-jobs create --config: submit it with");
   header.push_back("create-job.sh, which adds a fresh random job secret to every pool (RS_SECRET) each time.");
   header.push_back("No secret is kept here, so this file can be kept and shared. Submitted without one, the");
@@ -160,14 +185,14 @@ Result<std::string> emitVertexYaml(const EmitPlan& plan) {
 }
 
 Result<std::string> emitVertexJson(const EmitPlan& plan) {
-  RS_RETURN_IF_ERROR(validatePlan(plan));
+  RS_RETURN_IF_ERROR(validateVertexPlan(plan));
   // JSON has no comments: the REST body says only what the API reads.
   return SpecValue::map({{"displayName", plan.jobName}, {"jobSpec", customJobSpec(plan)}}).toJson();
 }
 
 
 Result<std::string> emitGcloudScript(const EmitPlan& plan) {
-  RS_RETURN_IF_ERROR(validatePlan(plan));
+  RS_RETURN_IF_ERROR(validateVertexPlan(plan));
   return fmt::format(
       "#!/usr/bin/env bash\n"
       "{}"
@@ -186,11 +211,11 @@ Result<std::string> emitGcloudScript(const EmitPlan& plan) {
       "  --display-name={} \\\n"
       "  --config=\"$job\" \\\n"
       "  \"$@\"\n",
-      joinLines(planSummary(plan), "# "), kAddSecretScript, plan.region, plan.jobName);
+      joinLines(vertexSummary(plan), "# "), kAddSecretScript, plan.region, plan.jobName);
 }
 
 Result<std::string> emitVertexPython(const EmitPlan& plan) {
-  RS_RETURN_IF_ERROR(validatePlan(plan));
+  RS_RETURN_IF_ERROR(validateVertexPlan(plan));
   // JSON of strings and numbers is a Python literal too.
   const std::string pools = workerPoolSpecs(plan, Naming::kPython).toJson();
   return fmt::format(
@@ -241,7 +266,7 @@ Result<std::string> emitVertexPython(const EmitPlan& plan) {
       "\n"
       "if __name__ == \"__main__\":\n"
       "    main()\n",
-      joinLines(planSummary(plan), "# "), pools, jsonQuote(plan.region), jsonQuote(plan.jobName));
+      joinLines(vertexSummary(plan), "# "), pools, jsonQuote(plan.region), jsonQuote(plan.jobName));
 }
 
 }  // namespace rs::sizer

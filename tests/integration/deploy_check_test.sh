@@ -36,6 +36,17 @@ command -v promtool >/dev/null && have_promtool=1
 
 cp -r "$repo/deploy" clean
 find clean -name __pycache__ -prune -exec rm -rf {} +
+# Beside deploy/'s files: Spot reducers with spares on GKE, as rs-sizer --emit writes them, and
+# Vertex AI's Spot, which is the whole job's: a scheduling strategy in the CustomJobSpec (the
+# field exists there, and in no worker pool: a planted fault below).
+mkdir clean/k8s-spot clean/vertex-spot
+spot=(--workers 8 --worker-type a2-megagpu-16g --platform gke --reducer-capacity spot --spare 2
+      --worker-image us-docker.pkg.dev/my-project/reduction-server/trainer-rs:latest
+      --reducer-image us-docker.pkg.dev/my-project/reduction-server/reduction-server:0.1.0)
+"$sizer" "${spot[@]}" --emit k8s >clean/k8s-spot/training-jobset.yaml || fail "rs-sizer --emit k8s (Spot) failed"
+"$sizer" "${spot[@]}" --emit k8s-pool --job-name reduction-server >clean/k8s-spot/reducer-pool.yaml ||
+  fail "rs-sizer --emit k8s-pool (Spot) failed"
+{ cat clean/vertex/custom-job.yaml; printf 'scheduling:\n  strategy: SPOT\n'; } >clean/vertex-spot/custom-job.yaml
 
 # 1. The files as they are pass every check there is.
 run_check clean.out "$check" clean || { cat clean.out >&2; fail "deploy/'s own files fail"; }
@@ -46,8 +57,12 @@ expect_line clean.out "ok    clean/vertex/submit_job.py: the keywords of"
 expect_line clean.out "ok    clean/k8s/training-jobset.yaml: document 1 (JobSet rs-train): replicatedJob reducers: reads its secret from Secret rs-train-rs-secret (RS_SECRET_FILE, read-only)"
 expect_line clean.out "ok    clean/k8s/training-jobset.yaml: document 1 (JobSet rs-train): replicatedJob workers: reads its secret from Secret rs-train-rs-secret (RS_SECRET_FILE, read-only)"
 expect_line clean.out "ok    clean/k8s/reducer-pool/reducer-pool.yaml: document 2 (StatefulSet reduction-server): pod template: reads its secret from Secret reduction-server-pool-secret"
+expect_line clean.out "ok    clean/k8s-spot/training-jobset.yaml: document 1 (JobSet rs-train): matches the JobSet v1alpha2 types"
+expect_line clean.out "ok    clean/k8s-spot/reducer-pool.yaml: document 2 (StatefulSet reduction-server): matches kubernetes-types"
+expect_line clean.out "ok    clean/k8s-spot/training-jobset.yaml: yamllint"
 if ((have_gcloud)); then
   expect_line clean.out "ok    clean/vertex/custom-job.yaml: reads as gcloud's GoogleCloudAiplatformV1CustomJobSpec"
+  expect_line clean.out "ok    clean/vertex-spot/custom-job.yaml: reads as gcloud's GoogleCloudAiplatformV1CustomJobSpec"
   expect_line clean.out "ok    clean/vertex/custom-job.json: reads as gcloud's GoogleCloudAiplatformV1CustomJob,"
   expect_line clean.out "ok    clean/vertex/create-job.sh: gcloud parses its arguments"
   expect_line clean.out "ok    clean/vertex/submit_job.py: its CustomJob carries one fresh job secret (RS_SECRET) in all 3 pools"
@@ -96,6 +111,11 @@ plant twosecrets.yaml k8s/training-jobset.yaml "secretName: rs-train-rs-secret" 
 plant fixed_secret.py vertex/submit_job.py "secrets.token_hex(32)" '"not-a-secret-but-the-same-every-time"'
 plant unknown.yaml vertex/custom-job.yaml "workerPoolSpecs:" "workerPools:"
 plant scrape.yaml k8s/prometheus-scrape.yaml "port: 2224" "prot: 2224"
+# Spot: a misspelled toleration field, a node selector that is not a string, and Spot asked for
+# one worker pool of a Vertex AI job (it has no such field: Spot is the whole job's).
+plant spot-toleration.yaml k8s-spot/training-jobset.yaml "effect: NoSchedule" "efect: NoSchedule"
+plant spot-selector.yaml k8s-spot/reducer-pool.yaml 'cloud.google.com/gke-spot: "true"' "cloud.google.com/gke-spot: true"
+plant poolspot.yaml vertex/custom-job.yaml "replicaCount: 25" $'replicaCount: 25\n    scheduling:\n      strategy: SPOT'
 
 rc=0
 run_check planted.out "$check" planted || rc=$?
@@ -109,12 +129,14 @@ expect_line planted.out "FAIL  planted/kind.yaml: document 3 (PodDisruptionBudge
 expect_line planted.out "FAIL  planted/successPolicy.yaml: document 1 (JobSet rs-train): spec.successPolicy.targetReplicatedJob: TS2561"
 expect_line planted.out "FAIL  planted/dependsOn.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[1].dependsOn[0].status: TS2820"
 expect_line planted.out "FAIL  planted/completionMode.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[0].template.spec.completionMod: TS2561"
-expect_line planted.out "FAIL  planted/submit_job.py: line 134: aiplatform.CustomJob() has no parameter 'worker_pool_spec'"
+expect_line planted.out "FAIL  planted/submit_job.py: line 138: aiplatform.CustomJob() has no parameter 'worker_pool_spec'"
 expect_line planted.out "FAIL  planted/nosecretfile.yaml: document 1 (JobSet rs-train): replicatedJob reducers: container reduction-server: no RS_SECRET_FILE"
 expect_line planted.out "FAIL  planted/literal.yaml: document 2 (StatefulSet reduction-server): pod template: container reduction-server: RS_SECRET holds the secret itself"
 expect_line planted.out "FAIL  planted/writable.yaml: document 2 (StatefulSet reduction-server): pod template: container reduction-server: the Secret volume holding RS_SECRET_FILE is not mounted readOnly"
 expect_line planted.out "FAIL  planted/twosecrets.yaml: document 1 (JobSet rs-train): its pods mount different Secrets"
 expect_line planted.out "FAIL  planted/unknown.yaml: it is neither a Vertex AI CustomJobSpec/CustomJob"
+expect_line planted.out "FAIL  planted/spot-toleration.yaml: document 1 (JobSet rs-train): spec.replicatedJobs[0].template.spec.template.spec.tolerations[0].efect: TS2561"
+expect_line planted.out "FAIL  planted/spot-selector.yaml: document 2 (StatefulSet reduction-server): spec.template.spec.nodeSelector"
 if ((have_kubectl)); then
   expect_line planted.out 'FAIL  planted/kustomize/kustomization.yaml: kubectl kustomize: invalid Kustomization: json: unknown field "resourcs"'
 fi
@@ -130,11 +152,12 @@ if ((have_gcloud)); then
   expect_line planted.out "FAIL  planted/create-job.sh: --display-nam is not a flag of gcloud ai custom-jobs create"
   expect_line planted.out "FAIL  planted/create-job.sh: gcloud refused the command (exit 2): ERROR: (gcloud.ai.custom-jobs.create) unrecognized arguments: --display-nam=rs-train"
   expect_line planted.out "FAIL  planted/fixed_secret.py: its CustomJob: two runs gave the same RS_SECRET"
+  expect_line planted.out "FAIL  planted/poolspot.yaml: workerPoolSpecs[2].scheduling: not a field of the API"
 fi
 # No planted file may pass: each must have a FAIL line of its own.
 for f in $(cd planted && find . -type f ! -name reducer-pool.yaml | sed 's|^\./||'); do
   grep -qF "FAIL  planted/$f:" planted.out || {
-    if [[ $have_gcloud -eq 0 && $f =~ ^(replicaCont.yaml|acceleratorTyp.json|enum.json|pool0.yaml|create-job.sh|fixed_secret.py)$ ]] ||
+    if [[ $have_gcloud -eq 0 && $f =~ ^(replicaCont.yaml|acceleratorTyp.json|enum.json|pool0.yaml|create-job.sh|fixed_secret.py|poolspot.yaml)$ ]] ||
        [[ $have_kubectl -eq 0 && $f == kustomize/kustomization.yaml ]] ||
        [[ $have_promtool -eq 0 && $f == scrape.yaml ]]; then
       continue  # its check needs a tool this machine lacks: the skip is checked below

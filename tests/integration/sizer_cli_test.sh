@@ -86,7 +86,43 @@ expect_json '(.recommendations.by_total_vcpus | length) > 100
   | grep -F "By cost per hour" >/dev/null || fail "text --recommend --prices"
 expect_json '(.machine_types | length) > 100 and all(.machine_types[]; .source != "")' --list-types
 
+# Spares: the pool launched is the bounds' answer and N more, and what it carries as reducers
+# are lost (none, one, N, N + 1) is in the report; the bounds themselves do not move.
+out=$("$sizer" --workers 8 --worker-type a2-megagpu-16g --spare 2)
+grep -qF "Answer: 27 x n1-highcpu-16 (25 for the bandwidth bound, which binds, and 2 spares)" <<<"$out" ||
+  { echo "$out"; fail "--spare 2 (text)"; }
+grep -qF "The 2 spares keep the pool at its bound through 2 losses: the 25 reducers left carry all 800 Gbit/s." <<<"$out" ||
+  { echo "$out"; fail "--spare 2: what the spares buy"; }
+grep -qF "Failover is in" <<<"$out" || { echo "$out"; fail "--spare 2: the report does not say failover is in progress"; }
+echo "ok: $(grep Answer <<<"$out")"
+expect_json '.reducers == 25 and .spares == 2 and .pool_reducers == 27 and .bandwidth_bound == 25
+             and .total_reducer_vcpus == 432 and .plan.reducer_count == 27 and .plan.spare_reducers == 2
+             and [.losses[].lost] == [0, 1, 2, 3] and [.losses[].live] == [27, 26, 25, 24]
+             and .losses[2].carried_fraction == 1 and .losses[3].carried_gbps == 768
+             and .reducer_capacity == "standard" and .plan.spot_reducers == false' \
+  --workers 8 --worker-type a2-megagpu-16g --spare 2
+expect_json '.spares == 0 and .pool_reducers == 16 and (.losses | length) == 2 and .losses[1].carried_gbps == 480' \
+  --workers 5 --worker-gbps 100
+expect_json '.reducer_capacity == "spot" and .plan.spot_reducers == true and .pool_reducers == 26' \
+  --workers 8 --worker-type a2-megagpu-16g --platform gke --reducer-capacity spot --spare 1
+out=$("$sizer" --workers 8 --worker-type a2-megagpu-16g)
+grep -qF "Capacity:  standard VMs: Vertex AI sets Spot for a whole CustomJob" <<<"$out" ||
+  { echo "$out"; fail "the Vertex AI report does not say Spot is set for the whole job"; }
+echo "ok: the Vertex AI report says Spot is job-wide"
+
 # Bad inputs: each a non-zero exit and a message naming the input.
+expect_fail "--spare must be 0..1000 (reducers launched beyond what the bounds call for), got -1" \
+  --workers 8 --worker-type a2-megagpu-16g --spare -1
+expect_fail "--spare must be 0..1000" --workers 8 --worker-type a2-megagpu-16g --spare 1001
+expect_fail "--spare must be 0..1000" --workers 8 --worker-type a2-megagpu-16g --spare 9223372036854775807
+expect_fail "--spare: '2.5' is not a whole number" --workers 8 --worker-type a2-megagpu-16g --spare 2.5
+expect_fail "--spare: 'two' is not a whole number" --workers 8 --worker-type a2-megagpu-16g --spare two
+expect_fail "--spare: '99999999999999999999' is not a whole number" --workers 8 --worker-type a2-megagpu-16g \
+  --spare 99999999999999999999
+expect_fail "--reducer-capacity spot with --platform vertex: Vertex AI sets Spot for a whole CustomJob (its CustomJobSpec's scheduling.strategy SPOT" \
+  --workers 8 --worker-type a2-megagpu-16g --reducer-capacity spot
+expect_fail "--reducer-capacity: 'preemptible' is not one of standard, spot" --workers 8 --worker-type a2-megagpu-16g \
+  --platform gke --reducer-capacity preemptible
 expect_fail "Vertex AI's MachineSpec" --workers 5 --worker-gbps 100 --tier1
 expect_fail "n1 series offers no Tier_1" --workers 5 --worker-gbps 100 --tier1 --platform gke
 expect_fail "at least 30 vCPUs, this type has 16" --workers 5 --worker-gbps 100 --tier1 --platform gce --reducer-type n2-highcpu-16
@@ -143,6 +179,21 @@ cmp -s "$tmp/emitted" "$repo/deploy/k8s/reducer-pool/reducer-pool.yaml" ||
   fail "deploy/k8s/reducer-pool/reducer-pool.yaml is not what --emit k8s-pool writes"
 grep -q "replicas: 16" "$tmp/emitted" || fail "the pool of 5 x 100 Gbps workers is not 16 reducers"
 echo "ok: --emit k8s-pool writes deploy/k8s/reducer-pool/reducer-pool.yaml (16 reducers)"
+# The launch files carry the pool with its spares; Spot reducers on GKE go to Spot nodes, and a
+# Vertex AI file refuses them.
+"$sizer" --workers 8 --worker-type a2-megagpu-16g --platform gke --reducer-capacity spot --spare 2 --emit k8s \
+  "${images[@]}" >"$tmp/spot.yaml" || fail "--emit k8s with Spot reducers failed"
+grep -q "completions: 27" "$tmp/spot.yaml" || fail "the emitted JobSet does not launch the 27 reducers"
+grep -q 'cloud.google.com/gke-spot: "true"' "$tmp/spot.yaml" || fail "the Spot reducers select no Spot node"
+grep -q -- "- key: cloud.google.com/gke-spot" "$tmp/spot.yaml" || fail "the Spot reducers tolerate no Spot taint"
+echo "ok: --emit k8s --reducer-capacity spot --spare 2: 27 reducers on GKE Spot nodes"
+"$sizer" --workers 8 --worker-type a2-megagpu-16g --spare 2 --emit vertex-json "${images[@]}" >"$tmp/spare.json" ||
+  fail "--emit vertex-json --spare 2 failed"
+[[ $(jq '.jobSpec.workerPoolSpecs[2].replicaCount' "$tmp/spare.json") == 27 ]] ||
+  fail "the emitted CustomJob does not launch the 27 reducers"
+echo "ok: --emit vertex-json --spare 2: 27 reducers in pool 2"
+expect_fail "Spot reducers in a Vertex AI file: Vertex AI sets Spot for a whole CustomJob" --workers 8 \
+  --worker-type a2-megagpu-16g --platform gke --reducer-capacity spot --emit vertex-yaml "${images[@]}"
 expect_fail "--emit needs --worker-type" --workers 8 --worker-gbps 100 --emit k8s "${images[@]}"
 expect_fail "--emit needs --reducer-type" --workers 8 --worker-type a2-megagpu-16g --reducer-gbps 32 \
   --reducer-vcpus 16 --emit k8s "${images[@]}"

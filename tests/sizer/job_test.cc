@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <fmt/format.h>
 
 #include "sizer/job.h"
 
@@ -219,4 +220,53 @@ TEST_CASE("job: platforms parse by name only") {
   auto bad = parsePlatform("aws");
   REQUIRE(!bad.isOk());
   CHECK_THAT(bad.status().message(), Contains("--platform: 'aws'"));
+}
+
+TEST_CASE("job: --spare is 0..1000, refused by name outside it") {
+  JobSpec spec = gbpsJob(8, 100);
+  auto none = resolveJob(spec);
+  REQUIRE(none.isOk());
+  CHECK(none->spares == 0);
+  spec.spares = 2;
+  auto two = resolveJob(spec);
+  REQUIRE(two.isOk());
+  CHECK(two->spares == 2);
+  CHECK(sizePool(two->rates, two->spares)->pool == 27);
+  spec.spares = 1000;
+  CHECK(resolveJob(spec).isOk());
+  for (int64_t bad : {int64_t{-1}, int64_t{1001}, int64_t{1} << 62}) {
+    spec.spares = bad;
+    CHECK_THAT(errorOf(spec), Contains(fmt::format(
+                                  "--spare must be 0..1000 (reducers launched beyond what the "
+                                  "bounds call for), got {}",
+                                  bad)));
+  }
+}
+
+TEST_CASE("job: Spot reducers on GKE and GCE, refused on Vertex AI, saying Spot is job-wide") {
+  JobSpec spec = gbpsJob(8, 100);
+  spec.reducerCapacity = ReducerCapacity::kSpot;
+  const std::string msg = errorOf(spec);  // --platform vertex, the default
+  CHECK_THAT(msg, Contains("--reducer-capacity spot with --platform vertex"));
+  CHECK_THAT(msg, Contains("scheduling.strategy SPOT"));
+  CHECK_THAT(msg, Contains("the reducers cannot be Spot while the GPU workers are standard"));
+  for (Platform p : {Platform::kGke, Platform::kGce}) {
+    spec.platform = p;
+    auto job = resolveJob(spec);
+    REQUIRE(job.isOk());
+    CHECK(job->spec.reducerCapacity == ReducerCapacity::kSpot);
+  }
+  spec.platform = Platform::kVertex;
+  spec.reducerCapacity = ReducerCapacity::kStandard;
+  CHECK(resolveJob(spec).isOk());
+}
+
+TEST_CASE("job: capacities parse by name only") {
+  CHECK(*parseCapacity("standard") == ReducerCapacity::kStandard);
+  CHECK(*parseCapacity("spot") == ReducerCapacity::kSpot);
+  CHECK(capacityName(ReducerCapacity::kSpot) == "spot");
+  auto bad = parseCapacity("preemptible");
+  REQUIRE(!bad.isOk());
+  CHECK_THAT(bad.status().message(),
+             Contains("--reducer-capacity: 'preemptible' is not one of standard, spot"));
 }

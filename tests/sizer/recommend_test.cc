@@ -88,3 +88,28 @@ TEST_CASE("recommend: with prices, the priced types ranked by cost per hour") {
   CHECK(recs->byCost[2].type->name == "n2-highcpu-32");
   CHECK(find(recs->byTotalVcpus, "c4-highcpu-8")->costPerHour < 0);  // unpriced
 }
+
+TEST_CASE("recommend: the job's spares join every candidate's pool, vCPUs and cost") {
+  JobSpec spec;
+  spec.workers = 8;
+  spec.workerType = "a2-megagpu-16g";
+  spec.spares = 3;
+  auto job = resolveJob(spec);
+  REQUIRE(job.isOk());
+  PriceList prices;
+  prices.source = "p.csv";
+  prices.dollarsPerHour = {{"n1-highcpu-16", 0.5}, {"c3-highcpu-4", 0.2}};
+  auto recs = recommend(*job, &prices);
+  REQUIRE(recs.isOk());
+  const Candidate* n1 = find(recs->byTotalVcpus, "n1-highcpu-16");
+  REQUIRE(n1 != nullptr);
+  CHECK(n1->sizing.reducers == 25);
+  CHECK(n1->sizing.pool == 28);
+  CHECK(n1->totalVcpus == 28 * 16);
+  CHECK(n1->costPerHour == Approx(14.0));
+  const Candidate* c3 = find(recs->byTotalVcpus, "c3-highcpu-4");
+  REQUIRE(c3 != nullptr);
+  CHECK(c3->sizing.pool == c3->sizing.reducers + 3);
+  CHECK(c3->totalVcpus == c3->sizing.pool * 4);
+  for (const Candidate& c : recs->byTotalVcpus) CHECK(c.sizing.spares == 3);
+}

@@ -18,7 +18,7 @@ struct Sized {
 Sized size(JobSpec spec) {
   auto job = resolveJob(spec);
   REQUIRE(job.isOk());
-  auto sizing = sizePool(job->rates);
+  auto sizing = sizePool(job->rates, job->spares);
   REQUIRE(sizing.isOk());
   return {*job, *sizing};
 }
@@ -135,4 +135,104 @@ TEST_CASE("report: the machine table lists every row with its source") {
   CHECK_THAT(text, Contains("github.com/Cyclenerd/google-cloud-compute-machine-types"));
   const auto j = typeTableJson();
   CHECK(j["machine_types"].size() == machineTypes().size());
+}
+
+TEST_CASE("report: spares in the answer, the totals, the losses and the plan") {
+  JobSpec spec;
+  spec.workers = 8;
+  spec.workerType = "a2-megagpu-16g";
+  spec.platform = Platform::kGke;
+  spec.reducerCapacity = ReducerCapacity::kSpot;
+  spec.spares = 2;
+  Sized s = size(spec);
+  PriceList prices;
+  prices.source = "p.csv";
+  prices.dollarsPerHour = {{"n1-highcpu-16", 0.5}};
+  Report rep;
+  rep.job = &s.job;
+  rep.sizing = s.sizing;
+  rep.prices = &prices;
+  const auto j = toJson(rep);
+  CHECK(j["reducers"] == 25);  // what the bounds call for
+  CHECK(j["spares"] == 2);
+  CHECK(j["pool_reducers"] == 27);
+  CHECK(j["reducer_capacity"] == "spot");
+  // The pool launched is what works and what is paid for.
+  CHECK(j["total_reducer_vcpus"] == 27 * 16);
+  CHECK(j["total_reducer_egress_gbps"] == Approx(27 * 32));
+  CHECK(j["per_reducer_gbps"] == Approx(800.0 / 27));
+  CHECK(j["cost_per_hour"] == Approx(13.5));
+  REQUIRE(j["losses"].size() == 4);
+  CHECK(j["losses"][2]["lost"] == 2);
+  CHECK(j["losses"][2]["live"] == 25);
+  CHECK(j["losses"][2]["carried_fraction"] == Approx(1.0));
+  CHECK(j["losses"][3]["carried_gbps"] == Approx(768));
+  CHECK(j["losses"][3]["slowdown"] == Approx(800.0 / 768));
+  CHECK(j["losses"][3]["pool_egress_fraction"] == Approx(24.0 / 27));
+  CHECK(j["plan"]["reducer_count"] == 27);
+  CHECK(j["plan"]["spare_reducers"] == 2);
+  CHECK(j["plan"]["spot_reducers"] == true);
+
+  const std::string text = formatText(rep);
+  CHECK_THAT(text, Contains("Answer: 27 x n1-highcpu-16 (25 for the bandwidth bound, which binds, and 2 spares)"));
+  CHECK_THAT(text, Contains("the pool: 432 vCPUs, 864 Gbit/s of egress"));
+  CHECK_THAT(text, Contains("cost: 13.50 $/hour (27 x 0.5)"));
+  CHECK_THAT(text, Contains("Capacity:  Spot VMs: a GKE Spot node pool"));
+  CHECK_THAT(text, Contains("Failover is in\nprogress: today a loss fails the collectives in flight"));
+  CHECK_THAT(text, Contains("     2    25          93%              800 (100%)            1.00x"));
+  CHECK_THAT(text, Contains("     3    24          89%               768 (96%)            1.04x"));
+  CHECK_THAT(text, Contains("The 2 spares keep the pool at its bound through 2 losses: the 25 reducers left carry all 800 Gbit/s."));
+  CHECK_THAT(text, !Contains("Spot with no spares"));
+
+  const EmitPlan plan = makePlan(s.job, s.sizing);
+  CHECK(plan.reducers == 27);
+  CHECK(plan.spareReducers == 2);
+  CHECK(plan.spotReducers);
+}
+
+TEST_CASE("report: with no spares, what one loss costs, and where Spot is possible and where not") {
+  JobSpec spec;
+  spec.workers = 5;
+  spec.workerGbps = 100;
+  Sized vertex = size(spec);
+  Report rep;
+  rep.job = &vertex.job;
+  rep.sizing = vertex.sizing;
+  std::string text = formatText(rep);
+  CHECK_THAT(text, Contains("Answer: 16 x n1-highcpu-16 (the bandwidth bound binds)"));
+  CHECK_THAT(text, Contains("Capacity:  standard VMs: Vertex AI sets Spot for a whole CustomJob (its "
+                            "CustomJobSpec's\n           scheduling.strategy SPOT"));
+  CHECK_THAT(text, Contains("     1    15          94%               480 (96%)            1.04x"));
+  CHECK_THAT(text, Contains("No spares: one loss leaves 96% of the workers' 500 Gbit/s until the reducer is back;\n  --spare N keeps all of it"));
+  CHECK(toJson(rep)["reducer_capacity"] == "standard");
+  CHECK(toJson(rep)["spares"] == 0);
+  CHECK(toJson(rep)["pool_reducers"] == 16);
+
+  spec.platform = Platform::kGke;
+  spec.reducerCapacity = ReducerCapacity::kSpot;
+  Sized spot = size(spec);
+  rep.job = &spot.job;
+  rep.sizing = spot.sizing;
+  text = formatText(rep);
+  CHECK_THAT(text, Contains("Spot with no spares: every preemption takes the pool below its bound"));
+  spec.platform = Platform::kGce;
+  Sized gce = size(spec);
+  rep.job = &gce.job;
+  rep.sizing = gce.sizing;
+  CHECK_THAT(formatText(rep), Contains("Capacity:  Spot VMs (gcloud compute instances create --provisioning-model=SPOT)"));
+  spec.reducerCapacity = ReducerCapacity::kStandard;
+  Sized gceStandard = size(spec);
+  rep.job = &gceStandard.job;
+  rep.sizing = gceStandard.sizing;
+  CHECK_THAT(formatText(rep), Contains("Capacity:  standard VMs (--reducer-capacity spot: Spot VMs)"));
+
+  // One reducer has no survivor to move its share to.
+  JobSpec tiny;
+  tiny.workers = 2;
+  tiny.workerGbps = 1;
+  Sized one = size(tiny);
+  rep.job = &one.job;
+  rep.sizing = one.sizing;
+  CHECK_THAT(formatText(rep), Contains("One reducer: losing it leaves none"));
+  CHECK(toJson(rep)["losses"].size() == 1);
 }

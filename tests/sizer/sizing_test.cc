@@ -154,3 +154,85 @@ TEST_CASE("predictions: one reducer stays one, one worker has no ring to beat") 
 TEST_CASE("predictions: a ring over GPU NICs") {
   CHECK(ringSeconds(4, 3200, 4'000'000'000) == Approx(1.5 * 32e9 / 3.2e12));
 }
+
+TEST_CASE("spares: they add to the pool launched, never to the bounds") {
+  auto s = sizePool(n1Highcpu16(8, 100), 2);
+  REQUIRE(s.isOk());
+  CHECK(s->bandwidthBound == 25);
+  CHECK(s->reducers == 25);
+  CHECK(s->spares == 2);
+  CHECK(s->pool == 27);
+  auto none = sizePool(n1Highcpu16(8, 100));
+  REQUIRE(none.isOk());
+  CHECK(none->spares == 0);
+  CHECK(none->pool == 25);
+  auto negative = sizePool(n1Highcpu16(8, 100), -1);
+  REQUIRE(!negative.isOk());
+  CHECK_THAT(negative.status().message(),
+             Catch::Contains("-1 spare reducers beside the 25 the bounds call for"));
+  CHECK(!sizePool(n1Highcpu16(8, 100), 1'000'000'000).isOk());  // a pool above a billion
+}
+
+TEST_CASE("losses: 8 x 100 Gbit/s on n1-highcpu-16, 2 spares keep the bound through 2 losses") {
+  // 800 Gbit/s over 27 reducers of 32 (the CPU carries 160 / 1.7 = 94 each: the link limits).
+  auto s = sizePool(n1Highcpu16(8, 100), 2);
+  REQUIRE(s.isOk());
+  const auto rows = lossTable(*s);
+  REQUIRE(rows.size() == 4);
+  const int64_t lost[] = {0, 1, 2, 3};
+  const int64_t live[] = {27, 26, 25, 24};
+  const double carried[] = {800, 800, 800, 768};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    INFO("row " << i);
+    CHECK(rows[i].lost == lost[i]);
+    CHECK(rows[i].live == live[i]);
+    CHECK(rows[i].poolEgressFraction == Approx(live[i] / 27.0));
+    CHECK(rows[i].carriedGbps == Approx(carried[i]));
+    CHECK(rows[i].carriedFraction == Approx(carried[i] / 800));
+  }
+  CHECK(rows[2].slowdown == Approx(1.0));         // the 25 left are the bandwidth bound
+  CHECK(rows[3].slowdown == Approx(800.0 / 768));  // one loss beyond the spares: 24 x 32
+}
+
+TEST_CASE("losses: with no spares one loss costs about 1/R of the pool until it comes back") {
+  // 5 x 100 Gbit/s on 16 reducers: 512 of egress for 500, so one loss leaves 480.
+  auto s = sizePool(n1Highcpu16(5, 100));
+  REQUIRE(s.isOk());
+  const auto rows = lossTable(*s);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].lost == 0);
+  CHECK(rows[0].carriedFraction == Approx(1.0));
+  CHECK(rows[0].slowdown == Approx(1.0));
+  CHECK(rows[1].lost == 1);
+  CHECK(rows[1].live == 15);
+  CHECK(rows[1].poolEgressFraction == Approx(15.0 / 16));  // (R-1)/R
+  CHECK(rows[1].carriedGbps == Approx(480));
+  CHECK(rows[1].carriedFraction == Approx(0.96));
+  CHECK(rows[1].slowdown == Approx(500.0 / 480));
+  // The same loss through lossImpact, and deeper: 4 of 16 lost leave 384 Gbit/s.
+  CHECK(lossImpact(*s, 4).slowdown == Approx(500.0 / 384));
+}
+
+TEST_CASE("losses: a CPU-limited reducer's share moves at what the survivors' CPUs carry") {
+  // c3-highcpu-4 at 2.2: 40 / 2.2 = 18.18 Gbit/s each, not its 23 of egress.
+  auto s = sizePool(Rates{5, 100, 23, 4, 2.2}, 1);
+  REQUIRE(s.isOk());
+  REQUIRE(s->pool == 29);
+  const LossImpact two = lossImpact(*s, 2);  // 27 left: 490.9 Gbit/s of 500
+  CHECK(two.carriedGbps == Approx(27 * 40 / 2.2));
+  CHECK(two.slowdown == Approx(500 / (27 * 40 / 2.2)));
+  CHECK(two.poolEgressFraction == Approx(27.0 / 29));
+}
+
+TEST_CASE("losses: one reducer has no loss to show, a spare shows each row once") {
+  auto one = sizePool(Rates{1, 0.5, 32, 16, 2.2});
+  REQUIRE(one.isOk());
+  REQUIRE(one->pool == 1);
+  REQUIRE(lossTable(*one).size() == 1);
+  auto spare = sizePool(Rates{1, 0.5, 32, 16, 2.2}, 1);  // 2 reducers: none lost, one lost
+  REQUIRE(spare.isOk());
+  const auto rows = lossTable(*spare);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].lost == 1);
+  CHECK(rows[1].slowdown == Approx(1.0));
+}

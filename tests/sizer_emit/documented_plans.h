@@ -16,7 +16,7 @@ inline constexpr const char* kWorkerImage = "us-docker.pkg.dev/my-project/reduct
 inline EmitPlan sizedPlan(const JobSpec& spec, const char* jobName) {
   auto job = resolveJob(spec);
   REQUIRE(job.isOk());
-  auto sizing = sizePool(job->rates);
+  auto sizing = sizePool(job->rates, job->spares);
   REQUIRE(sizing.isOk());
   EmitPlan names;
   names.jobName = jobName;

@@ -367,3 +367,123 @@ TEST_CASE("emit: no emitted file holds anything like a secret value") {
     CHECK(longestHexRun(emitted(kind, plan)) < 32);
   }
 }
+
+namespace {
+
+// 8 x a2-megagpu-16g with 2 spares: 25 reducers for the bounds, 27 launched.
+EmitPlan sparePlan(rs::sizer::ReducerCapacity capacity, Platform platform) {
+  JobSpec spec;
+  spec.workers = 8;
+  spec.workerType = "a2-megagpu-16g";
+  spec.spares = 2;
+  spec.platform = platform;
+  spec.reducerCapacity = capacity;
+  return rs::sizer::testing::sizedPlan(spec, "rs-train");
+}
+
+}  // namespace
+
+TEST_CASE("emit: spares make every file's pool larger, and its header says how many") {
+  const EmitPlan plan = sparePlan(ReducerCapacity::kStandard, Platform::kVertex);
+  REQUIRE(plan.reducers == 27);
+  REQUIRE(plan.spareReducers == 2);
+  const auto pools = nlohmann::json::parse(emitted("vertex-json", plan))["jobSpec"]["workerPoolSpecs"];
+  CHECK(pools[2]["replicaCount"] == 27);
+  CHECK(pools[1]["replicaCount"] == 7);  // the workers are what they were
+  const std::string header =
+      "#   reducers: 27 x n1-highcpu-16, paced to 32 Gbit/s (--link-gbps; the workers' RS_REDUCER_LINK_GBPS)\n"
+      "#             (25 for the bounds and 2 spares)\n";
+  for (std::string_view kind : {"vertex-yaml", "gcloud", "vertex-python", "k8s", "k8s-pool"}) {
+    INFO(kind);
+    CHECK_THAT(emitted(kind, plan), Catch::Contains(std::string(header)));
+  }
+  const std::string jobSet = emitted("k8s", plan);
+  CHECK(countOf(jobSet, "parallelism: 27\n") == 1);
+  CHECK(countOf(jobSet, "completions: 27\n") == 1);
+  auto reducers = rs::cluster::parseReducerList(valueAfter(jobSet, "name: RS_REDUCERS", "value: "));
+  REQUIRE(reducers.isOk());
+  CHECK(reducers->size() == 27);
+  const std::string pool = emitted("k8s-pool", plan);
+  CHECK(countOf(pool, "replicas: 27\n") == 1);
+  auto poolReducers = rs::cluster::parseReducerList(valueAfter(pool, "# Workers", "RS_REDUCERS="));
+  REQUIRE(poolReducers.isOk());
+  CHECK(poolReducers->size() == 27);
+  // Without spares the header is what it always was.
+  CHECK_THAT(emitted("k8s", a2MegaPlan()),
+             Catch::Contains("#   reducers: 25 x n1-highcpu-16, paced to 32 Gbit/s (--link-gbps; the workers' "
+                             "RS_REDUCER_LINK_GBPS)\n# Change the plan"));
+}
+
+TEST_CASE("emit: Spot reducers select GKE's Spot nodes and tolerate their taint, workers do not") {
+  const EmitPlan plan = sparePlan(ReducerCapacity::kSpot, Platform::kGke);
+  REQUIRE(plan.spotReducers);
+  for (std::string_view kind : {"k8s", "k8s-pool"}) {
+    INFO(kind);
+    const std::string text = emitted(kind, plan);
+    CHECK(countOf(text, "cloud.google.com/gke-spot: \"true\"\n") == 1);
+    CHECK(countOf(text, "tolerations:\n") == 1);
+    CHECK(countOf(text, "- key: cloud.google.com/gke-spot\n") == 1);
+    CHECK(itemAfter(text, "- key: cloud.google.com/gke-spot") == "operator: Equal");
+    CHECK(itemAfter(text, "operator: Equal") == "value: \"true\"");
+    CHECK(itemAfter(text, "value: \"true\"\n") == "effect: NoSchedule");
+    CHECK_THAT(text, Catch::Contains("#   reducers: 27 x n1-highcpu-16, paced to 32 Gbit/s (--link-gbps; the workers' "
+                                     "RS_REDUCER_LINK_GBPS)\n#             (25 for the bounds and 2 spares, on GKE Spot VMs)\n"));
+    CHECK_THAT(text, Catch::Contains("# gcloud container node-pools create reducers-spot --cluster=CLUSTER "
+                                     "--machine-type=n1-highcpu-16 --spot \\\n"
+                                     "#     --num-nodes=27 --node-taints=cloud.google.com/gke-spot=true:NoSchedule\n"));
+  }
+  // In the JobSet only the reducers' pods go to Spot nodes: the GPU workers stay where they were.
+  const std::string jobSet = emitted("k8s", plan);
+  CHECK(jobSet.find("gke-spot") < jobSet.find("- name: workers"));
+  CHECK(jobSet.rfind("gke-spot") < jobSet.find("- name: workers"));
+  // Standard reducers carry none of it.
+  const EmitPlan standard = sparePlan(ReducerCapacity::kStandard, Platform::kGke);
+  for (std::string_view kind : kEmitKinds) {
+    INFO(kind);
+    const std::string text = emitted(kind, standard);
+    CHECK(text.find("gke-spot") == std::string::npos);
+    CHECK(text.find("tolerations") == std::string::npos);
+  }
+}
+
+TEST_CASE("emit: Vertex AI files refuse Spot reducers and say Spot is set for the whole job") {
+  const EmitPlan spot = sparePlan(ReducerCapacity::kSpot, Platform::kGke);
+  for (std::string_view kind : {"vertex-yaml", "vertex-json", "gcloud", "vertex-python"}) {
+    INFO(kind);
+    auto text = emitSpec(kind, spot);
+    REQUIRE_FALSE(text.isOk());
+    CHECK_THAT(text.status().message(), Catch::Contains("Spot reducers in a Vertex AI file: Vertex AI sets Spot for a "
+                                                        "whole CustomJob (its CustomJobSpec's scheduling.strategy SPOT"));
+    CHECK_THAT(text.status().message(), Catch::Contains("--reducer-capacity standard"));
+  }
+  // Every commented Vertex AI file says so; none asks for a scheduling strategy.
+  for (std::string_view kind : {"vertex-yaml", "gcloud", "vertex-python"}) {
+    INFO(kind);
+    const std::string text = emitted(kind, a2MegaPlan());
+    CHECK_THAT(text, Catch::Contains("# Capacity: every pool on standard VMs. Vertex AI sets Spot for a whole CustomJob"));
+    CHECK_THAT(text, Catch::Contains("scheduling.strategy SPOT"));
+    CHECK_THAT(text, Catch::Contains("cannot be Spot while the GPU workers are standard"));
+  }
+  for (std::string_view kind : {"vertex-yaml", "vertex-json", "vertex-python"}) {
+    CHECK(emitted(kind, a2MegaPlan()).find("scheduling:") == std::string::npos);
+    CHECK(emitted(kind, a2MegaPlan()).find("\"scheduling\"") == std::string::npos);
+  }
+}
+
+TEST_CASE("emit: a plan's spares must be fewer than its reducers") {
+  EmitPlan plan = a2MegaPlan();
+  plan.spareReducers = 25;
+  CHECK_THAT(errorOf(plan), Catch::Contains("25 spare reducers in a pool of 25: need 0 or more, and fewer than the pool"));
+  plan.spareReducers = -1;
+  CHECK_THAT(errorOf(plan), Catch::Contains("-1 spare reducers in a pool of 25"));
+  plan.spareReducers = 24;
+  CHECK(emitVertexYaml(plan).isOk());
+}
+
+TEST_CASE("emit: comment text wraps at spaces, a long word whole") {
+  CHECK(wrapText("a bb ccc", 4) == std::vector<std::string>{"a bb", "ccc"});
+  CHECK(wrapText("a bb ccc", 8) == std::vector<std::string>{"a bb ccc"});
+  CHECK(wrapText("abcdefgh ij", 4) == std::vector<std::string>{"abcdefgh", "ij"});
+  CHECK(wrapText("  a   b  ", 80) == std::vector<std::string>{"a b"});
+  CHECK(wrapText("", 80).empty());
+}
