@@ -107,8 +107,8 @@ struct ChunkTransfer {
   static constexpr uint64_t kNotQueued = UINT64_MAX;
 };
 
-class Connection : public std::enable_shared_from_this<Connection>,
-                   private transport::LivenessWatch::Owner {
+class Connection final : public std::enable_shared_from_this<Connection>,
+                         private transport::LivenessWatch::Owner {
  public:
   // `options` and `group` must outlive the connection (the owner holds them).
   // `reducerLink`: this member's share of the reducer's link, for pacing (may be null). `acks`:

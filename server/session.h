@@ -75,8 +75,8 @@ class SessionOwner {
   ~SessionOwner() = default;
 };
 
-class Session : public std::enable_shared_from_this<Session>,
-                private transport::LivenessWatch::Owner {
+class Session final : public std::enable_shared_from_this<Session>,
+                      private transport::LivenessWatch::Owner {
  public:
   // `owner`, `config` and `stats` belong to the io thread that runs `io`, and outlive the session.
   // `lossBound`: the stream's loss bound (ServerConfig::streamLossDetectMs); 0: none.
