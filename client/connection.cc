@@ -408,6 +408,7 @@ transport::Liveness::Sample Connection::livenessSample() const {
 
 uint64_t Connection::sendHeartbeat() {
   queuedBytes_ += wire::kHeaderSize;  // where the next REDUCE frame starts
+  unwrittenBytes_ += wire::kHeaderSize;  // onWritten takes it off again
   writer_.enqueue({wire::heartbeatFrame(group_.id, group_.rank), {nullptr, 0}, nullptr, 0});
   flush();
   return stream_->bytesSent();
