@@ -120,9 +120,17 @@ void Handshake::onPayload(const std::error_code& ec) {
     return refuse(HandshakeFailure::kClosed, ioError("closed inside HELLO: " + ec.message()),
                   false);
   wire::HelloPayload p;
-  if (Status s = wire::decodeHello(payload_.data(), payload_.size(), &p); !s.isOk())
+  const wire::HelloKind kind = wire::helloKind(hello_);
+  if (Status s = wire::decodeHello(payload_.data(), payload_.size(), &p, kind); !s.isOk())
     return refuse(HandshakeFailure::kMalformed, s, true);
   if (Status s = checkProof(p); !s.isOk()) return refuse(HandshakeFailure::kAuth, s, true);
+  if (kind == wire::HelloKind::kLane)
+    return refuse(HandshakeFailure::kRefused,
+                  failedPrecondition(fmt::format(
+                      "stream {} is a lane (proto/FAILOVER.md), and this reducer does not take "
+                      "over a lost reducer's chunks yet",
+                      p.streamIndex)),
+                  true);
   if (p.streamCount > config_.maxStreamsPerWorker)
     return refuse(HandshakeFailure::kRefused,
                   invalidArgument(fmt::format(
