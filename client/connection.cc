@@ -175,17 +175,28 @@ void Connection::onHeader(const std::error_code& ec) {
   // A small part usually came whole with its header: take it now, a read handler's work saved.
   if (reader_->buffered() >= in_.payloadLength) {
     reader_->take(dst, in_.payloadLength);
-    return onResult({});
+    return onResult({}, in_.payloadLength);
   }
-  reader_->readExactly(*stream_, dst, in_.payloadLength,
-                       counted([this](const std::error_code& e, size_t) { onResult(e); }));
+  auto done = counted([this](const std::error_code& e, size_t n) { onResult(e, n); });
+  if (next.inPlace())
+    reader_->readWhole(*stream_, dst, in_.payloadLength, dataTypeSize(in_.dtype), std::move(done));
+  else
+    reader_->readExactly(*stream_, dst, in_.payloadLength, std::move(done));
 }
 
-void Connection::onResult(const std::error_code& ec) {
-  if (closed_ || lostByTimeout(ec)) return;
-  if (ec) return fail(ioError(fmt::format("{}: reading the result of chunk {}: {}", name_,
-                                          in_.chunk, ec.message())));
+void Connection::onResult(const std::error_code& ec, size_t bytes) {
+  if (closed_) return;
   ChunkTransfer& next = expected_.front();
+  if (ec) {
+    // The whole elements of the part that came are final bits in dst (in place, readWhole wrote
+    // no other); a compressed part reached only the staging buffer.
+    if (!next.compressed) next.resultElems += bytes / dataTypeSize(in_.dtype);
+    if (lostByTimeout(ec)) return;
+    return fail(ioError(fmt::format("{}: reading the result of chunk {}: {} ({} of its {} result "
+                                    "elements in)",
+                                    name_, in_.chunk, ec.message(), next.resultElems,
+                                    next.header.elemCount)));
+  }
   if (next.compressed)
     reduce::widenToFloat32(in_.dtype, resultStaging_.data(),
                            static_cast<float*>(next.dst) + next.resultElems, in_.elemCount);
@@ -271,7 +282,7 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
   if (!chunks.empty()) pacer_.busy(bytes);
   const bool wasIdle = expected_.empty();
   for (auto& c : chunks) {
-    expected_.push_back({c.request, c.header, nullptr, c.dst, 0, c.compressed});
+    expected_.push_back({c.request, c.header, c.src, c.dst, 0, c.compressed});
     held_.push_back(std::move(c));
   }
   if (liveness_ && wasIdle && !expected_.empty()) liveness_->start();

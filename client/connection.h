@@ -98,9 +98,15 @@ struct ChunkTransfer {
   wire::FrameHeader header;  // the REDUCE header (RESULT must match it)
   const void* src = nullptr;
   void* dst = nullptr;
-  uint64_t resultElems = 0;  // of the RESULT: the reducer sends it in parts, front to back
+  // Of the RESULT: the reducer sends it in parts, front to back. Elements [0, resultElems) of
+  // dst hold final bits, whole elements only, also after a part that ended early (the chunk's
+  // final prefix: proto/FAILOVER.md, "Terms"); in place, the rest still hold the input.
+  uint64_t resultElems = 0;
   // src and dst hold fp32 and the frames header.dtype (bf16): convert on the way out and in.
   bool compressed = false;
+  // The result goes over the contribution (dst is src, and no conversion stages it): it is read
+  // in whole elements (FrameReader::readWhole), so that none is left half result, half input.
+  bool inPlace() const { return !compressed && src == dst; }
   // Where the REDUCE payload starts in the stream's bytes (Stream::bytesSent), once the frame
   // was handed to the writer; kNotQueued until then.
   uint64_t payloadAt = kNotQueued;
@@ -147,7 +153,8 @@ class Connection : public std::enable_shared_from_this<Connection>,
   void onHandshaken(Result<Handshake::Handshaken> handshaken);
   void readHeader();
   void onHeader(const std::error_code& ec);
-  void onResult(const std::error_code& ec);
+  // A RESULT part's payload is in (`bytes` of it, all of them unless `ec`).
+  void onResult(const std::error_code& ec, size_t bytes);
   void onCommit();
   // A RECEIVED is due: a chunk's result is complete that no RECEIVED handed to the writer covers.
   bool receivedDue() const { return completed_ && (!acknowledged_ || *completed_ > *acknowledged_); }
