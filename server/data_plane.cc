@@ -27,6 +27,9 @@ Status DataPlane::start(asio::io_context& control) {
         t->io, config_, static_cast<uint32_t>(i), registry_,
         [this](const std::shared_ptr<Group>& group, const Status& reason) {
           abortGroup(group, reason);
+        },
+        [this](const std::shared_ptr<Group>& group, const cluster::DeadSet& dead) {
+          loseReducers(group, dead);
         });
     threads_.push_back(std::move(t));
   }
@@ -89,6 +92,13 @@ void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& re
     });
 }
 
+void DataPlane::loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadSet& dead) {
+  for (auto& t : threads_)
+    asio::post(t->io, [shard = t->shard.get(), id = group->id(), dead] {
+      shard->groupLost(id, dead);
+    });
+}
+
 DataPlaneStats DataPlane::stats() const {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   DataPlaneStats s;
@@ -118,6 +128,8 @@ DataPlaneStats DataPlane::stats() const {
     s.heartbeatsSent += st.heartbeatsSent.load(kRelaxed);
     s.heartbeatsReceived += st.heartbeatsReceived.load(kRelaxed);
     for (size_t r = 0; r < kNumMemberLosses; ++r) s.membersLost[r] += st.membersLost[r].load(kRelaxed);
+    s.failovers += st.failovers.load(kRelaxed);
+    s.chunksResent += st.chunksResent.load(kRelaxed);
     s.slotBytesLimit += t->shard->poolLimit();
     s.bookkeepingBytes += st.slotStateBytes.load(kRelaxed);
     st.reduceLatency.mergeInto(s.reduceLatency);

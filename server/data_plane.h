@@ -43,6 +43,7 @@ struct DataPlaneStats {
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
   uint64_t heartbeatsSent = 0, heartbeatsReceived = 0;
   std::array<uint64_t, kNumMemberLosses> membersLost{};
+  uint64_t failovers = 0, chunksResent = 0;  // ShardStats' failover counters
   // Bookkeeping charged against --memory-limit: per group (MemoryBudget) and per slot.
   uint64_t bookkeepingBytes = 0;
   LatencyHistogram::Snapshot reduceLatency;
@@ -69,6 +70,9 @@ class DataPlane {
                uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs);
   // Aborts the group on every io thread (first reason wins, and is counted). Any thread.
   void abortGroup(const std::shared_ptr<Group>& group, const Status& reason);
+  // The group's dead set grew to `dead`: every io thread tells its members there and retires
+  // its older lanes (Shard::groupLost). Any thread.
+  void loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadSet& dead);
 
  private:
   struct IoThread {
