@@ -10,9 +10,6 @@
 #include "server/session.h"
 
 namespace rs::server {
-namespace {
-constexpr uint32_t kControlFrame = 0;  // as session.cc's: not result payload
-}  // namespace
 
 void Session::laneAssigned(const cluster::Lane& lane, const cluster::DeadSet& dead) {
   lane_ = lane;

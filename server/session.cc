@@ -13,10 +13,6 @@
 namespace rs::server {
 namespace {
 constexpr auto kAbortGrace = std::chrono::seconds(2);
-// Frame tags. A RESULT part's owner is its slot.
-constexpr uint32_t kControlFrame = 0;  // HELLO_ACK, HEARTBEAT, ABORT
-constexpr uint32_t kResultPart = 1;
-constexpr uint32_t kLastResultPart = 2;  // carries the end of its chunk's result
 }  // namespace
 
 Session::Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& config,
@@ -103,8 +99,9 @@ void Session::onHeader(const std::error_code& ec) {
   }
   if (h.type == wire::FrameType::kHeartbeat) return onHeartbeat(h);
   in_ = h;  // the last REDUCE (or ABORT) header: what the messages below name
-  if (isLane() && laneState_ == LaneState::kAwaitFailover && in_.type != wire::FrameType::kFailover &&
-      in_.type != wire::FrameType::kAbort && in_.type != wire::FrameType::kError) {
+  if (isLane() && laneState_ == LaneState::kAwaitFailover &&
+      in_.type != wire::FrameType::kFailover && in_.type != wire::FrameType::kAbort &&
+      in_.type != wire::FrameType::kError) {
     reject(FrameRejection::kUnexpectedType,
            protocolError(fmt::format("{} frame before FAILOVER, which opens a lane",
                                      wire::frameTypeName(in_.type))));

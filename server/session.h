@@ -209,6 +209,11 @@ class Session : public std::enable_shared_from_this<Session>,
   uint64_t sendHeartbeat() override;
   void peerSilent(std::chrono::milliseconds silence) override;
 
+  // Frame tags. A RESULT part's owner is its slot.
+  static constexpr uint32_t kControlFrame = 0;  // HELLO_ACK, HEARTBEAT, COMMIT, LOST, ABORT
+  static constexpr uint32_t kResultPart = 1;
+  static constexpr uint32_t kLastResultPart = 2;  // carries the end of its chunk's result
+
   SessionOwner& owner_;
   asio::io_context& io_;
   const ServerConfig& config_;

@@ -150,7 +150,8 @@ size_t Slot::fold(uint32_t rank, const std::byte* src, size_t bytes) {
 }
 
 bool Slot::holdBack(uint32_t rank) {
-  if (lane_ || maxLeadBytes_ == 0 || (members_[rank].received - released_) * elemSize_ < maxLeadBytes_)
+  if (lane_ || maxLeadBytes_ == 0 ||
+      (members_[rank].received - released_) * elemSize_ < maxLeadBytes_)
     return false;
   heldBack_.push_back(rank);
   return true;

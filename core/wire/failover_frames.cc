@@ -7,20 +7,21 @@
 namespace rs::wire {
 namespace {
 
-std::string dec(uint64_t v) { return std::to_string(v); }
+// Named apart from frame.cc's decimal(): the sanitizer trees compile the two in one unity file.
+std::string decimal(uint64_t v) { return std::to_string(v); }
 
 // Why `dead` is not a dead set as it travels, or "" when it is one.
 std::string deadSetProblem(std::span<const uint32_t> dead) {
-  if (dead.empty()) return "no reducers (expected 1.." + dec(kMaxDeadReducers) + ")";
+  if (dead.empty()) return "no reducers (expected 1.." + decimal(kMaxDeadReducers) + ")";
   if (dead.size() > kMaxDeadReducers)
-    return dec(dead.size()) + " reducers (expected at most " + dec(kMaxDeadReducers) + ")";
+    return decimal(dead.size()) + " reducers (expected at most " + decimal(kMaxDeadReducers) + ")";
   for (size_t i = 0; i < dead.size(); ++i) {
     if (dead[i] >= kMaxDeadReducers)
-      return "reducer " + dec(dead[i]) + " at entry " + dec(i) + " (expected below " +
-             dec(kMaxDeadReducers) + ")";
+      return "reducer " + decimal(dead[i]) + " at entry " + decimal(i) + " (expected below " +
+             decimal(kMaxDeadReducers) + ")";
     if (i > 0 && dead[i] <= dead[i - 1])
-      return "reducer " + dec(dead[i]) + " at entry " + dec(i) + " after " + dec(dead[i - 1]) +
-             " (expected strictly increasing)";
+      return "reducer " + decimal(dead[i]) + " at entry " + decimal(i) + " after " +
+             decimal(dead[i - 1]) + " (expected strictly increasing)";
   }
   return "";
 }
@@ -52,10 +53,10 @@ Result<std::vector<uint8_t>> encodeDeadSet(std::span<const uint32_t> dead) {
 Status decodeDeadSet(const uint8_t* data, size_t size, std::vector<uint32_t>* out) {
   if (size == 0 || size % kDeadSetEntryBytes != 0 ||
       size > kMaxDeadReducers * kDeadSetEntryBytes)
-    return protocolError("dead set: " + dec(size) + " bytes (expected " +
-                         dec(kDeadSetEntryBytes) + ".." +
-                         dec(kMaxDeadReducers * kDeadSetEntryBytes) + ", " +
-                         dec(kDeadSetEntryBytes) + " a reducer)");
+    return protocolError("dead set: " + decimal(size) + " bytes (expected " +
+                         decimal(kDeadSetEntryBytes) + ".." +
+                         decimal(kMaxDeadReducers * kDeadSetEntryBytes) + ", " +
+                         decimal(kDeadSetEntryBytes) + " a reducer)");
   std::vector<uint32_t> dead(size / kDeadSetEntryBytes);
   for (size_t i = 0; i < dead.size(); ++i) dead[i] = get16(data + i * kDeadSetEntryBytes);
   if (std::string problem = deadSetProblem(dead); !problem.empty())
