@@ -145,19 +145,7 @@ void Session::handleEntry() {
     frameLeft_ = in_.payloadLength;
     return dropEntryPayload({}, 0);
   }
-  std::shared_ptr<Slot> slot;
-  Status error;
-  switch (owner_.acquireSlot(shared_from_this(), in_, &slot, &error)) {
-    case SessionOwner::Acquire::kReady:
-      beginEntry(std::move(slot), Fold::kNowIfBuffered);
-      return;
-    case SessionOwner::Acquire::kParked:
-      parked_ = true;
-      watchPeer();
-      return;
-    case SessionOwner::Acquire::kFailed:
-      return;
-  }
+  acquireAndBegin();
 }
 
 void Session::beginEntry(std::shared_ptr<Slot> slot, Fold fold) {

@@ -220,12 +220,15 @@ void Session::handleReduce() {
   lastChunk_ = in_.chunk;
   if (chunksInFlight_++ == 0 && liveness_) liveness_->start();
   pacer_.busy(in_.payloadLength);
+  acquireAndBegin();
+}
 
+void Session::acquireAndBegin() {
   std::shared_ptr<Slot> slot;
   Status error;
   switch (owner_.acquireSlot(shared_from_this(), in_, &slot, &error)) {
     case SessionOwner::Acquire::kReady:
-      beginContribution(std::move(slot), Fold::kNowIfBuffered);
+      begin(std::move(slot), Fold::kNowIfBuffered);
       return;
     case SessionOwner::Acquire::kParked:
       parked_ = true;
@@ -235,6 +238,11 @@ void Session::handleReduce() {
       // The shard has aborted the group (this session included) with the reason.
       return;
   }
+}
+
+void Session::begin(std::shared_ptr<Slot> slot, Fold fold) {
+  if (isLane()) beginEntry(std::move(slot), fold);
+  else beginContribution(std::move(slot), fold);
 }
 
 bool Session::readDone(const std::error_code& ec) {
@@ -271,8 +279,7 @@ void Session::onSlotReady(std::shared_ptr<Slot> slot) {
   parked_ = false;
   if (closed_ || aborting_) return;
   stream_->stopWatchingPeer();
-  if (isLane()) beginEntry(std::move(slot), Fold::kLater);
-  else beginContribution(std::move(slot), Fold::kLater);
+  begin(std::move(slot), Fold::kLater);
 }
 
 void Session::onOthersCaughtUp() {

@@ -174,6 +174,10 @@ class Session : public std::enable_shared_from_this<Session>,
   // the others caught up), folding now would re-enter the shard; the fold is posted instead.
   enum class Fold { kNowIfBuffered, kLater };
   void beginContribution(std::shared_ptr<Slot> slot, Fold fold);
+  // Finds or opens the slot of the chunk whose header (in_) was just read and begins its
+  // contribution (a lane: its entry); parked, it begins in onSlotReady.
+  void acquireAndBegin();
+  void begin(std::shared_ptr<Slot> slot, Fold fold);
   void readPiece(Fold fold);
   void onPiece(const std::error_code& ec, size_t bytes);
   // Lanes (lane_session.cc): the FAILOVER that opens one, and each entry (FINAL, COMMITTED or

@@ -358,6 +358,21 @@ std::vector<uint8_t> sequence(size_t count, size_t from = 0) {
   return out;
 }
 
+// A readWhole of all of `data` in units of `unit`, and how it ended.
+struct WholeRead {
+  WholeRead(FrameReader& reader, Stream& stream, std::vector<uint8_t>& data, size_t unit) {
+    reader.readWhole(stream, data.data(), data.size(), unit,
+                     [this](const std::error_code& ec, size_t n) {
+                       error = ec;
+                       got = n;
+                       finished = true;
+                     });
+  }
+  std::error_code error;
+  size_t got = 0;
+  bool finished = false;
+};
+
 bool untouched(const std::vector<uint8_t>& data, size_t from) {
   for (size_t i = from; i < data.size(); ++i)
     if (data[i] != 0xEE) return false;
@@ -376,14 +391,7 @@ TEST_CASE("frame reader: readWhole writes whole units only: a unit that comes in
   const size_t size = 64 * unit;
   const std::vector<uint8_t> sent = sequence(size);
   std::vector<uint8_t> data(size, 0xEE);
-  std::error_code error;
-  size_t got = 0;
-  bool finished = false;
-  reader.readWhole(*p.stream, data.data(), size, unit, [&](const std::error_code& ec, size_t n) {
-    error = ec;
-    got = n;
-    finished = true;
-  });
+  WholeRead read(reader, *p.stream, data, unit);
   // Five units and a part of the sixth: the part waits in the reader, not in `data`.
   const size_t first = 5 * unit + unit - 1;
   p.send({sent.begin(), sent.begin() + static_cast<ptrdiff_t>(first)});
@@ -393,12 +401,12 @@ TEST_CASE("frame reader: readWhole writes whole units only: a unit that comes in
   }));
   CHECK(std::equal(sent.begin(), sent.begin() + static_cast<ptrdiff_t>(5 * unit), data.begin()));
   CHECK(untouched(data, 5 * unit));
-  CHECK_FALSE(finished);
+  CHECK_FALSE(read.finished);
   // Its last byte and the rest: all of it, in order.
   p.send({sent.begin() + static_cast<ptrdiff_t>(first), sent.end()});
-  REQUIRE(p.runUntil([&] { return finished; }));
-  CHECK(!error);
-  CHECK(got == size);
+  REQUIRE(p.runUntil([&] { return read.finished; }));
+  CHECK(!read.error);
+  CHECK(read.got == size);
   CHECK(data == sent);
   for (size_t asked : p.stream->reads) CHECK((asked < unit || asked % unit == 0));
 }
@@ -430,17 +438,10 @@ TEST_CASE("frame reader: readWhole at the end of the stream inside a unit: the u
     REQUIRE(reader.buffered() == sentBytes);  // the whole payload came with it
   }
   std::vector<uint8_t> data(size, 0xEE);
-  std::error_code error;
-  size_t got = 0;
-  bool finished = false;
-  reader.readWhole(*p.stream, data.data(), size, unit, [&](const std::error_code& ec, size_t n) {
-    error = ec;
-    got = n;
-    finished = true;
-  });
-  REQUIRE(p.runUntil([&] { return finished; }));
-  CHECK(error == asio::error::eof);
-  CHECK(got == 10 * unit);
+  WholeRead read(reader, *p.stream, data, unit);
+  REQUIRE(p.runUntil([&] { return read.finished; }));
+  CHECK(read.error == asio::error::eof);
+  CHECK(read.got == 10 * unit);
   const std::vector<uint8_t> expected = sequence(10 * unit);
   CHECK(std::equal(expected.begin(), expected.end(), data.begin()));
   CHECK(untouched(data, 10 * unit));

@@ -145,22 +145,27 @@ class RawLink {
   uint32_t rank_;
 };
 
+// Reducer 0 of two, the only one running (reducer 1 is lost: it is never dialled), and two
+// members, each with its stream to it and its lane for reducer 1's chunks: lane 1 (K + 0 x K +
+// 0), which carries the odd chunks (c mod 2 = 1).
+struct Survivor {
+  LocalPool pool{1};
+  const uint16_t port = pool.endpoints()[0].port;
+  asio::io_context io;
+  const GroupId group = GroupId::random();
+  RawLink stream0{io, port, group, 2, 0, 0, 2};
+  RawLink stream1{io, port, group, 2, 1, 0, 2};
+  RawLink lane0{io, port, group, 2, 0, 0, 2, /*streamIndex=*/1, /*lane=*/true};
+  RawLink lane1{io, port, group, 2, 1, 0, 2, 1, true};
+};
+
 }  // namespace
 
 TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry on a lane, "
           "after the agreed point, and commits them there",
           "[failover]") {
-  // Reducers 0 and 1, one stream each; reducer 1 is lost (it is never dialled). Its chunks are
-  // the odd ones (c mod 2 = 1), all on lane 1 of reducer 0: K + 0 x K + 0.
-  LocalPool pool(1);
-  const uint16_t port = pool.endpoints()[0].port;
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  RawLink stream0(io, port, group, 2, 0, 0, 2);
-  RawLink stream1(io, port, group, 2, 1, 0, 2);
-  RawLink lane0(io, port, group, 2, 0, 0, 2, /*streamIndex=*/1, /*lane=*/true);
-  RawLink lane1(io, port, group, 2, 1, 0, 2, 1, true);
-
+  Survivor s;
+  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
   // Rank 0 saw nothing of reducer 1 committed (its watermark is chunk 1), rank 1 saw chunk 1
   // committed (3): the agreed point is chunk 3, and chunk 1 is dropped and committed.
   lane0.failover({1}, 1);
@@ -197,14 +202,8 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
 TEST_CASE("a survivor sends no result to a member whose entry was whole, and commits a chunk "
           "that every member holds without sending anything",
           "[failover]") {
-  LocalPool pool(1);
-  const uint16_t port = pool.endpoints()[0].port;
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  RawLink stream0(io, port, group, 2, 0, 0, 2);
-  RawLink stream1(io, port, group, 2, 1, 0, 2);
-  RawLink lane0(io, port, group, 2, 0, 0, 2, 1, true);
-  RawLink lane1(io, port, group, 2, 1, 0, 2, 1, true);
+  Survivor s;
+  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
   lane0.failover({1}, 1);
   lane1.failover({1}, 1);
   CHECK(stream0.readLost() == std::vector<uint32_t>{1});
@@ -257,13 +256,12 @@ TEST_CASE("a survivor that learns a larger dead set tells every member, retires 
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
           "not carry fails the group",
           "[failover]") {
-  LocalPool pool(1);
-  const uint16_t port = pool.endpoints()[0].port;
-  asio::io_context io;
+  Survivor s;
+  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
   {
     // No stream of the group here: a lane would carry chunks to a reducer that never had any.
-    asio::ip::tcp::socket s = rawSocket(io, port);
-    const wire::ChallengePayload challenge = readChallenge(s);
+    asio::ip::tcp::socket raw = rawSocket(io, port);
+    const wire::ChallengePayload challenge = readChallenge(raw);
     wire::HelloPayload hello;
     hello.worldSize = 2;
     hello.streamIndex = 1;
@@ -273,15 +271,10 @@ TEST_CASE("a lane for a group the survivor does not serve is refused, and an ent
     auto made = wire::helloFrame(GroupId::random(), 0, hello, {}, challenge.nonce,
                                  wire::kFlagLane);
     REQUIRE(made.isOk());
-    asio::write(s, asio::buffer(made->header));
-    asio::write(s, asio::buffer(made->payload));
-    CHECK_THAT(readRefusal(s), Catch::Matchers::Contains("has no stream here"));
+    asio::write(raw, asio::buffer(made->header));
+    asio::write(raw, asio::buffer(made->payload));
+    CHECK_THAT(readRefusal(raw), Catch::Matchers::Contains("has no stream here"));
   }
-  const GroupId group = GroupId::random();
-  RawLink stream0(io, port, group, 2, 0, 0, 2);
-  RawLink stream1(io, port, group, 2, 1, 0, 2);
-  RawLink lane0(io, port, group, 2, 0, 0, 2, 1, true);
-  RawLink lane1(io, port, group, 2, 1, 0, 2, 1, true);
   lane0.failover({1}, 1);
   lane1.failover({1}, 1);
   CHECK(stream1.readLost() == std::vector<uint32_t>{1});

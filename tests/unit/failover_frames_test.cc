@@ -31,6 +31,16 @@ FrameHeader decoded(const HeaderBytes& bytes) {
   return h;
 }
 
+// Chunk 33 of rank 4: 50 bf16 elements at offset 1000, max.
+const ChunkFields kChunk{.group = GroupId{1, 2},
+                         .rank = 4,
+                         .seq = 9,
+                         .chunk = 33,
+                         .elemOffset = 1000,
+                         .elemCount = 50,
+                         .dtype = DataType::kBfloat16,
+                         .op = ReduceOp::kMax};
+
 }  // namespace
 
 TEST_CASE("failover frames: a dead set's exact bytes, and back") {
@@ -121,14 +131,7 @@ TEST_CASE("failover frames: FAILOVER and LOST decode to what they were built fro
 }
 
 TEST_CASE("failover frames: a FINAL names n and r, and the REDUCE behind it the rest") {
-  const ChunkFields chunk{.group = GroupId{1, 2},
-                          .rank = 4,
-                          .seq = 9,
-                          .chunk = 33,
-                          .elemOffset = 1000,
-                          .elemCount = 50,
-                          .dtype = DataType::kBfloat16,
-                          .op = ReduceOp::kMax};
+  const ChunkFields& chunk = kChunk;
   const FrameHeader final = finalHeader(chunk, 20);
   FrameHeader h = decoded(encodeHeader(final));
   REQUIRE(h.type == FrameType::kFinal);
@@ -159,14 +162,7 @@ TEST_CASE("failover frames: a FINAL names n and r, and the REDUCE behind it the 
 }
 
 TEST_CASE("failover frames: COMMITTED is the chunk's REDUCE header with no payload") {
-  const ChunkFields chunk{.group = GroupId{5, 6},
-                          .rank = 7,
-                          .seq = 3,
-                          .chunk = 88,
-                          .elemOffset = 64,
-                          .elemCount = 16,
-                          .dtype = DataType::kFloat32,
-                          .op = ReduceOp::kSum};
+  const ChunkFields& chunk = kChunk;
   const FrameHeader h = decoded(encodeHeader(committedHeader(chunk)));
   REQUIRE(h.type == FrameType::kCommitted);
   REQUIRE(h.payloadLength == 0);
