@@ -215,13 +215,14 @@ void Connection::onHeader(const std::error_code& ec) {
 }
 
 void Connection::onResult(const std::error_code& ec, size_t bytes) {
-  if (closed_) return;
+  // What came is in dst also when this connection is closing meanwhile (a retired connection
+  // hands its chunks on with their final prefix): it is counted first, whatever happens next.
   ChunkTransfer& next = expected_.front();
   if (ec) {
     // The whole elements of the part that came are final bits in dst (in place, readWhole wrote
     // no other); a compressed part reached only the staging buffer.
     if (!next.compressed) next.resultElems += bytes / dataTypeSize(in_.dtype);
-    if (lostByTimeout(ec)) return;
+    if (closed_ || lostByTimeout(ec)) return;
     return readFailed(ioError(fmt::format("{}: reading the result of chunk {}: {} ({} of its {} "
                                           "result elements in)",
                                           name_, in_.chunk, ec.message(), next.knownPrefix(),
@@ -239,14 +240,16 @@ void Connection::onResult(const std::error_code& ec, size_t bytes) {
     const uint32_t home = cluster::reducerForChunk(
         next.header.chunk, static_cast<uint32_t>(options_.reducers.size()));
     completed_ = next.header.chunk;
-    if (!lane_) pacer_.done(next.header.payloadLength);
+    const bool paced = !lane_ && !closed_;
+    if (paced) pacer_.done(next.header.payloadLength);
     expected_.pop_front();
     if (lane_) popWholeEntries();
-    if (expected_.empty() && !lane_) pacer_.idle();
+    if (expected_.empty() && paced) pacer_.idle();
     if (request && request->chunkDone(home)) owner_.onResultsIn(std::move(request));
   }
+  if (closed_) return;
   // The send pace follows the others as their chunks finish, also in the middle of ours.
-  if (pacer_.enabled() && !closed_) pacer_.refresh(*stream_);
+  if (pacer_.enabled()) pacer_.refresh(*stream_);
   readHeader();
 }
 
