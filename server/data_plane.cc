@@ -48,6 +48,7 @@ Status DataPlane::start(asio::io_context& control) {
 void DataPlane::stop() {
   if (!running_) return;
   running_ = false;
+  stopping_.store(true, std::memory_order_release);
   if (acceptor_) acceptor_->stop();
   for (auto& t : threads_) {
     asio::post(t->io, [shard = t->shard.get(), io = &t->io] {
@@ -82,6 +83,7 @@ void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
 }
 
 void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& reason) {
+  if (stopping_.load(std::memory_order_acquire)) return;
   if (!group->markAborted(reason)) return;
   groupAborts_[static_cast<size_t>(abortReasonFor(reason.code()))].fetch_add(
       1, std::memory_order_relaxed);
