@@ -333,8 +333,9 @@ void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason)
 // again. Failover (proto/FAILOVER.md, "Partitions and lost members") will mark it gone here and
 // tell the other members instead.
 void Shard::memberLost(Session& session, MemberLoss how, const Status& reason) {
-  stats_.membersLost[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
+  // Logged before it is counted: whoever sees the count finds the line.
   rs::logger().error("{}: {}", session.name(), reason.message());
+  stats_.membersLost[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
   failGroup(session.group(), session.groupReason(reason));
 }
 
