@@ -23,7 +23,8 @@ CommunicatorCore::CommunicatorCore(ClientOptions options, GroupSpec group)
       reducers_(static_cast<uint32_t>(options_.reducers.size())),
       streams_(options_.streamsPerReducer),
       chunking_{options_.minChunkBytes, options_.maxChunkBytes},
-      retention_(options_.effectiveRetainBytes(), reducers_ * streams_) {}
+      retention_(options_.effectiveRetainBytes(), reducers_ * streams_),
+      ledger_(reducers_, streams_) {}
 
 CommunicatorCore::~CommunicatorCore() { shutdown(); }
 
@@ -57,6 +58,10 @@ Status CommunicatorCore::start() {
                                                           *ackTimers_[thread], r, s,
                                                           options_.reducers[r], reducerLink));
     }
+  }
+  {
+    std::lock_guard lock(mu_);
+    live_ = connections_.size();
   }
   buildLoggerBeforeThreads();
   if (!caller)
@@ -145,15 +150,24 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
           (timeout.count() > 0 ? timeout : options_.collectiveTimeout),
       weak_from_this());
   if (plan.numChunks == 0) return request;
+  std::erase_if(inFlight_, [](const std::weak_ptr<RequestState>& w) {
+    const auto r = w.lock();
+    return !r || r->kept();
+  });
+  inFlight_.push_back(request);
   request->setResults({.firstChunk = first,
                        .chunkElems = plan.chunkElems,
                        .count = count,
                        .elemSize = elemSize,
-                       .recv = static_cast<const std::byte*>(recv)});
+                       .recv = static_cast<const std::byte*>(recv),
+                       .wireType = wireType,
+                       .op = op,
+                       .compressed = wireType != type});
 
   // Group the chunks by connection: per-connection order is the chunk order because this runs
   // under submitMu_ and io_context posts are FIFO.
-  std::vector<std::vector<ChunkTransfer>> batches(connections_.size());
+  std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work;
+  std::vector<size_t> slotOf(connections_.size(), SIZE_MAX);  // a stream's place in work
   const auto* src = static_cast<const std::byte*>(send);
   auto* dst = static_cast<std::byte*>(recv);
   for (uint64_t i = 0; i < plan.numChunks; ++i) {
@@ -172,25 +186,49 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
     t.src = src + offset * elemSize;
     t.dst = dst + offset * elemSize;
     t.compressed = wireType != type;
-    batches[laneOf(chunk)].push_back(std::move(t));
+    std::shared_ptr<Connection> to = routeLocked(t);
+    if (!to) {  // a lost reducer's chunk while its lanes are being opened
+      deferred_.push_back(std::move(t));
+      continue;
+    }
+    if (!dead_ || !dead_->contains(cluster::reducerForChunk(chunk, reducers_))) {
+      // A stream: its place in work found by index, as most chunks go here.
+      size_t& slot = slotOf[laneOf(chunk)];
+      if (slot == SIZE_MAX) {
+        slot = work.size();
+        work.emplace_back(std::move(to), std::vector<ChunkTransfer>{});
+      }
+      work[slot].second.push_back(std::move(t));
+      continue;
+    }
+    auto it = std::find_if(work.begin(), work.end(), [&](const auto& w) { return w.first == to; });
+    if (it == work.end())
+      it = work.emplace(work.end(), std::move(to), std::vector<ChunkTransfer>{});
+    it->second.push_back(std::move(t));
   }
+  post(std::move(work));
+  return request;
+}
+
+void CommunicatorCore::post(
+    std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work) {
   // One handler per io thread: each of its connections takes its chunks, then each starts
   // writing, so that a paced stream's first write already goes at the share of every stream this
   // collective keeps busy (link_share.h).
   using Batch = std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>;
-  std::vector<std::vector<Batch>> work(ios_.size());
-  for (size_t c = 0; c < batches.size(); ++c) {
-    if (!batches[c].empty())
-      work[ioIndexOf(c)].emplace_back(connections_[c], std::move(batches[c]));
+  std::vector<std::vector<Batch>> perIo(ios_.size());
+  for (auto& batch : work) {
+    asio::io_context* io = &batch.first->executorContext();
+    for (size_t i = 0; i < ios_.size(); ++i)
+      if (ios_[i].get() == io) perIo[i].push_back(std::move(batch));
   }
   for (size_t io = 0; io < ios_.size(); ++io) {
-    if (work[io].empty()) continue;
-    asio::post(*ios_[io], [work = std::move(work[io])]() mutable {
+    if (perIo[io].empty()) continue;
+    asio::post(*ios_[io], [work = std::move(perIo[io])]() mutable {
       for (auto& [conn, chunks] : work) conn->submit(std::move(chunks));
       for (auto& [conn, chunks] : work) conn->startWrites();
     });
   }
-  return request;
 }
 
 void CommunicatorCore::onResultsIn(std::shared_ptr<RequestState> request) {
@@ -199,33 +237,69 @@ void CommunicatorCore::onResultsIn(std::shared_ptr<RequestState> request) {
   collective.chunks.reserve(request->chunks());
   for (uint64_t i = 0; i < request->chunks(); ++i) {
     const uint64_t elems = std::min(r.chunkElems, r.count - i * r.chunkElems);
-    collective.chunks.push_back({.chunk = r.firstChunk + i,
-                                 .lane = static_cast<uint32_t>(laneOf(r.firstChunk + i)),
-                                 .data = r.recv + i * r.chunkElems * r.elemSize,
-                                 .bytes = static_cast<size_t>(elems * r.elemSize)});
+    const uint64_t chunk = r.firstChunk + i;
+    collective.chunks.push_back(
+        {.chunk = chunk,
+         .lane = static_cast<uint32_t>(laneOf(chunk)),
+         .data = r.recv + i * r.chunkElems * r.elemSize,
+         .bytes = static_cast<size_t>(elems * r.elemSize),
+         .header = wire::reduceHeader({.group = group_.id,
+                                       .rank = group_.rank,
+                                       .seq = request->seq(),
+                                       .chunk = chunk,
+                                       .elemOffset = i * r.chunkElems,
+                                       .elemCount = static_cast<uint32_t>(elems),
+                                       .dtype = r.wireType,
+                                       .op = r.op}),
+         .compressed = r.compressed});
   }
-  switch (retention_.keep(std::move(collective))) {
+  RetentionStore::Outcome outcome;
+  {
+    // A failover reads the buffers of the collectives not yet kept (communicator_failover.cc).
+    std::lock_guard lock(submitMu_);
+    request->markKept();
+    outcome = retention_.keep(std::move(collective));
+  }
+  switch (outcome) {
     case RetentionStore::Outcome::kKept:
       return;
     case RetentionStore::Outcome::kWaiting:
       // It waits for commits: this member's own acknowledgements go now, not at the ack delay.
       for (auto& c : connections_) asio::post(c->executorContext(), [c] { c->acknowledgeNow(); });
       return;
-    case RetentionStore::Outcome::kClosed:
+    case RetentionStore::Outcome::kClosed: {
       // The communicator failed meanwhile: fail it with the others.
-      onLateRequests({std::move(request)});
+      std::lock_guard lock(mu_);
+      toFail_.push_back(std::move(request));
+      if (live_ == 0) finishFailedRequests();
       return;
+    }
   }
 }
 
 void CommunicatorCore::onCommitted(Connection& connection, uint64_t chunk) {
+  if (const std::optional<LaneSpec>& lane = connection.lane()) {
+    // A survivor commits the lost home's chunks it owns: the line's watermark moves once
+    // every chunk below it is committed by its owner.
+    const uint32_t home = lane->lane.deadHome, stream = lane->lane.stream;
+    Result<std::optional<uint64_t>> moved =
+        ledger_.laneCommitted(home, stream, connection.reducerIndex(), lane->dead, chunk);
+    const uint64_t step = uint64_t{reducers_} * streams_;
+    if (moved.isOk() && *moved && **moved >= step)
+      retention_.commit(home * streams_ + stream, **moved - step);
+    return;
+  }
+  ledger_.streamCommitted(connection.reducerIndex(), connection.streamIndex(), chunk);
   retention_.commit(
       static_cast<uint32_t>(connection.reducerIndex() * streams_ + connection.streamIndex()), chunk);
 }
 
 void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
   bool closing = false;
+  std::vector<std::shared_ptr<Connection>> all = connections_;
+  std::vector<ChunkTransfer> orphans;  // held for a failover that will not finish now
   {
+    std::lock_guard routing(submitMu_);
     std::lock_guard lock(mu_);
     if (failed_) return;
     failed_ = true;
@@ -235,12 +309,21 @@ void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
     // Those waiting for room in the retention store fail with the rest, once all drained.
     for (std::shared_ptr<RequestState>& waiting : retention_.close())
       toFail_.push_back(std::move(waiting));
+    for (auto& lane : lanes_)
+      if (lane) all.push_back(lane);
+    for (auto* held : {&handedOver_, &deferred_})
+      for (ChunkTransfer& c : *held)
+        if (c.request) toFail_.push_back(std::move(c.request));
+    handedOver_.clear();
+    deferred_.clear();
+    adopting_ = false;
+    if (live_ == 0) finishFailedRequests();
     cv_.notify_all();
   }
   if (!closing)
     rs::logger().error("group {} rank {}: {}", group_.id.toString().substr(0, 8), group_.rank,
                        reason.toString());
-  for (auto& c : connections_)
+  for (auto& c : all)
     asio::post(c->executorContext(), [c, reason, tellReducers] {
       if (tellReducers) c->abortAndClose(reason);
       else c->close();
@@ -295,21 +378,31 @@ std::string CommunicatorCore::retentionDebts(const RequestState& request) const 
   return out.empty() ? "nothing left uncommitted (finishing)" : out;
 }
 
-void CommunicatorCore::onDrained(Connection&, std::vector<std::shared_ptr<RequestState>> touched) {
-  std::lock_guard lock(mu_);
-  ++drained_;
-  for (auto& r : touched)
-    if (r) toFail_.push_back(std::move(r));
-  if (drained_ == connections_.size()) {
-    finishFailedRequests();
+void CommunicatorCore::onDrained(Connection& connection, std::vector<ChunkTransfer> unfinished) {
+  std::lock_guard routing(submitMu_);
+  {
+    std::lock_guard lock(mu_);
+    --live_;
+    if (failed_ || !connection.retired()) {
+      // A failure (or a close for one): the chunks' requests fail once every connection drained.
+      for (ChunkTransfer& c : unfinished)
+        if (c.request) toFail_.push_back(std::move(c.request));
+      if (failed_ && live_ == 0) finishFailedRequests();
+      cv_.notify_all();
+      return;
+    }
     cv_.notify_all();
   }
+  // Retired for failover: what it held is resent once every retired connection drained.
+  for (ChunkTransfer& c : unfinished) handedOver_.push_back(std::move(c));
+  if (--retiring_ == 0) finishAdoptionLocked();
 }
 
-void CommunicatorCore::onLateRequests(std::vector<std::shared_ptr<RequestState>> requests) {
+void CommunicatorCore::failRequestsOf(std::vector<ChunkTransfer>& chunks) {
   std::lock_guard lock(mu_);
-  for (auto& r : requests) toFail_.push_back(std::move(r));
-  if (drained_ == connections_.size()) finishFailedRequests();
+  for (ChunkTransfer& c : chunks)
+    if (c.request) toFail_.push_back(std::move(c.request));
+  if (failed_ && live_ == 0) finishFailedRequests();
 }
 
 void CommunicatorCore::finishFailedRequests() {
@@ -319,7 +412,7 @@ void CommunicatorCore::finishFailedRequests() {
 }
 
 void CommunicatorCore::waitDrained() {
-  waitLocked([&] { return drained_ == connections_.size(); });
+  waitLocked([&] { return live_ == 0; });
 }
 
 Status CommunicatorCore::health() const {

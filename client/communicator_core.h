@@ -3,7 +3,10 @@
 //
 // Failure is all-or-nothing, as in NCCL: the first error closes every connection, and the
 // requests in flight are failed only after every connection has drained, because until then a
-// pending read may still be writing into a caller's buffer.
+// pending read may still be writing into a caller's buffer. A lost reducer is not a failure
+// (proto/FAILOVER.md; communicator_failover.cc): its connections are retired, and once they
+// have drained what they held goes, with what the retention store kept of its chunks, to the
+// survivors on lanes, as do later chunks of its; every reducer lost is the failure of today.
 //
 // A request whose results are all in completes once the retention store has kept what its
 // reducers have not committed yet (client/retention_store.h); while the store is full it
@@ -17,14 +20,17 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "client/caller_progress.h"
+#include "client/commit_ledger.h"
 #include "client/connection.h"
 #include "client/request_state.h"
 #include "client/retention_store.h"
+#include "core/cluster/dead_set.h"
 #include "core/cluster/sharding.h"
 #include "rs/client.h"
 
@@ -67,20 +73,30 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // --- ConnectionOwner: from connections, on their io threads ---
   void onConnected(Connection& connection) override;
   void onFailed(const Status& reason) override { fail(reason); }
-  // The one place where a lost reducer is dealt with. Today it fails the communicator, as
-  // any error does (the reducers hear why, so the other members fail at once too); failover
-  // (proto/FAILOVER.md) will move the lost reducer's chunks to the survivors here instead.
-  void onReducerLost(Connection& /*connection*/, const Status& reason) override { fail(reason); }
+  // The one place where a lost reducer is dealt with: its chunks move to the survivors
+  // (adopt), or, with every reducer lost, the communicator fails.
+  void onReducerLost(Connection& connection, const Status& reason) override;
+  void onLost(Connection& connection, const std::vector<uint32_t>& dead) override;
   void onResultsIn(std::shared_ptr<RequestState> request) override;
   void onCommitted(Connection& connection, uint64_t chunk) override;
-  void onDrained(Connection& connection,
-                 std::vector<std::shared_ptr<RequestState>> touched) override;
-  // Requests that reached a connection after it drained: fail them with the others.
-  void onLateRequests(std::vector<std::shared_ptr<RequestState>> requests) override;
+  void onDrained(Connection& connection, std::vector<ChunkTransfer> unfinished) override;
+  // Chunks that reached a connection after it drained: failed with the others, or resent.
+  void onLateChunks(Connection& connection, std::vector<ChunkTransfer> chunks) override;
 
  private:
-  // The index of the connection (and retention lane) that carries `chunk`.
+  // The index of the connection (and retention lane) of `chunk`'s home and stream.
   size_t laneOf(uint64_t chunk) const;
+  // Failover (communicator_failover.cc).
+  // The reducers in `lost` are lost (`why`): retires their streams and every lane, then
+  // (finishAdoption, once those drained) opens the lanes of the larger dead set and resends.
+  void adopt(const std::vector<uint32_t>& lost, const Status& why);
+  void finishAdoptionLocked();
+  // Where `chunk` goes now: its home's stream, a lane, or (null) deferred_ while adopting.
+  std::shared_ptr<Connection> routeLocked(const ChunkTransfer& chunk);
+  // Posts the chunks to their connections, grouped by io thread, each thread's batch started
+  // together (link_share.h).
+  void post(std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work);
+  void failRequestsOf(std::vector<ChunkTransfer>& chunks);
   // For a timeout while `request` waits for room in the retention store: who has not committed.
   std::string retentionDebts(const RequestState& request) const;
   // The io_context (index into ios_) that runs connections_[connection]. Streams of one
@@ -109,16 +125,29 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   mutable std::mutex mu_;
   std::condition_variable cv_;
   size_t connected_ = 0;
-  size_t drained_ = 0;
+  size_t live_ = 0;  // connections (streams and lanes) started and not drained
   bool failed_ = false;
   std::atomic<bool> failedFlag_{false};
   Status failure_;
   std::vector<std::shared_ptr<RequestState>> toFail_;
   bool shutDown_ = false;
 
-  std::mutex submitMu_;  // keeps chunk numbering and posting order together
+  std::mutex submitMu_;  // keeps chunk numbering, routing and posting order together
   uint64_t nextSeq_ = 0;
   uint64_t nextChunk_ = 0;
+
+  // Failover, under submitMu_ (lock order: submitMu_, then mu_).
+  std::optional<cluster::DeadSet> dead_;  // none until a reducer is lost
+  // The lanes under dead_: [(survivor * R + lost) * K + stream], null elsewhere.
+  std::vector<std::shared_ptr<Connection>> lanes_;
+  bool adopting_ = false;   // connections retired, not all drained: lanes not open yet
+  size_t retiring_ = 0;     // retired connections not drained yet
+  std::vector<ChunkTransfer> handedOver_;  // what they held
+  std::vector<ChunkTransfer> deferred_;    // lost homes' chunks submitted while adopting
+  // Collectives submitted and not yet handed to the retention store: a failover resends their
+  // lost homes' chunks whose results are already in (in the caller's buffer, copied).
+  std::vector<std::weak_ptr<RequestState>> inFlight_;
+  CommitLedger ledger_;
 };
 
 }  // namespace rs::client

@@ -5,6 +5,7 @@
 
 #include "client/reducer_frames.h"
 #include "client/request_state.h"
+#include "core/cluster/sharding.h"
 #include "core/reduce/convert.h"
 #include "core/wire/control_frames.h"
 
@@ -16,13 +17,23 @@ constexpr auto kReasonGrace = std::chrono::milliseconds(2000);
 // enough that a RECEIVED waits behind little and a collective's staging memory (narrowed
 // chunks) stays bounded per stream. At least one frame goes, however large.
 constexpr uint64_t kWriteAhead = 512 << 10;
+
+std::string connectionName(uint32_t reducer, const Endpoint& endpoint, uint32_t stream,
+                           const std::optional<LaneSpec>& lane) {
+  if (!lane)
+    return fmt::format("reducer {} ({}) stream {}", reducer, endpoint.toString(), stream);
+  return fmt::format("reducer {} ({}) lane {} (reducer {} stream {}, reducers {} lost)", reducer,
+                     endpoint.toString(), stream, lane->lane.deadHome, lane->lane.stream,
+                     lane->dead.toString());
+}
 }  // namespace
 
 Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
                        const GroupSpec& group, asio::io_context& io, AckTimer& acks,
                        uint32_t reducerIndex,
                        uint32_t streamIndex, Endpoint endpoint,
-                       std::shared_ptr<transport::LinkShare> reducerLink)
+                       std::shared_ptr<transport::LinkShare> reducerLink,
+                       std::optional<LaneSpec> lane)
     : owner_(owner),
       options_(options),
       group_(group),
@@ -31,8 +42,7 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
       reducerIndex_(reducerIndex),
       streamIndex_(streamIndex),
       endpoint_(std::move(endpoint)),
-      name_(fmt::format("reducer {} ({}) stream {}", reducerIndex, endpoint_.toString(),
-                        streamIndex)),
+      name_(connectionName(reducerIndex, endpoint_, streamIndex, lane)),
       graceTimer_(io),
       writer_(
           // Each write is counted like every other operation, so that drain stays exact.
@@ -45,7 +55,8 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
           }),
       pacer_(transport::LinkShare::forProcess(
                  transport::LinkShare::bytesPerSecondFromGbps(options.linkGbps)),
-             std::move(reducerLink)) {}
+             std::move(reducerLink)),
+      lane_(std::move(lane)) {}
 
 template <typename F>
 auto Connection::counted(F&& handler) {
@@ -56,12 +67,12 @@ auto Connection::counted(F&& handler) {
 void Connection::opDone() {
   if (!pendingOps_.done() || !closed_ || drained_) return;
   drained_ = true;
-  std::vector<std::shared_ptr<RequestState>> touched;
-  for (auto& c : held_) touched.push_back(std::move(c.request));
-  for (auto& c : expected_) touched.push_back(std::move(c.request));
+  // held_ is the tail of expected_: every chunk whose result is not all in is there.
+  std::vector<ChunkTransfer> unfinished(std::make_move_iterator(expected_.begin()),
+                                        std::make_move_iterator(expected_.end()));
   held_.clear();
   expected_.clear();
-  owner_.onDrained(*this, std::move(touched));
+  owner_.onDrained(*this, std::move(unfinished));
 }
 
 // --- Connecting ------------------------------------------------------------------------------
@@ -81,7 +92,15 @@ void Connection::start() {
 void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
   handshake_.reset();
   if (closed_) return;
-  if (!handshaken) return fail(handshaken.status());
+  if (!handshaken) {
+    // A survivor that a lane cannot reach (refused, reset, silent) is lost; one that refuses
+    // the lane says why, and that fails.
+    const StatusCode code = handshaken.status().code();
+    if (lane_ && (code == StatusCode::kUnavailable || code == StatusCode::kTimeout ||
+                  code == StatusCode::kIoError))
+      return lost(handshaken.status());
+    return fail(handshaken.status());
+  }
   stream_ = std::move(handshaken->stream);
   reader_ = std::move(handshaken->reader);
   queuedBytes_ = stream_->bytesSent();  // the HELLO
@@ -96,6 +115,7 @@ void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
     // bound (admission, its lead limit), which TCP_USER_TIMEOUT would take for a loss.
     stream_->setLossBound(handshaken->lossBound, /*unreadSendsToo=*/false);
   }
+  if (lane_) enqueueFailover();  // a lane's first frame
   feedWriter();
   owner_.onConnected(*this);
   readHeader();
@@ -123,7 +143,7 @@ void Connection::onHeader(const std::error_code& ec) {
   if (closed_ || lostByTimeout(ec)) return;
   if (Status s = decodeReducerHeader(name_, ec, *reader_, options_.maxChunkBytes, &in_);
       !s.isOk())
-    return fail(s);
+    return ec ? readFailed(s) : fail(s);  // a stream that ended or broke: its reducer is lost
   if (in_.type == wire::FrameType::kHeartbeat) {  // the reducer lives: its bytes were heard
     if (in_.group != group_.id || in_.rank != group_.rank)
       return fail(protocolError(fmt::format("{}: HEARTBEAT for group {} rank {}", name_,
@@ -137,10 +157,20 @@ void Connection::onHeader(const std::error_code& ec) {
     return;
   }
   if (in_.type == wire::FrameType::kCommit) return onCommit();
+  if (in_.type == wire::FrameType::kLost) {
+    if (in_.group != group_.id || in_.rank != group_.rank)
+      return fail(protocolError(fmt::format("{}: LOST for group {} rank {}", name_,
+                                            in_.group.toString(), in_.rank)));
+    lostPayload_.resize(in_.payloadLength);
+    reader_->readExactly(*stream_, lostPayload_.data(), lostPayload_.size(),
+                         counted([this](const std::error_code& e, size_t) { onLostPayload(e); }));
+    return;
+  }
+  if (lane_) popWholeEntries();
   if (in_.type != wire::FrameType::kResult)
     return fail(protocolError(fmt::format("{}: unexpected {} frame", name_,
                                           wire::frameTypeName(in_.type))));
-  if (expected_.empty())
+  if (expected_.empty() || !expected_.front().awaitsResult())
     return fail(protocolError(fmt::format("{}: RESULT for chunk {} that was never sent", name_,
                                           in_.chunk)));
   // A chunk's result comes as one or more parts, front to back: the reducer sends each part
@@ -175,17 +205,29 @@ void Connection::onHeader(const std::error_code& ec) {
   // A small part usually came whole with its header: take it now, a read handler's work saved.
   if (reader_->buffered() >= in_.payloadLength) {
     reader_->take(dst, in_.payloadLength);
-    return onResult({});
+    return onResult({}, in_.payloadLength);
   }
-  reader_->readExactly(*stream_, dst, in_.payloadLength,
-                       counted([this](const std::error_code& e, size_t) { onResult(e); }));
+  auto done = counted([this](const std::error_code& e, size_t n) { onResult(e, n); });
+  if (next.inPlace())
+    reader_->readWhole(*stream_, dst, in_.payloadLength, dataTypeSize(in_.dtype), std::move(done));
+  else
+    reader_->readExactly(*stream_, dst, in_.payloadLength, std::move(done));
 }
 
-void Connection::onResult(const std::error_code& ec) {
-  if (closed_ || lostByTimeout(ec)) return;
-  if (ec) return fail(ioError(fmt::format("{}: reading the result of chunk {}: {}", name_,
-                                          in_.chunk, ec.message())));
+void Connection::onResult(const std::error_code& ec, size_t bytes) {
+  // What came is in dst also when this connection is closing meanwhile (a retired connection
+  // hands its chunks on with their final prefix): it is counted first, whatever happens next.
   ChunkTransfer& next = expected_.front();
+  if (ec) {
+    // The whole elements of the part that came are final bits in dst (in place, readWhole wrote
+    // no other); a compressed part reached only the staging buffer.
+    if (!next.compressed) next.resultElems += bytes / dataTypeSize(in_.dtype);
+    if (closed_ || lostByTimeout(ec)) return;
+    return readFailed(ioError(fmt::format("{}: reading the result of chunk {}: {} ({} of its {} "
+                                          "result elements in)",
+                                          name_, in_.chunk, ec.message(), next.knownPrefix(),
+                                          next.header.elemCount)));
+  }
   if (next.compressed)
     reduce::widenToFloat32(in_.dtype, resultStaging_.data(),
                            static_cast<float*>(next.dst) + next.resultElems, in_.elemCount);
@@ -194,14 +236,20 @@ void Connection::onResult(const std::error_code& ec) {
   // without the writer still reading the caller's send buffer.
   if (next.resultElems == next.header.elemCount) {
     std::shared_ptr<RequestState> request = std::move(next.request);
+    // Requests count their chunks by home reducer, wherever a chunk's result came from.
+    const uint32_t home = cluster::reducerForChunk(
+        next.header.chunk, static_cast<uint32_t>(options_.reducers.size()));
     completed_ = next.header.chunk;
-    pacer_.done(next.header.payloadLength);
+    const bool paced = !lane_ && !closed_;
+    if (paced) pacer_.done(next.header.payloadLength);
     expected_.pop_front();
-    if (expected_.empty()) pacer_.idle();
-    if (request->chunkDone(reducerIndex_)) owner_.onResultsIn(std::move(request));
+    if (lane_) popWholeEntries();
+    if (expected_.empty() && paced) pacer_.idle();
+    if (request && request->chunkDone(home)) owner_.onResultsIn(std::move(request));
   }
+  if (closed_) return;
   // The send pace follows the others as their chunks finish, also in the middle of ours.
-  if (pacer_.enabled() && !closed_) pacer_.refresh(*stream_);
+  if (pacer_.enabled()) pacer_.refresh(*stream_);
   readHeader();
 }
 
@@ -215,8 +263,9 @@ void Connection::onCommit() {
     return fail(protocolError(fmt::format("{}: COMMIT for chunk {} after COMMIT for chunk {}: "
                                           "commits must rise",
                                           name_, in_.chunk, *committed_)));
-  // Every member has acknowledged it, this one included: it cannot pass this one's RECEIVED.
-  if (!acknowledged_ || in_.chunk > *acknowledged_)
+  if (lane_) {
+    if (Status s = checkLaneCommit(in_.chunk); !s.isOk()) return fail(s);
+  } else if (!acknowledged_ || in_.chunk > *acknowledged_)  // every member's RECEIVED, this one's
     return fail(protocolError(
         acknowledged_
             ? fmt::format("{}: COMMIT for chunk {}, but this worker has acknowledged only up to "
@@ -256,25 +305,16 @@ void Connection::onErrorText(const std::error_code& ec) {
 // --- Writing ---------------------------------------------------------------------------------
 
 void Connection::submit(std::vector<ChunkTransfer> chunks) {
-  if (closed_) {
-    std::vector<std::shared_ptr<RequestState>> late;
-    for (auto& c : chunks) late.push_back(c.request);
-    if (drained_) {
-      owner_.onLateRequests(std::move(late));
-    } else {
-      for (auto& c : chunks) held_.push_back(std::move(c));
-    }
-    return;
-  }
+  if (closed_ && drained_) return owner_.onLateChunks(*this, std::move(chunks));
   uint64_t bytes = 0;
   for (const auto& c : chunks) bytes += c.header.payloadLength;
-  if (!chunks.empty()) pacer_.busy(bytes);
+  if (!chunks.empty() && !lane_ && !closed_) pacer_.busy(bytes);
   const bool wasIdle = expected_.empty();
   for (auto& c : chunks) {
-    expected_.push_back({c.request, c.header, nullptr, c.dst, 0, c.compressed});
+    expected_.push_back(c);
     held_.push_back(std::move(c));
   }
-  if (liveness_ && wasIdle && !expected_.empty()) liveness_->start();
+  if (liveness_ && wasIdle && !expected_.empty() && !closed_) liveness_->start();
 }
 
 void Connection::startWrites() { feedWriter(); }
@@ -284,10 +324,10 @@ void Connection::feedWriter() {
   // A RECEIVED due precedes every REDUCE frame handed over after it, and rides with them.
   if (receivedDue() && !held_.empty()) enqueueReceived();
   while (!held_.empty() && unwrittenBytes_ < kWriteAhead) {
-    expected_[expected_.size() - held_.size()].payloadAt = queuedBytes_ + wire::kHeaderSize;
-    enqueueReduce(held_.front());
+    enqueueEntry(expected_[expected_.size() - held_.size()]);
     held_.pop_front();
   }
+  if (lane_) popWholeEntries();
   flush();
 }
 
@@ -320,21 +360,21 @@ void Connection::enqueueHeaderOnly(const wire::HeaderBytes& header) {
 
 // No owner for a plain chunk: the caller's buffer stays valid until its request is finished,
 // and a request is failed only once every connection has drained (its writes included). A
-// compressed chunk's frame owns its staging buffer; the caller's buffer is only read.
-void Connection::enqueueReduce(const ChunkTransfer& c) {
-  queuedBytes_ += wire::kHeaderSize + c.header.payloadLength;
-  unwrittenBytes_ += wire::kHeaderSize + c.header.payloadLength;
-  if (!c.compressed) {
-    writer_.enqueue({wire::encodeHeader(c.header), {c.src, c.header.payloadLength}, nullptr, 0});
+// compressed chunk's frame owns its staging buffer; the caller's buffer is only read. A
+// resent result's frame owns what keeps it (ChunkTransfer::keep).
+void Connection::enqueueFrame(const wire::FrameHeader& header, const void* data, bool compressed,
+                              const std::shared_ptr<void>& keep) {
+  queuedBytes_ += wire::kHeaderSize + header.payloadLength;
+  unwrittenBytes_ += wire::kHeaderSize + header.payloadLength;
+  if (!compressed || header.payloadLength == 0) {
+    writer_.enqueue({wire::encodeHeader(header), {data, header.payloadLength}, keep, 0});
     return;
   }
-  std::shared_ptr<uint16_t[]> staged(new uint16_t[c.header.elemCount]);
-  reduce::narrowFloat32(c.header.dtype, static_cast<const float*>(c.src), staged.get(),
-                        c.header.elemCount);
-  writer_.enqueue({wire::encodeHeader(c.header),
-                   {staged.get(), c.header.payloadLength},
-                   std::move(staged),
-                   0});
+  const size_t elems = header.payloadLength / dataTypeSize(header.dtype);
+  std::shared_ptr<uint16_t[]> staged(new uint16_t[elems]);
+  reduce::narrowFloat32(header.dtype, static_cast<const float*>(data), staged.get(), elems);
+  writer_.enqueue(
+      {wire::encodeHeader(header), {staged.get(), header.payloadLength}, std::move(staged), 0});
 }
 
 void Connection::flush() {
@@ -349,11 +389,12 @@ void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Wr
   if (ec) {
     // A reducer that aborts the group closes the stream after its ABORT frame, so a write can
     // fail first while the reason still waits to be read. Give the read side a moment to
-    // deliver it; only if nothing better arrives is the write error the verdict.
+    // deliver it; only if nothing better arrives is the write error the verdict: the reducer
+    // is gone (a reset), or the read side already said so.
     const Status writeError = ioError(name_ + ": write failed: " + ec.message());
     graceTimer_.expires_after(kReasonGrace);
     graceTimer_.async_wait(counted([this, writeError](const std::error_code& e) {
-      if (!e) fail(writeError);
+      if (!e) readFailed(writeError);
     }));
     return;
   }
@@ -400,7 +441,8 @@ void Connection::close() {
 
 transport::Liveness::Sample Connection::livenessSample() const {
   if (closed_) return {};
-  const bool expecting = !expected_.empty();
+  // A lane's whole entry awaits nothing; the ones behind one not yet written are not sent.
+  const bool expecting = !expected_.empty() && (!lane_ || expected_.front().awaitsResult());
   return {.arrived = stream_->bytesArrived(),
           .sent = stream_->bytesSent(),
           .owing = expecting,
@@ -426,9 +468,25 @@ void Connection::peerSilent(std::chrono::milliseconds silence) {
 }
 
 void Connection::lost(const Status& why) {
+  if (closed_) return;
   if (liveness_) liveness_->cancel();
-  owner_.onReducerLost(*this, why);  // today: fails the communicator, closing this connection
+  retired_ = true;  // what it held is resent, unless the owner fails instead
+  owner_.onReducerLost(*this, why);
   close();
+}
+
+void Connection::retire() {
+  if (closed_) return;
+  retired_ = true;
+  close();
+}
+
+void Connection::readFailed(const Status& why) {
+  if (closed_) return;
+  // A lane that read LOST ends because its survivor retired it: the owner, told by the LOST,
+  // opens the lanes of the larger dead set and resends from here.
+  if (lostRead_) return retire();
+  lost(why);
 }
 
 bool Connection::lostByTimeout(const std::error_code& ec) {

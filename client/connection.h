@@ -45,12 +45,15 @@
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "client/ack_timer.h"
 #include "client/handshake.h"
+#include "core/cluster/dead_set.h"
+#include "core/cluster/lane.h"
 #include "core/common/endpoint.h"
 #include "core/transport/frame_reader.h"
 #include "core/transport/frame_writer.h"
@@ -65,6 +68,7 @@ namespace rs::client {
 
 class Connection;
 class RequestState;
+struct ChunkTransfer;
 
 // What a connection tells the communicator that owns it, on the connection's io thread.
 class ConnectionOwner {
@@ -74,19 +78,24 @@ class ConnectionOwner {
   // The first error on any connection fails the communicator: the owner closes every
   // connection, this one included.
   virtual void onFailed(const Status& reason) = 0;
-  // The reducer behind `connection` is lost (silent past the stream's loss bound; `reason`
-  // says so): the one place that decides what a lost reducer means (today: as onFailed).
+  // The reducer behind `connection` is lost: its stream ended (EOF, reset), or it was silent
+  // past the stream's loss bound (`reason` says which): the one place that decides what a lost
+  // reducer means (proto/FAILOVER.md: its chunks move to the survivors).
   virtual void onReducerLost(Connection& connection, const Status& reason) = 0;
+  // A reducer said that a member named these reducers lost (LOST): the member moves their
+  // chunks too.
+  virtual void onLost(Connection& connection, const std::vector<uint32_t>& dead) = 0;
   // Every chunk's result of `request` is in its buffer (this connection had its last chunk).
   virtual void onResultsIn(std::shared_ptr<RequestState> request) = 0;
   // The reducer committed every chunk up to `chunk` on this connection's stream.
   virtual void onCommitted(Connection& connection, uint64_t chunk) = 0;
-  // Closed and every handler has run: `touched` (the requests this connection held) may be
-  // failed now, since no I/O can write into their buffers any more.
-  virtual void onDrained(Connection& connection,
-                         std::vector<std::shared_ptr<RequestState>> touched) = 0;
-  // Requests that reached this connection after it drained.
-  virtual void onLateRequests(std::vector<std::shared_ptr<RequestState>> requests) = 0;
+  // Closed and every handler has run: `unfinished` (the chunks this connection held whose
+  // result was not all in, each with its final prefix) may be failed now, or resent
+  // elsewhere (retired), since no I/O can write into their buffers any more.
+  virtual void onDrained(Connection& connection, std::vector<ChunkTransfer> unfinished) = 0;
+  // Chunks that reached this connection after it drained: failed with the rest, or resent
+  // elsewhere when it was retired.
+  virtual void onLateChunks(Connection& connection, std::vector<ChunkTransfer> chunks) = 0;
 
  protected:
   ~ConnectionOwner() = default;
@@ -94,17 +103,48 @@ class ConnectionOwner {
 
 // One chunk of one collective on this stream.
 struct ChunkTransfer {
-  std::shared_ptr<RequestState> request;
+  std::shared_ptr<RequestState> request;  // null for a result resent from the retention store
   wire::FrameHeader header;  // the REDUCE header (RESULT must match it)
   const void* src = nullptr;
   void* dst = nullptr;
-  uint64_t resultElems = 0;  // of the RESULT: the reducer sends it in parts, front to back
+  // Of the RESULT: the reducer sends it in parts, front to back. Elements [0, resultElems) of
+  // dst hold final bits, whole elements only, also after a part that ended early (the chunk's
+  // final prefix: proto/FAILOVER.md, "Terms"); in place, the rest still hold the input.
+  uint64_t resultElems = 0;
   // src and dst hold fp32 and the frames header.dtype (bf16): convert on the way out and in.
   bool compressed = false;
+  // The result goes over the contribution (dst is src, and no conversion stages it): it is read
+  // in whole elements (FrameReader::readWhole), so that none is left half result, half input.
+  bool inPlace() const { return !compressed && src == dst; }
   // Where the REDUCE payload starts in the stream's bytes (Stream::bytesSent), once the frame
-  // was handed to the writer; kNotQueued until then.
+  // was handed to the writer; kNotQueued until then. (A FINAL's: where its REDUCE's would be
+  // for the whole chunk, r elements before the rest's.)
   uint64_t payloadAt = kNotQueued;
   static constexpr uint64_t kNotQueued = UINT64_MAX;
+
+  // On a lane (proto/WIRE.md, "Failover"), what the chunk goes as: a REDUCE of src (no final
+  // prefix), a FINAL of dst's first finalPrefix elements and the REDUCE of the rest of src, or
+  // the COMMITTED marker. Whole (finalPrefix n, or committed), it awaits no result and counts as
+  // held once handed to the writer.
+  enum class Entry : uint8_t { kReduce, kFinal, kCommitted };
+  Entry entry = Entry::kReduce;
+  uint32_t finalPrefix = 0;
+  // Keeps src and dst alive where no caller does (a result resent from the retention store).
+  std::shared_ptr<void> keep;
+  bool awaitsResult() const {
+    return entry == Entry::kReduce ||
+           (entry == Entry::kFinal && finalPrefix < header.elemCount);
+  }
+  // Elements [0, prefix) of dst hold final bits: what it held before, or has received since.
+  uint64_t knownPrefix() const { return std::max<uint64_t>(finalPrefix, resultElems); }
+};
+
+// A lane (proto/FAILOVER.md, "Terms"): the lost reducer and stream whose chunks it carries to
+// its reducer, the dead set it is opened under, and this member's commit watermark for them.
+struct LaneSpec {
+  cluster::Lane lane;
+  cluster::DeadSet dead;
+  uint64_t watermark = 0;
 };
 
 class Connection final : public std::enable_shared_from_this<Connection>,
@@ -113,9 +153,11 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // `options` and `group` must outlive the connection (the owner holds them).
   // `reducerLink`: this member's share of the reducer's link, for pacing (may be null). `acks`:
   // the io thread's timer for RECEIVEDs that no REDUCE frame carries; it outlives the connection.
+  // `lane`: a lane to reducer `reducerIndex`, whose index there is `streamIndex`.
   Connection(ConnectionOwner& owner, const ClientOptions& options, const GroupSpec& group,
              asio::io_context& io, AckTimer& acks, uint32_t reducerIndex, uint32_t streamIndex,
-             Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr);
+             Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr,
+             std::optional<LaneSpec> lane = std::nullopt);
 
   // Dials and handshakes (client/handshake.h: the two together within options.connectTimeout);
   // reports through ConnectionOwner::onConnected, or onFailed.
@@ -126,6 +168,11 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void startWrites();
   // Closes and cancels (on the io thread); ConnectionOwner::onDrained follows.
   void close();
+  // Closes for failover (its reducer is lost, or its lane's dead set is old): the chunks it
+  // held are handed back to be resent (onDrained, retired()).
+  void retire();
+  bool retired() const { return retired_; }
+  const std::optional<LaneSpec>& lane() const { return lane_; }
   // Tells the reducer that this member gives up (an ABORT frame, sent only if it can go out
   // at once and whole, between frames), then closes. The reducer fails the group everywhere
   // instead of waiting for its timeout.
@@ -147,8 +194,22 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void onHandshaken(Result<Handshake::Handshaken> handshaken);
   void readHeader();
   void onHeader(const std::error_code& ec);
-  void onResult(const std::error_code& ec);
+  // A RESULT part's payload is in (`bytes` of it, all of them unless `ec`).
+  void onResult(const std::error_code& ec, size_t bytes);
   void onCommit();
+  // A COMMIT on a lane may cover the chunks below its agreed point, which this member never
+  // sent there: it must rise and not pass what this member holds or saw committed.
+  Status checkLaneCommit(uint64_t chunk) const;
+  // LOST: the dead set a reducer heard of.
+  void onLostPayload(const std::error_code& ec);
+  // Lanes: whole entries at the front of expected_ that were handed to the writer are held.
+  void popWholeEntries();
+  // Hands an entry's frames to the writer (a stream's chunk is a REDUCE entry).
+  void enqueueEntry(ChunkTransfer& chunk);
+  void enqueueFailover();
+  // A read or write of a stream that failed: its reducer is lost (EOF, reset, timeout), unless
+  // this connection is closing anyway or a LOST on this lane said why it ends.
+  void readFailed(const Status& why);
   // A RECEIVED is due: a chunk's result is complete that no RECEIVED handed to the writer covers.
   bool receivedDue() const { return completed_ && (!acknowledged_ || *completed_ > *acknowledged_); }
   void enqueueReceived();
@@ -162,7 +223,10 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // frames, in order, while less than kWriteAhead bytes are unwritten (narrowing compressed
   // ones only then); then flushes.
   void feedWriter();
-  void enqueueReduce(const ChunkTransfer& chunk);
+  // One frame of a chunk: its header and payload, narrowed on the way if `compressed`; `keep`
+  // holds the payload where no caller does.
+  void enqueueFrame(const wire::FrameHeader& header, const void* data, bool compressed,
+                    const std::shared_ptr<void>& keep);
   void flush();
   void onWritten(const std::error_code& ec, transport::FrameWriter::Written frames);
   void fail(const Status& status);
@@ -231,6 +295,10 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   std::optional<transport::LivenessWatch> liveness_;
 
   bool closed_ = false;
+  bool retired_ = false;
+  const std::optional<LaneSpec> lane_;
+  bool lostRead_ = false;  // a LOST came: a lane's end after it is the survivor retiring it
+  std::vector<uint8_t> lostPayload_;
   transport::PendingOps pendingOps_;
   bool drained_ = false;
 };

@@ -160,9 +160,11 @@ void Handshake::sendHello(const wire::Nonce& reducerNonce) {
   hello.timeoutMs = static_cast<uint32_t>(o.collectiveTimeout.count());
   hello.jobName = o.jobName;
   hello.lossDetectMs = static_cast<uint32_t>(o.lossDetect.count());
+  // A stream index past the streams is a lane (proto/FAILOVER.md): the HELLO says so.
   const auto flags = static_cast<uint16_t>(
       (o.deterministic ? wire::kFlagDeterministic : 0) |
-      (o.fp32Accumulator == Fp32Accumulator::kFp64 ? wire::kFlagFp64Accumulator : 0));
+      (o.fp32Accumulator == Fp32Accumulator::kFp64 ? wire::kFlagFp64Accumulator : 0) |
+      (streamIndex_ >= o.streamsPerReducer ? wire::kFlagLane : 0));
   auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce, flags);
   if (!frame) return finish(frame.status());
   hello_ = *frame;

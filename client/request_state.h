@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/common/status.h"
+#include "core/reduce/dtype.h"
 
 namespace rs::client {
 
@@ -42,9 +43,18 @@ class RequestState {
     uint64_t count = 0;
     size_t elemSize = 0;
     const std::byte* recv = nullptr;
+    // The chunks' wire type and operation, and whether recv holds fp32 for a bf16 wire type:
+    // what a result kept is resent as after a loss (proto/FAILOVER.md).
+    DataType wireType = DataType::kFloat32;
+    ReduceOp op = ReduceOp::kSum;
+    bool compressed = false;
   };
   void setResults(const Results& results) { results_ = results; }
   const Results& results() const { return results_; }
+  // Its results were handed to the retention store (under the communicator's submit lock, so
+  // that a failover sees either that or a request still in flight, whose buffers it may read).
+  void markKept() { kept_ = true; }
+  bool kept() const { return kept_; }
 
   // One chunk's result from `reducer` is in the caller's buffer: true for the last one (every
   // result is in; the caller's buffers are no longer written).
@@ -67,6 +77,7 @@ class RequestState {
   std::unique_ptr<std::atomic<uint32_t>[]> perReducer_;
   const size_t reducers_;
   Results results_;
+  bool kept_ = false;
   std::atomic<bool> done_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

@@ -23,7 +23,8 @@ bool RetentionStore::tryKeepLocked(const Collective& collective) {
   for (const Chunk& c : collective.chunks) {
     if (committedLocked(c)) continue;
     // Not zeroed: every byte is copied over at once.
-    Held held{std::unique_ptr<std::byte[]>(new std::byte[c.bytes]), c.bytes};
+    Held held{std::shared_ptr<std::byte[]>(new std::byte[c.bytes]), c.bytes, c.header,
+              c.compressed};
     std::memcpy(held.data.get(), c.data, c.bytes);
     lanes_[c.lane].emplace(c.chunk, std::move(held));  // a chunk is in one collective only
     ++stats_.heldChunks;
@@ -103,6 +104,27 @@ std::optional<std::vector<std::byte>> RetentionStore::copyOf(uint64_t chunk) con
                                     it->second.data.get() + it->second.bytes);
   }
   return std::nullopt;
+}
+
+std::vector<RetentionStore::Kept> RetentionStore::uncommittedFrom(uint32_t lane,
+                                                                  uint64_t from) const {
+  std::lock_guard lock(mu_);
+  std::map<uint64_t, Kept> out;
+  for (auto it = lanes_[lane].lower_bound(from); it != lanes_[lane].end(); ++it)
+    out.emplace(it->first, Kept{it->second.header, it->second.data, it->second.compressed});
+  for (const Collective& waiting : waiting_) {
+    for (const Chunk& c : waiting.chunks) {
+      if (c.lane != lane || c.chunk < from || committedLocked(c)) continue;
+      // Its buffer is the caller's once a commit lets the collective complete: copied.
+      std::shared_ptr<std::byte[]> copy(new std::byte[c.bytes]);
+      std::memcpy(copy.get(), c.data, c.bytes);
+      out.emplace(c.chunk, Kept{c.header, std::move(copy), c.compressed});
+    }
+  }
+  std::vector<Kept> sorted;
+  sorted.reserve(out.size());
+  for (auto& [chunk, kept] : out) sorted.push_back(std::move(kept));
+  return sorted;
 }
 
 std::vector<RetentionStore::LaneDebt> RetentionStore::debts(uint64_t seq) const {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "client/request_state.h"
+#include "core/wire/frame.h"
 #include "rs/client.h"
 
 namespace rs::client {
@@ -45,6 +46,17 @@ class RetentionStore {
     uint32_t lane = 0;
     const std::byte* data = nullptr;
     size_t bytes = 0;
+    // What failover resends it as (proto/FAILOVER.md): the chunk's REDUCE header, and whether
+    // `data` holds fp32 for a bf16 wire type (RS_WIRE_DTYPE).
+    wire::FrameHeader header{};
+    bool compressed = false;
+  };
+  // A result kept, or held in a waiting collective's buffer, as failover takes it: its bytes
+  // shared with the store (kept) or copied (waiting), so that they outlive a commit meanwhile.
+  struct Kept {
+    wire::FrameHeader header;
+    std::shared_ptr<std::byte[]> data;
+    bool compressed = false;
   };
   // A collective whose results are all in: its request, finished (OK) once its uncommitted
   // results are copied (never with the store's lock held), and its chunks.
@@ -74,6 +86,9 @@ class RetentionStore {
   std::optional<uint64_t> committed(uint32_t lane) const;
   // A copy of what is kept of `chunk`, if it is kept.
   std::optional<std::vector<std::byte>> copyOf(uint64_t chunk) const;
+  // Failover: the results on `lane` from chunk `from` on that are not committed, in chunk order:
+  // those kept, and those of the collectives waiting for room.
+  std::vector<Kept> uncommittedFrom(uint32_t lane, uint64_t from) const;
   // For a timeout's message: per lane, the chunks kept and the chunks of collective `seq`
   // (if it waits) not committed yet.
   struct LaneDebt {
@@ -85,8 +100,10 @@ class RetentionStore {
 
  private:
   struct Held {
-    std::unique_ptr<std::byte[]> data;
+    std::shared_ptr<std::byte[]> data;
     size_t bytes = 0;
+    wire::FrameHeader header;
+    bool compressed = false;
   };
   bool committedLocked(const Chunk& c) const;
   // Copies `collective`'s uncommitted chunks if they fit; false (and nothing copied) if not.

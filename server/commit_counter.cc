@@ -6,13 +6,17 @@
 
 namespace rs::server {
 
-CommitCounter::CommitCounter(uint32_t worldSize)
-    : acked_(worldSize, 0), hasAcked_(worldSize, false), silent_(worldSize) {}
+CommitCounter::CommitCounter(uint32_t worldSize, Bound bound)
+    : bound_(bound), acked_(worldSize, 0), hasAcked_(worldSize, false), silent_(worldSize) {}
 
 void CommitCounter::resultSent(uint64_t chunk) { sent_ = chunk; }
 
+void CommitCounter::commitThrough(uint64_t chunk) {
+  if (!through_ || chunk > *through_) through_ = chunk;
+}
+
 Status CommitCounter::received(uint32_t rank, uint64_t chunk) {
-  if (!sent_ || chunk > *sent_)
+  if (bound_ == Bound::kResults && (!sent_ || chunk > *sent_))
     return protocolError(
         sent_ ? fmt::format("RECEIVED for chunk {}, whose result this reducer has not sent (the "
                             "last it sent on this stream is chunk {})",
@@ -42,9 +46,18 @@ void CommitCounter::findFloor() {
 }
 
 std::optional<uint64_t> CommitCounter::takeCommit() {
-  if (silent_ != 0 || (committed_ && floor_ <= *committed_)) return std::nullopt;
-  committed_ = floor_;
-  return floor_;
+  std::optional<uint64_t> commit = through_;
+  if (silent_ == 0) {
+    // On a stream every acknowledgement is of a result sent; on a lane the floor may be ahead
+    // of the chunks resolved.
+    std::optional<uint64_t> agreed = floor_;
+    if (bound_ == Bound::kEntries)
+      agreed = sent_ ? std::optional<uint64_t>(std::min(floor_, *sent_)) : std::nullopt;
+    if (agreed && (!commit || *agreed > *commit)) commit = agreed;
+  }
+  if (!commit || (committed_ && *commit <= *committed_)) return std::nullopt;
+  committed_ = commit;
+  return commit;
 }
 
 }  // namespace rs::server

@@ -27,6 +27,9 @@ Status DataPlane::start(asio::io_context& control) {
         t->io, config_, static_cast<uint32_t>(i), registry_,
         [this](const std::shared_ptr<Group>& group, const Status& reason) {
           abortGroup(group, reason);
+        },
+        [this](const std::shared_ptr<Group>& group, const cluster::DeadSet& dead) {
+          loseReducers(group, dead);
         });
     threads_.push_back(std::move(t));
   }
@@ -45,6 +48,7 @@ Status DataPlane::start(asio::io_context& control) {
 void DataPlane::stop() {
   if (!running_) return;
   running_ = false;
+  stopping_.store(true, std::memory_order_release);
   if (acceptor_) acceptor_->stop();
   for (auto& t : threads_) {
     asio::post(t->io, [shard = t->shard.get(), io = &t->io] {
@@ -79,6 +83,7 @@ void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
 }
 
 void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& reason) {
+  if (stopping_.load(std::memory_order_acquire)) return;
   if (!group->markAborted(reason)) return;
   groupAborts_[static_cast<size_t>(abortReasonFor(reason.code()))].fetch_add(
       1, std::memory_order_relaxed);
@@ -86,6 +91,13 @@ void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& re
   for (auto& t : threads_)
     asio::post(t->io, [shard = t->shard.get(), id = group->id(), reason] {
       shard->abortGroup(id, reason);
+    });
+}
+
+void DataPlane::loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadSet& dead) {
+  for (auto& t : threads_)
+    asio::post(t->io, [shard = t->shard.get(), id = group->id(), dead] {
+      shard->groupLost(id, dead);
     });
 }
 
@@ -118,6 +130,8 @@ DataPlaneStats DataPlane::stats() const {
     s.heartbeatsSent += st.heartbeatsSent.load(kRelaxed);
     s.heartbeatsReceived += st.heartbeatsReceived.load(kRelaxed);
     for (size_t r = 0; r < kNumMemberLosses; ++r) s.membersLost[r] += st.membersLost[r].load(kRelaxed);
+    s.failovers += st.failovers.load(kRelaxed);
+    s.chunksResent += st.chunksResent.load(kRelaxed);
     s.slotBytesLimit += t->shard->poolLimit();
     s.bookkeepingBytes += st.slotStateBytes.load(kRelaxed);
     st.reduceLatency.mergeInto(s.reduceLatency);

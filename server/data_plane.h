@@ -43,6 +43,7 @@ struct DataPlaneStats {
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
   uint64_t heartbeatsSent = 0, heartbeatsReceived = 0;
   std::array<uint64_t, kNumMemberLosses> membersLost{};
+  uint64_t failovers = 0, chunksResent = 0;  // ShardStats' failover counters
   // Bookkeeping charged against --memory-limit: per group (MemoryBudget) and per slot.
   uint64_t bookkeepingBytes = 0;
   LatencyHistogram::Snapshot reduceLatency;
@@ -67,8 +68,15 @@ class DataPlane {
   // Hands a handshaken stream to the io thread that owns its stream index. Any thread.
   void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
                uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs);
-  // Aborts the group on every io thread (first reason wins, and is counted). Any thread.
+  // Aborts the group on every io thread (first reason wins, and is counted). Any thread. Not
+  // while stopping: a reducer going away only closes its streams, and its groups go on without
+  // it (proto/FAILOVER.md); its io threads close their streams one after another, and a member
+  // that adopted the loss early closes its other streams here, which must not be taken for a
+  // member leaving in the middle of a chunk, nor tell the members still reading here to abort.
   void abortGroup(const std::shared_ptr<Group>& group, const Status& reason);
+  // The group's dead set grew to `dead`: every io thread tells its members there and retires
+  // its older lanes (Shard::groupLost). Any thread.
+  void loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadSet& dead);
 
  private:
   struct IoThread {
@@ -83,6 +91,7 @@ class DataPlane {
   std::unique_ptr<Acceptor> acceptor_;
   std::array<std::atomic<uint64_t>, kNumAbortReasons> groupAborts_{};
   bool running_ = false;
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace rs::server

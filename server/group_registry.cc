@@ -36,6 +36,23 @@ bool Group::markAborted(const Status& reason) {
   return true;
 }
 
+std::optional<cluster::DeadSet> Group::learnDead(const cluster::DeadSet& dead) {
+  std::lock_guard lock(mu_);
+  if (!dead_) {
+    dead_ = dead;
+    return dead_;
+  }
+  cluster::DeadSet grown = *dead_;
+  if (!grown.unite(dead).isOk() || grown == *dead_) return std::nullopt;
+  dead_ = grown;
+  return dead_;
+}
+
+std::optional<cluster::DeadSet> Group::dead() const {
+  std::lock_guard lock(mu_);
+  return dead_;
+}
+
 Status Group::abortReason() const {
   std::lock_guard lock(mu_);
   return abortReason_;
@@ -66,36 +83,40 @@ Status GroupRegistry::checkLimits(uint32_t rank, const GroupParams& params) cons
   return Status::ok();
 }
 
+Status GroupRegistry::agreeLocked(const Group& g, uint32_t rank, const GroupParams& params) {
+  const GroupParams& have = g.params();
+  // First, so that another job learns neither the group's shape nor its state.
+  if (g.job() != params.job) return anotherJob(g.id());
+  if (g.aborted()) return abortedError(g.name() + " was aborted: " + g.abortReason().message());
+  if (!have.sameShape(params))
+    return invalidArgument(fmt::format(
+        "{}: rank {} brings world_size={} streams={} reducer={}/{}, but the group has "
+        "world_size={} streams={} reducer={}/{}",
+        g.name(), rank, params.worldSize, params.streamCount, params.reducerIndex,
+        params.reducerCount, have.worldSize, have.streamCount, have.reducerIndex,
+        have.reducerCount));
+  if (have.deterministic != params.deterministic)
+    return invalidArgument(fmt::format(
+        "{}: rank {} {} deterministic mode, but the group was created {} it (set "
+        "RS_DETERMINISTIC alike on every member)",
+        g.name(), rank, params.deterministic ? "asks for" : "does not ask for",
+        have.deterministic ? "with" : "without"));
+  if (have.fp32Accumulator != params.fp32Accumulator)
+    return invalidArgument(fmt::format(
+        "{}: rank {} asks for an {} accumulator for fp32 sums, but the group was created with "
+        "an {} one (set RS_FP32_ACCUMULATOR alike on every member)",
+        g.name(), rank, fp32AccumulatorName(params.fp32Accumulator),
+        fp32AccumulatorName(have.fp32Accumulator)));
+  return Status::ok();
+}
+
 Result<std::shared_ptr<Group>> GroupRegistry::findOrCreateLocked(const GroupId& id,
                                                                   uint32_t rank,
                                                                   const GroupParams& params) {
   RS_RETURN_IF_ERROR(checkLimits(rank, params));
   auto it = groups_.find(id);
   if (it != groups_.end()) {
-    const Group& g = *it->second;
-    const GroupParams& have = g.params();
-    // First, so that another job learns neither the group's shape nor its state.
-    if (g.job() != params.job) return anotherJob(id);
-    if (g.aborted()) return abortedError(g.name() + " was aborted: " + g.abortReason().message());
-    if (!have.sameShape(params))
-      return invalidArgument(fmt::format(
-          "{}: rank {} brings world_size={} streams={} reducer={}/{}, but the group has "
-          "world_size={} streams={} reducer={}/{}",
-          g.name(), rank, params.worldSize, params.streamCount, params.reducerIndex,
-          params.reducerCount, have.worldSize, have.streamCount, have.reducerIndex,
-          have.reducerCount));
-    if (have.deterministic != params.deterministic)
-      return invalidArgument(fmt::format(
-          "{}: rank {} {} deterministic mode, but the group was created {} it (set "
-          "RS_DETERMINISTIC alike on every member)",
-          g.name(), rank, params.deterministic ? "asks for" : "does not ask for",
-          have.deterministic ? "with" : "without"));
-    if (have.fp32Accumulator != params.fp32Accumulator)
-      return invalidArgument(fmt::format(
-          "{}: rank {} asks for an {} accumulator for fp32 sums, but the group was created with "
-          "an {} one (set RS_FP32_ACCUMULATOR alike on every member)",
-          g.name(), rank, fp32AccumulatorName(params.fp32Accumulator),
-          fp32AccumulatorName(have.fp32Accumulator)));
+    RS_RETURN_IF_ERROR(agreeLocked(*it->second, rank, params));
     return it->second;
   }
   if (auto t = tombstones_.find(id); t != tombstones_.end()) {
@@ -146,18 +167,11 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint
                                                          const std::string& peerHost) {
   std::lock_guard lock(mu_);
   // Before a group is created, so that a refusal leaves nothing behind.
-  if (auto p = peerStreams_.find(peerHost);
-      !peerHost.empty() && p != peerStreams_.end() && p->second >= limits_.maxConnectionsPerPeer)
-    return resourceExhausted(fmt::format(
-        "peer {} already holds {} data connections (--max-connections-per-peer)", peerHost,
-        p->second));
+  RS_RETURN_IF_ERROR(checkConnectionCapsLocked(nullptr, peerHost));
   auto found = findOrCreateLocked(id, rank, params);
   if (!found) return found.status();
   Group& g = **found;
-  if (g.openStreams_ >= limits_.maxConnectionsPerGroup)
-    return resourceExhausted(fmt::format(
-        "{} already holds {} data connections (--max-connections-per-group)", g.name(),
-        g.openStreams_));
+  RS_RETURN_IF_ERROR(checkConnectionCapsLocked(&g, peerHost));
   if (streamIndex >= params.streamCount)
     return invalidArgument("stream " + std::to_string(streamIndex) + " is not below the " +
                            std::to_string(params.streamCount) + " streams announced");
@@ -178,21 +192,74 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint
   return *found;
 }
 
+Status GroupRegistry::checkConnectionCapsLocked(const Group* g,
+                                                const std::string& peerHost) const {
+  if (auto p = peerStreams_.find(peerHost);
+      !peerHost.empty() && p != peerStreams_.end() && p->second >= limits_.maxConnectionsPerPeer)
+    return resourceExhausted(fmt::format(
+        "peer {} already holds {} data connections (--max-connections-per-peer)", peerHost,
+        p->second));
+  if (g != nullptr && g->openStreams_ >= limits_.maxConnectionsPerGroup)
+    return resourceExhausted(fmt::format(
+        "{} already holds {} data connections (--max-connections-per-group)", g->name(),
+        g->openStreams_));
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Group>> GroupRegistry::joinLane(const GroupId& id, uint32_t rank,
+                                                       uint16_t laneIndex,
+                                                       const GroupParams& params,
+                                                       const std::string& peerHost) {
+  std::lock_guard lock(mu_);
+  RS_RETURN_IF_ERROR(checkLimits(rank, params));
+  auto it = groups_.find(id);
+  if (it == groups_.end())
+    return failedPrecondition(fmt::format(
+        "group {} has no stream here: lane {} of rank {} would carry a lost reducer's chunks to "
+        "this reducer for a group it does not serve",
+        id.toString().substr(0, 8), laneIndex, rank));
+  Group& g = *it->second;
+  RS_RETURN_IF_ERROR(agreeLocked(g, rank, params));
+  RS_RETURN_IF_ERROR(checkConnectionCapsLocked(&g, peerHost));
+  if (laneIndex < params.streamCount)
+    return invalidArgument(fmt::format("{}: lane {} of rank {} is not above the {} streams",
+                                       g.name(), laneIndex, rank, params.streamCount));
+  ++g.openStreams_;
+  if (!peerHost.empty()) {
+    g.lanePeer_.emplace(uint64_t{rank} << 16 | laneIndex, peerHost);
+    ++peerStreams_[peerHost];
+  }
+  return it->second;
+}
+
 void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t streamIndex) {
   std::lock_guard lock(mu_);
   auto it = groups_.find(group.id());
   if (it == groups_.end() || it->second.get() != &group) return;
   Group& g = *it->second;
-  const size_t slot = static_cast<size_t>(rank) * g.params().streamCount + streamIndex;
-  if (slot >= g.streamConnected_.size() || !g.streamConnected_[slot]) return;
-  g.streamConnected_[slot] = false;
-  --g.openStreams_;
-  if (auto peer = g.streamPeer_.find(slot); peer != g.streamPeer_.end()) {
-    if (auto p = peerStreams_.find(peer->second); p != peerStreams_.end() && --p->second == 0)
-      peerStreams_.erase(p);
-    g.streamPeer_.erase(peer);
+  std::optional<std::string> peer;
+  if (streamIndex >= g.params().streamCount) {  // a lane
+    --g.openStreams_;
+    if (auto lane = g.lanePeer_.find(uint64_t{rank} << 16 | streamIndex);
+        lane != g.lanePeer_.end()) {
+      peer = lane->second;
+      g.lanePeer_.erase(lane);
+    }
+  } else {
+    const size_t slot = static_cast<size_t>(rank) * g.params().streamCount + streamIndex;
+    if (slot >= g.streamConnected_.size() || !g.streamConnected_[slot]) return;
+    g.streamConnected_[slot] = false;
+    --g.openStreams_;
+    if (auto s = g.streamPeer_.find(slot); s != g.streamPeer_.end()) {
+      peer = s->second;
+      g.streamPeer_.erase(s);
+    }
+    if (streamsOfRankLocked(g, rank) == 0) rs::logger().info("{}: rank {} left", g.name(), rank);
   }
-  if (streamsOfRankLocked(g, rank) == 0) rs::logger().info("{}: rank {} left", g.name(), rank);
+  if (peer) {
+    if (auto p = peerStreams_.find(*peer); p != peerStreams_.end() && --p->second == 0)
+      peerStreams_.erase(p);
+  }
   if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) eraseLocked(g);
 }
 

@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/cluster/dead_set.h"
 #include "core/common/status.h"
 #include "core/reduce/dtype.h"
 #include "core/wire/group_id.h"
@@ -70,6 +72,13 @@ class Group {
 
   const std::string& job() const { return params_.job; }
 
+  // The dead set the group's members named in their FAILOVERs (proto/FAILOVER.md): a union,
+  // only growing. Any thread. learnDead adds `dead` (of this group's list: the caller checked
+  // its length) and returns the union when it grew (then every member is told: LOST), nothing
+  // when it held them all already.
+  std::optional<cluster::DeadSet> learnDead(const cluster::DeadSet& dead);
+  std::optional<cluster::DeadSet> dead() const;
+
   // The first caller wins and returns true; the reason is kept for late arrivals.
   bool markAborted(const Status& reason);
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
@@ -87,11 +96,13 @@ class Group {
   std::atomic<bool> aborted_{false};
   mutable std::mutex mu_;
   Status abortReason_;
+  std::optional<cluster::DeadSet> dead_;  // none until a FAILOVER names a loss
   GroupCounters counters_;
   // Guarded by the registry's mutex.
   std::vector<bool> streamConnected_;  // [rank * streamCount + stream]
   std::vector<bool> declared_;         // ranks that called JoinGroup over gRPC
   std::unordered_map<size_t, std::string> streamPeer_;  // [rank * streamCount + stream]: host
+  std::unordered_multimap<uint64_t, std::string> lanePeer_;  // [rank << 16 | lane]: host
   uint32_t openStreams_ = 0;
   bool everConnected_ = false;
   BookkeepingCharge bookkeeping_;  // this object's and its shards' state, against --memory-limit
@@ -140,10 +151,18 @@ class GroupRegistry {
   Result<std::shared_ptr<Group>> joinStream(const GroupId& id, uint32_t rank,
                                             uint16_t streamIndex, const GroupParams& params,
                                             const std::string& peerHost = {});
-  // A stream registered by joinStream closed. The group is forgotten once its last stream
-  // closed and no member declared over gRPC remains (an aborted group is remembered as a
-  // tombstone for a while).
+  // A stream registered by joinStream (or a lane by joinLane) closed. The group is forgotten
+  // once its last stream closed and no member declared over gRPC remains (an aborted group is
+  // remembered as a tombstone for a while).
   void streamClosed(const Group& group, uint32_t rank, uint16_t streamIndex);
+  // Registers `rank`'s lane `laneIndex` (at least the group's stream count: proto/FAILOVER.md,
+  // "Terms"), connected from `peerHost`. The group must exist (a lane carries a lost reducer's
+  // chunks to a survivor of the group, never a new group) and `params` agree with it as for a
+  // stream; a lane counts against the same connection caps. Lanes are not told apart here:
+  // their dead set comes with their first frame, FAILOVER, and the io thread checks them.
+  Result<std::shared_ptr<Group>> joinLane(const GroupId& id, uint32_t rank, uint16_t laneIndex,
+                                          const GroupParams& params,
+                                          const std::string& peerHost = {});
 
   // gRPC JoinGroup: declares a member before its streams connect. Returns members known.
   Result<uint32_t> declareMember(const GroupId& id, uint32_t rank, const GroupParams& params);
@@ -165,6 +184,10 @@ class GroupRegistry {
   Status checkLimits(uint32_t rank, const GroupParams& params) const;
   Result<std::shared_ptr<Group>> findOrCreateLocked(const GroupId& id, uint32_t rank,
                                                     const GroupParams& params);
+  // The checks of an existing group against a member's parameters (job, abort, shape, modes).
+  static Status agreeLocked(const Group& group, uint32_t rank, const GroupParams& params);
+  // The per-peer and per-group connection caps for one more connection from `peerHost`.
+  Status checkConnectionCapsLocked(const Group* group, const std::string& peerHost) const;
   void eraseLocked(const Group& group);
   static uint32_t streamsOfRankLocked(const Group& group, uint32_t rank);
   // Whether a member declared over gRPC has not left yet.

@@ -120,7 +120,8 @@ void Handshake::onPayload(const std::error_code& ec) {
     return refuse(HandshakeFailure::kClosed, ioError("closed inside HELLO: " + ec.message()),
                   false);
   wire::HelloPayload p;
-  if (Status s = wire::decodeHello(payload_.data(), payload_.size(), &p); !s.isOk())
+  const wire::HelloKind kind = wire::helloKind(hello_);
+  if (Status s = wire::decodeHello(payload_.data(), payload_.size(), &p, kind); !s.isOk())
     return refuse(HandshakeFailure::kMalformed, s, true);
   if (Status s = checkProof(p); !s.isOk()) return refuse(HandshakeFailure::kAuth, s, true);
   if (p.streamCount > config_.maxStreamsPerWorker)
@@ -136,7 +137,11 @@ void Handshake::onPayload(const std::error_code& ec) {
                      (hello_.flags & wire::kFlagDeterministic) != 0,
                      (hello_.flags & wire::kFlagFp64Accumulator) != 0 ? Fp32Accumulator::kFp64
                                                                       : Fp32Accumulator::kFp32};
-  auto group = registry_.joinStream(hello_.group, hello_.rank, p.streamIndex, params, peer_);
+  // A lane carries a lost reducer's chunks to this survivor (proto/FAILOVER.md): its group
+  // must be here already, and its dead set comes in its first frame.
+  auto group = kind == wire::HelloKind::kLane
+                   ? registry_.joinLane(hello_.group, hello_.rank, p.streamIndex, params, peer_)
+                   : registry_.joinStream(hello_.group, hello_.rank, p.streamIndex, params, peer_);
   if (!group) return refuse(handshakeFailureFor(group.status().code()), group.status(), true);
   finished_ = true;
   timer_.cancel();

@@ -173,6 +173,11 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
   f.counter("rs_heartbeats_received_total", "HEARTBEAT frames read from members (each from a "
             "member that owed or awaited something and had sent nothing for a third of the "
             "stream's loss bound).", asDouble(p.heartbeatsReceived));
+  f.counter("rs_failovers_total", "Times a group's dead set grew on this reducer: a member's "
+            "FAILOVER named a reducer it did not know lost, and it took over its share of that "
+            "reducer's chunks (proto/FAILOVER.md).", asDouble(p.failovers));
+  f.counter("rs_chunks_resent_total", "Chunks of lost reducers that members resent to this "
+            "reducer on lanes and it resolved.", asDouble(p.chunksResent));
   return f.take();
 }
 

@@ -13,10 +13,6 @@
 namespace rs::server {
 namespace {
 constexpr auto kAbortGrace = std::chrono::seconds(2);
-// Frame tags. A RESULT part's owner is its slot.
-constexpr uint32_t kControlFrame = 0;  // HELLO_ACK, HEARTBEAT, ABORT
-constexpr uint32_t kResultPart = 1;
-constexpr uint32_t kLastResultPart = 2;  // carries the end of its chunk's result
 }  // namespace
 
 Session::Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& config,
@@ -103,9 +99,27 @@ void Session::onHeader(const std::error_code& ec) {
   }
   if (h.type == wire::FrameType::kHeartbeat) return onHeartbeat(h);
   in_ = h;  // the last REDUCE (or ABORT) header: what the messages below name
+  if (isLane() && laneState_ == LaneState::kAwaitFailover &&
+      in_.type != wire::FrameType::kFailover && in_.type != wire::FrameType::kAbort &&
+      in_.type != wire::FrameType::kError) {
+    reject(FrameRejection::kUnexpectedType,
+           protocolError(fmt::format("{} frame before FAILOVER, which opens a lane",
+                                     wire::frameTypeName(in_.type))));
+    return;
+  }
   switch (in_.type) {
     case wire::FrameType::kReduce:
-      handleReduce();
+      if (isLane()) handleEntry();
+      else handleReduce();
+      return;
+    case wire::FrameType::kFinal:
+    case wire::FrameType::kCommitted:
+      if (!isLane()) break;
+      handleEntry();
+      return;
+    case wire::FrameType::kFailover:
+      if (!isLane() || laneState_ != LaneState::kAwaitFailover) break;
+      handleFailover();
       return;
     case wire::FrameType::kReceived:
       handleReceived();
@@ -122,11 +136,12 @@ void Session::onHeader(const std::error_code& ec) {
                           });
       return;
     default:
-      reject(FrameRejection::kUnexpectedType,
-             protocolError(fmt::format("unexpected {} frame after the handshake",
-                                       wire::frameTypeName(in_.type))));
-      return;
+      break;
   }
+  reject(FrameRejection::kUnexpectedType,
+         protocolError(fmt::format("unexpected {} frame after the handshake{}",
+                                   wire::frameTypeName(in_.type),
+                                   isLane() ? " on a lane" : "")));
 }
 
 void Session::onHeartbeat(const wire::FrameHeader& h) {
@@ -176,7 +191,7 @@ bool Session::fromThisStream() {
 }
 
 void Session::handleReceived() {
-  if (!fromThisStream()) return;
+  if (!fromThisRoute()) return;
   if (Status s = owner_.received(*this, in_.chunk); !s.isOk()) {
     reject(FrameRejection::kOutOfOrder, s);
     return;
@@ -205,12 +220,15 @@ void Session::handleReduce() {
   lastChunk_ = in_.chunk;
   if (chunksInFlight_++ == 0 && liveness_) liveness_->start();
   pacer_.busy(in_.payloadLength);
+  acquireAndBegin();
+}
 
+void Session::acquireAndBegin() {
   std::shared_ptr<Slot> slot;
   Status error;
   switch (owner_.acquireSlot(shared_from_this(), in_, &slot, &error)) {
     case SessionOwner::Acquire::kReady:
-      beginContribution(std::move(slot), Fold::kNowIfBuffered);
+      begin(std::move(slot), Fold::kNowIfBuffered);
       return;
     case SessionOwner::Acquire::kParked:
       parked_ = true;
@@ -220,6 +238,11 @@ void Session::handleReduce() {
       // The shard has aborted the group (this session included) with the reason.
       return;
   }
+}
+
+void Session::begin(std::shared_ptr<Slot> slot, Fold fold) {
+  if (isLane()) beginEntry(std::move(slot), fold);
+  else beginContribution(std::move(slot), fold);
 }
 
 bool Session::readDone(const std::error_code& ec) {
@@ -256,7 +279,7 @@ void Session::onSlotReady(std::shared_ptr<Slot> slot) {
   parked_ = false;
   if (closed_ || aborting_) return;
   stream_->stopWatchingPeer();
-  beginContribution(std::move(slot), Fold::kLater);
+  begin(std::move(slot), Fold::kLater);
 }
 
 void Session::onOthersCaughtUp() {
@@ -290,6 +313,7 @@ void Session::beginContribution(std::shared_ptr<Slot> slot, Fold fold) {
   slot->startReceiving(rank_);
   slot_ = std::move(slot);
   tailBytes_ = 0;
+  frameLeft_ = in_.payloadLength;
   readPiece(fold);
 }
 
@@ -297,8 +321,8 @@ void Session::beginContribution(std::shared_ptr<Slot> slot, Fold fold) {
 // piece would hold back the RESULT parts of a chunk no larger than a piece until all of it is
 // in, and a worker's download would no longer overlap its upload.
 void Session::readPiece(Fold fold) {
-  const uint64_t leftBytes = slot_->bytesLeft(rank_) - tailBytes_;
-  const size_t want = static_cast<size_t>(std::min<uint64_t>(leftBytes, staging_.size() - tailBytes_));
+  const size_t want =
+      static_cast<size_t>(std::min<uint64_t>(frameLeft_, staging_.size() - tailBytes_));
   readInFlight_ = true;
   // A small frame's payload usually came with its header (frame_reader.h).
   if (fold == Fold::kNowIfBuffered && reader_.buffered() != 0 && want != 0) {
@@ -321,6 +345,7 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   }
   Slot& slot = *slot_;
   if (slot.dead()) return;  // the group was aborted while this piece was in flight
+  frameLeft_ -= bytes;
   stats_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
   group_->counters().bytesIn.fetch_add(bytes, std::memory_order_relaxed);
   const size_t have = tailBytes_ + bytes;
@@ -333,6 +358,13 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   // The fold reads from the front of staging_, so a split element moves there.
   if (tailBytes_ != 0) std::memmove(staging_.data(), staging_.data() + folded, tailBytes_);
 
+  if (!slot.memberDone(rank_) && frameLeft_ == 0) {
+    // A lane's FINAL ended inside its chunk (whole elements: nothing is left over): the REDUCE
+    // of the rest comes next.
+    final_ = in_;
+    readHeader();
+    return;
+  }
   if (!slot.memberDone(rank_)) {
     owner_.contributed(slot);
     if (closed_ || aborting_) return;
@@ -420,12 +452,16 @@ void Session::sendCommitNow() {
 }
 
 void Session::abort(const Status& reason) {
+  wire::ErrorFrame frame = wire::abortFrame(group_->id(), rank_, reason);
+  closeAfter(transport::ownedFrame(frame.header, std::move(frame.reason)), reason);
+}
+
+void Session::closeAfter(transport::FrameWriter::Frame frame, const Status& reason) {
   if (closed_ || aborting_) return;
   aborting_ = true;
-  writer_.dropQueued();  // results of an aborted group are void
+  writer_.dropQueued();  // results of an aborted group (or a retired lane) are void
   slot_.reset();         // its memory returns now, not when the member closes
-  wire::ErrorFrame frame = wire::abortFrame(group_->id(), rank_, reason);
-  writer_.enqueue(transport::ownedFrame(frame.header, std::move(frame.reason)));
+  writer_.enqueue(std::move(frame));
   graceTimer_ = std::make_unique<asio::steady_timer>(io_, kAbortGrace);
   graceTimer_->async_wait([self = shared_from_this(), reason](const std::error_code& ec) {
     if (!ec) self->close(reason);
@@ -487,7 +523,7 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
   for (const transport::FrameWriter::Frame& f : frames) {
     if (f.tag == kControlFrame) continue;  // not result payload
     payload += f.payload.size;
-    pacer_.done(f.payload.size);  // a chunk's parts add up to what its header announced
+    if (!isLane()) pacer_.done(f.payload.size);  // a chunk's parts add up to its header's
     if (f.tag != kLastResultPart) continue;
     if (chunksInFlight_ > 0 && --chunksInFlight_ == 0) pacer_.idle();
     auto& slot = *static_cast<Slot*>(f.owner.get());  // a RESULT part's owner is its slot

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster/dead_set.h"
+#include "core/cluster/lane.h"
 #include "core/common/aligned_buffer.h"
 #include "core/common/status.h"
 #include "core/transport/frame_reader.h"
@@ -71,6 +73,20 @@ class SessionOwner {
   // that decides what a lost member means (today: the session fails, and its group with it).
   virtual void memberLost(Session& session, MemberLoss how, const Status& reason) = 0;
 
+  // Lanes (proto/FAILOVER.md; a lane's side of a session is in lane_session.cc).
+  enum class LaneVerdict {
+    kReady,    // the lane's agreed point is known: read its entries
+    kWaiting,  // wait for the other members' FAILOVERs (Session::onLaneReady)
+    kRetired,  // an older dead set than the group's: the owner retired the session (LOST)
+    kFailed,   // *error says why; the group has been failed
+  };
+  // The lane's FAILOVER: the member's dead set and its commit watermark for the lane.
+  virtual LaneVerdict laneFailover(const std::shared_ptr<Session>& session,
+                                   const cluster::DeadSet& dead, uint64_t watermark,
+                                   Status* error) = 0;
+  // Whether the lane's agreed point drops `chunk` (the session reads its entry and drops it).
+  virtual bool laneDrops(Session& session, uint64_t chunk) = 0;
+
  protected:
   ~SessionOwner() = default;
 };
@@ -104,6 +120,22 @@ class Session final : public std::enable_shared_from_this<Session>,
   Status groupReason(const Status& reason) const;
   // The slot this session was parked for is ready.
   void onSlotReady(std::shared_ptr<Slot> slot);
+  // A lane's agreed point is known (every member's FAILOVER is in): its entries are read.
+  void onLaneReady();
+  // Tells the member the group's dead set (LOST), ahead of anything queued after it.
+  void sendLost(const cluster::DeadSet& dead);
+  // A lane of an older dead set than the group's: LOST with the group's, then closes (the
+  // member, which reads LOST before the end, opens its lanes again under it).
+  void retire(const cluster::DeadSet& dead);
+  // A lane, numbered at or above the group's stream count; its (lost reducer, stream) and dead
+  // set once its FAILOVER was accepted (laneAssigned).
+  bool isLane() const { return streamIndex_ >= group_->params().streamCount; }
+  void laneAssigned(const cluster::Lane& lane, const cluster::DeadSet& dead);
+  const std::optional<cluster::Lane>& lane() const { return lane_; }
+  // The highest chunk whose entry this lane has read (a RECEIVED may not pass it).
+  std::optional<uint64_t> lastEntry() const {
+    return haveLastChunk_ ? std::optional<uint64_t>(lastChunk_) : std::nullopt;
+  }
   // The others caught up in the chunk this session was held back in (see Slot): read on, or
   // wait for them again if still too far ahead.
   void onOthersCaughtUp();
@@ -129,6 +161,8 @@ class Session final : public std::enable_shared_from_this<Session>,
   // The frame just read names this stream's group and rank, and its chunk belongs to this
   // reducer and stream; else the frame is rejected (and false).
   bool fromThisStream();
+  // fromThisStream() or, on a lane, fromThisLane().
+  bool fromThisRoute() { return isLane() ? fromThisLane() : fromThisStream(); }
   void onPeerAbort(const std::error_code& ec);
   // While it reads nothing (parked, held back), a session still watches for its member closing
   // or resetting the stream: the group fails at once, not at the collective timeout. The
@@ -140,8 +174,24 @@ class Session final : public std::enable_shared_from_this<Session>,
   // the others caught up), folding now would re-enter the shard; the fold is posted instead.
   enum class Fold { kNowIfBuffered, kLater };
   void beginContribution(std::shared_ptr<Slot> slot, Fold fold);
+  // Finds or opens the slot of the chunk whose header (in_) was just read and begins its
+  // contribution (a lane: its entry); parked, it begins in onSlotReady.
+  void acquireAndBegin();
+  void begin(std::shared_ptr<Slot> slot, Fold fold);
   void readPiece(Fold fold);
   void onPiece(const std::error_code& ec, size_t bytes);
+  // Lanes (lane_session.cc): the FAILOVER that opens one, and each entry (FINAL, COMMITTED or
+  // REDUCE) of a resent chunk; an entry below the agreed point is read and dropped.
+  void handleFailover();
+  void onFailoverPayload(const std::error_code& ec);
+  void handleEntry();
+  void beginEntry(std::shared_ptr<Slot> slot, Fold fold);
+  void dropEntryPayload(const std::error_code& ec, size_t bytes);
+  // A frame's header names this lane's group and rank, and its chunk is one this lane carries.
+  bool fromThisLane();
+  // Queues `frame` as the last, drops what else was queued, and closes once it is written (or
+  // after a short grace period), draining what the member still sends: ABORT or LOST.
+  void closeAfter(transport::FrameWriter::Frame frame, const Status& reason);
   // A protocol or I/O error on this stream: logs it, closes the stream and fails the group's
   // collectives.
   void fail(const Status& reason);
@@ -162,6 +212,11 @@ class Session final : public std::enable_shared_from_this<Session>,
   transport::Liveness::Sample livenessSample() const override;
   uint64_t sendHeartbeat() override;
   void peerSilent(std::chrono::milliseconds silence) override;
+
+  // Frame tags. A RESULT part's owner is its slot.
+  static constexpr uint32_t kControlFrame = 0;  // HELLO_ACK, HEARTBEAT, COMMIT, LOST, ABORT
+  static constexpr uint32_t kResultPart = 1;
+  static constexpr uint32_t kLastResultPart = 2;  // carries the end of its chunk's result
 
   SessionOwner& owner_;
   asio::io_context& io_;
@@ -188,6 +243,19 @@ class Session final : public std::enable_shared_from_this<Session>,
   std::string peerReason_;  // an ABORT's payload from the member
   bool haveLastChunk_ = false;
   uint64_t lastChunk_ = 0;
+  // Payload bytes of the frame being read that are still to come (a lane's FINAL ends inside
+  // its chunk: the rest comes in the REDUCE behind it).
+  uint64_t frameLeft_ = 0;
+
+  // Lane state (lane_session.cc).
+  enum class LaneState { kAwaitFailover, kAwaitPoint, kEntries };
+  LaneState laneState_ = LaneState::kAwaitFailover;
+  std::optional<cluster::Lane> lane_;
+  std::optional<cluster::DeadSet> laneDead_;
+  std::vector<uint8_t> failoverPayload_;
+  // A FINAL with r < n was read: the next frame must be the REDUCE of the rest (its header).
+  std::optional<wire::FrameHeader> final_;
+  bool droppingEntry_ = false;  // the entry being read is below the agreed point
 
   // Write side: HELLO_ACK, RESULT parts (each owned by its slot until written), COMMIT, ABORT.
   transport::FrameWriter writer_;

@@ -29,12 +29,13 @@ std::shared_ptr<Session> sessionOf(const Admission::Request& request) {
 }  // namespace
 
 Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
-             GroupRegistry& registry, AbortGroup abortGroup)
+             GroupRegistry& registry, AbortGroup abortGroup, LoseReducers loseReducers)
     : io_(io),
       config_(config),
       index_(index),
       registry_(registry),
       abortGroup_(std::move(abortGroup)),
+      loseReducers_(std::move(loseReducers)),
       pool_(std::make_shared<SlotPool>(registry.memory())),
       admission_(*this, *pool_, {config.maxSlotsPerGroup, config.maxChunkBytes}, stats_),
       timeoutTimer_(io),
@@ -62,11 +63,15 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
                                            streamIndex, std::chrono::milliseconds(lossDetectMs));
   GroupShard& gs = groups_[group->id()];
   gs.group = group;
-  auto& slots = gs.members[streamIndex];
-  slots.resize(group->params().worldSize);
-  slots[rank] = session;
-  gs.departed[streamIndex].resize(group->params().worldSize, false);
-  gs.commits.try_emplace(streamIndex, group->params().worldSize);
+  if (session->isLane()) {
+    gs.pendingLanes.push_back(session);  // until its FAILOVER (laneFailover)
+  } else {
+    auto& slots = gs.members[streamIndex];
+    slots.resize(group->params().worldSize);
+    slots[rank] = session;
+    gs.departed[streamIndex].resize(group->params().worldSize, false);
+    gs.commits.try_emplace(streamIndex, group->params().worldSize);
+  }
   if (shuttingDown_) {
     session->abort(unavailableError("the reducer is shutting down"));
     return;
@@ -92,19 +97,22 @@ Status Shard::admit(const Slot& slot, const wire::FrameHeader& h, uint32_t rank)
   return s;
 }
 
-size_t Shard::slotBufferBytes(const GroupShard& gs, const wire::FrameHeader& h) {
+size_t Shard::slotBufferBytes(const GroupShard& gs, const wire::FrameHeader& h, bool lane) {
   const GroupParams& p = gs.group->params();
-  return Slot::bufferBytes(h.elemCount, h.dtype, p.worldSize, p.deterministic,
+  // A resent chunk stages every member's entry, as deterministic mode does (slot.h).
+  return Slot::bufferBytes(h.elemCount, h.dtype, p.worldSize, p.deterministic || lane,
                            p.fp32Accumulator);
 }
 
 std::shared_ptr<Slot> Shard::openSlot(GroupShard& gs, const wire::FrameHeader& h,
-                                      AlignedBuffer buffer) {
+                                      AlignedBuffer buffer, std::optional<uint16_t> lane) {
   const GroupParams& p = gs.group->params();
   Slot::Setup setup;
   setup.worldSize = p.worldSize;
-  setup.stream = static_cast<uint16_t>(
-      cluster::streamForChunk(h.chunk, p.reducerCount, p.streamCount));
+  setup.stream = lane ? *lane
+                      : static_cast<uint16_t>(
+                            cluster::streamForChunk(h.chunk, p.reducerCount, p.streamCount));
+  setup.lane = lane.has_value();
   setup.timeout = std::chrono::milliseconds(gs.group->timeoutMs());
   setup.maxLeadBytes = config_.maxLeadBytes;
   const uint64_t chunkBytes = static_cast<uint64_t>(h.elemCount) * dataTypeSize(h.dtype);
@@ -135,7 +143,7 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
     *error = abortedError("the group is gone");
     return Acquire::kFailed;
   }
-  const size_t bytes = slotBufferBytes(*gs, h);
+  const size_t bytes = slotBufferBytes(*gs, h, session->isLane());
   const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
   Admission::Grant grant = admission_.request({session, h, bytes, state});
   switch (grant.verdict) {
@@ -187,6 +195,7 @@ bool Shard::isOpen(const wire::FrameHeader& h) {
 Status Shard::refuseNew(const Admission::Request& request) {
   // A new chunk: every member of its stream must still be here to contribute.
   const auto session = sessionOf(request);
+  if (session->isLane()) return Status::ok();  // a lane's members come and go with dead sets
   GroupShard& gs = *findGroup(request.header.group);
   const auto& departed = gs.departed[session->streamIndex()];
   for (size_t r = 0; r < departed.size(); ++r) {
@@ -205,7 +214,10 @@ bool Shard::waiting(const Admission::Request& request) {
 }
 
 std::shared_ptr<Slot> Shard::open(const Admission::Request& request, AlignedBuffer buffer) {
-  return openSlot(*findGroup(request.header.group), request.header, std::move(buffer));
+  const auto session = sessionOf(request);  // waiting() said it waits
+  std::optional<uint16_t> lane;
+  if (session->isLane()) lane = session->streamIndex();
+  return openSlot(*findGroup(request.header.group), request.header, std::move(buffer), lane);
 }
 
 bool Shard::resume(const Admission::Request& request, std::shared_ptr<Slot> opened) {
@@ -240,6 +252,13 @@ void Shard::contributed(Slot& slot) {
   auto it = gs->open.find(slot.chunk());
   if (it == gs->open.end() || it->second.get() != &slot) return;
   std::shared_ptr<Slot> self = it->second;
+  if (slot.lane()) {
+    if (!slot.complete()) return;
+    gs->open.erase(it);
+    resolveLaneSlot(*gs, self);
+    completeSlot(*gs, slot);
+    return;
+  }
   sendReady(*gs, self);
   if (!slot.complete()) return;
   gs->open.erase(it);
@@ -265,6 +284,20 @@ void Shard::sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
 Status Shard::received(Session& session, uint64_t chunk) {
   GroupShard* gs = findGroup(session.group()->id());
   if (gs == nullptr) return Status::ok();  // aborted and forgotten while the frame was read
+  if (session.isLane()) {
+    auto lane = gs->lanes.find(session.streamIndex());
+    if (lane == gs->lanes.end()) return Status::ok();  // retired while the frame was read
+    // A member holds a chunk whose entry was whole as soon as it sent it: its RECEIVED may
+    // run ahead of the results, never ahead of its entries.
+    const std::optional<uint64_t> entry = session.lastEntry();
+    if (!entry || chunk > *entry)
+      return protocolError(fmt::format(
+          "RECEIVED for chunk {} on a lane, past the entries this member sent on it ({})", chunk,
+          entry ? "the last is chunk " + std::to_string(*entry) : "none"));
+    RS_RETURN_IF_ERROR(lane->second.commits.received(session.rank(), chunk));
+    sendLaneCommit(lane->second);
+    return Status::ok();
+  }
   CommitCounter& counter = gs->commits.at(session.streamIndex());
   RS_RETURN_IF_ERROR(counter.received(session.rank(), chunk));
   if (const std::optional<uint64_t> commit = counter.takeCommit())
@@ -300,9 +333,147 @@ void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason)
 // again. Failover (proto/FAILOVER.md, "Partitions and lost members") will mark it gone here and
 // tell the other members instead.
 void Shard::memberLost(Session& session, MemberLoss how, const Status& reason) {
-  stats_.membersLost[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
+  // Logged before it is counted: whoever sees the count finds the line.
   rs::logger().error("{}: {}", session.name(), reason.message());
+  stats_.membersLost[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
   failGroup(session.group(), session.groupReason(reason));
+}
+
+void Shard::resolveLaneSlot(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
+  auto lane = gs.lanes.find(slot->stream());
+  if (lane == gs.lanes.end()) return;  // retired: its members resend under the new dead set
+  LaneShard& ls = lane->second;
+  Result<bool> resolved = slot->resolveLane();
+  if (!resolved) {
+    stats_.countRejection(FrameRejection::kDisagreement);
+    failGroup(gs.group, Status(resolved.status().code(),
+                               fmt::format("reducers {} lost: {}", ls.dead.toString(),
+                                           resolved.status().message())));
+    return;
+  }
+  if (*resolved) {
+    for (uint32_t rank = 0; rank < ls.members.size(); ++rank) {
+      const auto& member = ls.members[rank];
+      if (member && !member->closed() && slot->needsResult(rank))
+        member->sendResult(slot, 0, slot->elemCount());
+    }
+  }
+  stats_.chunksResent.fetch_add(1, std::memory_order_relaxed);
+  ls.commits.resultSent(slot->chunk());
+  sendLaneCommit(ls);
+}
+
+void Shard::sendLaneCommit(LaneShard& ls) {
+  if (const std::optional<uint64_t> commit = ls.commits.takeCommit())
+    for (const auto& member : ls.members)
+      if (member && !member->closed()) member->sendCommit(*commit);
+}
+
+SessionOwner::LaneVerdict Shard::laneFailover(const std::shared_ptr<Session>& session,
+                                              const cluster::DeadSet& dead, uint64_t watermark,
+                                              Status* error) {
+  GroupShard* gs = findGroup(session->group()->id());
+  if (gs == nullptr) {
+    *error = abortedError("the group is gone");
+    return LaneVerdict::kFailed;
+  }
+  const std::shared_ptr<Group>& group = gs->group;
+  const GroupParams& p = group->params();
+  if (std::optional<cluster::DeadSet> grown = group->learnDead(dead)) {
+    stats_.failovers.fetch_add(1, std::memory_order_relaxed);
+    rs::logger().warn("{}: reducers {} of {} lost (rank {} says so on a lane): this reducer "
+                      "takes over its share of their chunks and tells every member",
+                      group->name(), grown->toString(), p.reducerCount, session->rank());
+    loseReducers_(group, *grown);
+  }
+  const cluster::DeadSet current = *group->dead();
+  applyLost(*gs, current);
+  std::erase(gs->pendingLanes, session);
+  if (!(dead == current)) {
+    session->retire(current);
+    return LaneVerdict::kRetired;
+  }
+  const uint16_t index = session->streamIndex();
+  auto it = gs->lanes.find(index);
+  if (it == gs->lanes.end()) {
+    Result<failover::AgreedPoint> point =
+        failover::AgreedPoint::create(p.worldSize, *session->lane(), p.reducerCount,
+                                      p.streamCount);
+    if (!point) {
+      *error = point.status();
+      failGroup(group, session->groupReason(*error));
+      return LaneVerdict::kFailed;
+    }
+    it = gs->lanes.try_emplace(index, current, *session->lane(), std::move(*point), p.worldSize)
+             .first;
+    rs::logger().info("{}: lane {} open for reducer {} stream {} (reducers {} lost)",
+                      group->name(), index, it->second.lane.deadHome, it->second.lane.stream,
+                      current.toString());
+  }
+  LaneShard& ls = it->second;
+  if (Status s = ls.point.add(session->rank(), watermark); !s.isOk()) {
+    *error = s;
+    stats_.countRejection(FrameRejection::kDuplicate);
+    failGroup(group, session->groupReason(s));
+    return LaneVerdict::kFailed;
+  }
+  ls.members[session->rank()] = session;
+  if (!ls.point.complete()) return LaneVerdict::kWaiting;
+  // Every member's FAILOVER is in: the chunks below the agreed point are committed (every
+  // member holds their results), and the lane is read from it.
+  const uint64_t step = uint64_t{p.reducerCount} * p.streamCount;
+  if (ls.point.watermark() >= step) ls.commits.commitThrough(ls.point.watermark() - step);
+  sendLaneCommit(ls);
+  for (const auto& member : ls.members)
+    if (member && member != session)
+      asio::post(io_, [member] { member->onLaneReady(); });
+  return LaneVerdict::kReady;
+}
+
+bool Shard::laneDrops(Session& session, uint64_t chunk) {
+  GroupShard* gs = findGroup(session.group()->id());
+  if (gs == nullptr) return true;
+  auto lane = gs->lanes.find(session.streamIndex());
+  return lane == gs->lanes.end() || lane->second.point.drops(chunk);
+}
+
+void Shard::groupLost(const GroupId& id, const cluster::DeadSet& dead) {
+  if (GroupShard* gs = findGroup(id)) applyLost(*gs, dead);
+}
+
+void Shard::applyLost(GroupShard& gs, const cluster::DeadSet& dead) {
+  if (gs.lostSent) {
+    cluster::DeadSet both = *gs.lostSent;
+    if (!both.unite(dead).isOk() || both == *gs.lostSent) return;  // this one, or an older
+  }
+  gs.lostSent = dead;
+  for (auto& [stream, members] : gs.members)
+    for (const auto& member : members)
+      if (member && !member->closed()) member->sendLost(dead);
+  std::vector<uint16_t> older;
+  for (const auto& [index, lane] : gs.lanes)
+    if (!(lane.dead == dead)) older.push_back(index);
+  for (uint16_t index : older) retireLane(gs, index, dead);
+}
+
+void Shard::retireLane(GroupShard& gs, uint16_t index, const cluster::DeadSet& dead) {
+  auto it = gs.lanes.find(index);
+  LaneShard ls = std::move(it->second);
+  gs.lanes.erase(it);
+  // Its open chunks go with it: they are resent under the new dead set, on its lanes.
+  for (auto slot = gs.open.begin(); slot != gs.open.end();) {
+    if (!slot->second->lane() || slot->second->stream() != index) {
+      ++slot;
+      continue;
+    }
+    slot->second->markDead();
+    gs.group->counters().openSlots.fetch_sub(1, std::memory_order_relaxed);
+    stats_.slotsOpen.fetch_sub(1, std::memory_order_relaxed);
+    slot = gs.open.erase(slot);
+  }
+  for (const auto& member : ls.members)
+    if (member) member->retire(dead);
+  scheduleWaiterService();
 }
 
 void Shard::abortGroup(const GroupId& id, const Status& reason) {
@@ -320,6 +491,10 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
   for (auto& [stream, members] : gs.members)
     for (auto& session : members)
       if (session) session->abort(reason);
+  for (auto& session : gs.pendingLanes) session->abort(reason);
+  for (auto& [index, lane] : gs.lanes)
+    for (auto& session : lane.members)
+      if (session) session->abort(reason);
   // Its memory returns as its sessions let go of its slots.
   admission_.abort(id);
   scheduleWaiterService();
@@ -328,6 +503,9 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
 void Shard::memberLeft(Session& session) {
   GroupShard* gs = findGroup(session.group()->id());
   if (gs == nullptr) return;
+  // A member closes its lanes when it adopts a larger dead set (its FAILOVER under it retires
+  // this lane here), or with the rest of its streams when it leaves.
+  if (session.isLane()) return;
   // A chunk still open on the stream fails the group at once, whether or not this member had
   // sent its part: it can never receive the result, and the slot would stay held until the
   // timeout.
@@ -351,9 +529,16 @@ void Shard::detach(Session& session) {
   const GroupId id = session.group()->id();
   GroupShard* gs = findGroup(id);
   if (gs == nullptr) return;
-  auto members = gs->members.find(session.streamIndex());
-  if (members != gs->members.end() && members->second[session.rank()].get() == &session)
-    members->second[session.rank()].reset();
+  if (session.isLane()) {
+    std::erase_if(gs->pendingLanes, [&](const auto& s) { return s.get() == &session; });
+    if (auto lane = gs->lanes.find(session.streamIndex()); lane != gs->lanes.end())
+      if (lane->second.members[session.rank()].get() == &session)
+        lane->second.members[session.rank()].reset();
+  } else {
+    auto members = gs->members.find(session.streamIndex());
+    if (members != gs->members.end() && members->second[session.rank()].get() == &session)
+      members->second[session.rank()].reset();
+  }
   maybeForget(id);
 }
 
@@ -362,6 +547,10 @@ void Shard::maybeForget(const GroupId& id) {
   if (gs == nullptr || !gs->open.empty()) return;
   for (const auto& [stream, members] : gs->members)
     for (const auto& session : members)
+      if (session) return;
+  if (!gs->pendingLanes.empty()) return;
+  for (const auto& [index, lane] : gs->lanes)
+    for (const auto& session : lane.members)
       if (session) return;
   groups_.erase(id);
   // No member is left to resume: its waiters are stale (and a group of that id that joins
@@ -379,6 +568,10 @@ void Shard::closeAll(const Status& reason) {
     stats_.slotsOpen.fetch_sub(static_cast<int64_t>(gs.open.size()), std::memory_order_relaxed);
     for (auto& [stream, members] : gs.members)
       for (auto& s : members)
+        if (s) sessions.push_back(s);
+    for (auto& s : gs.pendingLanes) sessions.push_back(s);
+    for (auto& [index, lane] : gs.lanes)
+      for (auto& s : lane.members)
         if (s) sessions.push_back(s);
   }
   for (auto& s : sessions) s->close(reason);

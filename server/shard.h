@@ -15,10 +15,14 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "core/cluster/dead_set.h"
+#include "core/cluster/lane.h"
 #include "core/common/status.h"
+#include "core/failover/agreed_point.h"
 #include "core/transport/delayed_calls.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
@@ -38,11 +42,15 @@ class Shard final : public SessionOwner, private Admission::Owner {
  public:
   // Aborts a group on every io thread (the data plane's broadcast). Any thread.
   using AbortGroup = std::function<void(const std::shared_ptr<Group>&, const Status&)>;
+  // The group's dead set grew: every io thread tells the group's members here (LOST) and
+  // retires its lanes of an older one (groupLost). Any thread.
+  using LoseReducers = std::function<void(const std::shared_ptr<Group>&, const cluster::DeadSet&)>;
 
-  // `registry` is told when a stream closes; `abortGroup` fails a group everywhere. The slot
-  // pool takes its budget from the registry's MemoryBudget.
+  // `registry` is told when a stream closes; `abortGroup` fails a group everywhere;
+  // `loseReducers` spreads a grown dead set. The slot pool takes its budget from the registry's
+  // MemoryBudget.
   Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, GroupRegistry& registry,
-        AbortGroup abortGroup);
+        AbortGroup abortGroup, LoseReducers loseReducers);
   ~Shard();
 
   asio::io_context& io() { return io_; }
@@ -60,6 +68,9 @@ class Shard final : public SessionOwner, private Admission::Owner {
               uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs);
   // Fails every open slot of the group on this thread and sends ABORT to its sessions here.
   void abortGroup(const GroupId& id, const Status& reason);
+  // The group's dead set is `dead` (or larger): LOST to its streams here, once, and its lanes
+  // here of an older dead set retired.
+  void groupLost(const GroupId& id, const cluster::DeadSet& dead);
   // Closes every session (shutdown).
   void closeAll(const Status& reason);
 
@@ -73,8 +84,24 @@ class Shard final : public SessionOwner, private Admission::Owner {
   void detach(Session& session) override;
   void failGroup(const std::shared_ptr<Group>& group, const Status& reason) override;
   void memberLost(Session& session, MemberLoss how, const Status& reason) override;
+  LaneVerdict laneFailover(const std::shared_ptr<Session>& session, const cluster::DeadSet& dead,
+                           uint64_t watermark, Status* error) override;
+  bool laneDrops(Session& session, uint64_t chunk) override;
 
  private:
+  // One lane index of a group on this thread (proto/FAILOVER.md): the members' sessions on it
+  // under one dead set, the lane's agreed point and its commit.
+  struct LaneShard {
+    LaneShard(cluster::DeadSet d, cluster::Lane l, failover::AgreedPoint p, uint32_t worldSize)
+        : dead(d), lane(l), point(std::move(p)), members(worldSize),
+          commits(worldSize, CommitCounter::Bound::kEntries) {}
+    cluster::DeadSet dead;
+    cluster::Lane lane;
+    failover::AgreedPoint point;
+    std::vector<std::shared_ptr<Session>> members;  // by rank, once its FAILOVER is in
+    CommitCounter commits;
+  };
+
   // A group's state on this thread.
   struct GroupShard {
     std::shared_ptr<Group> group;
@@ -87,6 +114,11 @@ class Shard final : public SessionOwner, private Admission::Owner {
     // chunk -> slot. A completed one leaves it, but Admission counts it against the group's
     // quota and share while its RESULT parts are still queued to some member (heldSlots).
     std::unordered_map<uint64_t, std::shared_ptr<Slot>> open;
+    // Lanes here: those whose FAILOVER has not come yet, and those taken, by lane index.
+    std::vector<std::shared_ptr<Session>> pendingLanes;
+    std::unordered_map<uint16_t, LaneShard> lanes;
+    // The dead set whose LOST went to the group's streams here (and whose older lanes retired).
+    std::optional<cluster::DeadSet> lostSent;
     // --idle-timeout-ms: the group's bytes in when last seen to change, and when.
     uint64_t seenBytesIn = 0;
     std::chrono::steady_clock::time_point activeAt = std::chrono::steady_clock::now();
@@ -97,10 +129,19 @@ class Shard final : public SessionOwner, private Admission::Owner {
   Status admit(const Slot& slot, const wire::FrameHeader& header, uint32_t rank);
   // The pool buffer the chunk's slot takes (its accumulator, and the staging of a
   // deterministic group).
-  static size_t slotBufferBytes(const GroupShard& gs, const wire::FrameHeader& header);
+  static size_t slotBufferBytes(const GroupShard& gs, const wire::FrameHeader& header, bool lane);
+  // `lane`: the lane index that carries it (a resent chunk), else none.
   std::shared_ptr<Slot> openSlot(GroupShard& gs, const wire::FrameHeader& header,
-                                 AlignedBuffer buffer);
+                                 AlignedBuffer buffer, std::optional<uint16_t> lane);
   void sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);
+  // A lane's slot whose every entry is in: resolved, its result sent to those who lack it, and
+  // committed on the lane. An inconsistent chunk fails the group.
+  void resolveLaneSlot(GroupShard& gs, const std::shared_ptr<Slot>& slot);
+  // Sends the lane's COMMIT, if it rose, to the lane's members.
+  void sendLaneCommit(LaneShard& lane);
+  // LOST(dead) to the group's streams here, once, and its lanes of an older dead set retired.
+  void applyLost(GroupShard& gs, const cluster::DeadSet& dead);
+  void retireLane(GroupShard& gs, uint16_t index, const cluster::DeadSet& dead);
   void completeSlot(GroupShard& gs, const Slot& slot);
   // The open slot of the header's chunk, once the members agree; else null, and the group
   // fails with *error.
@@ -124,6 +165,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
   const uint32_t index_;
   GroupRegistry& registry_;
   const AbortGroup abortGroup_;
+  const LoseReducers loseReducers_;
   std::shared_ptr<SlotPool> pool_;
   ShardStats stats_;
   std::unordered_map<GroupId, GroupShard, GroupIdHash> groups_;

@@ -35,6 +35,10 @@ struct alignas(64) ShardStats {
   std::atomic<uint64_t> heartbeatsSent{0};
   std::atomic<uint64_t> heartbeatsReceived{0};
   std::array<std::atomic<uint64_t>, kNumMemberLosses> membersLost{};
+  // Failover (proto/FAILOVER.md): the times a group's dead set grew here (a FAILOVER named a
+  // reducer this one did not know lost), and the lost reducers' chunks resolved here.
+  std::atomic<uint64_t> failovers{0};
+  std::atomic<uint64_t> chunksResent{0};
   // From a chunk's slot opening to its result written to every member; see Session::onWritten.
   LatencyHistogram reduceLatency;
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/failover/resent_chunk.h"
 #include "core/reduce/reduce.h"
 
 namespace rs::server {
@@ -37,7 +38,8 @@ Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::Fra
       minPartElems_(setup.minPartBytes / dataTypeSize(h.dtype)),
       readWakeBytes_(setup.readWakeBytes),
       timeout_(setup.timeout),
-      deterministic_(setup.deterministic),
+      deterministic_(setup.deterministic || setup.lane),
+      lane_(setup.lane),
       fp32Accumulator_(setup.fp32Accumulator),
       stagingStride_(alignUp(static_cast<size_t>(h.elemCount) * dataTypeSize(h.dtype))),
       pool_(std::move(pool)),
@@ -85,6 +87,42 @@ Status Slot::admit(const wire::FrameHeader& h, uint32_t rank, FrameRejection* wh
 
 void Slot::startReceiving(uint32_t rank) { members_[rank].state = MemberState::kReceiving; }
 
+void Slot::startEntry(uint32_t rank, uint32_t finalPrefix) {
+  startReceiving(rank);
+  members_[rank].finalPrefix = finalPrefix;
+}
+
+void Slot::markCommitted(uint32_t rank) {
+  Member& m = members_[rank];
+  m.state = MemberState::kDone;
+  m.received = elemCount_;
+  m.committed = true;
+  ++membersDone_;
+}
+
+Result<bool> Slot::resolveLane() {
+  auto chunk = failover::ResentChunk::create({.chunk = chunk_,
+                                              .worldSize = static_cast<uint32_t>(members_.size()),
+                                              .elemCount = elemCount_,
+                                              .dtype = dtype_,
+                                              .op = op_,
+                                              .fp32Accumulator = fp32Accumulator_});
+  if (!chunk) return chunk.status();
+  const size_t bytes = static_cast<size_t>(elemCount_) * elemSize_;
+  for (uint32_t r = 0; r < members_.size(); ++r) {
+    const Member& m = members_[r];
+    RS_RETURN_IF_ERROR(chunk->add(
+        r, {.committed = m.committed,
+            .finalPrefix = m.finalPrefix,
+            .elements = m.committed ? std::span<const std::byte>()
+                                    : std::span<const std::byte>(staging(r), bytes)}));
+  }
+  auto resolved = chunk->resolve({staging(0), bytes});
+  if (!resolved) return resolved.status();
+  if (resolved->sendResult) released_ = elemCount_;
+  return resolved->sendResult;
+}
+
 size_t Slot::fold(uint32_t rank, const std::byte* src, size_t bytes) {
   Member& m = members_[rank];
   const uint64_t begin = m.received;
@@ -112,13 +150,15 @@ size_t Slot::fold(uint32_t rank, const std::byte* src, size_t bytes) {
 }
 
 bool Slot::holdBack(uint32_t rank) {
-  if (maxLeadBytes_ == 0 || (members_[rank].received - released_) * elemSize_ < maxLeadBytes_)
+  if (lane_ || maxLeadBytes_ == 0 ||
+      (members_[rank].received - released_) * elemSize_ < maxLeadBytes_)
     return false;
   heldBack_.push_back(rank);
   return true;
 }
 
 std::optional<Slot::Part> Slot::releaseReady() {
+  if (lane_) return std::nullopt;  // resolved whole (resolveLane)
   // Members fold in whatever their sockets delivered, so the common prefix grows in uneven
   // steps: a part goes out once it has grown by minPartElems (or the chunk is complete),
   // which keeps the frame count per chunk bounded while the download still trails the upload

@@ -34,6 +34,12 @@
 // staging area would not lower what the operator's memory limit must allow. Why no accumulator: one fused pass over W staged inputs moves about
 // the bytes that W folds into an accumulator do, so the copy is nearly all the extra time.
 // Cut-through and the lead limit work unchanged: both read only `received` and `released`.
+//
+// Lane mode (proto/FAILOVER.md): a lost reducer's chunk resent to this survivor. Each member's
+// entry is its final prefix and its contribution (or the COMMITTED marker), staged as in
+// deterministic mode whatever the group's, and the chunk is resolved whole once every entry is
+// in (resolveLane, core/failover/resent_chunk.h), in place over rank 0's region: no
+// cut-through (the longest prefix is known only then) and no lead limit.
 #pragma once
 
 #include <chrono>
@@ -69,6 +75,7 @@ class Slot {
     uint64_t readWakeBytes = 0;  // a contribution's read wakes once this much is in (0: any)
     uint64_t stateBytes = 0;     // charged to the pool with the buffer (stateBytes(worldSize))
     bool deterministic = false;  // rank-order sums; the buffer is bufferBytes(..., true)
+    bool lane = false;  // a resent chunk (above); the buffer is bufferBytes(..., true) too
     Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32;  // the group's (dtype.h)
   };
   // What a slot of a group of `worldSize` holds beside its accumulator, at most: the per-rank
@@ -101,6 +108,20 @@ class Slot {
   Status admit(const wire::FrameHeader& header, uint32_t rank, FrameRejection* why) const;
   // `rank` starts sending its contribution (its header was admitted or opened the slot).
   void startReceiving(uint32_t rank);
+  // Lane mode: `rank`'s entry begins, its first `finalPrefix` elements final bits (a FINAL's;
+  // 0 for a REDUCE), the rest its contribution, all n folded in order as any contribution.
+  void startEntry(uint32_t rank, uint32_t finalPrefix);
+  // Lane mode: `rank`'s entry is the COMMITTED marker: it is done, with nothing to fold.
+  void markCommitted(uint32_t rank);
+  // Lane mode, once complete(): resolves the chunk (resent_chunk.h) in place. True: the whole
+  // chunk's result is ready (released() is elemCount) for the members that needsResult; false:
+  // nobody needs one. An error (entries that disagree) fails the chunk.
+  Result<bool> resolveLane();
+  // Lane mode: whether `rank`'s entry lacked part of the result (so it is sent the result).
+  bool needsResult(uint32_t rank) const {
+    return !members_[rank].committed && members_[rank].finalPrefix < elemCount_;
+  }
+  bool lane() const { return lane_; }
 
   // Folds rank's next `bytes` bytes (the contribution continues where the last fold ended)
   // and returns how many it consumed: whole elements only, at most the rest of the chunk.
@@ -174,6 +195,8 @@ class Slot {
   struct Member {
     MemberState state = MemberState::kWaiting;
     uint64_t received = 0;  // elements folded in (a prefix of the chunk)
+    uint32_t finalPrefix = 0;  // lane mode: elements of its entry that are final bits
+    bool committed = false;    // lane mode: its entry is the COMMITTED marker
   };
   std::string ranksIn(MemberState state) const;
   // Deterministic mode: where rank r stages its contribution (rank 0's region, at the front,
@@ -195,7 +218,8 @@ class Slot {
   const uint64_t minPartElems_;
   const uint64_t readWakeBytes_;
   const std::chrono::milliseconds timeout_;
-  const bool deterministic_;
+  const bool deterministic_;  // staged in rank regions (deterministic or lane mode)
+  const bool lane_;
   const Fp32Accumulator fp32Accumulator_;
   const size_t stagingStride_;  // deterministic: the members' staging regions are this far apart
 

@@ -16,6 +16,7 @@
 // handlers have run, as it does for the stream's.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <vector>
 
@@ -55,6 +56,17 @@ class FrameReader {
   // Reads exactly `size` payload bytes into `data`: what was read ahead is copied, the rest
   // read from the stream straight into `data`. Never completes inline.
   void readExactly(Stream& stream, void* data, size_t size, IoHandler handler);
+  // Reads exactly `size` payload bytes into `data` as readExactly does, but only in whole units
+  // of `unit` bytes (1..kMaxUnitBytes; `size` a multiple of it): no unit of `data` is ever
+  // part written, also when the stream ends or fails inside one. A unit that arrives in pieces
+  // is gathered here and copied in once whole; each stream read into `data` asks for no more
+  // than the whole units queued (Stream::bytesQueued), so it cannot stop inside one. On an
+  // error the handler's count is the whole units written, and the bytes of a unit begun are
+  // dropped. For a result read over the caller's input (in place: proto/FAILOVER.md, "Whole
+  // elements only"), where half an element would be neither result nor input. Never completes
+  // inline.
+  static constexpr size_t kMaxUnitBytes = 8;
+  void readWhole(Stream& stream, void* data, size_t size, size_t unit, IoHandler handler);
   // Reads at least one and at most `size` payload bytes into `data`: what was read ahead if
   // anything was (through a post), else a stream read straight into `data` with `wakeAt` as in
   // Stream::asyncReadSome.
@@ -67,6 +79,11 @@ class FrameReader {
   void fillHeader(Stream& stream, IoHandler handler);
   void takeHeader();
   void consume(size_t bytes);  // the front `bytes` of what is buffered have been taken
+  // readWhole's steps: on from where it is, until it needs the stream or is done.
+  void continueWhole(Stream& stream);
+  void finishWhole(Stream& stream, const std::error_code& ec);
+  // `n` more bytes of the unit being gathered are in split_.
+  void gathered(size_t n);
 
   std::vector<std::byte> buffer_;  // [begin_, end_) read and not yet taken
   size_t begin_ = 0;
@@ -74,6 +91,20 @@ class FrameReader {
   wire::HeaderBytes header_{};
   size_t payloadTaken_ = 0;  // payload bytes handed out since the last header
   size_t lastPayload_ = 0;   // the previous frame's (0 before the first: handshakes are small)
+
+  // The readWhole in progress: where it writes, how far (whole units), and the unit it has
+  // only part of (split_, splitBytes_ of it).
+  struct WholeRead {
+    std::byte* data = nullptr;
+    size_t size = 0;
+    size_t unit = 1;
+    size_t done = 0;
+    bool woke = false;  // the stream said a read would not wait: read, do not wait again
+    IoHandler handler;
+  };
+  WholeRead whole_;
+  std::array<std::byte, kMaxUnitBytes> split_{};
+  size_t splitBytes_ = 0;
 };
 
 }  // namespace rs::transport

@@ -43,6 +43,15 @@ class Stream {
   // wake-ups and calls per byte), so that must not exceed what the peer is sure to send.
   virtual void asyncReadSome(void* data, size_t size, IoHandler handler, size_t wakeAt = 1) = 0;
 
+  // Bytes that arrived and wait in the transport to be read. A read of at most this many
+  // (asyncReadSome) completes with all of them, so a reader that must not stop inside an
+  // element sizes its reads by it (FrameReader::readWhole).
+  virtual uint64_t bytesQueued() const = 0;
+  // Calls `handler` once a read would not wait: about `wakeAt` bytes are queued (a hint, as for
+  // asyncReadSome), or the peer closed its side, or the connection failed (the next read says
+  // which). Reads nothing. Counts as the pending read: none may be pending beside it.
+  virtual void asyncWaitReadable(WaitHandler handler, size_t wakeAt = 1) = 0;
+
   // For an owner that has stopped reading (what arrives has nowhere to go yet) and must still
   // learn at once that the peer went away: calls `handler` with asio::error::eof once the peer
   // has closed its side, or with the connection's error (connection_reset, ...) once it failed,

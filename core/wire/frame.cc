@@ -71,7 +71,8 @@ struct HelloFlag {
   const char* name;
 };
 constexpr HelloFlag kHelloFlags[] = {{kFlagDeterministic, "deterministic"},
-                                     {kFlagFp64Accumulator, "fp64 accumulator"}};
+                                     {kFlagFp64Accumulator, "fp64 accumulator"},
+                                     {kFlagLane, "lane"}};
 constexpr uint16_t namedHelloFlags() {
   uint16_t all = 0;
   for (const HelloFlag& f : kHelloFlags) all |= f.bit;
@@ -130,15 +131,32 @@ Status checkDataFrame(const FrameHeader& h, uint8_t dtype, uint8_t op,
   if (h.elemCount == 0) return typedError(h.type, "elemCount 0 (expected at least 1)");
   const auto type = static_cast<DataType>(dtype);
   // u32 count times at most 8 bytes cannot overflow 64 bits.
-  const uint64_t expected = uint64_t{h.elemCount} * dataTypeSize(type);
-  if (h.payloadLength != expected) {
+  const uint64_t chunkBytes = uint64_t{h.elemCount} * dataTypeSize(type);
+  if (h.type == FrameType::kCommitted) {
+    RS_RETURN_IF_ERROR(requireZero(h.type, "payloadLength", h.payloadLength));
+  } else if (h.type == FrameType::kFinal) {
+    // The chunk's first r elements, 1 <= r <= n: whole elements, never the whole chunk's
+    // length passed; an empty prefix sends no FINAL (the REDUCE alone says r = 0).
+    const uint64_t size = dataTypeSize(type);
+    if (h.payloadLength == 0 || h.payloadLength % size != 0 || h.payloadLength > chunkBytes) {
+      return typedError(h.type, "payloadLength " + dec(h.payloadLength) +
+                                    " (expected the final prefix: 1 to elemCount " +
+                                    dec(h.elemCount) + " whole elements of " + dec(size) +
+                                    " bytes of " + std::string(dataTypeName(type)) +
+                                    ", at most " + dec(chunkBytes) + ")");
+    }
+  } else if (h.payloadLength != chunkBytes) {
     return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected elemCount " +
                                   dec(h.elemCount) + " x " + dec(dataTypeSize(type)) + " bytes of " +
-                                  std::string(dataTypeName(type)) + " = " + dec(expected) + ")");
+                                  std::string(dataTypeName(type)) + " = " + dec(chunkBytes) + ")");
   }
-  if (h.payloadLength > limits.maxPayloadBytes) {
-    return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected at most " +
-                                  dec(limits.maxPayloadBytes) + ", the receiver's limit)");
+  // The limit is on the chunk (a FINAL or COMMITTED names the chunk it is about).
+  if (chunkBytes > limits.maxPayloadBytes) {
+    const std::string what = h.type != FrameType::kReduce && h.type != FrameType::kResult
+                                 ? "a chunk of " + dec(chunkBytes) + " bytes"
+                                 : "payloadLength " + dec(chunkBytes);
+    return typedError(h.type, what + " (expected at most " + dec(limits.maxPayloadBytes) +
+                                  ", the receiver's limit)");
   }
   // fp8 counts for 2 bytes an element, half its fp32 accumulator (dtype.h).
   const uint64_t counted = uint64_t{h.elemCount} * chunkBytesPerElement(type);
@@ -182,6 +200,23 @@ Status checkFixedFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t p
 Status checkWatermarkFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
   RS_RETURN_IF_ERROR(requireZero(h.type, "payloadLength", h.payloadLength));
   RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
+  return requireNoData(h, dtype, op);
+}
+
+// FAILOVER and LOST: a dead set of 1..kMaxDeadReducers u16 entries; FAILOVER's chunk is the
+// sender's commit watermark, LOST's is 0.
+Status checkDeadSetFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
+  if (h.payloadLength == 0 || h.payloadLength % kDeadSetEntryBytes != 0 ||
+      h.payloadLength > kMaxDeadReducers * kDeadSetEntryBytes) {
+    return typedError(h.type, "payloadLength " + dec(h.payloadLength) +
+                                  " (expected a dead set: 1.." + dec(kMaxDeadReducers) +
+                                  " reducers of " + dec(kDeadSetEntryBytes) + " bytes, " +
+                                  dec(kDeadSetEntryBytes) + ".." +
+                                  dec(kMaxDeadReducers * kDeadSetEntryBytes) + ")");
+  }
+  RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
+  if (h.type == FrameType::kLost) RS_RETURN_IF_ERROR(requireZero(h.type, "chunk", h.chunk));
   RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
   return requireNoData(h, dtype, op);
 }
@@ -239,6 +274,10 @@ std::string_view frameTypeName(FrameType t) {
     case FrameType::kHeartbeat: return "HEARTBEAT";
     case FrameType::kReceived: return "RECEIVED";
     case FrameType::kCommit: return "COMMIT";
+    case FrameType::kFailover: return "FAILOVER";
+    case FrameType::kLost: return "LOST";
+    case FrameType::kFinal: return "FINAL";
+    case FrameType::kCommitted: return "COMMITTED";
   }
   return "UNKNOWN";
 }
@@ -336,6 +375,8 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
   switch (h.type) {
     case FrameType::kReduce:
     case FrameType::kResult:
+    case FrameType::kFinal:
+    case FrameType::kCommitted:
       RS_RETURN_IF_ERROR(checkDataFrame(h, dtype, op, limits));
       break;
     case FrameType::kHello:
@@ -357,6 +398,10 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
     case FrameType::kReceived:
     case FrameType::kCommit:
       RS_RETURN_IF_ERROR(checkWatermarkFrame(h, dtype, op));
+      break;
+    case FrameType::kFailover:
+    case FrameType::kLost:
+      RS_RETURN_IF_ERROR(checkDeadSetFrame(h, dtype, op));
       break;
   }
   h.dtype = static_cast<DataType>(dtype);
@@ -417,7 +462,7 @@ std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello) {
   return b;
 }
 
-Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
+Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out, HelloKind kind) {
   if (size != kHelloPayloadSize) {
     return protocolError("hello payload: " + dec(size) + " bytes (expected " +
                          dec(kHelloPayloadSize) + ")");
@@ -442,9 +487,14 @@ Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out) {
     return protocolError("hello payload: streamCount " + dec(p.streamCount) + " (expected 1.." +
                          dec(kMaxStreamCount) + ")");
   }
-  if (p.streamIndex >= p.streamCount) {
+  if (kind == HelloKind::kStream && p.streamIndex >= p.streamCount) {
     return protocolError("hello payload: streamIndex " + dec(p.streamIndex) +
                          " (expected below streamCount " + dec(p.streamCount) + ")");
+  }
+  if (kind == HelloKind::kLane && p.streamIndex < p.streamCount) {
+    return protocolError("hello payload: streamIndex " + dec(p.streamIndex) +
+                         " of a lane (expected at least streamCount " + dec(p.streamCount) +
+                         ": lanes are numbered after the streams)");
   }
   if (p.reducerCount < 1) {
     return protocolError("hello payload: reducerCount 0 (expected at least 1)");

@@ -23,7 +23,8 @@ inline constexpr uint32_t kMagic = 0x31465352;  // "RSF1" in byte order on the w
 // 2: the reducer opens with CHALLENGE and HELLO carries the worker's nonce and proof.
 // 3: HEARTBEAT, so that a silent peer is found within a bound, and RECEIVED and COMMIT (a member
 // acknowledges the results it holds, a reducer says when every member has), part of every
-// stream's conversation (proto/FAILOVER.md).
+// stream's conversation (proto/FAILOVER.md); and, unreleased with them, FAILOVER, LOST, FINAL
+// and COMMITTED and the HELLO's lane flag, by which a group goes on without a lost reducer.
 inline constexpr uint8_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderSize = 72;
 
@@ -40,9 +41,23 @@ enum class FrameType : uint8_t {
   kHeartbeat = 8,
   kReceived = 9,  // worker -> reducer, header only: the results it holds on this stream (chunk)
   kCommit = 10,   // reducer -> worker, header only: the results every member holds (chunk)
+  // Failover (proto/FAILOVER.md): a lost reducer's chunks move to the survivors on lanes.
+  // Worker -> survivor, the first frame on a lane: the dead set D (DeadSetPayload) and, in
+  // `chunk`, the sender's commit watermark for the lane's (lost reducer, stream).
+  kFailover = 11,
+  // Survivor -> worker on a normal stream: a member named these reducers dead (DeadSetPayload);
+  // the worker moves their chunks too.
+  kLost = 12,
+  // Worker -> survivor on a lane: a resent chunk's final prefix. The header names the whole
+  // chunk (elemOffset, elemCount n, as its REDUCE); the payload is its first r elements' final
+  // bits, 1 <= r <= n, and a REDUCE of elements [r, n) follows when r < n.
+  kFinal = 13,
+  // Worker -> survivor on a lane, header only: this member saw the chunk committed. The header
+  // names the chunk as its REDUCE does (so that any entry can open the chunk's slot).
+  kCommitted = 14,
 };
 inline constexpr uint8_t kMinFrameType = 1;
-inline constexpr uint8_t kMaxFrameType = 10;
+inline constexpr uint8_t kMaxFrameType = 14;
 
 // Decoders reject unknown bits so that a future flag never changes meaning silently.
 // kFlagDeterministic (HELLO only): this member asks for deterministic mode (RS_DETERMINISTIC):
@@ -53,7 +68,12 @@ inline constexpr uint16_t kFlagDeterministic = 0x0001;
 // kFlagFp64Accumulator (HELLO only): this member asks that the group's fp32 sums accumulate in
 // fp64 and round once (RS_FP32_ACCUMULATOR=fp64). A group property as the one above.
 inline constexpr uint16_t kFlagFp64Accumulator = 0x0002;
-inline constexpr uint16_t kHelloOnlyFlags = kFlagDeterministic | kFlagFp64Accumulator;
+// kFlagLane (HELLO only): the stream is a lane (proto/FAILOVER.md, "Terms"): the HELLO's
+// streamIndex is a lane's index on this survivor, at least streamCount, numbered under the dead
+// set that the lane's first frame, FAILOVER, names. Without it streamIndex < streamCount.
+inline constexpr uint16_t kFlagLane = 0x0004;
+inline constexpr uint16_t kHelloOnlyFlags =
+    kFlagDeterministic | kFlagFp64Accumulator | kFlagLane;
 inline constexpr uint16_t kKnownFlags = kHelloOnlyFlags;
 
 struct FrameHeader {
@@ -149,6 +169,12 @@ inline constexpr size_t kHelloAckPayloadSize = 16;
 // of it must not flood a stream, nor a scheduler's hiccup pass for a lost peer.
 inline constexpr uint32_t kMinLossDetectMs = 100;
 
+// kFailover / kLost carry the dead set D: the lost reducers' indices in the job's list, each a
+// u16, strictly increasing, 1..kMaxDeadReducers of them, each below kMaxDeadReducers
+// (cluster::DeadSet::kMaxReducers). Encoded and decoded by core/wire/failover_frames.h.
+inline constexpr uint32_t kMaxDeadReducers = 1024;
+inline constexpr size_t kDeadSetEntryBytes = 2;
+
 // kError / kAbort carry a UTF-8 reason of at most this many bytes.
 inline constexpr size_t kMaxErrorMessageBytes = 1024;
 
@@ -159,7 +185,14 @@ bool isValidJobName(std::string_view name);
 std::array<uint8_t, kChallengePayloadSize> encodeChallenge(const ChallengePayload& challenge);
 Status decodeChallenge(const uint8_t* data, size_t size, ChallengePayload* out);
 std::array<uint8_t, kHelloPayloadSize> encodeHello(const HelloPayload& hello);
-Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out);
+// A HELLO opens a normal stream (streamIndex below streamCount) or, with kFlagLane in its
+// header, a lane (streamIndex at least streamCount): helloKind(header) says which.
+enum class HelloKind { kStream, kLane };
+inline HelloKind helloKind(const FrameHeader& hello) {
+  return (hello.flags & kFlagLane) != 0 ? HelloKind::kLane : HelloKind::kStream;
+}
+Status decodeHello(const uint8_t* data, size_t size, HelloPayload* out,
+                   HelloKind kind = HelloKind::kStream);
 std::array<uint8_t, kHelloAckPayloadSize> encodeHelloAck(const HelloAckPayload& ack);
 Status decodeHelloAck(const uint8_t* data, size_t size, HelloAckPayload* out);
 // The reason is cut to kMaxErrorMessageBytes at a character boundary.

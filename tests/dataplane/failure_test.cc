@@ -232,7 +232,9 @@ TEST_CASE("no reducer listening: connect fails with the address and the reason",
   CHECK(contains(comm.status().message(), "refused"));
 }
 
-TEST_CASE("a reducer that dies mid-run fails the collectives in flight, no hang", "[failure]") {
+TEST_CASE("a reducer that dies mid-run: the collectives in flight and after it complete on the "
+          "survivor, exact, with either progress mode",
+          "[failure]") {
   const auto progress = GENERATE(client::ClientOptions::Progress::kIoThreads,
                                  client::ClientOptions::Progress::kCaller);
   LocalPool pool(2);
@@ -247,12 +249,16 @@ TEST_CASE("a reducer that dies mid-run fails the collectives in flight, no hang"
   Status st = runRanks(2, [&](int rank) -> Status {
     auto comm = join(pool, id, 2, rank, 2, 300000, progress);
     if (!comm) return comm.status();
-    std::vector<float> buf(1 << 20, 1.0f);
+    std::vector<float> buf(1 << 20);
     Status s;
-    // Until the reducer's death fails one: the loop's bound is only a guard against a hang.
-    for (int i = 0; i < 100000 && s.isOk(); ++i) {
+    // Losing a reducer is not an error (proto/FAILOVER.md): its chunks go to the other.
+    for (int i = 0; i < 12 && s.isOk(); ++i) {
+      for (size_t e = 0; e < buf.size(); ++e) buf[e] = static_cast<float>((e + i) % 7 + rank);
       s = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
                              ReduceOp::kSum);
+      for (size_t e = 0; e < buf.size() && s.isOk(); ++e)
+        if (buf[e] != static_cast<float>(2 * ((e + i) % 7) + 1))
+          s = internalError(fmt::format("collective {} element {}: {}", i, e, buf[e]));
       if (s.isOk()) ++completed;
     }
     results[rank] = s;
@@ -260,11 +266,7 @@ TEST_CASE("a reducer that dies mid-run fails the collectives in flight, no hang"
   });
   killer.join();
   REQUIRE(st.toString() == "OK");
-  for (const Status& r : results) {
-    INFO(r.toString());
-    CHECK(!r.isOk());
-    CHECK(r.code() != StatusCode::kTimeout);
-  }
+  for (const Status& r : results) CHECK(r.toString() == "OK");
 }
 
 TEST_CASE("garbage and bad frames close only the offending connection", "[failure]") {

@@ -10,14 +10,17 @@
 
 #include <catch2/catch.hpp>
 
+#include <asio/error.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/write.hpp>
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <numeric>
 #include <vector>
 
@@ -45,6 +48,11 @@ class CountingStream final : public Stream {
   bool trySendNow(const void* data, size_t size) override { return inner_->trySendNow(data, size); }
   uint64_t bytesSent() const override { return inner_->bytesSent(); }
   uint64_t bytesArrived() const override { return inner_->bytesArrived(); }
+  uint64_t bytesQueued() const override { return inner_->bytesQueued(); }
+  void asyncWaitReadable(WaitHandler handler, size_t wakeAt) override {
+    waits.push_back(wakeAt);
+    inner_->asyncWaitReadable(std::move(handler), wakeAt);
+  }
   bool watchPeerGone(WaitHandler handler) override { return inner_->watchPeerGone(std::move(handler)); }
   void stopWatchingPeer() override { inner_->stopWatchingPeer(); }
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override {
@@ -57,6 +65,7 @@ class CountingStream final : public Stream {
   asio::any_io_executor executor() override { return inner_->executor(); }
 
   std::vector<size_t> reads;  // bytes asked for, call by call
+  std::vector<size_t> waits;  // asyncWaitReadable's wakeAt, call by call
 
  private:
   std::unique_ptr<Stream> inner_;
@@ -121,7 +130,14 @@ struct Loopback {
   }
 };
 
-enum class Take { kExactly, kSome, kTakeThenExactly };
+enum class Take { kExactly, kSome, kTakeThenExactly, kWhole };
+
+// The largest element size (8, 4, 2 or 1 bytes) that divides `bytes`: readWhole's unit.
+size_t unitOf(size_t bytes) {
+  for (size_t unit : {size_t{8}, size_t{4}, size_t{2}})
+    if (bytes % unit == 0) return unit;
+  return 1;
+}
 
 // Reads `count` frames, taking each payload the given way, and checks each one.
 struct FrameLoop {
@@ -172,6 +188,9 @@ struct FrameLoop {
         got += reader.take(payload.data(), payload.size());
         if (got == payload.size()) return finish();
         return reader.readExactly(*p.stream, payload.data() + got, payload.size() - got, done);
+      case Take::kWhole:
+        return reader.readWhole(*p.stream, payload.data(), payload.size(),
+                                unitOf(payload.size()), done);
     }
   }
   void finish() {
@@ -190,7 +209,7 @@ const std::vector<uint32_t> kSizes = {0,     1,     71,         72,         8192
 
 TEST_CASE("frame reader: frames of every size, cut anywhere, arrive whole and in order",
           "[transport]") {
-  const Take how = GENERATE(Take::kExactly, Take::kSome, Take::kTakeThenExactly);
+  const Take how = GENERATE(Take::kExactly, Take::kSome, Take::kTakeThenExactly, Take::kWhole);
   const size_t cut = GENERATE(size_t{0}, size_t{37}, size_t{4096});  // 0: each frame one write
   Loopback p;
   FrameReader reader;
@@ -328,6 +347,104 @@ TEST_CASE("frame reader: end of stream fails a header read, between frames or in
   REQUIRE(p.runUntil([&] { return static_cast<bool>(loop.error); }));
   CHECK(loop.chunks == std::vector<uint64_t>{1});
   CHECK(loop.error == asio::error::eof);
+}
+
+namespace {
+
+// `count` bytes 0x11, 0x12, ... (never 0xEE, the untouched fill).
+std::vector<uint8_t> sequence(size_t count, size_t from = 0) {
+  std::vector<uint8_t> out(count);
+  for (size_t i = 0; i < count; ++i) out[i] = static_cast<uint8_t>(0x11 + (from + i) % 200);
+  return out;
+}
+
+// A readWhole of all of `data` in units of `unit`, and how it ended.
+struct WholeRead {
+  WholeRead(FrameReader& reader, Stream& stream, std::vector<uint8_t>& data, size_t unit) {
+    reader.readWhole(stream, data.data(), data.size(), unit,
+                     [this](const std::error_code& ec, size_t n) {
+                       error = ec;
+                       got = n;
+                       finished = true;
+                     });
+  }
+  std::error_code error;
+  size_t got = 0;
+  bool finished = false;
+};
+
+bool untouched(const std::vector<uint8_t>& data, size_t from) {
+  for (size_t i = from; i < data.size(); ++i)
+    if (data[i] != 0xEE) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("frame reader: readWhole writes whole units only: a unit that comes in pieces lands "
+          "once it is whole, and every read into the buffer is whole units",
+          "[transport]") {
+  const size_t unit = GENERATE(size_t{2}, size_t{4}, size_t{8});
+  CAPTURE(unit);
+  Loopback p;
+  FrameReader reader;
+  const size_t size = 64 * unit;
+  const std::vector<uint8_t> sent = sequence(size);
+  std::vector<uint8_t> data(size, 0xEE);
+  WholeRead read(reader, *p.stream, data, unit);
+  // Five units and a part of the sixth: the part waits in the reader, not in `data`.
+  const size_t first = 5 * unit + unit - 1;
+  p.send({sent.begin(), sent.begin() + static_cast<ptrdiff_t>(first)});
+  REQUIRE(p.arrived(first));
+  REQUIRE(p.runUntil([&] {
+    return p.stream->bytesArrived() == first && p.stream->bytesQueued() == 0;
+  }));
+  CHECK(std::equal(sent.begin(), sent.begin() + static_cast<ptrdiff_t>(5 * unit), data.begin()));
+  CHECK(untouched(data, 5 * unit));
+  CHECK_FALSE(read.finished);
+  // Its last byte and the rest: all of it, in order.
+  p.send({sent.begin() + static_cast<ptrdiff_t>(first), sent.end()});
+  REQUIRE(p.runUntil([&] { return read.finished; }));
+  CHECK(!read.error);
+  CHECK(read.got == size);
+  CHECK(data == sent);
+  for (size_t asked : p.stream->reads) CHECK((asked < unit || asked % unit == 0));
+}
+
+TEST_CASE("frame reader: readWhole at the end of the stream inside a unit: the unit is dropped "
+          "and the count is the whole units written",
+          "[transport]") {
+  const size_t unit = GENERATE(size_t{2}, size_t{4}, size_t{8});
+  // Where the payload's first bytes are: read ahead with the header, or only in the socket.
+  const bool afterHeader = GENERATE(false, true);
+  CAPTURE(unit, afterHeader);
+  Loopback p;
+  FrameReader reader;
+  const size_t size = 64 * unit;
+  const size_t sentBytes = 10 * unit + unit / 2;
+  std::vector<uint8_t> bytes = sequence(sentBytes);
+  if (afterHeader) {
+    std::vector<uint8_t> frame = frameBytes(1, 0);  // a header; its length is the test's
+    frame.insert(frame.end(), bytes.begin(), bytes.end());
+    bytes = frame;
+  }
+  p.send(bytes);
+  p.peer.shutdown(asio::ip::tcp::socket::shutdown_send);
+  REQUIRE(p.arrived(bytes.size()));
+  if (afterHeader) {
+    bool header = false;
+    reader.readHeader(*p.stream, [&](const std::error_code& ec, size_t) { header = !ec; });
+    REQUIRE(p.runUntil([&] { return header; }));
+    REQUIRE(reader.buffered() == sentBytes);  // the whole payload came with it
+  }
+  std::vector<uint8_t> data(size, 0xEE);
+  WholeRead read(reader, *p.stream, data, unit);
+  REQUIRE(p.runUntil([&] { return read.finished; }));
+  CHECK(read.error == asio::error::eof);
+  CHECK(read.got == 10 * unit);
+  const std::vector<uint8_t> expected = sequence(10 * unit);
+  CHECK(std::equal(expected.begin(), expected.end(), data.begin()));
+  CHECK(untouched(data, 10 * unit));
 }
 
 }  // namespace rs::transport

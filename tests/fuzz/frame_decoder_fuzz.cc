@@ -1,5 +1,6 @@
-// libFuzzer target for the data-plane decoders: decodeHeader, decodeChallenge, decodeHello,
-// decodeHelloAck, decodeErrorMessage and parseErrorFrame get arbitrary bytes, and every HELLO
+// libFuzzer target for the data-plane decoders: decodeHeader, decodeChallenge, decodeHello (of
+// a stream and of a lane), decodeHelloAck, decodeDeadSet, decodeErrorMessage and parseErrorFrame
+// get arbitrary bytes, and every HELLO
 // that decodes goes through the authentication check the acceptor runs (helloProof). Beyond "no crash, no sanitizer
 // report" it checks properties the server relies on:
 //   - a header that decodes re-encodes to the identical 72 bytes (nothing is dropped or
@@ -9,8 +10,10 @@
 //     under another secret or for another challenge never passes the constant-time check;
 //   - the key the reducer checks a HELLO under (helloKey) exists for every job name the decoder
 //     lets through, is the pool's secret only for no job, and differs between jobs;
-//   - the same for the payloads (challenge, hello and hello-ack re-encode identically; a decoded error
-//     message passes through encodeErrorMessage unchanged);
+//   - the same for the payloads (challenge, hello, hello-ack and a dead set re-encode
+//     identically; a decoded error message passes through encodeErrorMessage unchanged);
+//   - a FINAL's prefix is whole elements within its chunk, and the REDUCE behind it
+//     (remainderHeader) decodes and tiles the rest of the chunk exactly;
 //   - encodeErrorMessage of any bytes is something decodeErrorMessage accepts, and an ERROR or
 //     ABORT frame built from them (errorFrame, abortFrame) decodes and parses back;
 //   - parseErrorFrame accepts the payload after an ERROR/ABORT header exactly when it is as
@@ -36,6 +39,7 @@
 #include "core/wire/auth.h"
 #include "core/wire/control_frames.h"
 #include "core/wire/crc32c.h"
+#include "core/wire/failover_frames.h"
 #include "core/wire/frame.h"
 
 using namespace rs::wire;
@@ -61,15 +65,37 @@ void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
   switch (h.type) {
     case FrameType::kReduce:
     case FrameType::kResult:
+    case FrameType::kFinal:
+    case FrameType::kCommitted: {
       require(rs::isValidDataType(static_cast<uint8_t>(h.dtype)), "dtype in range");
       require(rs::isValidReduceOp(static_cast<uint8_t>(h.op)), "op in range");
       require(h.elemCount >= 1, "data frames carry elements");
-      require(uint64_t{h.elemCount} * rs::dataTypeSize(h.dtype) == h.payloadLength,
-              "payloadLength = elemCount x dtype size");
-      require(h.payloadLength <= limits.maxPayloadBytes, "payload within the limit");
+      const uint64_t chunkBytes = uint64_t{h.elemCount} * rs::dataTypeSize(h.dtype);
+      if (h.type == FrameType::kFinal) {
+        require(h.payloadLength >= rs::dataTypeSize(h.dtype) && h.payloadLength <= chunkBytes &&
+                    h.payloadLength % rs::dataTypeSize(h.dtype) == 0,
+                "a FINAL carries 1 to elemCount whole elements");
+        const uint32_t prefix = finalPrefix(h);
+        if (prefix < h.elemCount) {
+          const FrameHeader rest = remainderHeader(h);
+          FrameHeader back;
+          require(decodeHeader(encodeHeader(rest).data(), kHeaderSize, limits, &back).isOk(),
+                  "the REDUCE behind a FINAL decodes");
+          require(back.elemOffset == h.elemOffset + prefix &&
+                      back.elemCount == h.elemCount - prefix && back.chunk == h.chunk &&
+                      back.seq == h.seq && back.type == FrameType::kReduce,
+                  "the REDUCE behind a FINAL is the rest of its chunk");
+        }
+      } else if (h.type == FrameType::kCommitted) {
+        require(h.payloadLength == 0, "COMMITTED is a header alone");
+      } else {
+        require(chunkBytes == h.payloadLength, "payloadLength = elemCount x dtype size");
+      }
+      require(chunkBytes <= limits.maxPayloadBytes, "chunk within the limit");
       require(h.elemOffset + h.elemCount >= h.elemOffset, "element range does not wrap");
       require(h.status == 0, "data frames carry no status");
       break;
+    }
     case FrameType::kHello:
       require(h.payloadLength == kHelloPayloadSize, "hello payload size");
       break;
@@ -95,6 +121,15 @@ void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
       require(h.payloadLength == 0 && h.seq == 0 && h.elemOffset == 0 && h.elemCount == 0 &&
                   h.status == 0,
               "RECEIVED and COMMIT are a header alone, their watermark in chunk");
+      break;
+    case FrameType::kFailover:
+    case FrameType::kLost:
+      require(h.payloadLength >= kDeadSetEntryBytes &&
+                  h.payloadLength <= kMaxDeadReducers * kDeadSetEntryBytes &&
+                  h.payloadLength % kDeadSetEntryBytes == 0 && h.seq == 0 &&
+                  h.elemOffset == 0 && h.elemCount == 0 && h.status == 0 &&
+                  (h.type == FrameType::kFailover || h.chunk == 0),
+              "FAILOVER and LOST carry a dead set (FAILOVER a watermark too)");
       break;
     default:
       require(false, "decoded type in range");
@@ -157,16 +192,30 @@ void fuzzPayloads(const uint8_t* data, size_t size) {
     checkRejected(s, "challenge payload: ");
   }
 
-  HelloPayload hello;
-  s = decodeHello(data, size, &hello);
+  for (HelloKind kind : {HelloKind::kStream, HelloKind::kLane}) {
+    HelloPayload hello;
+    s = decodeHello(data, size, &hello, kind);
+    if (s.isOk()) {
+      auto again = encodeHello(hello);
+      require(size == again.size() && std::memcmp(again.data(), data, size) == 0,
+              "hello decode then encode is identity");
+      require((hello.streamIndex < hello.streamCount) == (kind == HelloKind::kStream) &&
+                  hello.reducerIndex < hello.reducerCount,
+              "a stream's index below its count, a lane's at or above it");
+    } else {
+      checkRejected(s, "hello payload: ");
+    }
+  }
+
+  std::vector<uint32_t> dead;
+  s = decodeDeadSet(data, size, &dead);
   if (s.isOk()) {
-    auto again = encodeHello(hello);
-    require(size == again.size() && std::memcmp(again.data(), data, size) == 0,
-            "hello decode then encode is identity");
-    require(hello.streamIndex < hello.streamCount && hello.reducerIndex < hello.reducerCount,
-            "hello indices below their counts");
+    auto again = encodeDeadSet(dead);
+    require(again.isOk() && again->size() == size &&
+                std::memcmp(again->data(), data, size) == 0,
+            "dead set decode then encode is identity");
   } else {
-    checkRejected(s, "hello payload: ");
+    checkRejected(s, "dead set: ");
   }
 
   HelloAckPayload ack;
@@ -258,6 +307,12 @@ void writeSeed(const std::string& dir, const char* name, const FrameHeader& h,
     std::fprintf(stderr, "frame_decoder_fuzz: cannot write %s/%s\n", dir.c_str(), name);
     std::exit(1);
   }
+}
+
+FrameHeader decodedSeed(const HeaderBytes& bytes) {
+  FrameHeader h;
+  require(decodeHeader(bytes.data(), bytes.size(), {}, &h).isOk(), "a seed's header decodes");
+  return h;
 }
 
 void writeSeeds(const std::string& dir) {
@@ -362,6 +417,41 @@ void writeSeeds(const std::string& dir) {
   writeSeed(dir, "received", h, {});
   h.type = FrameType::kCommit;
   writeSeed(dir, "commit", h, {});
+
+  const std::vector<uint32_t> dead = {1, 3};
+  auto failover = failoverFrame(group, 2, 29, dead);
+  writeSeed(dir, "failover", decodedSeed(failover->header), failover->payload);
+  auto lost = lostFrame(group, 2, dead);
+  writeSeed(dir, "lost", decodedSeed(lost->header), lost->payload);
+
+  // A lane's HELLO: stream index 5 of 4 streams (lane (1, 1) under D = {1, 3}).
+  hello.streamIndex = 5;
+  hello.authProof = {};
+  hello.clientNonce = {};
+  h = FrameHeader{};
+  h.type = FrameType::kHello;
+  h.flags = kFlagLane;
+  h.group = group;
+  h.rank = 2;
+  h.payloadLength = kHelloPayloadSize;
+  helloBytes = encodeHello(hello);
+  writeSeed(dir, "hello_lane", h, {helloBytes.begin(), helloBytes.end()});
+
+  // Chunk 29's final prefix, 3 of its 8 fp32 elements.
+  const FrameHeader final = finalHeader({.group = group,
+                                         .rank = 2,
+                                         .seq = 7,
+                                         .chunk = 29,
+                                         .elemOffset = 512,
+                                         .elemCount = 8,
+                                         .dtype = rs::DataType::kFloat32,
+                                         .op = rs::ReduceOp::kSum},
+                                        3);
+  writeSeed(dir, "final_fp32", final, {floats.begin(), floats.begin() + 12});
+  FrameHeader committed = final;
+  committed.type = FrameType::kCommitted;
+  committed.payloadLength = 0;
+  writeSeed(dir, "committed", committed, {});
 }
 
 }  // namespace
@@ -401,7 +491,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                                   header.payloadLength));
       HelloPayload hello;
       if (header.type == FrameType::kHello &&
-          decodeHello(data + kHeaderSize, size - kHeaderSize, &hello).isOk())
+          decodeHello(data + kHeaderSize, size - kHeaderSize, &hello, helloKind(header))
+              .isOk())
         fuzzHelloProof(header, hello);
     }
     FrameHeader limited;

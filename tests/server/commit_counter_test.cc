@@ -112,4 +112,43 @@ TEST_CASE("commit counter: the watermark is the lowest of many members' as they 
   }
 }
 
+TEST_CASE("commit counter, lane: acknowledgements may run ahead of the chunks resolved, and the "
+          "commit waits for both") {
+  CommitCounter counter(2, CommitCounter::Bound::kEntries);
+  // Both members' entries of chunks 1 and 5 were whole: they acknowledge them as sent.
+  REQUIRE(counter.received(0, nth(1)).isOk());
+  REQUIRE(counter.received(1, nth(1)).isOk());
+  CHECK_FALSE(counter.takeCommit());  // nothing resolved yet
+  counter.resultSent(nth(0));
+  CHECK(counter.takeCommit() == nth(0));
+  counter.resultSent(nth(1));
+  CHECK(counter.takeCommit() == nth(1));
+  // Chunk 9 needs a result for rank 1: resolved, but not acknowledged by it yet.
+  REQUIRE(counter.received(0, nth(2)).isOk());
+  counter.resultSent(nth(2));
+  CHECK_FALSE(counter.takeCommit());
+  REQUIRE(counter.received(1, nth(2)).isOk());
+  CHECK(counter.takeCommit() == nth(2));
+  // The rule that a watermark rises holds as on a stream.
+  requireRefused(counter.received(1, nth(2)), "RECEIVED for chunk 9 after RECEIVED for chunk 9");
+}
+
+TEST_CASE("commit counter, lane: the chunks below the agreed point are committed at once, and "
+          "the members' acknowledgements carry on above them") {
+  CommitCounter counter(3, CommitCounter::Bound::kEntries);
+  counter.commitThrough(nth(3));  // the agreed point is nth(4)
+  CHECK(counter.takeCommit() == nth(3));
+  CHECK_FALSE(counter.takeCommit());
+  // Members below it acknowledge what they resent there; nothing goes back.
+  REQUIRE(counter.received(0, nth(2)).isOk());
+  REQUIRE(counter.received(1, nth(3)).isOk());
+  REQUIRE(counter.received(2, nth(1)).isOk());
+  counter.resultSent(nth(4));
+  CHECK_FALSE(counter.takeCommit());
+  for (uint32_t rank = 0; rank < 3; ++rank) REQUIRE(counter.received(rank, nth(4)).isOk());
+  CHECK(counter.takeCommit() == nth(4));
+  counter.commitThrough(nth(2));  // an older point changes nothing
+  CHECK_FALSE(counter.takeCommit());
+}
+
 }  // namespace rs::server

@@ -104,6 +104,33 @@ FrameHeader watermarkHeader(FrameType type) {
   return h;
 }
 
+// FINAL: the chunk of reduceHeader() with its first 1000 elements final.
+FrameHeader finalHeader() {
+  FrameHeader h = reduceHeader();
+  h.type = FrameType::kFinal;
+  h.payloadLength = 1000 * 4;
+  return h;
+}
+
+// COMMITTED: the chunk of reduceHeader(), seen committed.
+FrameHeader committedHeader() {
+  FrameHeader h = reduceHeader();
+  h.type = FrameType::kCommitted;
+  h.payloadLength = 0;
+  return h;
+}
+
+// FAILOVER (the watermark in chunk) and LOST: a dead set of three reducers.
+FrameHeader deadSetHeader(FrameType type) {
+  FrameHeader h;
+  h.type = type;
+  h.group = GroupId{13, 14};
+  h.rank = 2;
+  h.chunk = type == FrameType::kFailover ? 4711 : 0;
+  h.payloadLength = 3 * kDeadSetEntryBytes;
+  return h;
+}
+
 std::vector<FrameHeader> validHeaders() {
   return {reduceHeader(),
           resultHeader(),
@@ -114,7 +141,11 @@ std::vector<FrameHeader> validHeaders() {
           errorHeader(FrameType::kError),
           errorHeader(FrameType::kAbort),
           watermarkHeader(FrameType::kReceived),
-          watermarkHeader(FrameType::kCommit)};
+          watermarkHeader(FrameType::kCommit),
+          deadSetHeader(FrameType::kFailover),
+          deadSetHeader(FrameType::kLost),
+          finalHeader(),
+          committedHeader()};
 }
 
 void requireSameHeader(const FrameHeader& a, const FrameHeader& b) {
@@ -355,8 +386,12 @@ TEST_CASE("frame: frameTypeName") {
   REQUIRE(frameTypeName(FrameType::kHeartbeat) == "HEARTBEAT");
   REQUIRE(frameTypeName(FrameType::kReceived) == "RECEIVED");
   REQUIRE(frameTypeName(FrameType::kCommit) == "COMMIT");
+  REQUIRE(frameTypeName(FrameType::kFailover) == "FAILOVER");
+  REQUIRE(frameTypeName(FrameType::kLost) == "LOST");
+  REQUIRE(frameTypeName(FrameType::kFinal) == "FINAL");
+  REQUIRE(frameTypeName(FrameType::kCommitted) == "COMMITTED");
   REQUIRE(frameTypeName(static_cast<FrameType>(0)) == "UNKNOWN");
-  REQUIRE(frameTypeName(static_cast<FrameType>(11)) == "UNKNOWN");
+  REQUIRE(frameTypeName(static_cast<FrameType>(15)) == "UNKNOWN");
 }
 
 // --- Malformed: fields every type shares -----------------------------------------------
@@ -402,9 +437,9 @@ TEST_CASE("frame: unsupported version") {
 }
 
 TEST_CASE("frame: frame type out of range") {
-  for (uint64_t t : {0, 11, 12, 255}) {
+  for (uint64_t t : {0, 15, 16, 255}) {
     requireProtocolError(decode(patched(reduceHeader(), 5, t, 1)),
-                         "unknown type " + std::to_string(t) + " (expected 1..10)");
+                         "unknown type " + std::to_string(t) + " (expected 1..14)");
   }
 }
 
@@ -415,15 +450,16 @@ TEST_CASE("frame: every unknown flag bit is rejected") {
     Status s = decode(patched(reduceHeader(), 6, flag, 2));
     requireProtocolError(s, "unknown flag bits");
   }
-  requireProtocolError(decode(patched(reduceHeader(), 6, 0x8004, 2)),
-                       "unknown flag bits 0x8004 in flags 0x8004 (known bits 0x0003)");
+  requireProtocolError(decode(patched(reduceHeader(), 6, 0x8008, 2)),
+                       "unknown flag bits 0x8008 in flags 0x8008 (known bits 0x0007)");
   requireProtocolError(decode(patched(helloHeader(), 6, 0x8001, 2)),
                        "unknown flag bits 0x8000 in flags 0x8001");
 }
 
 TEST_CASE("frame: HELLO's flags ride on HELLO only, alone or together") {
   const uint16_t both = kFlagDeterministic | kFlagFp64Accumulator;
-  for (uint16_t flags : {kFlagDeterministic, kFlagFp64Accumulator, both}) {
+  for (uint16_t flags : {kFlagDeterministic, kFlagFp64Accumulator, kFlagLane, both,
+                         static_cast<uint16_t>(both | kFlagLane)}) {
     FrameHeader hello = helloHeader();
     hello.flags = flags;
     FrameHeader back;
@@ -433,7 +469,8 @@ TEST_CASE("frame: HELLO's flags ride on HELLO only, alone or together") {
   }
   const std::pair<uint16_t, std::string> named[] = {
       {kFlagDeterministic, "flag 0x0001 (deterministic)"},
-      {kFlagFp64Accumulator, "flag 0x0002 (fp64 accumulator)"}};
+      {kFlagFp64Accumulator, "flag 0x0002 (fp64 accumulator)"},
+      {kFlagLane, "flag 0x0004 (lane)"}};
   for (const auto& [flag, name] : named) {
     for (const FrameHeader& h : validHeaders()) {
       if (h.type == FrameType::kHello) continue;
@@ -441,8 +478,8 @@ TEST_CASE("frame: HELLO's flags ride on HELLO only, alone or together") {
                            name + " on a " + std::string(frameTypeName(h.type)) + " frame");
     }
   }
-  requireProtocolError(decode(patched(helloHeader(), 6, 0x0004, 2)),
-                       "unknown flag bits 0x0004 in flags 0x0004 (known bits 0x0003)");
+  requireProtocolError(decode(patched(helloHeader(), 6, 0x0008, 2)),
+                       "unknown flag bits 0x0008 in flags 0x0008 (known bits 0x0007)");
 }
 
 TEST_CASE("frame: reserved bytes must be zero") {
@@ -497,11 +534,11 @@ TEST_CASE("frame: with a fresh checksum, a flipped bit is caught by a field chec
       } else {
         REQUIRE(s.code() == StatusCode::kProtocolError);
       }
-      // Magic, version, flags and reserved bits never pass, but the deterministic and fp64
-      // accumulator flags (bits 48, 49) on a HELLO. (A type bit may name another valid type;
-      // then that type's rules decide.)
+      // Magic, version, flags and reserved bits never pass, but the deterministic, fp64
+      // accumulator and lane flags (bits 48, 49, 50) on a HELLO. (A type bit may name another
+      // valid type; then that type's rules decide.)
       const size_t byte = bit / 8;
-      const bool helloFlag = h.type == FrameType::kHello && (bit == 48 || bit == 49);
+      const bool helloFlag = h.type == FrameType::kHello && bit >= 48 && bit <= 50;
       if ((byte < 5 || byte == 6 || byte == 7 || byte == 62 || byte == 63) && !helloFlag)
         REQUIRE_FALSE(s.isOk());
     }
@@ -777,6 +814,94 @@ TEST_CASE("frame: RECEIVED and COMMIT are a header alone, chunk is the watermark
   }
 }
 
+// --- Malformed: FINAL, FAILOVER and LOST ----------------------------------------------
+
+TEST_CASE("frame: FINAL names the whole chunk and carries 1 to elemCount whole elements") {
+  FrameHeader h = finalHeader();  // 262144 fp32 elements, 1000 final
+  FrameHeader out;
+  for (uint32_t prefix : {1u, 1000u, 262143u, 262144u}) {
+    h.payloadLength = prefix * 4;
+    REQUIRE(decode(encodeHeader(h), &out).isOk());
+    requireSameHeader(out, h);
+  }
+  const std::string expected =
+      "FINAL frame: payloadLength {} (expected the final prefix: 1 to elemCount 262144 whole "
+      "elements of 4 bytes of fp32, at most 1048576)";
+  for (uint32_t length : {0u, 1u, 4001u, 262144u * 4 + 4, 0xFFFFFFFCu}) {
+    h.payloadLength = length;
+    std::string message = expected;
+    message.replace(message.find("{}"), 2, std::to_string(length));
+    requireProtocolError(decode(h), message);
+  }
+  // The receiver's limit is on the chunk, whatever the prefix.
+  h.payloadLength = 4;
+  requireProtocolError(decode(encodeHeader(h), nullptr, DecodeLimits{4096}),
+                       "FINAL frame: a chunk of 1048576 bytes (expected at most 4096, the "
+                       "receiver's limit)");
+  FrameHeader fp8 = finalHeader();
+  fp8.dtype = DataType::kFloat8e4m3;
+  fp8.elemCount = 2049;
+  fp8.payloadLength = 1;
+  requireProtocolError(decode(encodeHeader(fp8), nullptr, DecodeLimits{4096}),
+                       "elemCount 2049 of fp8e4m3 counts as 4098 bytes");
+  // The rest are the data frames' rules.
+  requireProtocolError(decode(patched(finalHeader(), 60, 12, 1)), "FINAL frame: dtype 12");
+  requireProtocolError(decode(patched(finalHeader(), 61, 5, 1)), "FINAL frame: op 5");
+  requireProtocolError(decode(patched(finalHeader(), 56, 0, 4)), "FINAL frame: elemCount 0");
+  requireProtocolError(decode(patched(finalHeader(), 28, 1, 4)), "FINAL frame: status 1");
+  requireProtocolError(decode(patched(finalHeader(), 48, kU64Max, 8)), "overflows 64 bits");
+}
+
+TEST_CASE("frame: COMMITTED names its chunk as the chunk's REDUCE does, with no payload") {
+  FrameHeader out;
+  REQUIRE(decode(encodeHeader(committedHeader()), &out).isOk());
+  requireSameHeader(out, committedHeader());
+  for (uint32_t length : {1u, 4u, 262144u * 4}) {
+    requireProtocolError(decode(patched(committedHeader(), 64, length, 4)),
+                         "COMMITTED frame: payloadLength " + std::to_string(length) +
+                             " (expected 0)");
+  }
+  requireProtocolError(decode(patched(committedHeader(), 56, 0, 4)),
+                       "COMMITTED frame: elemCount 0");
+  requireProtocolError(decode(patched(committedHeader(), 60, 12, 1)), "COMMITTED frame: dtype 12");
+  requireProtocolError(decode(patched(committedHeader(), 61, 5, 1)), "COMMITTED frame: op 5");
+  requireProtocolError(decode(patched(committedHeader(), 28, 1, 4)), "COMMITTED frame: status 1");
+  requireProtocolError(decode(encodeHeader(committedHeader()), nullptr, DecodeLimits{4096}),
+                       "COMMITTED frame: a chunk of 1048576 bytes (expected at most 4096");
+}
+
+TEST_CASE("frame: FAILOVER and LOST carry a dead set of 1 to 1024 reducers") {
+  for (FrameType t : {FrameType::kFailover, FrameType::kLost}) {
+    const std::string name(frameTypeName(t));
+    FrameHeader h = deadSetHeader(t);
+    FrameHeader out;
+    for (uint32_t length : {2u, 2048u}) {
+      h.payloadLength = length;
+      REQUIRE(decode(encodeHeader(h), &out).isOk());
+      requireSameHeader(out, h);
+    }
+    for (uint32_t length : {0u, 1u, 3u, 2049u, 2050u, 0xFFFFFFFEu}) {
+      h.payloadLength = length;
+      requireProtocolError(decode(h), name + " frame: payloadLength " + std::to_string(length) +
+                                          " (expected a dead set: 1..1024 reducers of 2 bytes, "
+                                          "2..2048)");
+    }
+    requireZeroFields(deadSetHeader(t), {{"seq", 32, 8},
+                                         {"elemOffset", 48, 8},
+                                         {"elemCount", 56, 4},
+                                         {"status", 28, 4},
+                                         {"dtype", 60, 1},
+                                         {"op", 61, 1}});
+  }
+  // FAILOVER's chunk is the sender's watermark, any chunk; LOST names none.
+  FrameHeader failover = deadSetHeader(FrameType::kFailover);
+  failover.chunk = kU64Max;
+  REQUIRE(decode(failover).isOk());
+  failover.chunk = 0;
+  REQUIRE(decode(failover).isOk());
+  requireZeroFields(deadSetHeader(FrameType::kLost), {{"chunk", 40, 8}});
+}
+
 // --- Payloads --------------------------------------------------------------------------
 
 namespace {
@@ -961,6 +1086,34 @@ TEST_CASE("frame: hello payload: each field out of range") {
     requireProtocolError(decodeHello(b.data(), b.size(), &out), c.message);
     REQUIRE(out.worldSize == 777);  // untouched on failure
   }
+}
+
+TEST_CASE("frame: hello payload: a lane's stream index is at least streamCount") {
+  HelloPayload p = validHello();  // streamCount 8
+  HelloPayload out;
+  for (uint16_t index : {uint16_t{8}, uint16_t{9}, uint16_t{0xFFFF}}) {
+    p.streamIndex = index;
+    auto b = encodeHello(p);
+    REQUIRE(decodeHello(b.data(), b.size(), &out, HelloKind::kLane).isOk());
+    REQUIRE(out.streamIndex == index);
+    REQUIRE(encodeHello(out) == b);
+    requireProtocolError(decodeHello(b.data(), b.size(), &out),
+                         "streamIndex " + std::to_string(index) +
+                             " (expected below streamCount 8)");
+  }
+  for (uint16_t index : {uint16_t{0}, uint16_t{7}}) {
+    p.streamIndex = index;
+    auto b = encodeHello(p);
+    REQUIRE(decodeHello(b.data(), b.size(), &out, HelloKind::kStream).isOk());
+    requireProtocolError(decodeHello(b.data(), b.size(), &out, HelloKind::kLane),
+                         "hello payload: streamIndex " + std::to_string(index) +
+                             " of a lane (expected at least streamCount 8: lanes are numbered "
+                             "after the streams)");
+  }
+  FrameHeader h = helloHeader();
+  REQUIRE(helloKind(h) == HelloKind::kStream);
+  h.flags = kFlagLane | kFlagDeterministic;
+  REQUIRE(helloKind(h) == HelloKind::kLane);
 }
 
 TEST_CASE("frame: hello-ack payload: round trip and exact bytes") {

@@ -105,12 +105,25 @@ void TcpStream::asyncReadSome(void* data, size_t size, IoHandler handler, size_t
                           });
 }
 
-uint64_t TcpStream::bytesArrived() const {
+uint64_t TcpStream::bytesArrived() const { return bytesRead_ + bytesQueued(); }
+
+// FIONREAD: the bytes in the socket's receive queue, in order. A receive of at most that many
+// copies all of them (tcp_recvmsg takes from the queue until the length is met), which is what
+// Stream::bytesQueued promises.
+uint64_t TcpStream::bytesQueued() const {
   int queued = 0;
   if (socket_.is_open() && ::ioctl(const_cast<asio::ip::tcp::socket&>(socket_).native_handle(),
                                    FIONREAD, &queued) == 0 && queued > 0)
-    return bytesRead_ + static_cast<uint64_t>(queued);
-  return bytesRead_;
+    return static_cast<uint64_t>(queued);
+  return 0;
+}
+
+// epoll reports the socket readable once SO_RCVLOWAT bytes are queued, or at the peer's FIN or
+// a failure. As for an exact read the mark is only lowered here, never raised.
+void TcpStream::asyncWaitReadable(WaitHandler handler, size_t wakeAt) {
+  lowerLowWatermark(std::max<size_t>(1, wakeAt));
+  socket_.async_wait(asio::socket_base::wait_read,
+                     [h = std::move(handler)](const std::error_code& ec) { h(ec); });
 }
 
 void TcpStream::setLossBound(std::chrono::milliseconds bound, bool unreadSendsToo) {

@@ -26,6 +26,8 @@ class TcpStream final : public Stream {
   bool trySendNow(const void* data, size_t size) override;
   uint64_t bytesSent() const override { return bytesSent_; }
   uint64_t bytesArrived() const override;
+  uint64_t bytesQueued() const override;
+  void asyncWaitReadable(WaitHandler handler, size_t wakeAt = 1) override;
   bool watchPeerGone(WaitHandler handler) override;
   void stopWatchingPeer() override;
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override;

@@ -1,0 +1,240 @@
+// A communicator's failover (proto/FAILOVER.md, "How the members agree on the dead set"): a
+// lost reducer's streams, and every lane of the smaller dead set, are retired; once they have
+// drained, what they held (each chunk with its final prefix) and what the retention store keeps
+// of the lost reducers' chunks is resent from each line's commit watermark on, on lanes to the
+// survivors that own them, after a FAILOVER on each lane; later chunks of a lost home go to
+// their lanes too. Every reducer lost fails the communicator, as any loss did before.
+#include <asio/post.hpp>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "client/communicator_core.h"
+#include "core/cluster/chunk_owner.h"
+#include "core/cluster/lane.h"
+#include "core/common/log.h"
+#include "core/wire/control_frames.h"
+
+namespace rs::client {
+
+void CommunicatorCore::onReducerLost(Connection& connection, const Status& reason) {
+  adopt({connection.reducerIndex()}, reason);
+}
+
+void CommunicatorCore::onLost(Connection& connection, const std::vector<uint32_t>& dead) {
+  std::string names;
+  for (uint32_t d : dead) names += (names.empty() ? "" : ",") + std::to_string(d);
+  adopt(dead, unavailableError(fmt::format("{} says reducers {} are lost (LOST)",
+                                           connection.name(), names)));
+}
+
+void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& why) {
+  std::vector<std::shared_ptr<Connection>> retire;
+  Status cannot;
+  {
+    std::lock_guard lock(submitMu_);
+    if (failedFlag_.load(std::memory_order_acquire)) return;
+    Result<cluster::DeadSet> next =
+        dead_ ? Result<cluster::DeadSet>(*dead_) : cluster::DeadSet::none(reducers_);
+    if (next) {
+      for (uint32_t d : lost)
+        if (Status s = next->add(d); !s.isOk()) next = s;
+    }
+    if (!next) {
+      cannot = Status(why.code(), fmt::format("{} (and the group cannot go on without it: {})",
+                                              why.message(), next.status().message()));
+    } else if (dead_ && *next == *dead_) {
+      return;  // known already
+    } else if (next->allDead()) {
+      cannot = Status(why.code(), fmt::format("{}; every reducer of the group's list is lost "
+                                              "(reducers {} of {})",
+                                              why.message(), next->toString(), reducers_));
+    } else {
+      for (uint32_t d = 0; d < reducers_; ++d) {
+        if (!next->contains(d) || (dead_ && dead_->contains(d))) continue;
+        for (uint32_t s = 0; s < streams_; ++s) retire.push_back(connections_[d * streams_ + s]);
+      }
+      for (auto& lane : lanes_)
+        if (lane) retire.push_back(std::move(lane));
+      lanes_.clear();
+      dead_ = *next;
+      adopting_ = true;
+      retiring_ += retire.size();
+      rs::logger().warn("group {} rank {}: {}; reducers {} of {} lost: their chunks go to the "
+                        "survivors (proto/FAILOVER.md)",
+                        group_.id.toString().substr(0, 8), group_.rank, why.message(),
+                        dead_->toString(), reducers_);
+    }
+  }
+  if (!cannot.isOk()) return fail(cannot);
+  for (auto& c : retire) asio::post(c->executorContext(), [c] { c->retire(); });
+}
+
+std::shared_ptr<Connection> CommunicatorCore::routeLocked(const ChunkTransfer& t) {
+  const uint64_t chunk = t.header.chunk;
+  if (!dead_ || !dead_->contains(cluster::reducerForChunk(chunk, reducers_)))
+    return connections_[laneOf(chunk)];
+  if (adopting_) return nullptr;
+  Result<cluster::ChunkRoute> route = cluster::chunkRoute(chunk, *dead_, streams_);
+  if (!route || !route->lane) return nullptr;  // cannot be: dead_ has a live reducer
+  ledger_.sentOnLane(t.header);
+  const cluster::Lane& lane = *route->lane;
+  return lanes_[(static_cast<size_t>(route->reducer) * reducers_ + lane.deadHome) * streams_ +
+                lane.stream];
+}
+
+void CommunicatorCore::onLateChunks(Connection&, std::vector<ChunkTransfer> chunks) {
+  std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work;
+  {
+    std::lock_guard lock(submitMu_);
+    if (failedFlag_.load(std::memory_order_acquire)) return failRequestsOf(chunks);
+    // Posted to a connection retired meanwhile: they go where chunks of theirs go now.
+    for (ChunkTransfer& c : chunks) {
+      std::shared_ptr<Connection> to = routeLocked(c);
+      if (!to) {
+        deferred_.push_back(std::move(c));
+        continue;
+      }
+      work.emplace_back(std::move(to), std::vector<ChunkTransfer>{});
+      work.back().second.push_back(std::move(c));
+    }
+  }
+  post(std::move(work));
+}
+
+namespace {
+
+// What a chunk a retired connection held is resent as: a whole entry as it was, else its final
+// prefix (FINAL, when there is one) and the rest of its contribution.
+ChunkTransfer entryOf(ChunkTransfer held) {
+  if (held.awaitsResult()) {
+    held.finalPrefix = static_cast<uint32_t>(held.knownPrefix());
+    held.entry = held.finalPrefix > 0 ? ChunkTransfer::Entry::kFinal
+                                      : ChunkTransfer::Entry::kReduce;
+  }
+  held.resultElems = 0;  // the survivor sends the whole chunk
+  held.payloadAt = ChunkTransfer::kNotQueued;
+  return held;
+}
+
+}  // namespace
+
+void CommunicatorCore::finishAdoptionLocked() {
+  if (failedFlag_.load(std::memory_order_acquire)) return;
+  const cluster::DeadSet dead = *dead_;
+  const uint32_t R = reducers_, K = streams_;
+  // The lanes of the dead set, from each member to each survivor, one per (lost reducer,
+  // stream), each opening with that line's watermark.
+  lanes_.assign(static_cast<size_t>(R) * R * K, nullptr);
+  std::vector<std::shared_ptr<Connection>> opened;
+  for (uint32_t j = 0; j < R; ++j) {
+    if (dead.contains(j)) continue;
+    for (uint32_t d = 0; d < R; ++d) {
+      if (!dead.contains(d)) continue;
+      for (uint32_t s = 0; s < K; ++s) {
+        const cluster::Lane lane{d, s};
+        const uint32_t index = *cluster::laneIndex(lane, dead, K);
+        const size_t stream = static_cast<size_t>(j) * K + s;  // the io thread of j's stream s
+        auto c = std::make_shared<Connection>(
+            *this, options_, group_, *ios_[ioIndexOf(stream)], *ackTimers_[ioIndexOf(stream)], j,
+            index, options_.reducers[j], nullptr,
+            LaneSpec{lane, dead, ledger_.watermark(d, s)});
+        lanes_[(static_cast<size_t>(j) * R + d) * K + s] = c;
+        opened.push_back(std::move(c));
+      }
+    }
+  }
+  // What to resend, chunk by chunk from each line's watermark: what the retired connections
+  // held (in flight: its final prefix and the rest of its contribution), else what the
+  // retention store keeps (whole), else, seen committed, the COMMITTED marker.
+  std::map<uint64_t, ChunkTransfer> resend;
+  for (ChunkTransfer& held : handedOver_) {
+    const uint64_t c = held.header.chunk;
+    const uint32_t d = cluster::reducerForChunk(c, R), s = cluster::streamForChunk(c, R, K);
+    if (c >= ledger_.watermark(d, s)) resend.emplace(c, entryOf(std::move(held)));
+  }
+  for (uint32_t d = 0; d < R; ++d) {
+    if (!dead.contains(d)) continue;
+    for (uint32_t s = 0; s < K; ++s) {
+      for (RetentionStore::Kept& kept : retention_.uncommittedFrom(d * K + s,
+                                                                   ledger_.watermark(d, s))) {
+        ChunkTransfer t;
+        t.header = kept.header;
+        t.src = t.dst = kept.data.get();
+        t.keep = std::move(kept.data);
+        t.compressed = kept.compressed;
+        t.entry = ChunkTransfer::Entry::kFinal;
+        t.finalPrefix = t.header.elemCount;
+        resend.emplace(t.header.chunk, std::move(t));
+      }
+      for (const wire::FrameHeader& h : ledger_.committedAbove(d, s)) {
+        ChunkTransfer t;
+        t.header = h;
+        t.entry = ChunkTransfer::Entry::kCommitted;
+        resend.emplace(h.chunk, std::move(t));
+      }
+    }
+  }
+  // The collectives still in flight: their lost homes' chunks whose results are in (neither
+  // held by a retired connection nor waiting to be sent) go whole, copied from the caller's
+  // buffer, which nothing writes now and which the caller gets back only once the collective
+  // is kept, under the lock held here.
+  std::set<uint64_t> waiting;
+  for (const ChunkTransfer& t : deferred_) waiting.insert(t.header.chunk);
+  for (const std::weak_ptr<RequestState>& weak : inFlight_) {
+    const std::shared_ptr<RequestState> request = weak.lock();
+    if (!request || request->kept()) continue;
+    const RequestState::Results& r = request->results();
+    for (uint64_t i = 0; i < request->chunks(); ++i) {
+      const uint64_t c = r.firstChunk + i;
+      const uint32_t d = cluster::reducerForChunk(c, R), s = cluster::streamForChunk(c, R, K);
+      if (!dead.contains(d) || c < ledger_.watermark(d, s) || resend.contains(c) ||
+          waiting.contains(c))
+        continue;
+      const uint64_t elems = std::min(r.chunkElems, r.count - i * r.chunkElems);
+      const size_t bytes = static_cast<size_t>(elems * r.elemSize);
+      std::shared_ptr<std::byte[]> copy(new std::byte[bytes]);
+      std::memcpy(copy.get(), r.recv + i * r.chunkElems * r.elemSize, bytes);
+      ChunkTransfer t;
+      t.header = wire::reduceHeader({.group = group_.id,
+                                     .rank = group_.rank,
+                                     .seq = request->seq(),
+                                     .chunk = c,
+                                     .elemOffset = i * r.chunkElems,
+                                     .elemCount = static_cast<uint32_t>(elems),
+                                     .dtype = r.wireType,
+                                     .op = r.op});
+      t.src = t.dst = copy.get();
+      t.keep = std::move(copy);
+      t.compressed = r.compressed;
+      t.entry = ChunkTransfer::Entry::kFinal;
+      t.finalPrefix = t.header.elemCount;
+      resend.emplace(c, std::move(t));
+    }
+  }
+  handedOver_.clear();
+  adopting_ = false;
+  std::map<Connection*, size_t> slot;
+  std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work;
+  auto add = [&](ChunkTransfer t) {
+    std::shared_ptr<Connection> to = routeLocked(t);
+    if (!to) return;  // cannot be: the dead set has a live reducer, and adopting_ is over
+    auto [it, fresh] = slot.emplace(to.get(), work.size());
+    if (fresh) work.emplace_back(std::move(to), std::vector<ChunkTransfer>{});
+    work[it->second].second.push_back(std::move(t));
+  };
+  for (auto& [chunk, t] : resend) add(std::move(t));
+  for (ChunkTransfer& t : deferred_) add(std::move(t));  // later than any resent
+  deferred_.clear();
+  {
+    std::lock_guard lock(mu_);
+    live_ += opened.size();
+  }
+  // Each lane dials, then takes its chunks: they wait for its handshake and go out after its
+  // FAILOVER.
+  for (auto& c : opened) asio::post(c->executorContext(), [c] { c->start(); });
+  post(std::move(work));
+}
+
+}  // namespace rs::client

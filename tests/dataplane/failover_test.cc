@@ -1,0 +1,200 @@
+// Losing a reducer is not an error (proto/FAILOVER.md): real reducers in this process on
+// loopback, real members; a reducer is stopped (its streams end, as when its process dies)
+// between collectives or in the middle of a run of them, and every collective on every member
+// completes with every element exact and the same bits on every member; in deterministic mode
+// the bits of a run without the loss. Two of four reducers lost in turn; every reducer lost is
+// the clear error of before.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/common/splitmix.h"
+#include "tests/support/local_pool.h"
+#include "tests/support/wait_until.h"
+
+namespace rs::test {
+namespace {
+
+using Catch::Matchers::Contains;
+
+struct Run {
+  DataType type = DataType::kFloat32;
+  bool deterministic = false;
+  bool randomInputs = false;  // fp32 values whose sum depends on its order (deterministic mode)
+  int world = 3;
+  int collectives = 24;
+  uint64_t count = 300000;  // elements: chunks on every reducer and stream, many in flight
+};
+
+client::ClientOptions optionsFor(const LocalPool& pool, const Run& run) {
+  auto options = testClientOptions(pool.endpoints(), 2);
+  options.deterministic = run.deterministic;
+  options.minChunkBytes = 16 << 10;
+  options.maxChunkBytes = 64 << 10;
+  return options;
+}
+
+double inputOf(const Run& run, int rank, int k, uint64_t i) {
+  if (!run.randomInputs) return exactInput(rank, i + k, ReduceOp::kSum);
+  // Not exact in fp32: a sum's bits depend on its order. In [-1, 1), 53 random bits.
+  const uint64_t bits = splitMix64((static_cast<uint64_t>(rank) << 48) ^
+                                   (static_cast<uint64_t>(k) << 32) ^ i);
+  return static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0;
+}
+
+// Every member runs `run.collectives` all-reduces in place; `afterEach(k)` runs on rank 0's
+// thread once every member finished collective k. Returns each rank's result of every
+// collective, or the first failure.
+struct Outcome {
+  Status status;
+  std::vector<std::vector<std::vector<uint8_t>>> results;  // [rank][k]
+};
+Outcome runMembers(const LocalPool& pool, const Run& run,
+                   const std::function<void(int k)>& afterEach,
+                   std::atomic<int>* collectivesDone = nullptr) {
+  Outcome out;
+  out.results.assign(run.world, std::vector<std::vector<uint8_t>>(run.collectives));
+  const GroupId id = GroupId::random();
+  std::atomic<int> finished{0};
+  const size_t size = dataTypeSize(run.type);
+  out.status = runRanks(run.world, [&](int rank) -> Status {
+    auto comm = client::Communicator::connect(
+        optionsFor(pool, run),
+        {id, static_cast<uint32_t>(run.world), static_cast<uint32_t>(rank)});
+    if (!comm) return comm.status();
+    std::vector<uint8_t> buf(run.count * size);
+    for (int k = 0; k < run.collectives; ++k) {
+      for (uint64_t i = 0; i < run.count; ++i)
+        storeAs(run.type, buf.data(), i, inputOf(run, rank, k, i));
+      Status s = (*comm)->allReduce(buf.data(), buf.data(), run.count, run.type, ReduceOp::kSum);
+      if (!s.isOk()) return Status(s.code(), fmt::format("collective {}: {}", k, s.message()));
+      out.results[rank][k] = buf;
+      if (collectivesDone) ++*collectivesDone;
+      ++finished;
+      if (rank == 0) {
+        if (!waitUntil([&] { return finished.load() >= run.world * (k + 1); }))
+          return internalError("the other members never finished collective " +
+                               std::to_string(k));
+        afterEach(k);
+      } else if (!waitUntil([&] { return finished.load() >= run.world * (k + 1); })) {
+        return internalError("never saw every member finish collective " + std::to_string(k));
+      }
+    }
+    return Status::ok();
+  });
+  return out;
+}
+
+// Every member's every result exact (the pattern's) and the same bits on every member.
+void checkResults(const Run& run, const Outcome& out) {
+  REQUIRE(out.status.toString() == "OK");
+  for (int k = 0; k < run.collectives; ++k) {
+    for (int rank = 1; rank < run.world; ++rank) {
+      INFO("collective " << k << " rank " << rank);
+      REQUIRE(out.results[rank][k] == out.results[0][k]);
+    }
+    if (run.randomInputs) continue;
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < run.count; ++i)
+      wrong += loadAs(run.type, out.results[0][k].data(), i) !=
+               expectedResult(run.type, ReduceOp::kSum, run.world, i + k);
+    INFO("collective " << k);
+    CHECK(wrong == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a reducer lost between collectives: every later collective completes exact and "
+          "alike on every member",
+          "[failover]") {
+  Run run;
+  run.type = GENERATE(DataType::kFloat32, DataType::kBfloat16);
+  run.collectives = 6;
+  LocalPool pool(3);
+  const Outcome out = runMembers(pool, run, [&](int k) {
+    if (k == 1) pool.stopReducer(1);
+  });
+  checkResults(run, out);
+}
+
+TEST_CASE("a reducer stopped in the middle of a run of collectives: every collective completes "
+          "exact and alike on every member",
+          "[failover]") {
+  Run run;
+  run.type = GENERATE(DataType::kFloat32, DataType::kBfloat16);
+  run.deterministic = GENERATE(false, true);
+  LocalPool pool(3);
+  std::atomic<int> done{0};
+  std::thread killer([&] {
+    // Mid-run: collectives behind every member and more in flight.
+    waitUntil([&] { return done.load() >= 4; });
+    pool.stopReducer(1);
+  });
+  const Outcome out = runMembers(pool, run, [](int) {}, &done);
+  killer.join();
+  checkResults(run, out);
+}
+
+TEST_CASE("with RS_DETERMINISTIC=1 a run that loses a reducer gives the bits of a run without "
+          "the loss",
+          "[failover]") {
+  Run run;
+  run.deterministic = true;
+  run.randomInputs = true;
+  run.collectives = 8;
+  Outcome healthy;
+  {
+    LocalPool pool(3);
+    healthy = runMembers(pool, run, [](int) {});
+  }
+  checkResults(run, healthy);
+  LocalPool pool(3);
+  std::atomic<int> done{0};
+  std::thread killer([&] {
+    waitUntil([&] { return done.load() >= 5; });
+    pool.stopReducer(2);
+  });
+  const Outcome lossy = runMembers(pool, run, [](int) {}, &done);
+  killer.join();
+  checkResults(run, lossy);
+  for (int k = 0; k < run.collectives; ++k) {
+    INFO("collective " << k);
+    CHECK(lossy.results[0][k] == healthy.results[0][k]);
+  }
+}
+
+TEST_CASE("two of four reducers lost in turn: every collective completes exact and alike",
+          "[failover]") {
+  Run run;
+  run.collectives = 10;
+  LocalPool pool(4);
+  const Outcome out = runMembers(pool, run, [&](int k) {
+    if (k == 2) pool.stopReducer(1);
+    if (k == 5) pool.stopReducer(2);
+  });
+  checkResults(run, out);
+}
+
+TEST_CASE("every reducer lost is the clear error of before", "[failover]") {
+  Run run;
+  run.collectives = 4;
+  LocalPool pool(2);
+  const Outcome out = runMembers(pool, run, [&](int k) {
+    if (k == 1) {
+      pool.stopReducer(0);
+      pool.stopReducer(1);
+    }
+  });
+  INFO(out.status.toString());
+  CHECK(out.status.code() == StatusCode::kUnavailable);
+  CHECK_THAT(out.status.message(), Contains("every reducer of the group's list is lost"));
+  CHECK_THAT(out.status.message(), Contains("collective 2"));
+}
+
+}  // namespace rs::test

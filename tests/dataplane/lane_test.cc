@@ -1,0 +1,287 @@
+// A survivor's side of failover (proto/FAILOVER.md, proto/WIRE.md "Failover") against raw
+// members on real loopback sockets: lanes join a group under a dead set; the survivor waits for
+// every member's FAILOVER, drops the entries below the agreed point and commits them; it
+// resolves each resent chunk from every member's entry (final prefix and contribution, or
+// COMMITTED), sends the result only to the members that lack it, and commits on the lane; a
+// FAILOVER naming a reducer it did not know lost makes it tell every member (LOST), and the
+// lanes of an older dead set are retired with LOST.
+#include <catch2/catch.hpp>
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <vector>
+
+#include "core/wire/failover_frames.h"
+#include "tests/support/local_pool.h"
+#include "tests/support/raw_member.h"
+
+namespace rs::test {
+namespace {
+
+// A member's connection to one reducer of an R-reducer list with one stream each: a normal
+// stream (`lane` unset) or a lane, spoken frame by frame.
+class RawLink {
+ public:
+  RawLink(asio::io_context& io, uint16_t port, const GroupId& group, uint32_t world,
+          uint32_t rank, uint32_t reducer, uint32_t reducers, uint16_t streamIndex = 0,
+          bool lane = false)
+      : socket_(rawSocket(io, port)), group_(group), rank_(rank) {
+    const wire::ChallengePayload challenge = readChallenge(socket_);
+    wire::HelloPayload hello;
+    hello.worldSize = world;
+    hello.streamIndex = streamIndex;
+    hello.streamCount = 1;
+    hello.reducerIndex = static_cast<uint16_t>(reducer);
+    hello.reducerCount = static_cast<uint16_t>(reducers);
+    auto made = wire::helloFrame(group, rank, hello, {}, challenge.nonce,
+                                 lane ? wire::kFlagLane : uint16_t{0});
+    REQUIRE(made.isOk());
+    asio::write(socket_, asio::buffer(made->header));
+    asio::write(socket_, asio::buffer(made->payload));
+    expectHelloAck(socket_);
+  }
+
+  void failover(const std::vector<uint32_t>& dead, uint64_t watermark) {
+    auto frame = wire::failoverFrame(group_, rank_, watermark, dead);
+    REQUIRE(frame.isOk());
+    asio::write(socket_, asio::buffer(frame->header));
+    asio::write(socket_, asio::buffer(frame->payload));
+  }
+  // Chunk `chunk`'s fp32 fields: kCount elements at offset 0 of collective seq = chunk.
+  static constexpr uint32_t kCount = 8;
+  wire::ChunkFields fields(uint64_t chunk) const {
+    return {.group = group_,
+            .rank = rank_,
+            .seq = chunk,
+            .chunk = chunk,
+            .elemOffset = 0,
+            .elemCount = kCount,
+            .dtype = DataType::kFloat32,
+            .op = ReduceOp::kSum};
+  }
+  // An entry: elements [0, prefix) final (finalValue), the rest this member's contribution
+  // (contribution(rank, i)); a plain REDUCE when prefix is 0.
+  void entry(uint64_t chunk, uint32_t prefix) {
+    std::vector<float> values(kCount);
+    for (uint32_t i = 0; i < kCount; ++i)
+      values[i] = i < prefix ? finalValue(i) : contribution(rank_, i);
+    if (prefix > 0) {
+      const wire::FrameHeader final = wire::finalHeader(fields(chunk), prefix);
+      asio::write(socket_, asio::buffer(wire::encodeHeader(final)));
+      asio::write(socket_, asio::buffer(values.data(), prefix * sizeof(float)));
+      if (prefix == kCount) return;
+      asio::write(socket_, asio::buffer(wire::encodeHeader(wire::remainderHeader(final))));
+    } else {
+      asio::write(socket_, asio::buffer(wire::encodeHeader(wire::reduceHeader(fields(chunk)))));
+    }
+    asio::write(socket_, asio::buffer(values.data() + prefix, (kCount - prefix) * sizeof(float)));
+  }
+  void committed(uint64_t chunk) {
+    asio::write(socket_, asio::buffer(wire::encodeHeader(wire::committedHeader(fields(chunk)))));
+  }
+  void received(uint64_t chunk) {
+    asio::write(socket_,
+                asio::buffer(wire::encodeHeader(wire::receivedHeader(group_, rank_, chunk))));
+  }
+
+  wire::FrameHeader next() { return readFrameHeader(socket_); }
+  // The next frame, a LOST, and its dead set.
+  std::vector<uint32_t> readLost() {
+    const wire::FrameHeader h = next();
+    INFO("frame type " << wire::frameTypeName(h.type));
+    REQUIRE(h.type == wire::FrameType::kLost);
+    CHECK(h.rank == rank_);
+    std::vector<uint8_t> payload(h.payloadLength);
+    asio::read(socket_, asio::buffer(payload));
+    std::vector<uint32_t> dead;
+    REQUIRE(wire::decodeDeadSet(payload.data(), payload.size(), &dead).isOk());
+    return dead;
+  }
+  // The next frame, an ABORT, and its reason.
+  std::string readAbort() {
+    const wire::FrameHeader h = next();
+    INFO("frame type " << wire::frameTypeName(h.type));
+    REQUIRE(h.type == wire::FrameType::kAbort);
+    std::string reason(h.payloadLength, '\0');
+    asio::read(socket_, asio::buffer(reason));
+    return reason;
+  }
+  uint64_t readCommit() {
+    const wire::FrameHeader h = next();
+    INFO("frame type " << wire::frameTypeName(h.type));
+    REQUIRE(h.type == wire::FrameType::kCommit);
+    return h.chunk;
+  }
+  // The next frame, a whole chunk's RESULT (one part), and its values.
+  std::vector<float> readResult(uint64_t chunk) {
+    const wire::FrameHeader h = next();
+    INFO("frame type " << wire::frameTypeName(h.type));
+    REQUIRE(h.type == wire::FrameType::kResult);
+    CHECK(h.chunk == chunk);
+    CHECK(h.elemOffset == 0);
+    REQUIRE(h.elemCount == kCount);
+    std::vector<float> values(kCount);
+    asio::read(socket_, asio::buffer(values));
+    return values;
+  }
+  // Reads until the reducer closes; true when it did (and nothing but `allowed` came first).
+  bool closedAfterNothing() {
+    std::vector<uint8_t> sink(256);
+    std::error_code ec;
+    const size_t n = socket_.read_some(asio::buffer(sink), ec);
+    return n == 0 && ec == asio::error::eof;
+  }
+
+  static float finalValue(uint32_t i) { return 1000.0f + static_cast<float>(i); }
+  static float contribution(uint32_t rank, uint32_t i) {
+    return static_cast<float>(10 * rank + i);
+  }
+
+ private:
+  asio::ip::tcp::socket socket_;
+  GroupId group_;
+  uint32_t rank_;
+};
+
+// Reducer 0 of two, the only one running (reducer 1 is lost: it is never dialled), and two
+// members, each with its stream to it and its lane for reducer 1's chunks: lane 1 (K + 0 x K +
+// 0), which carries the odd chunks (c mod 2 = 1).
+struct Survivor {
+  LocalPool pool{1};
+  const uint16_t port = pool.endpoints()[0].port;
+  asio::io_context io;
+  const GroupId group = GroupId::random();
+  RawLink stream0{io, port, group, 2, 0, 0, 2};
+  RawLink stream1{io, port, group, 2, 1, 0, 2};
+  RawLink lane0{io, port, group, 2, 0, 0, 2, /*streamIndex=*/1, /*lane=*/true};
+  RawLink lane1{io, port, group, 2, 1, 0, 2, 1, true};
+};
+
+}  // namespace
+
+TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry on a lane, "
+          "after the agreed point, and commits them there",
+          "[failover]") {
+  Survivor s;
+  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
+  // Rank 0 saw nothing of reducer 1 committed (its watermark is chunk 1), rank 1 saw chunk 1
+  // committed (3): the agreed point is chunk 3, and chunk 1 is dropped and committed.
+  lane0.failover({1}, 1);
+  // The first FAILOVER named a reducer the survivor did not know lost: every member hears it.
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  lane1.failover({1}, 3);
+  CHECK(lane0.readCommit() == 1);
+  CHECK(lane1.readCommit() == 1);
+
+  lane0.entry(1, RawLink::kCount);  // below the agreed point: read and dropped
+  lane0.entry(3, 3);                // rank 0 had 3 elements of chunk 3's result
+  lane1.entry(3, 5);                // rank 1 had 5
+  lane0.entry(5, 0);                // chunk 5: nobody had any of it
+  lane1.entry(5, 0);
+  // Chunk 3: [0, 5) the longest prefix's bits, [5, 8) the sum of both contributions; to both.
+  std::vector<float> expected(RawLink::kCount);
+  for (uint32_t i = 0; i < RawLink::kCount; ++i)
+    expected[i] = i < 5 ? RawLink::finalValue(i)
+                        : RawLink::contribution(0, i) + RawLink::contribution(1, i);
+  CHECK(lane0.readResult(3) == expected);
+  CHECK(lane1.readResult(3) == expected);
+  for (uint32_t i = 0; i < RawLink::kCount; ++i)
+    expected[i] = RawLink::contribution(0, i) + RawLink::contribution(1, i);
+  CHECK(lane0.readResult(5) == expected);
+  CHECK(lane1.readResult(5) == expected);
+  // Each acknowledges both (rank 0 its dropped chunk 1 as well, which it held whole).
+  lane0.received(5);
+  lane1.received(5);
+  CHECK(lane0.readCommit() == 5);
+  CHECK(lane1.readCommit() == 5);
+}
+
+TEST_CASE("a survivor sends no result to a member whose entry was whole, and commits a chunk "
+          "that every member holds without sending anything",
+          "[failover]") {
+  Survivor s;
+  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
+  lane0.failover({1}, 1);
+  lane1.failover({1}, 1);
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  // Chunk 1: rank 0 had all of it, rank 1 part: only rank 1 gets the result. Chunk 3: rank 0
+  // saw it committed (a later chunk of another lane, after a second loss), rank 1 holds it
+  // whole: nobody gets anything, and it is committed once both acknowledge.
+  lane0.entry(1, RawLink::kCount);
+  lane1.entry(1, 2);
+  lane0.committed(3);
+  lane1.entry(3, RawLink::kCount);
+  std::vector<float> expected(RawLink::kCount);
+  for (uint32_t i = 0; i < RawLink::kCount; ++i) expected[i] = RawLink::finalValue(i);
+  CHECK(lane1.readResult(1) == expected);
+  lane0.received(3);  // its entries were whole: held as sent
+  lane1.received(3);
+  CHECK(lane0.readCommit() == 3);  // no RESULT came before it
+  CHECK(lane1.readCommit() == 3);
+}
+
+TEST_CASE("a survivor that learns a larger dead set tells every member, retires the lanes of the "
+          "smaller one with LOST, and answers a FAILOVER under it with LOST",
+          "[failover]") {
+  // Reducers 0, 1, 2; the survivor is reducer 0. Rank 0 opens its lane for reducer 1 under
+  // {1} (index 1); rank 1 has learned of reducer 2's loss too and opens under {1, 2}.
+  LocalPool pool(1);
+  const uint16_t port = pool.endpoints()[0].port;
+  asio::io_context io;
+  const GroupId group = GroupId::random();
+  RawLink stream0(io, port, group, 2, 0, 0, 3);
+  RawLink stream1(io, port, group, 2, 1, 0, 3);
+  RawLink lane0(io, port, group, 2, 0, 0, 3, 1, true);
+  lane0.failover({1}, 1);
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  RawLink lane1(io, port, group, 2, 1, 0, 3, 1, true);
+  lane1.failover({1, 2}, 1);
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1, 2});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1, 2});
+  // Rank 0's lane under {1} is retired: LOST with the group's dead set, then its end.
+  CHECK(lane0.readLost() == std::vector<uint32_t>{1, 2});
+  CHECK(lane0.closedAfterNothing());
+  // A late FAILOVER under {1} gets the same answer.
+  RawLink late(io, port, group, 2, 0, 0, 3, 1, true);
+  late.failover({1}, 1);
+  CHECK(late.readLost() == std::vector<uint32_t>{1, 2});
+  CHECK(late.closedAfterNothing());
+}
+
+TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
+          "not carry fails the group",
+          "[failover]") {
+  Survivor s;
+  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
+  {
+    // No stream of the group here: a lane would carry chunks to a reducer that never had any.
+    asio::ip::tcp::socket raw = rawSocket(io, port);
+    const wire::ChallengePayload challenge = readChallenge(raw);
+    wire::HelloPayload hello;
+    hello.worldSize = 2;
+    hello.streamIndex = 1;
+    hello.streamCount = 1;
+    hello.reducerIndex = 0;
+    hello.reducerCount = 2;
+    auto made = wire::helloFrame(GroupId::random(), 0, hello, {}, challenge.nonce,
+                                 wire::kFlagLane);
+    REQUIRE(made.isOk());
+    asio::write(raw, asio::buffer(made->header));
+    asio::write(raw, asio::buffer(made->payload));
+    CHECK_THAT(readRefusal(raw), Catch::Matchers::Contains("has no stream here"));
+  }
+  lane0.failover({1}, 1);
+  lane1.failover({1}, 1);
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  // Chunk 2's home is reducer 0 itself: it never travels on a lane.
+  lane0.entry(2, 0);
+  CHECK_THAT(stream1.readAbort(),
+             Catch::Matchers::Contains("REDUCE for chunk 2: its home is reducer 0 stream 0"));
+}
+
+}  // namespace rs::test
