@@ -77,6 +77,14 @@ std::vector<ReduceOp> allOps() {
   return v;
 }
 
+// One type of each path through the data plane: 1, 2, 4 and 8-byte elements, summed as they
+// are (int8, fp32, fp64) or in an fp32 accumulator (bf16, fp8); the other types take one of
+// these paths. Sum and avg: the ops differ only in the kernel, avg also in the finalize pass.
+const std::vector<DataType> kOneTypePerPath = {DataType::kInt8, DataType::kBfloat16,
+                                                DataType::kFloat8e4m3, DataType::kFloat32,
+                                                DataType::kFloat64};
+const std::vector<ReduceOp> kSumAndAvg = {ReduceOp::kSum, ReduceOp::kAvg};
+
 }  // namespace
 
 TEST_CASE("every type and op at W=3 R=2 K=2 with sizes around the chunk boundary", "[allreduce]") {
@@ -108,12 +116,27 @@ TEST_CASE("fp8 chunks count 2 bytes an element, so RS_MAX_CHUNK = --max-chunk wo
   REQUIRE(st.toString() == "OK");
 }
 
-TEST_CASE("every type and op for world sizes 1..8 with varied reducers and streams",
-          "[allreduce]") {
+// Each shape below runs twice: with every type and op ([values]: the release tree only), and
+// with one type per path and two ops, which the sanitizer trees run too: what they check (the
+// threads, buffers and sockets of each shape) is the same for every type and op, and the W=3
+// case above runs every type and op there. The full matrix took 96 s under TSan.
+namespace {
+void worldSizes1To8(const std::vector<DataType>& types, const std::vector<ReduceOp>& ops) {
   for (int w = 1; w <= 8; ++w) {
     const Shape s{w, (w % 4) + 1, static_cast<uint32_t>((w * 3) % 8 + 1)};
-    runShape(s, {1, 4097, 100003}, allTypes(), allOps(), 16 << 10);
+    runShape(s, {1, 4097, 100003}, types, ops, 16 << 10);
   }
+}
+}  // namespace
+
+TEST_CASE("every type and op for world sizes 1..8 with varied reducers and streams",
+          "[allreduce][values]") {
+  worldSizes1To8(allTypes(), allOps());
+}
+
+TEST_CASE("one type per path for world sizes 1..8 with varied reducers and streams",
+          "[allreduce]") {
+  worldSizes1To8(kOneTypePerPath, kSumAndAvg);
 }
 
 TEST_CASE("every reducer count 1..4 with every stream count 1..8", "[allreduce]") {
@@ -191,11 +214,23 @@ TEST_CASE("many collectives in flight on one communicator", "[allreduce]") {
   REQUIRE(st.toString() == "OK");
 }
 
-TEST_CASE("caller progress: every type and op, and chunks spread over reducers and streams",
-          "[allreduce]") {
+namespace {
+void callerProgressShapes(const std::vector<DataType>& types, const std::vector<ReduceOp>& ops) {
   const auto caller = client::ClientOptions::Progress::kCaller;
   for (Shape s : {Shape{1, 1, 1, caller}, Shape{3, 2, 2, caller}, Shape{4, 3, 4, caller}})
-    runShape(s, {1, 1023, 1024, 1025, 40000, 300001}, allTypes(), allOps());
+    runShape(s, {1, 1023, 1024, 1025, 40000, 300001}, types, ops);
+}
+}  // namespace
+
+// As for world sizes 1..8 above: the full matrix in the release tree, one type per path in all.
+TEST_CASE("caller progress: every type and op, and chunks spread over reducers and streams",
+          "[allreduce][values]") {
+  callerProgressShapes(allTypes(), allOps());
+}
+
+TEST_CASE("caller progress: one type per path, and chunks spread over reducers and streams",
+          "[allreduce]") {
+  callerProgressShapes(kOneTypePerPath, kSumAndAvg);
 }
 
 // With caller progress, a thread that waits does the I/O of every collective in flight: two

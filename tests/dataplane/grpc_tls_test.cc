@@ -70,7 +70,13 @@ grpc::Status getInfo(rs::v1::ReductionServer::Stub& stub, const std::string& sec
 
 }  // namespace
 
-TEST_CASE("grpc tls: a client that trusts the certificate is served, a plaintext one is not") {
+// [no-tsan]: the TLS handshakes run on gRPC's and OpenSSL's own threads, which Debian builds
+// without TSan: it misses their synchronisation and, where they call std::string and shared_ptr
+// code instantiated in this binary, reports races between two of them (once in a CI run) that
+// tests/tsan.supp cannot name, since no frame of theirs is on either stack. The control
+// service's own code runs under TSan in grpc_auth_test's cases, the same service without TLS.
+TEST_CASE("grpc tls: a client that trusts the certificate is served, a plaintext one is not",
+          "[no-tsan]") {
   SelfSignedPair pair;
   server::ServerConfig config = testServerConfig();
   config.grpcTlsCert = pair.cert;
