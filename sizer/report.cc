@@ -68,13 +68,13 @@ void appendAnswer(std::string& out, const Job& job, const Sizing& s) {
   }
 }
 
-// What losing reducers costs the job, until they come back; what the spares buy.
+// What losing reducers costs the job, until it restarts (no rejoin yet); what the spares buy.
 void appendLosses(std::string& out, const Job& job, const Sizing& s) {
   fmt::format_to(std::back_inserter(out),
-                 "\nLosses: what the pool carries of the workers' {:g} Gbit/s with reducers gone, "
-                 "until they come back,\nonce failover moves a lost reducer's share to the "
-                 "survivors (proto/FAILOVER.md). Failover is in\nprogress: today a loss fails the "
-                 "collectives in flight (README, \"Security and operations\").\n"
+                 "\nLosses: what the pool carries of the workers' {:g} Gbit/s with reducers gone. "
+                 "Failover moves a lost\nreducer's share to the survivors and the collectives in "
+                 "flight complete (proto/FAILOVER.md);\na restarted reducer is not taken back yet, "
+                 "so a loss lasts until the job restarts.\n"
                  "  lost  live  pool egress  carried Gbit/s (share)  all-reduce time\n",
                  s.totalWorkerGbps);
   const std::vector<LossImpact> rows = lossTable(s);
@@ -83,7 +83,7 @@ void appendLosses(std::string& out, const Job& job, const Sizing& s) {
                    l.live, 100 * l.poolEgressFraction,
                    fmt::format("{:.4g} ({:.0f}%)", l.carriedGbps, 100 * l.carriedFraction), l.slowdown);
   if (s.pool == 1) {
-    out += "  One reducer: losing it leaves none, and the job fails as on any loss today.\n";
+    out += "  One reducer: losing it leaves none, and the job fails (failover needs a survivor).\n";
   } else if (s.spares > 0) {
     fmt::format_to(std::back_inserter(out),
                    "  The {} spare{} keep{} the pool at its bound through {} loss{}: the {} reducers "
@@ -93,12 +93,12 @@ void appendLosses(std::string& out, const Job& job, const Sizing& s) {
   } else {
     fmt::format_to(std::back_inserter(out),
                    "  No spares: one loss leaves {:.0f}% of the workers' {:g} Gbit/s until the "
-                   "reducer is back;\n  --spare N keeps all of it through N losses.\n",
+                   "job restarts;\n  --spare N keeps all of it through N losses.\n",
                    100 * rows[1].carriedFraction, s.totalWorkerGbps);
   }
   if (job.spec.reducerCapacity == ReducerCapacity::kSpot && s.spares == 0)
-    out += "  Spot with no spares: every preemption takes the pool below its bound until the node "
-           "is back.\n";
+    out += "  Spot with no spares: every preemption takes the pool below its bound until the job "
+           "restarts.\n";
 }
 
 void appendPredictions(std::string& out, const Report& rep) {

@@ -62,8 +62,9 @@ struct Sizing {
 // non-finite total as one reducer).
 Result<Sizing> sizePool(const Rates& rates, int64_t spares = 0);
 
-// What a pool carries with `lost` of its reducers gone, until they come back: the survivors
-// take the lost reducers' share (proto/FAILOVER.md) at what each can carry.
+// What a pool carries with `lost` of its reducers gone (for the rest of the run: a restarted
+// reducer is not taken back yet): the survivors take the lost reducers' share
+// (proto/FAILOVER.md) at what each can carry.
 struct LossImpact {
   int64_t lost = 0;
   int64_t live = 0;                 // pool - lost

@@ -148,8 +148,8 @@ Result<SpecValue> reducerPodTemplate(const EmitPlan& plan, bool restartNever, co
                  .withComment("On GKE Spot VMs (--reducer-capacity spot): the nodeSelector above picks them\n"
                               "and this tolerates their taint (harmless where a Standard pool has none). A\n"
                               "preempted node gives its pods about 15 s, not the grace period above: the drain\n"
-                              "is cut short, and until failover lands (README, \"Security and operations\") the\n"
-                              "collectives in flight fail."));
+                              "is cut short, and the workers move its share to the other reducers (README,\n"
+                              "\"Security and operations\")."));
   }
   spec.set("affinity",
            SpecValue::map({{"podAntiAffinity",

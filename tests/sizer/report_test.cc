@@ -178,7 +178,7 @@ TEST_CASE("report: spares in the answer, the totals, the losses and the plan") {
   CHECK_THAT(text, Contains("the pool: 432 vCPUs, 864 Gbit/s of egress"));
   CHECK_THAT(text, Contains("cost: 13.50 $/hour (27 x 0.5)"));
   CHECK_THAT(text, Contains("Capacity:  Spot VMs: a GKE Spot node pool"));
-  CHECK_THAT(text, Contains("Failover is in\nprogress: today a loss fails the collectives in flight"));
+  CHECK_THAT(text, Contains("Failover moves a lost\nreducer's share to the survivors and the collectives in flight complete"));
   CHECK_THAT(text, Contains("     2    25          93%              800 (100%)            1.00x"));
   CHECK_THAT(text, Contains("     3    24          89%               768 (96%)            1.04x"));
   CHECK_THAT(text, Contains("The 2 spares keep the pool at its bound through 2 losses: the 25 reducers left carry all 800 Gbit/s."));
@@ -203,7 +203,7 @@ TEST_CASE("report: with no spares, what one loss costs, and where Spot is possib
   CHECK_THAT(text, Contains("Capacity:  standard VMs: Vertex AI sets Spot for a whole CustomJob (its "
                             "CustomJobSpec's\n           scheduling.strategy SPOT"));
   CHECK_THAT(text, Contains("     1    15          94%               480 (96%)            1.04x"));
-  CHECK_THAT(text, Contains("No spares: one loss leaves 96% of the workers' 500 Gbit/s until the reducer is back;\n  --spare N keeps all of it"));
+  CHECK_THAT(text, Contains("No spares: one loss leaves 96% of the workers' 500 Gbit/s until the job restarts;\n  --spare N keeps all of it"));
   CHECK(toJson(rep)["reducer_capacity"] == "standard");
   CHECK(toJson(rep)["spares"] == 0);
   CHECK(toJson(rep)["pool_reducers"] == 16);
