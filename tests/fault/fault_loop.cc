@@ -7,7 +7,8 @@
 // and the stall (from the kill to the fault collective's end on its slowest worker) is printed.
 // Either way no process hangs, no reducer but the victim dies (a killed reducer is restarted),
 // and the next round's fresh group starts with an exact all-reduce. A last fresh group must run
-// clean.
+// clean. Each round's group sums fp32 or bf16, with or without deterministic mode
+// (RS_DETERMINISTIC=1): every (kind, moment, type, mode) in turn, in a seeded random order.
 //
 // The moments are states, never sleeps: every worker stops itself (SIGSTOP) before its second
 // collective; the driver then lets chosen workers go on and reads the reducers' byte counters
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/reduce/dtype.h"
 #include "tests/fault/processes.h"
 
 namespace rs::test {
@@ -53,6 +55,16 @@ constexpr milliseconds kMargin{5000};        // beyond the timeout: only a hang 
 constexpr milliseconds kStateDeadline{30000};  // for a state to be reached (a hang guard)
 
 enum Kind { kWorker, kReducer };
+// A round's element type and mode: bf16 is summed in an fp32 accumulator and sent back
+// narrowed, deterministic mode stages every member's contribution and sums in rank order.
+struct Variant {
+  DataType type;
+  bool deterministic;
+};
+constexpr std::array<Variant, 4> kVariants = {Variant{DataType::kFloat32, false},
+                                              Variant{DataType::kFloat32, true},
+                                              Variant{DataType::kBfloat16, false},
+                                              Variant{DataType::kBfloat16, true}};
 enum Moment { kBeforeSend, kMidChunk, kAfterSent, kResultsInFlight };
 constexpr std::array<const char*, 2> kKindNames = {"worker", "reducer"};
 constexpr std::array<const char*, 4> kMomentNames = {"before-send", "mid-chunk", "after-sent",
@@ -118,17 +130,20 @@ struct Driver {
       fail(fmt::format("timed out waiting for {}\n{}", what, describe()));
   }
 
-  void spawnWorkers(const std::string& group, int iters, int stopBefore, uint64_t faultCount) {
+  void spawnWorkers(const std::string& group, int iters, int stopBefore, uint64_t faultCount,
+                    Variant variant) {
     workers.clear();
     const std::vector<std::string> env = {
         "RS_REDUCERS=" + reducerList(), "RS_SECRET_FILE=" + dir + "/secret",
         fmt::format("RS_TIMEOUT_MS={}", kTimeoutMs), "RS_CONNECT_TIMEOUT_MS=10000",
-        "RS_STREAMS=1", "RS_CLIENT_IO_THREADS=1", "RS_MAX_CHUNK=512KiB"};
+        "RS_STREAMS=1", "RS_CLIENT_IO_THREADS=1", "RS_MAX_CHUNK=512KiB",
+        fmt::format("RS_DETERMINISTIC={}", variant.deterministic ? 1 : 0)};
     for (int r = 0; r < kWorkers; ++r) {
       std::vector<std::string> argv = {workerBin, "--group", group, "--world",
                                        std::to_string(kWorkers), "--rank", std::to_string(r),
                                        "--counts", fmt::format("{},{}", kCount, faultCount), "--iters",
-                                       std::to_string(iters)};
+                                       std::to_string(iters), "--type",
+                                       std::string(dataTypeName(variant.type))};
       if (stopBefore >= 0) {
         argv.push_back("--stop-before");
         argv.push_back(std::to_string(stopBefore));
@@ -254,7 +269,7 @@ int run(int argc, char** argv) {
                                                     : std::random_device{}();
   const int rounds = std::getenv("RS_FAULT_ROUNDS") ? std::atoi(std::getenv("RS_FAULT_ROUNDS")) : 104;
   fmt::print("fault_loop: seed {} (RS_FAULT_SEED={} replays it), {} rounds, {} workers, {} reducers, "
-             "{} KiB per member, timeout {} ms\n",
+             "{} KiB per member in fp32, timeout {} ms\n",
              seed, seed, rounds, kWorkers, kReducers, kCount * 4 >> 10, kTimeoutMs);
   std::fflush(stdout);
   d.rng.seed(seed);
@@ -264,30 +279,35 @@ int run(int argc, char** argv) {
   for (int i = 0; i < kReducers; ++i) d.startReducer(i);
 
   std::array<std::array<int, 4>, 2> count{};
+  std::array<int, kVariants.size()> variantRounds{};
   std::array<std::array<long, 4>, 2> slowest{};
   std::array<std::array<std::string, 4>, 2> sample;  // one survivor's error of each kind
   std::vector<int> order;
   const auto t0 = Clock::now();
   for (int round = 0; round < rounds; ++round) {
-    if (order.empty()) {  // every (kind, moment) once per 8 rounds, in a random order
-      for (int s = 0; s < 8; ++s) order.push_back(s);
+    if (order.empty()) {  // every (kind, moment, variant) once per 32 rounds, in a random order
+      for (int s = 0; s < 8 * static_cast<int>(kVariants.size()); ++s) order.push_back(s);
       std::shuffle(order.begin(), order.end(), d.rng);
     }
-    const int scenario = order.back();
+    const int scenario = order.back() % 8;
+    const int variantIndex = order.back() / 8;
     order.pop_back();
+    const Variant variant = kVariants[static_cast<size_t>(variantIndex)];
+    variantRounds[static_cast<size_t>(variantIndex)]++;
     const Kind kind = static_cast<Kind>(scenario / 4);
     const Moment moment = static_cast<Moment>(scenario % 4);
     const int victim = static_cast<int>(d.rng() % (kind == kWorker ? kWorkers : kReducers));
     // A worker that is not the victim: the one held back, or the sender.
     int other = static_cast<int>(d.rng() % (kind == kWorker ? kWorkers - 1 : kWorkers));
     if (kind == kWorker && other >= victim) ++other;
-    const std::string name = fmt::format("round {} ({} {} {})", round, kKindNames[kind], victim,
-                                         kMomentNames[moment]);
+    const std::string name = fmt::format("round {} ({} {} {}, {}{})", round, kKindNames[kind],
+                                         victim, kMomentNames[moment], dataTypeName(variant.type),
+                                         variant.deterministic ? ", deterministic" : "");
 
     // A fresh group: its first all-reduce must be exact; then every member stops before the second.
     const uint64_t faultCount = moment == kMidChunk ? kCount : kSmallCount;
-    const double kBytes = static_cast<double>(faultCount * 4);
-    d.spawnWorkers(d.randomGroup(), 3, 1, faultCount);
+    const double kBytes = static_cast<double>(faultCount * dataTypeSize(variant.type));
+    d.spawnWorkers(d.randomGroup(), 3, 1, faultCount, variant);
     d.await(name + ": the fresh group's first all-reduce and every member stopped", [&] {
       for (int w = 0; w < kWorkers; ++w) {
         auto& c = d.workers[static_cast<size_t>(w)];
@@ -402,7 +422,7 @@ int run(int argc, char** argv) {
   }
 
   // A last fresh group, untouched: exact results on every member.
-  d.spawnWorkers(d.randomGroup(), 5, -1, kCount);
+  d.spawnWorkers(d.randomGroup(), 5, -1, kCount, kVariants[0]);
   d.await("the last fresh group", [&] {
     for (auto& w : d.workers)
       if (!w.exited) return false;
@@ -430,6 +450,11 @@ int run(int argc, char** argv) {
                  kMomentNames[static_cast<size_t>(m)], count[k][m], slowest[k][m]);
       total += count[k][m];
     }
+  fmt::print("fault_loop: rounds by type and mode:");
+  for (size_t v = 0; v < kVariants.size(); ++v)
+    fmt::print("{} {}{} {}", v == 0 ? "" : ",", dataTypeName(kVariants[v].type),
+               kVariants[v].deterministic ? " deterministic" : "", variantRounds[v]);
+  fmt::print("\n");
   fmt::print("fault_loop: one survivor's error of each moment a worker was killed:\n");
   for (int m = 0; m < 4; ++m)
     fmt::print("  worker {}: {}\n", kMomentNames[static_cast<size_t>(m)], sample[kWorker][m]);

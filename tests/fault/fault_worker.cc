@@ -1,6 +1,7 @@
 // fault_worker: one member of a group, as a real process, for the fault loop and the soak.
 // It reads the client library's environment (RS_REDUCERS, RS_SECRET_FILE, RS_TIMEOUT_MS, ...:
-// ClientOptions::fromEnvironment), joins, runs --iters checked fp32 sum all-reduces and reports
+// ClientOptions::fromEnvironment), joins, runs --iters checked sum all-reduces (fp32, or --type's
+// type; RS_DETERMINISTIC=1 in its environment asks for deterministic mode) and reports
 // each step on stdout, one line each, flushed, so that a driver can wait for states:
 //   joined | submitted <i> | done <i> | error <i> <status> | wrong <i> <count> | finished
 // --stop-before <i> makes it stop itself (SIGSTOP) just before it submits collective i: a
@@ -10,7 +11,7 @@
 // for the rest), instead of --count. Exit: 0 all done and exact, 3 a collective failed (the error is
 // printed), 4 a wrong result, 2 usage.
 //   fault_worker --group <32 hex> --world W --rank R --count N --iters K [--stop-before I]
-//                [--count-seed S] [--counts a,b,...]
+//                [--count-seed S] [--counts a,b,...] [--type fp32|bf16|...]
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
   long world = 0, rank = -1, stopBefore = -1;
   unsigned long long count = 0, iters = 0, countSeed = 0;
   std::vector<uint64_t> counts;
+  std::optional<rs::DataType> type = rs::DataType::kFloat32;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
     else if (flag == "--iters") iters = std::strtoull(v, nullptr, 10);
     else if (flag == "--stop-before") stopBefore = std::strtol(v, nullptr, 10);
     else if (flag == "--count-seed") countSeed = std::strtoull(v, nullptr, 10);
+    else if (flag == "--type") type = rs::parseDataType(v);
     else if (flag == "--counts") {
       for (char* p = argv[i + 1]; *p != '\0';) {
         counts.push_back(std::strtoull(p, &p, 10));
@@ -71,8 +75,9 @@ int main(int argc, char** argv) {
     }
   }
   auto id = rs::GroupId::parse(group);
-  if (!id || world < 1 || rank < 0 || rank >= world || count < 1 || iters < 1) {
-    std::fprintf(stderr, "fault_worker: need --group, --world, --rank, --count, --iters\n");
+  if (!id || world < 1 || rank < 0 || rank >= world || count < 1 || iters < 1 || !type) {
+    std::fprintf(stderr, "fault_worker: need --group, --world, --rank, --count, --iters, and a "
+                         "known --type\n");
     return 2;
   }
   auto options = rs::client::ClientOptions::fromEnvironment();
@@ -87,11 +92,11 @@ int main(int argc, char** argv) {
     return 3;
   }
   say("joined");
-  const auto type = rs::DataType::kFloat32;
   const auto op = rs::ReduceOp::kSum;
-  std::vector<float> send(count), recv(count);
+  const size_t elemSize = rs::dataTypeSize(*type);
+  std::vector<uint8_t> send(count * elemSize), recv(count * elemSize);
   for (uint64_t i = 0; i < count; ++i)
-    rs::test::storeAs(type, send.data(), i, rs::test::exactInput(static_cast<int>(rank), i, op));
+    rs::test::storeAs(*type, send.data(), i, rs::test::exactInput(static_cast<int>(rank), i, op));
   for (uint64_t it = 0; it < iters; ++it) {
     const uint64_t n = counts.empty() ? countFor(countSeed, it, count)
                                       : counts[std::min<size_t>(it, counts.size() - 1)];
@@ -99,8 +104,8 @@ int main(int argc, char** argv) {
       say(fmt::format("stopping {}", it));
       ::raise(SIGSTOP);
     }
-    std::fill(recv.begin(), recv.begin() + static_cast<long>(n), -1.0f);
-    auto request = (*comm)->allReduceAsync(send.data(), recv.data(), n, type, op);
+    for (uint64_t i = 0; i < n; ++i) rs::test::storeAs(*type, recv.data(), i, -1.0);
+    auto request = (*comm)->allReduceAsync(send.data(), recv.data(), n, *type, op);
     rs::Status s = request ? rs::Status::ok() : request.status();
     if (s.isOk()) {
       say(fmt::format("submitted {}", it));
@@ -112,8 +117,8 @@ int main(int argc, char** argv) {
     }
     uint64_t wrong = 0;
     for (uint64_t i = 0; i < n; ++i)
-      if (rs::test::loadAs(type, recv.data(), i) !=
-          rs::test::expectedResult(type, op, static_cast<int>(world), i))
+      if (rs::test::loadAs(*type, recv.data(), i) !=
+          rs::test::expectedResult(*type, op, static_cast<int>(world), i))
         ++wrong;
     if (wrong != 0) {
       say(fmt::format("wrong {} {}", it, wrong));

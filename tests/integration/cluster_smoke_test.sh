@@ -49,7 +49,11 @@ echo "ok: report written, no namespace left ($((SECONDS - start)) s)"
   >"$out/term.txt" 2>&1 &
 runner=$!
 for ((t = 0; t < 1200; t++)); do [[ -s $out/term/ours.log ]] && break; sleep 0.1; done
-[[ -s $out/term/ours.log ]] || { echo "FAILED: interrupted run never started its workers"; cat "$out/term.txt"; exit 1; }
+if [[ ! -s $out/term/ours.log ]]; then
+  echo "FAILED: interrupted run never started its workers"; cat "$out/term.txt"
+  tail -n 20 "$out"/term/reducer*.log 2>/dev/null || true
+  exit 1
+fi
 kill -TERM "$runner"
 code=0
 wait "$runner" || code=$?
