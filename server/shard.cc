@@ -63,6 +63,7 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
                                            streamIndex, std::chrono::milliseconds(lossDetectMs));
   GroupShard& gs = groups_[group->id()];
   gs.group = group;
+  group->noteLossBound(lossDetectMs);
   if (session->isLane()) {
     gs.pendingLanes.push_back(session);  // until its FAILOVER (laneFailover)
   } else {
@@ -324,19 +325,50 @@ void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
 }
 
 void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason) {
+  // A session fails with an I/O error only when its member's stream ended or broke.
+  if (reason.code() == StatusCode::kIoError) return memberGone(group, reason);
+  failGroupNow(group, reason);
+}
+
+void Shard::failGroupNow(const std::shared_ptr<Group>& group, const Status& reason) {
   group->counters().errors.fetch_add(1, std::memory_order_relaxed);
   abortGroup_(group, reason);
 }
 
-// The one place where a member is lost. Today that fails its group, as a member that left
-// inside a chunk does, its own stream included: its ABORT tells the member why, should it read
-// again. Failover (proto/FAILOVER.md, "Partitions and lost members") will mark it gone here and
-// tell the other members instead.
+// The one place where a member is lost (silent, or unresponsive).
 void Shard::memberLost(Session& session, MemberLoss how, const Status& reason) {
   // Logged before it is counted: whoever sees the count finds the line.
   rs::logger().error("{}: {}", session.name(), reason.message());
   stats_.membersLost[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
-  failGroup(session.group(), session.groupReason(reason));
+  memberGone(session.group(), session.groupReason(reason));
+}
+
+// This reducer cannot tell a member that died from one cut off from it alone, or from one
+// that left it because the group moved this reducer's share to the others (a member that
+// found this reducer silent, or was told so by a survivor's LOST, closes its streams here).
+// An ABORT sent at once would reach the members that have not moved yet and fail them, while
+// the others go on. So the verdict waits for the group's loss bound, the longest a member
+// takes to find this reducer silent: by then the members have moved (and hear nothing more
+// from here), or, where a member is really gone, every one of them is told why. (With one
+// reducer there is nowhere to move, and with no bound nothing finds a silent reducer.)
+void Shard::memberGone(const std::shared_ptr<Group>& group, const Status& reason) {
+  const uint32_t graceMs = group->lossBoundMs();
+  if (graceMs == 0 || group->params().reducerCount < 2 || shuttingDown_)
+    return failGroupNow(group, reason);
+  if (group->aborted() || verdicts_.contains(group->id())) return;  // the first reason stands
+  rs::logger().warn("{}: {}: the group cannot complete here; its members are told in {} ms "
+                    "(the streams' loss bound), unless they move this reducer's share first",
+                    group->name(), reason.message(), graceMs);
+  auto timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(graceMs));
+  timer->async_wait([this, group, reason](const std::error_code& ec) {
+    if (ec || shuttingDown_) return;
+    auto it = verdicts_.find(group->id());
+    if (it == verdicts_.end()) return;
+    std::unique_ptr<asio::steady_timer> done = std::move(it->second);
+    verdicts_.erase(it);
+    failGroupNow(group, reason);
+  });
+  verdicts_.emplace(group->id(), std::move(timer));
 }
 
 void Shard::resolveLaneSlot(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
@@ -511,11 +543,11 @@ void Shard::memberLeft(Session& session) {
   // timeout.
   for (const auto& [chunk, slot] : gs->open) {
     if (slot->stream() == session.streamIndex()) {
-      failGroup(gs->group,
-                abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) was "
-                                         "still being reduced",
-                                         session.rank(), session.streamIndex(), chunk,
-                                         slot->seq())));
+      memberGone(gs->group,
+                 abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) "
+                                          "was still being reduced",
+                                          session.rank(), session.streamIndex(), chunk,
+                                          slot->seq())));
       return;
     }
   }
@@ -561,6 +593,7 @@ void Shard::maybeForget(const GroupId& id) {
 void Shard::closeAll(const Status& reason) {
   shuttingDown_ = true;
   timeoutTimer_.cancel();
+  verdicts_.clear();  // their handlers see operation_aborted
   lateCommits_.cancel();
   std::vector<std::shared_ptr<Session>> sessions;
   for (auto& [id, gs] : groups_) {

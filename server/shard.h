@@ -142,6 +142,13 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // LOST(dead) to the group's streams here, once, and its lanes of an older dead set retired.
   void applyLost(GroupShard& gs, const cluster::DeadSet& dead);
   void retireLane(GroupShard& gs, uint16_t index, const cluster::DeadSet& dead);
+  // A member gone from this reducer: its stream ended or broke inside a chunk, or it fell
+  // silent. The group cannot complete here, but its members are told (ABORT) only after
+  // --loss-detect-ms (proto/FAILOVER.md, "Partitions and lost members"); at once where no
+  // failover can follow (one reducer, or no loss bound).
+  void memberGone(const std::shared_ptr<Group>& group, const Status& reason);
+  // The verdict: the group failed here and on this reducer's other threads.
+  void failGroupNow(const std::shared_ptr<Group>& group, const Status& reason);
   void completeSlot(GroupShard& gs, const Slot& slot);
   // The open slot of the header's chunk, once the members agree; else null, and the group
   // fails with *error.
@@ -176,6 +183,8 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // (SessionOwner::commitLater), on one timer for the thread.
   transport::DelayedCalls<Session> lateCommits_;
   bool shuttingDown_ = false;
+  // Groups with a member gone (memberGone), each failed when its timer fires.
+  std::unordered_map<GroupId, std::unique_ptr<asio::steady_timer>, GroupIdHash> verdicts_;
 };
 
 }  // namespace rs::server
