@@ -326,7 +326,7 @@ void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
 
 void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason) {
   // A session fails with an I/O error only when its member's stream ended or broke.
-  if (reason.code() == StatusCode::kIoError) return memberGone(group, reason);
+  if (reason.code() == StatusCode::kIoError) return memberGone(group, reason, false);
   failGroupNow(group, reason);
 }
 
@@ -340,22 +340,26 @@ void Shard::memberLost(Session& session, MemberLoss how, const Status& reason) {
   // Logged before it is counted: whoever sees the count finds the line.
   rs::logger().error("{}: {}", session.name(), reason.message());
   stats_.membersLost[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
-  memberGone(session.group(), session.groupReason(reason));
+  memberGone(session.group(), session.groupReason(reason), true);
 }
 
-// This reducer cannot tell a member that died from one cut off from it alone, or from one
-// that left it because the group moved this reducer's share to the others (a member that
-// found this reducer silent, or was told so by a survivor's LOST, closes its streams here).
-// An ABORT sent at once would reach the members that have not moved yet and fail them, while
-// the others go on. So the verdict waits for the group's loss bound, the longest a member
-// takes to find this reducer silent: by then the members have moved (and hear nothing more
-// from here), or, where a member is really gone, every one of them is told why. (With one
-// reducer there is nowhere to move, and with no bound nothing finds a silent reducer.)
-void Shard::memberGone(const std::shared_ptr<Group>& group, const Status& reason) {
+// This reducer cannot tell a member that is silent because it stopped or died from one cut
+// off from it alone, which finds this reducer silent within the same bound and moves its share
+// to the survivors, whose LOST moves the other members too; each then closes its streams here.
+// An ABORT sent at once would reach the members that have not moved yet and fail them while
+// the others go on. So a silent member's verdict waits for the group's loss bound, the longest
+// a member takes to find this reducer silent: by then the members have moved (and hear nothing
+// more from here), or, where the member is really gone, every one of them is told why. A
+// stream that ends or breaks is a member that left (its process or its host told us so): at
+// once, as before, unless a silent member's verdict is pending, which it then joins (it may be
+// a member that moved). With one reducer there is nowhere to move, and with no bound nothing
+// finds a silent reducer: at once.
+void Shard::memberGone(const std::shared_ptr<Group>& group, const Status& reason, bool silent) {
+  if (verdicts_.contains(group->id())) return;  // joins it: the first reason stands
   const uint32_t graceMs = group->lossBoundMs();
-  if (graceMs == 0 || group->params().reducerCount < 2 || shuttingDown_)
+  if (!silent || graceMs == 0 || group->params().reducerCount < 2 || shuttingDown_)
     return failGroupNow(group, reason);
-  if (group->aborted() || verdicts_.contains(group->id())) return;  // the first reason stands
+  if (group->aborted()) return;
   rs::logger().warn("{}: {}: the group cannot complete here; its members are told in {} ms "
                     "(the streams' loss bound), unless they move this reducer's share first",
                     group->name(), reason.message(), graceMs);
@@ -547,7 +551,8 @@ void Shard::memberLeft(Session& session) {
                  abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) "
                                           "was still being reduced",
                                           session.rank(), session.streamIndex(), chunk,
-                                          slot->seq())));
+                                          slot->seq())),
+                 false);
       return;
     }
   }

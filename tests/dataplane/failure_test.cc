@@ -55,9 +55,7 @@ bool waitForRounds(const std::atomic<int>& rounds, int target) {
 
 TEST_CASE("a member that disconnects mid-collective aborts its group on every other member",
           "[failure]") {
-  // One reducer: with several, a member gone is reported only after the group's loss bound
-  // (Shard::memberGone; 300 s in these pools), which tests/fault/partition.sh shows.
-  LocalPool pool(1);
+  LocalPool pool(2);
   std::atomic<bool> stop{false};
   std::atomic<int> rounds{0};
   Status otherStatus;  // Catch2 assertions belong on the test's own thread
