@@ -17,6 +17,8 @@ build_pkgs=(
   # authentication with the job secret: Nettle's HMAC-SHA256; OpenSSL for gRPC's TLS checks
   nettle-dev libssl-dev
   iproute2 procps
+  # tests/fault/partition.sh cuts one path between namespaces with nft
+  nftables
   libgloo-dev libopenmpi-dev openmpi-bin sysstat iperf3 ethtool
   # rs-sizer's CLI test reads its --json output with jq
   jq

@@ -86,6 +86,16 @@ class Group {
 
   GroupCounters& counters() { return counters_; }
 
+  // The longest loss bound of the group's streams (each its member's ask capped by
+  // --loss-detect-ms; 0: none): the longest a member takes to find this reducer silent, and
+  // how long a member gone waits to be reported (Shard::memberGone). Any thread.
+  void noteLossBound(uint32_t ms) {
+    uint32_t seen = lossBoundMs_.load(std::memory_order_relaxed);
+    while (seen < ms && !lossBoundMs_.compare_exchange_weak(seen, ms, std::memory_order_relaxed)) {
+    }
+  }
+  uint32_t lossBoundMs() const { return lossBoundMs_.load(std::memory_order_relaxed); }
+
  private:
   friend class GroupRegistry;
   const GroupId id_;
@@ -94,6 +104,7 @@ class Group {
   const uint32_t timeoutMs_;
   const std::string name_;
   std::atomic<bool> aborted_{false};
+  std::atomic<uint32_t> lossBoundMs_{0};
   mutable std::mutex mu_;
   Status abortReason_;
   std::optional<cluster::DeadSet> dead_;  // none until a FAILOVER names a loss

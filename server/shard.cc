@@ -63,6 +63,7 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
                                            streamIndex, std::chrono::milliseconds(lossDetectMs));
   GroupShard& gs = groups_[group->id()];
   gs.group = group;
+  group->noteLossBound(lossDetectMs);
   if (session->isLane()) {
     gs.pendingLanes.push_back(session);  // until its FAILOVER (laneFailover)
   } else {
@@ -324,19 +325,54 @@ void Shard::completeSlot(GroupShard& gs, const Slot& slot) {
 }
 
 void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason) {
+  // A session fails with an I/O error only when its member's stream ended or broke.
+  if (reason.code() == StatusCode::kIoError) return memberGone(group, reason, false);
+  failGroupNow(group, reason);
+}
+
+void Shard::failGroupNow(const std::shared_ptr<Group>& group, const Status& reason) {
   group->counters().errors.fetch_add(1, std::memory_order_relaxed);
   abortGroup_(group, reason);
 }
 
-// The one place where a member is lost. Today that fails its group, as a member that left
-// inside a chunk does, its own stream included: its ABORT tells the member why, should it read
-// again. Failover (proto/FAILOVER.md, "Partitions and lost members") will mark it gone here and
-// tell the other members instead.
+// The one place where a member is lost (silent, or unresponsive).
 void Shard::memberLost(Session& session, MemberLoss how, const Status& reason) {
   // Logged before it is counted: whoever sees the count finds the line.
   rs::logger().error("{}: {}", session.name(), reason.message());
   stats_.membersLost[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
-  failGroup(session.group(), session.groupReason(reason));
+  memberGone(session.group(), session.groupReason(reason), true);
+}
+
+// This reducer cannot tell a member that is silent because it stopped or died from one cut
+// off from it alone, which finds this reducer silent within the same bound and moves its share
+// to the survivors, whose LOST moves the other members too; each then closes its streams here.
+// An ABORT sent at once would reach the members that have not moved yet and fail them while
+// the others go on. So a silent member's verdict waits for the group's loss bound, the longest
+// a member takes to find this reducer silent: by then the members have moved (and hear nothing
+// more from here), or, where the member is really gone, every one of them is told why. A
+// stream that ends or breaks is a member that left (its process or its host told us so): at
+// once, as before, unless a silent member's verdict is pending, which it then joins (it may be
+// a member that moved). With one reducer there is nowhere to move, and with no bound nothing
+// finds a silent reducer: at once.
+void Shard::memberGone(const std::shared_ptr<Group>& group, const Status& reason, bool silent) {
+  if (verdicts_.contains(group->id())) return;  // joins it: the first reason stands
+  const uint32_t graceMs = group->lossBoundMs();
+  if (!silent || graceMs == 0 || group->params().reducerCount < 2 || shuttingDown_)
+    return failGroupNow(group, reason);
+  if (group->aborted()) return;
+  rs::logger().warn("{}: {}: the group cannot complete here; its members are told in {} ms "
+                    "(the streams' loss bound), unless they move this reducer's share first",
+                    group->name(), reason.message(), graceMs);
+  auto timer = std::make_unique<asio::steady_timer>(io_, std::chrono::milliseconds(graceMs));
+  timer->async_wait([this, group, reason](const std::error_code& ec) {
+    if (ec || shuttingDown_) return;
+    auto it = verdicts_.find(group->id());
+    if (it == verdicts_.end()) return;
+    std::unique_ptr<asio::steady_timer> done = std::move(it->second);
+    verdicts_.erase(it);
+    failGroupNow(group, reason);
+  });
+  verdicts_.emplace(group->id(), std::move(timer));
 }
 
 void Shard::resolveLaneSlot(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
@@ -511,11 +547,12 @@ void Shard::memberLeft(Session& session) {
   // timeout.
   for (const auto& [chunk, slot] : gs->open) {
     if (slot->stream() == session.streamIndex()) {
-      failGroup(gs->group,
-                abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) was "
-                                         "still being reduced",
-                                         session.rank(), session.streamIndex(), chunk,
-                                         slot->seq())));
+      memberGone(gs->group,
+                 abortedError(fmt::format("rank {} closed stream {} while chunk {} (seq {}) "
+                                          "was still being reduced",
+                                          session.rank(), session.streamIndex(), chunk,
+                                          slot->seq())),
+                 false);
       return;
     }
   }
@@ -561,6 +598,7 @@ void Shard::maybeForget(const GroupId& id) {
 void Shard::closeAll(const Status& reason) {
   shuttingDown_ = true;
   timeoutTimer_.cancel();
+  verdicts_.clear();  // their handlers see operation_aborted
   lateCommits_.cancel();
   std::vector<std::shared_ptr<Session>> sessions;
   for (auto& [id, gs] : groups_) {

@@ -142,6 +142,14 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // LOST(dead) to the group's streams here, once, and its lanes of an older dead set retired.
   void applyLost(GroupShard& gs, const cluster::DeadSet& dead);
   void retireLane(GroupShard& gs, uint16_t index, const cluster::DeadSet& dead);
+  // A member gone from this reducer: `silent` (lost: silent or unresponsive for the bound),
+  // or its stream ended or broke inside a chunk. The group cannot complete here. A silent
+  // member's group is failed (ABORT) only after the group's loss bound, and a stream's end
+  // meanwhile joins that verdict (proto/FAILOVER.md, "Partitions and lost members"); else, or
+  // where no failover can follow (one reducer, no loss bound), at once.
+  void memberGone(const std::shared_ptr<Group>& group, const Status& reason, bool silent);
+  // The verdict: the group failed here and on this reducer's other threads.
+  void failGroupNow(const std::shared_ptr<Group>& group, const Status& reason);
   void completeSlot(GroupShard& gs, const Slot& slot);
   // The open slot of the header's chunk, once the members agree; else null, and the group
   // fails with *error.
@@ -176,6 +184,8 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // (SessionOwner::commitLater), on one timer for the thread.
   transport::DelayedCalls<Session> lateCommits_;
   bool shuttingDown_ = false;
+  // Groups with a silent member (memberGone), each failed when its timer fires.
+  std::unordered_map<GroupId, std::unique_ptr<asio::steady_timer>, GroupIdHash> verdicts_;
 };
 
 }  // namespace rs::server
