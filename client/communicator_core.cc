@@ -222,6 +222,10 @@ void CommunicatorCore::post(
     for (size_t i = 0; i < ios_.size(); ++i)
       if (ios_[i].get() == io) perIo[i].push_back(std::move(batch));
   }
+  // Each batch is pending on its connection from here (under submitMu_, where it was routed)
+  // until the connection takes it: one retired meanwhile hands it on with what it held.
+  for (auto& batches : perIo)
+    for (auto& [conn, chunks] : batches) conn->batchPosted();
   for (size_t io = 0; io < ios_.size(); ++io) {
     if (perIo[io].empty()) continue;
     asio::post(*ios_[io], [work = std::move(perIo[io])]() mutable {

@@ -67,6 +67,11 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   RetentionStats retention() const;
   // Test access to what is kept (failover will resend from it).
   const RetentionStore& retentionStore() const { return retention_; }
+  // Tests only, set before start(): runs on the io thread of a connection that found its
+  // reducer lost, before the loss is adopted, so that a test can put a submit in that window.
+  void setOnReducerLostForTest(std::function<void()> hook) {
+    onReducerLostForTest_ = std::move(hook);
+  }
   const ClientOptions& options() const { return options_; }
   const GroupSpec& group() const { return group_; }
 
@@ -94,7 +99,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // Where `chunk` goes now: its home's stream, a lane, or (null) deferred_ while adopting.
   std::shared_ptr<Connection> routeLocked(const ChunkTransfer& chunk);
   // Posts the chunks to their connections, grouped by io thread, each thread's batch started
-  // together (link_share.h).
+  // together (link_share.h). Under submitMu_, where they were routed (Connection::batchPosted).
   void post(std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work);
   void failRequestsOf(std::vector<ChunkTransfer>& chunks);
   // For a timeout while `request` waits for room in the retention store: who has not committed.
@@ -148,6 +153,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // lost homes' chunks whose results are already in (in the caller's buffer, copied).
   std::vector<std::weak_ptr<RequestState>> inFlight_;
   CommitLedger ledger_;
+  std::function<void()> onReducerLostForTest_;
 };
 
 }  // namespace rs::client

@@ -19,6 +19,7 @@
 namespace rs::client {
 
 void CommunicatorCore::onReducerLost(Connection& connection, const Status& reason) {
+  if (onReducerLostForTest_) onReducerLostForTest_();
   adopt({connection.reducerIndex()}, reason);
 }
 
@@ -99,8 +100,8 @@ void CommunicatorCore::onLateChunks(Connection&, std::vector<ChunkTransfer> chun
       work.emplace_back(std::move(to), std::vector<ChunkTransfer>{});
       work.back().second.push_back(std::move(c));
     }
+    post(std::move(work));
   }
-  post(std::move(work));
 }
 
 namespace {
@@ -177,7 +178,8 @@ void CommunicatorCore::finishAdoptionLocked() {
     }
   }
   // The collectives still in flight: their lost homes' chunks whose results are in (neither
-  // held by a retired connection nor waiting to be sent) go whole, copied from the caller's
+  // held by a retired connection, which drained only once it had taken every batch posted to
+  // it, nor waiting to be sent) go whole, copied from the caller's
   // buffer, which nothing writes now and which the caller gets back only once the collective
   // is kept, under the lock held here.
   std::set<uint64_t> waiting;
