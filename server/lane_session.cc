@@ -189,6 +189,14 @@ void Session::dropEntryPayload(const std::error_code& ec, size_t bytes) {
                    });
 }
 
+void Session::laneEnded(const std::string& what) {
+  if (closed_) return;
+  rs::logger().info("{}: the member closed this lane ({}): it adopted a larger dead set, or it "
+                    "is leaving",
+                    name_, what);
+  close(unavailableError(fmt::format("the member ended the lane: {}", what)));
+}
+
 void Session::sendLost(const cluster::DeadSet& dead) {
   if (closed_ || aborting_) return;
   std::vector<uint32_t> list;

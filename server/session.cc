@@ -302,6 +302,8 @@ void Session::watchPeer() {
 void Session::onPeerGone(const std::error_code& why) {
   if (why == asio::error::operation_aborted || closed_ || aborting_) return;
   const char* waiting = parked_ ? "for a slot" : "for the other members";
+  if (isLane() && why == asio::error::eof)
+    return laneEnded(fmt::format("closed while chunk {} waited {}", in_.chunk, waiting));
   if (why != asio::error::eof)
     return ioFailed(why, fmt::format("the connection failed while chunk {} waited {}",
                                      in_.chunk, waiting));
@@ -340,6 +342,7 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   if (ec) {
     if (ec != asio::error::eof) return ioFailed(ec, fmt::format("read failed inside chunk {}",
                                                                in_.chunk));
+    if (isLane()) return laneEnded(fmt::format("ended inside chunk {}", in_.chunk));
     fail(ioError(fmt::format("stream ended inside chunk {}", in_.chunk)));
     return;
   }
@@ -395,6 +398,7 @@ void Session::fail(const Status& reason) {
 }
 
 void Session::ioFailed(const std::error_code& ec, const std::string& what) {
+  if (isLane() && ec != asio::error::timed_out) return laneEnded(what + ": " + ec.message());
   if (ec != asio::error::timed_out || !liveness_) return fail(ioError(what + ": " + ec.message()));
   liveness_->cancel();  // one loss a session
   owner_.memberLost(

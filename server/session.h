@@ -197,8 +197,15 @@ class Session final : public std::enable_shared_from_this<Session>,
   void fail(const Status& reason);
   // A read or write failed with `ec`, not the member's clean end: fail(), unless it timed out,
   // which is the transport's net under the heartbeats (Stream::setLossBound) giving up on the
-  // member: a loss (MemberLoss::kUnresponsive).
+  // member: a loss (MemberLoss::kUnresponsive); or unless this is a lane (laneEnded).
   void ioFailed(const std::error_code& ec, const std::string& what);
+  // A lane's member closed it or its connection broke (`what`), anywhere: between frames,
+  // inside an entry, while it waited for the agreed point or a slot. A member closes every lane
+  // of a dead set when it adopts a larger one, which this reducer learns only from the FAILOVER
+  // on the new lanes, after the close (proto/FAILOVER.md, "A second loss"): not an error. The
+  // session closes; that FAILOVER retires the lane and its slots, and a member that is gone
+  // instead fails the group through its streams, or at the collective timeout.
+  void laneEnded(const std::string& what);
   // A HEARTBEAT from the member: nothing to do but read on (its bytes were heard).
   void onHeartbeat(const wire::FrameHeader& h);
   // A frame that breaks the protocol: counted under `why`, then fail().

@@ -11,6 +11,8 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/wire/failover_frames.h"
@@ -77,6 +79,20 @@ class RawLink {
       asio::write(socket_, asio::buffer(wire::encodeHeader(wire::reduceHeader(fields(chunk)))));
     }
     asio::write(socket_, asio::buffer(values.data() + prefix, (kCount - prefix) * sizeof(float)));
+  }
+  // The FINAL of chunk's first `prefix` elements cut short: its header and `bytes` of its
+  // payload only.
+  void partialFinal(uint64_t chunk, uint32_t prefix, size_t bytes) {
+    std::vector<float> values(prefix, finalValue(0));
+    asio::write(socket_, asio::buffer(wire::encodeHeader(wire::finalHeader(fields(chunk), prefix))));
+    asio::write(socket_, asio::buffer(values.data(), bytes));
+  }
+  // Closes cleanly (FIN), as a member that adopted a larger dead set closes its lanes.
+  void close() { socket_.close(); }
+  // Closes with an RST (SO_LINGER 0), as a close with unread input does.
+  void reset() {
+    socket_.set_option(asio::socket_base::linger(true, 0));
+    socket_.close();
   }
   void committed(uint64_t chunk) {
     asio::write(socket_, asio::buffer(wire::encodeHeader(wire::committedHeader(fields(chunk)))));
@@ -251,6 +267,68 @@ TEST_CASE("a survivor that learns a larger dead set tells every member, retires 
   late.failover({1}, 1);
   CHECK(late.readLost() == std::vector<uint32_t>{1, 2});
   CHECK(late.closedAfterNothing());
+}
+
+TEST_CASE("a member that closes a lane of the smaller dead set before the survivor learns the "
+          "larger one fails nothing: the lanes under the larger one carry the chunks",
+          "[failover]") {
+  // Reducers 0, 1, 2; the survivor is reducer 0, which under {1} owns reducer 1's chunks 4,
+  // 10, ... (probe 0 of chunk 1 + 3t is reducer (2 + t mod 2) mod 3), on lane 1. A second loss
+  // (reducer 2) mid-run: rank 0 closes its lane under {1} in one of the ways a lane can end,
+  // before any FAILOVER under {1, 2} reached the survivor.
+  const std::string how = GENERATE(as<std::string>{}, "waiting for the agreed point",
+                                   "inside an entry", "reset after an entry");
+  INFO(how);
+  LocalPool pool(1);
+  const uint16_t port = pool.endpoints()[0].port;
+  asio::io_context io;
+  const GroupId group = GroupId::random();
+  RawLink stream0(io, port, group, 2, 0, 0, 3);
+  RawLink stream1(io, port, group, 2, 1, 0, 3);
+  RawLink old0(io, port, group, 2, 0, 0, 3, 1, true);
+  old0.failover({1}, 1);
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  std::optional<RawLink> old1;
+  if (how == "waiting for the agreed point") {
+    old0.close();  // rank 1's FAILOVER never came: rank 0's lane waits for it
+  } else {
+    old1.emplace(io, port, group, 2, 1, 0, 3, 1, true);
+    old1->failover({1}, 1);
+    if (how == "inside an entry") {
+      old0.partialFinal(4, 3, 5);  // 5 of its 12 bytes
+      old0.close();
+    } else {
+      old0.entry(4, 0);
+      old0.reset();
+    }
+  }
+  // Both members open their lanes under {1, 2}: (1, 0) at index 1, (2, 0) at index 2.
+  RawLink new0a(io, port, group, 2, 0, 0, 3, 1, true);
+  RawLink new0b(io, port, group, 2, 0, 0, 3, 2, true);
+  RawLink new1a(io, port, group, 2, 1, 0, 3, 1, true);
+  RawLink new1b(io, port, group, 2, 1, 0, 3, 2, true);
+  new0a.failover({1, 2}, 1);
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1, 2});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1, 2});
+  if (old1) {  // retired: LOST with the group's dead set, then its end
+    CHECK(old1->readLost() == std::vector<uint32_t>{1, 2});
+    CHECK(old1->closedAfterNothing());
+  }
+  new0b.failover({1, 2}, 2);
+  new1a.failover({1, 2}, 1);
+  new1b.failover({1, 2}, 2);
+  new0a.entry(4, 0);
+  new1a.entry(4, 0);
+  std::vector<float> expected(RawLink::kCount);
+  for (uint32_t i = 0; i < RawLink::kCount; ++i)
+    expected[i] = RawLink::contribution(0, i) + RawLink::contribution(1, i);
+  CHECK(new0a.readResult(4) == expected);
+  CHECK(new1a.readResult(4) == expected);
+  new0a.received(4);
+  new1a.received(4);
+  CHECK(new0a.readCommit() == 4);
+  CHECK(new1a.readCommit() == 4);
 }
 
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
