@@ -286,11 +286,16 @@ void CommunicatorCore::onCommitted(Connection& connection, uint64_t chunk) {
     // A survivor commits the lost home's chunks it owns: the line's watermark moves once
     // every chunk below it is committed by its owner.
     const uint32_t home = lane->lane.deadHome, stream = lane->lane.stream;
-    Result<std::optional<uint64_t>> moved =
-        ledger_.laneCommitted(home, stream, connection.reducerIndex(), lane->dead, chunk);
+    uint64_t numbered;
+    {
+      std::lock_guard lock(submitMu_);
+      numbered = nextChunk_;
+    }
+    Result<std::optional<uint64_t>> moved = ledger_.laneCommitted(
+        home, stream, connection.reducerIndex(), lane->dead, chunk, numbered);
+    if (!moved) return fail(protocolError(connection.name() + ": " + moved.status().message()));
     const uint64_t step = uint64_t{reducers_} * streams_;
-    if (moved.isOk() && *moved && **moved >= step)
-      retention_.commit(home * streams_ + stream, **moved - step);
+    if (*moved && **moved >= step) retention_.commit(home * streams_ + stream, **moved - step);
     return;
   }
   ledger_.streamCommitted(connection.reducerIndex(), connection.streamIndex(), chunk);
