@@ -141,6 +141,8 @@ class Session final : public std::enable_shared_from_this<Session>,
   void onOthersCaughtUp();
 
   bool closed() const { return closed_; }
+  // Closed, or closing after a last frame (ABORT, or LOST to a retired lane): it reads no more.
+  bool closing() const { return closed_ || aborting_; }
   bool idle() const { return slot_ == nullptr && !parked_; }  // between frames
   uint32_t rank() const { return rank_; }
   uint16_t streamIndex() const { return streamIndex_; }

@@ -209,8 +209,10 @@ Status Shard::refuseNew(const Admission::Request& request) {
 }
 
 bool Shard::waiting(const Admission::Request& request) {
+  // A session that is closing waits for nothing: a retired lane's (retireLane) stays open for
+  // its LOST to go out, and a slot opened for it would never be filled.
   const auto session = sessionOf(request);
-  return session && !session->closed();
+  return session && !session->closing();
 }
 
 std::shared_ptr<Slot> Shard::open(const Admission::Request& request, AlignedBuffer buffer) {

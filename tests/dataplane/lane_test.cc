@@ -18,6 +18,7 @@
 #include "core/wire/failover_frames.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/raw_member.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
@@ -329,6 +330,58 @@ TEST_CASE("a member that closes a lane of the smaller dead set before the surviv
   new1a.received(4);
   CHECK(new0a.readCommit() == 4);
   CHECK(new1a.readCommit() == 4);
+}
+
+TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slot opens for "
+          "them, and the lanes under the larger dead set reduce their chunks",
+          "[failover]") {
+  // Reducers 0, 1, 2, the survivor reducer 0 on one thread with a quota of one slot a group.
+  // Under {1} rank 0 sends chunks 4 and 10 on its lane: 4 takes the slot (rank 1's entry never
+  // comes), 10 parks on the quota. Reducer 2 is lost too: the lanes under {1} are retired with
+  // chunk 4's slot. Rank 0's retired lane still closes (its LOST goes out first), and its
+  // parked request for chunk 10 must not be granted the slot that chunk 4's freed: it would
+  // open a slot under the retired lane that nothing fills, holding the quota until the
+  // collective timeout.
+  server::ServerConfig config = testServerConfig();
+  config.ioThreads = 1;
+  config.maxSlotsPerGroup = 1;
+  LocalPool pool(1, config);
+  auto& plane = pool.reducer(0).dataPlane();
+  const uint16_t port = pool.endpoints()[0].port;
+  asio::io_context io;
+  const GroupId group = GroupId::random();
+  RawLink stream0(io, port, group, 2, 0, 0, 3);
+  RawLink stream1(io, port, group, 2, 1, 0, 3);
+  RawLink old0(io, port, group, 2, 0, 0, 3, 1, true);
+  RawLink old1(io, port, group, 2, 1, 0, 3, 1, true);
+  old0.failover({1}, 1);
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  old1.failover({1}, 1);
+  old0.entry(4, 0);
+  old0.entry(10, 0);
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }));
+
+  RawLink new0(io, port, group, 2, 0, 0, 3, 1, true);  // lane (1, 0) under {1, 2}: index 1
+  RawLink new1(io, port, group, 2, 1, 0, 3, 1, true);
+  new0.failover({1, 2}, 1);
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1, 2});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1, 2});
+  CHECK(old1.readLost() == std::vector<uint32_t>{1, 2});
+  // The retired lane's request is dropped, not granted.
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 0; }));
+  REQUIRE(plane.stats().slotsOpen == 0);
+
+  new1.failover({1, 2}, 1);
+  std::vector<float> expected(RawLink::kCount);
+  for (uint32_t i = 0; i < RawLink::kCount; ++i)
+    expected[i] = RawLink::contribution(0, i) + RawLink::contribution(1, i);
+  for (uint64_t chunk : {4, 10}) {
+    new0.entry(chunk, 0);
+    new1.entry(chunk, 0);
+    CHECK(new0.readResult(chunk) == expected);
+    CHECK(new1.readResult(chunk) == expected);
+  }
 }
 
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
