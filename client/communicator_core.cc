@@ -318,8 +318,7 @@ void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
     // Those waiting for room in the retention store fail with the rest, once all drained.
     for (std::shared_ptr<RequestState>& waiting : retention_.close())
       toFail_.push_back(std::move(waiting));
-    for (auto& lane : lanes_)
-      if (lane) all.push_back(lane);
+    for (auto& [index, lane] : lanes_) all.push_back(lane);
     for (auto* held : {&handedOver_, &deferred_})
       for (ChunkTransfer& c : *held)
         if (c.request) toFail_.push_back(std::move(c.request));

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "client/caller_progress.h"
@@ -31,6 +32,7 @@
 #include "client/request_state.h"
 #include "client/retention_store.h"
 #include "core/cluster/dead_set.h"
+#include "core/cluster/lane.h"
 #include "core/cluster/sharding.h"
 #include "rs/client.h"
 
@@ -143,8 +145,12 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
 
   // Failover, under submitMu_ (lock order: submitMu_, then mu_).
   std::optional<cluster::DeadSet> dead_;  // none until a reducer is lost
-  // The lanes under dead_: [(survivor * R + lost) * K + stream], null elsewhere.
-  std::vector<std::shared_ptr<Connection>> lanes_;
+  // The lanes under dead_, by laneKey: (R - |D|) |D| K of them, where a table of every
+  // (survivor, lost, stream) would be R R K (4 GiB of pointers at R = 1024, K = 256).
+  std::unordered_map<uint64_t, std::shared_ptr<Connection>> lanes_;
+  uint64_t laneKey(uint32_t survivor, const cluster::Lane& lane) const {
+    return (uint64_t{survivor} * reducers_ + lane.deadHome) * streams_ + lane.stream;
+  }
   bool adopting_ = false;   // connections retired, not all drained: lanes not open yet
   size_t retiring_ = 0;     // retired connections not drained yet
   std::vector<ChunkTransfer> handedOver_;  // what they held
