@@ -152,6 +152,12 @@ class RawLink {
   }
 
   static float finalValue(uint32_t i) { return 1000.0f + static_cast<float>(i); }
+  // The result of a chunk whose entries from ranks 0 and 1 had no final prefix.
+  static std::vector<float> sumOfBoth() {
+    std::vector<float> sum(kCount);
+    for (uint32_t i = 0; i < kCount; ++i) sum[i] = contribution(0, i) + contribution(1, i);
+    return sum;
+  }
   static float contribution(uint32_t rank, uint32_t i) {
     return static_cast<float>(10 * rank + i);
   }
@@ -174,6 +180,28 @@ struct Survivor {
   RawLink stream1{io, port, group, 2, 1, 0, 2};
   RawLink lane0{io, port, group, 2, 0, 0, 2, /*streamIndex=*/1, /*lane=*/true};
   RawLink lane1{io, port, group, 2, 1, 0, 2, 1, true};
+};
+
+// Reducer 0 of three, the only one running (reducers 1 and 2 are lost: never dialled), and two
+// members' streams to it; their lanes are each test's.
+struct SurvivorOfThree {
+  explicit SurvivorOfThree(const server::ServerConfig& config = testServerConfig())
+      : pool(1, config) {}
+  LocalPool pool;
+  const uint16_t port = pool.endpoints()[0].port;
+  asio::io_context io;
+  const GroupId group = GroupId::random();
+  RawLink stream0{io, port, group, 2, 0, 0, 3};
+  RawLink stream1{io, port, group, 2, 1, 0, 3};
+  // Rank `rank`'s lane at `index`.
+  RawLink lane(uint32_t rank, uint16_t index) {
+    return RawLink(io, port, group, 2, rank, 0, 3, index, /*lane=*/true);
+  }
+  // Both members read LOST with `dead` on their streams.
+  void expectLost(const std::vector<uint32_t>& dead) {
+    CHECK(stream0.readLost() == dead);
+    CHECK(stream1.readLost() == dead);
+  }
 };
 
 }  // namespace
@@ -205,10 +233,8 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
                         : RawLink::contribution(0, i) + RawLink::contribution(1, i);
   CHECK(lane0.readResult(3) == expected);
   CHECK(lane1.readResult(3) == expected);
-  for (uint32_t i = 0; i < RawLink::kCount; ++i)
-    expected[i] = RawLink::contribution(0, i) + RawLink::contribution(1, i);
-  CHECK(lane0.readResult(5) == expected);
-  CHECK(lane1.readResult(5) == expected);
+  CHECK(lane0.readResult(5) == RawLink::sumOfBoth());
+  CHECK(lane1.readResult(5) == RawLink::sumOfBoth());
   // Each acknowledges both (rank 0 its dropped chunk 1 as well, which it held whole).
   lane0.received(5);
   lane1.received(5);
@@ -246,25 +272,18 @@ TEST_CASE("a survivor that learns a larger dead set tells every member, retires 
           "[failover]") {
   // Reducers 0, 1, 2; the survivor is reducer 0. Rank 0 opens its lane for reducer 1 under
   // {1} (index 1); rank 1 has learned of reducer 2's loss too and opens under {1, 2}.
-  LocalPool pool(1);
-  const uint16_t port = pool.endpoints()[0].port;
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  RawLink stream0(io, port, group, 2, 0, 0, 3);
-  RawLink stream1(io, port, group, 2, 1, 0, 3);
-  RawLink lane0(io, port, group, 2, 0, 0, 3, 1, true);
+  SurvivorOfThree s;
+  RawLink lane0 = s.lane(0, 1);
   lane0.failover({1}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
-  RawLink lane1(io, port, group, 2, 1, 0, 3, 1, true);
+  s.expectLost({1});
+  RawLink lane1 = s.lane(1, 1);
   lane1.failover({1, 2}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1, 2});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1, 2});
+  s.expectLost({1, 2});
   // Rank 0's lane under {1} is retired: LOST with the group's dead set, then its end.
   CHECK(lane0.readLost() == std::vector<uint32_t>{1, 2});
   CHECK(lane0.closedAfterNothing());
   // A late FAILOVER under {1} gets the same answer.
-  RawLink late(io, port, group, 2, 0, 0, 3, 1, true);
+  RawLink late = s.lane(0, 1);
   late.failover({1}, 1);
   CHECK(late.readLost() == std::vector<uint32_t>{1, 2});
   CHECK(late.closedAfterNothing());
@@ -280,21 +299,15 @@ TEST_CASE("a member that closes a lane of the smaller dead set before the surviv
   const std::string how = GENERATE(as<std::string>{}, "waiting for the agreed point",
                                    "inside an entry", "reset after an entry");
   INFO(how);
-  LocalPool pool(1);
-  const uint16_t port = pool.endpoints()[0].port;
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  RawLink stream0(io, port, group, 2, 0, 0, 3);
-  RawLink stream1(io, port, group, 2, 1, 0, 3);
-  RawLink old0(io, port, group, 2, 0, 0, 3, 1, true);
+  SurvivorOfThree s;
+  RawLink old0 = s.lane(0, 1);
   old0.failover({1}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  s.expectLost({1});
   std::optional<RawLink> old1;
   if (how == "waiting for the agreed point") {
     old0.close();  // rank 1's FAILOVER never came: rank 0's lane waits for it
   } else {
-    old1.emplace(io, port, group, 2, 1, 0, 3, 1, true);
+    old1.emplace(s.lane(1, 1));
     old1->failover({1}, 1);
     if (how == "inside an entry") {
       old0.partialFinal(4, 3, 5);  // 5 of its 12 bytes
@@ -305,13 +318,12 @@ TEST_CASE("a member that closes a lane of the smaller dead set before the surviv
     }
   }
   // Both members open their lanes under {1, 2}: (1, 0) at index 1, (2, 0) at index 2.
-  RawLink new0a(io, port, group, 2, 0, 0, 3, 1, true);
-  RawLink new0b(io, port, group, 2, 0, 0, 3, 2, true);
-  RawLink new1a(io, port, group, 2, 1, 0, 3, 1, true);
-  RawLink new1b(io, port, group, 2, 1, 0, 3, 2, true);
+  RawLink new0a = s.lane(0, 1);
+  RawLink new0b = s.lane(0, 2);
+  RawLink new1a = s.lane(1, 1);
+  RawLink new1b = s.lane(1, 2);
   new0a.failover({1, 2}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1, 2});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1, 2});
+  s.expectLost({1, 2});
   if (old1) {  // retired: LOST with the group's dead set, then its end
     CHECK(old1->readLost() == std::vector<uint32_t>{1, 2});
     CHECK(old1->closedAfterNothing());
@@ -321,9 +333,7 @@ TEST_CASE("a member that closes a lane of the smaller dead set before the surviv
   new1b.failover({1, 2}, 2);
   new0a.entry(4, 0);
   new1a.entry(4, 0);
-  std::vector<float> expected(RawLink::kCount);
-  for (uint32_t i = 0; i < RawLink::kCount; ++i)
-    expected[i] = RawLink::contribution(0, i) + RawLink::contribution(1, i);
+  const std::vector<float> expected = RawLink::sumOfBoth();
   CHECK(new0a.readResult(4) == expected);
   CHECK(new1a.readResult(4) == expected);
   new0a.received(4);
@@ -345,37 +355,28 @@ TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slo
   server::ServerConfig config = testServerConfig();
   config.ioThreads = 1;
   config.maxSlotsPerGroup = 1;
-  LocalPool pool(1, config);
-  auto& plane = pool.reducer(0).dataPlane();
-  const uint16_t port = pool.endpoints()[0].port;
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  RawLink stream0(io, port, group, 2, 0, 0, 3);
-  RawLink stream1(io, port, group, 2, 1, 0, 3);
-  RawLink old0(io, port, group, 2, 0, 0, 3, 1, true);
-  RawLink old1(io, port, group, 2, 1, 0, 3, 1, true);
+  SurvivorOfThree s(config);
+  auto& plane = s.pool.reducer(0).dataPlane();
+  RawLink old0 = s.lane(0, 1);
+  RawLink old1 = s.lane(1, 1);
   old0.failover({1}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  s.expectLost({1});
   old1.failover({1}, 1);
   old0.entry(4, 0);
   old0.entry(10, 0);
   REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }));
 
-  RawLink new0(io, port, group, 2, 0, 0, 3, 1, true);  // lane (1, 0) under {1, 2}: index 1
-  RawLink new1(io, port, group, 2, 1, 0, 3, 1, true);
+  RawLink new0 = s.lane(0, 1);  // lane (1, 0) under {1, 2}: index 1
+  RawLink new1 = s.lane(1, 1);
   new0.failover({1, 2}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1, 2});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1, 2});
+  s.expectLost({1, 2});
   CHECK(old1.readLost() == std::vector<uint32_t>{1, 2});
   // The retired lane's request is dropped, not granted.
   REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 0; }));
   REQUIRE(plane.stats().slotsOpen == 0);
 
   new1.failover({1, 2}, 1);
-  std::vector<float> expected(RawLink::kCount);
-  for (uint32_t i = 0; i < RawLink::kCount; ++i)
-    expected[i] = RawLink::contribution(0, i) + RawLink::contribution(1, i);
+  const std::vector<float> expected = RawLink::sumOfBoth();
   for (uint64_t chunk : {4, 10}) {
     new0.entry(chunk, 0);
     new1.entry(chunk, 0);
