@@ -81,6 +81,16 @@ class RawLink {
     }
     asio::write(socket_, asio::buffer(values.data() + prefix, (kCount - prefix) * sizeof(float)));
   }
+  // A plain REDUCE entry of `count` elements (not kCount) for chunk: its header first, then
+  // its payload, which the survivor may stop reading.
+  void largeEntry(uint64_t chunk, uint32_t count) {
+    wire::ChunkFields f = fields(chunk);
+    f.elemCount = count;
+    asio::write(socket_, asio::buffer(wire::encodeHeader(wire::reduceHeader(f))));
+    std::vector<float> values(count, contribution(rank_, 0));
+    std::error_code ignored;
+    asio::write(socket_, asio::buffer(values), ignored);
+  }
   // The FINAL of chunk's first `prefix` elements cut short: its header and `bytes` of its
   // payload only.
   void partialFinal(uint64_t chunk, uint32_t prefix, size_t bytes) {
@@ -383,6 +393,29 @@ TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slo
     CHECK(new0.readResult(chunk) == expected);
     CHECK(new1.readResult(chunk) == expected);
   }
+}
+
+TEST_CASE("a lane chunk whose staging copies exceed the thread's pool fails the group with an "
+          "error that says it is a failover lane's chunk",
+          "[failover]") {
+  // A lane's slot stages every member's entry to resolve the chunk (core/failover/
+  // resent_chunk.h), as a deterministic group's does: at W = 2, two copies of a 16 KiB chunk,
+  // more than a 32 KiB pool less its bookkeeping, where a normal chunk's accumulator fits.
+  server::ServerConfig config = testServerConfig();
+  config.ioThreads = 1;
+  config.maxChunkBytes = 16 << 10;
+  config.memoryLimitBytes = 32 << 10;
+  SurvivorOfThree s(config);
+  RawLink lane0 = s.lane(0, 1);
+  RawLink lane1 = s.lane(1, 1);
+  lane0.failover({1}, 1);
+  s.expectLost({1});
+  lane1.failover({1}, 1);
+  lane0.largeEntry(4, 4096);
+  const std::string reason = s.stream1.readAbort();
+  CHECK_THAT(reason, Catch::Matchers::Contains("chunk 4 needs 32768 bytes (a failover lane's "
+                                               "chunk: a staging copy per member"));
+  CHECK_THAT(reason, Catch::Matchers::Contains("more than this thread's whole pool"));
 }
 
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
