@@ -215,9 +215,8 @@ TEST_CASE("a collective submitted while a stream finds its reducer lost, before 
   options.progress = client::ClientOptions::Progress::kCaller;
   auto member1 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 1});
   member0->setOnReducerLostForTest([&, core = member0.get()] {
-    std::lock_guard lock(mu);
+    std::lock_guard lock(mu);  // after the input was written (under mu, below)
     if (inWindow) return;
-    input(0, 1);
     inWindow = submit(*core, 0);
   });
   Status started1;
@@ -251,6 +250,10 @@ TEST_CASE("a collective submitted while a stream finds its reducer lost, before 
   CHECK(exact(1, 0) == 0);
 
   // Collective 1: member 0's is submitted in the window, member 1's after.
+  {
+    std::lock_guard lock(mu);
+    input(0, 1);
+  }
   pool.stopReducer(1);
   REQUIRE(waitUntil([&] {
     std::lock_guard lock(mu);

@@ -1,8 +1,11 @@
 // What a member accepts from a reducer, tried against fake reducers that misbehave on real
 // loopback sockets (tests/support/fake_reducer.h): one that accepts and then stalls the
-// handshake, one that sends results ahead of the member's own upload, and one that writes
-// control characters into its reasons. The member must fail, promptly and saying why, and a
-// healthy group on a real reducer beside it stays exact.
+// handshake, one that sends results ahead of the member's own upload, one that writes
+// control characters into its reasons, and a survivor that commits on a lane what no member
+// sent. The member must fail, promptly and saying why, and a healthy group on a real reducer
+// beside it stays exact.
+#include <sys/socket.h>
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -235,7 +238,7 @@ TEST_CASE("a survivor that commits on a lane a chunk that no member numbered fai
   });
   FakeReducer lost([](FakeReducer::Socket& s) {
     acceptMember(s, 8u << 20);
-    s.close();
+    ::shutdown(s.native_handle(), SHUT_RDWR);  // its end; the fake closes the socket itself
   });
   auto comm = client::Communicator::connect(
       testClientOptions({survivor.endpoint(), lost.endpoint()}, 1), {GroupId::random(), 1, 0});
