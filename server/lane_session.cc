@@ -59,6 +59,7 @@ void Session::onFailoverPayload(const std::error_code& ec) {
       return;
     case SessionOwner::LaneVerdict::kWaiting:
       laneState_ = LaneState::kAwaitPoint;
+      if (liveness_) liveness_->start();  // it owes the member its agreed point (livenessSample)
       watchPeer();
       return;
     case SessionOwner::LaneVerdict::kRetired:

@@ -549,9 +549,14 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
 transport::Liveness::Sample Session::livenessSample() const {
   if (closed_ || aborting_) return {};
   const bool owing = chunksInFlight_ > 0;
+  // A lane waiting for its agreed point owes its member that point, behind which its entries
+  // wait for their results: HEARTBEATs go, so that the member does not take this survivor for
+  // lost while another member's FAILOVER is slow to come. It waits on nothing: it reads nothing
+  // until then.
+  const bool awaitingPoint = laneState_ == LaneState::kAwaitPoint;
   return {.arrived = stream_->bytesArrived(),
           .sent = stream_->bytesSent(),
-          .owing = owing,
+          .owing = owing || awaitingPoint,
           .waiting = owing && !parked_ && !heldBack_,
           .canSend = !writer_.writing() && writer_.queued() == 0 && !writer_.failed()};
 }

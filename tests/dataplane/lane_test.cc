@@ -11,8 +11,10 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
+#include <atomic>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/wire/failover_frames.h"
@@ -98,6 +100,8 @@ class RawLink {
     asio::write(socket_, asio::buffer(wire::encodeHeader(wire::finalHeader(fields(chunk), prefix))));
     asio::write(socket_, asio::buffer(values.data(), bytes));
   }
+  // Ends a read blocked on the socket on another thread (it throws), keeping the descriptor.
+  void shutdown() { ::shutdown(socket_.native_handle(), SHUT_RDWR); }
   // Closes cleanly (FIN), as a member that adopted a larger dead set closes its lanes.
   void close() { socket_.close(); }
   // Closes with an RST (SO_LINGER 0), as a close with unread input does.
@@ -416,6 +420,38 @@ TEST_CASE("a lane chunk whose staging copies exceed the thread's pool fails the 
   CHECK_THAT(reason, Catch::Matchers::Contains("chunk 4 needs 32768 bytes (a failover lane's "
                                                "chunk: a staging copy per member"));
   CHECK_THAT(reason, Catch::Matchers::Contains("more than this thread's whole pool"));
+}
+
+TEST_CASE("a lane waiting for its agreed point sends HEARTBEATs, so that its member does not "
+          "take the survivor for lost while another member's FAILOVER is slow to come",
+          "[failover]") {
+  // The loss bound is 200 ms; rank 0's FAILOVER is in, rank 1's never comes. The survivor owes
+  // rank 0 the lane's agreed point (its entries wait for it), and a member whose lane has an
+  // entry waiting for its result declares a survivor silent past the bound lost.
+  server::ServerConfig config = testServerConfig();
+  config.lossDetectMs = 200;
+  SurvivorOfThree s(config);
+  RawLink lane0 = s.lane(0, 1);
+  lane0.failover({1}, 1);
+  s.expectLost({1});
+  lane0.entry(4, 0);
+  // The next frame on the lane, read on a thread of its own so that a survivor that sends
+  // nothing fails the test at the state deadline instead of hanging it.
+  std::atomic<bool> read{false};
+  std::optional<wire::FrameType> type;
+  std::thread reader([&] {
+    try {
+      type = lane0.next().type;
+    } catch (const std::exception&) {  // shut down below: nothing came
+    }
+    read = true;
+  });
+  const bool came = waitUntil([&] { return read.load(); });
+  if (!came) lane0.shutdown();
+  reader.join();
+  REQUIRE(came);
+  REQUIRE(type.has_value());
+  CHECK(*type == wire::FrameType::kHeartbeat);
 }
 
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
