@@ -1,5 +1,7 @@
 #include "client/commit_ledger.h"
 
+#include <fmt/format.h>
+
 #include "core/cluster/chunk_owner.h"
 #include "core/cluster/sharding.h"
 
@@ -59,7 +61,17 @@ std::optional<uint64_t> CommitLedger::streamCommitted(uint32_t home, uint32_t st
 Result<std::optional<uint64_t>> CommitLedger::laneCommitted(uint32_t home, uint32_t stream,
                                                             uint32_t owner,
                                                             const cluster::DeadSet& dead,
-                                                            uint64_t chunk) {
+                                                            uint64_t chunk, uint64_t numbered) {
+  if (cluster::reducerForChunk(chunk, reducers_) != home ||
+      cluster::streamForChunk(chunk, reducers_, streams_) != stream)
+    return protocolError(fmt::format("COMMIT for chunk {} on the lane of reducer {} stream {}, "
+                                     "which carries none of that reducer and stream's chunks",
+                                     chunk, home, stream));
+  if (chunk >= numbered)
+    return protocolError(fmt::format("COMMIT for chunk {} on the lane of reducer {} stream {}, "
+                                     "but this member has numbered only chunks below {}: no "
+                                     "member sent it",
+                                     chunk, home, stream, numbered));
   std::lock_guard lock(mu_);
   Line& line = lineOf(home, stream);
   for (uint64_t c = line.watermark; c <= chunk; c += step_) {

@@ -29,9 +29,13 @@ class CommitLedger {
   // Returns the new watermark when it rose.
   std::optional<uint64_t> streamCommitted(uint32_t home, uint32_t stream, uint64_t chunk);
   // Every chunk of (home, stream) up to `chunk` that `owner` owns under `dead` is committed: a
-  // COMMIT on owner's lane (home, stream). Returns the new watermark when it rose.
+  // COMMIT on owner's lane (home, stream). Returns the new watermark when it rose. `numbered`:
+  // the chunks this member has numbered are those below it, and a commit covers only chunks
+  // that every member sent, so a `chunk` at or past it is an error (from the network: it would
+  // walk the line that far, or forever where it wraps), as is a chunk not of (home, stream).
   Result<std::optional<uint64_t>> laneCommitted(uint32_t home, uint32_t stream, uint32_t owner,
-                                                const cluster::DeadSet& dead, uint64_t chunk);
+                                                const cluster::DeadSet& dead, uint64_t chunk,
+                                                uint64_t numbered);
 
   // The lowest chunk of (home, stream) not seen committed.
   uint64_t watermark(uint32_t home, uint32_t stream) const;

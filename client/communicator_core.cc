@@ -222,6 +222,10 @@ void CommunicatorCore::post(
     for (size_t i = 0; i < ios_.size(); ++i)
       if (ios_[i].get() == io) perIo[i].push_back(std::move(batch));
   }
+  // Each batch is pending on its connection from here (under submitMu_, where it was routed)
+  // until the connection takes it: one retired meanwhile hands it on with what it held.
+  for (auto& batches : perIo)
+    for (auto& [conn, chunks] : batches) conn->batchPosted();
   for (size_t io = 0; io < ios_.size(); ++io) {
     if (perIo[io].empty()) continue;
     asio::post(*ios_[io], [work = std::move(perIo[io])]() mutable {
@@ -282,11 +286,16 @@ void CommunicatorCore::onCommitted(Connection& connection, uint64_t chunk) {
     // A survivor commits the lost home's chunks it owns: the line's watermark moves once
     // every chunk below it is committed by its owner.
     const uint32_t home = lane->lane.deadHome, stream = lane->lane.stream;
-    Result<std::optional<uint64_t>> moved =
-        ledger_.laneCommitted(home, stream, connection.reducerIndex(), lane->dead, chunk);
+    uint64_t numbered;
+    {
+      std::lock_guard lock(submitMu_);
+      numbered = nextChunk_;
+    }
+    Result<std::optional<uint64_t>> moved = ledger_.laneCommitted(
+        home, stream, connection.reducerIndex(), lane->dead, chunk, numbered);
+    if (!moved) return fail(protocolError(connection.name() + ": " + moved.status().message()));
     const uint64_t step = uint64_t{reducers_} * streams_;
-    if (moved.isOk() && *moved && **moved >= step)
-      retention_.commit(home * streams_ + stream, **moved - step);
+    if (*moved && **moved >= step) retention_.commit(home * streams_ + stream, **moved - step);
     return;
   }
   ledger_.streamCommitted(connection.reducerIndex(), connection.streamIndex(), chunk);
@@ -309,8 +318,7 @@ void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
     // Those waiting for room in the retention store fail with the rest, once all drained.
     for (std::shared_ptr<RequestState>& waiting : retention_.close())
       toFail_.push_back(std::move(waiting));
-    for (auto& lane : lanes_)
-      if (lane) all.push_back(lane);
+    for (auto& [index, lane] : lanes_) all.push_back(lane);
     for (auto* held : {&handedOver_, &deferred_})
       for (ChunkTransfer& c : *held)
         if (c.request) toFail_.push_back(std::move(c.request));

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "client/caller_progress.h"
@@ -31,6 +32,7 @@
 #include "client/request_state.h"
 #include "client/retention_store.h"
 #include "core/cluster/dead_set.h"
+#include "core/cluster/lane.h"
 #include "core/cluster/sharding.h"
 #include "rs/client.h"
 
@@ -67,6 +69,11 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   RetentionStats retention() const;
   // Test access to what is kept (failover will resend from it).
   const RetentionStore& retentionStore() const { return retention_; }
+  // Tests only, set before start(): runs on the io thread of a connection that found its
+  // reducer lost, before the loss is adopted, so that a test can put a submit in that window.
+  void setOnReducerLostForTest(std::function<void()> hook) {
+    onReducerLostForTest_ = std::move(hook);
+  }
   const ClientOptions& options() const { return options_; }
   const GroupSpec& group() const { return group_; }
 
@@ -94,7 +101,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // Where `chunk` goes now: its home's stream, a lane, or (null) deferred_ while adopting.
   std::shared_ptr<Connection> routeLocked(const ChunkTransfer& chunk);
   // Posts the chunks to their connections, grouped by io thread, each thread's batch started
-  // together (link_share.h).
+  // together (link_share.h). Under submitMu_, where they were routed (Connection::batchPosted).
   void post(std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work);
   void failRequestsOf(std::vector<ChunkTransfer>& chunks);
   // For a timeout while `request` waits for room in the retention store: who has not committed.
@@ -138,8 +145,12 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
 
   // Failover, under submitMu_ (lock order: submitMu_, then mu_).
   std::optional<cluster::DeadSet> dead_;  // none until a reducer is lost
-  // The lanes under dead_: [(survivor * R + lost) * K + stream], null elsewhere.
-  std::vector<std::shared_ptr<Connection>> lanes_;
+  // The lanes under dead_, by laneKey: (R - |D|) |D| K of them, where a table of every
+  // (survivor, lost, stream) would be R R K (4 GiB of pointers at R = 1024, K = 256).
+  std::unordered_map<uint64_t, std::shared_ptr<Connection>> lanes_;
+  uint64_t laneKey(uint32_t survivor, const cluster::Lane& lane) const {
+    return (uint64_t{survivor} * reducers_ + lane.deadHome) * streams_ + lane.stream;
+  }
   bool adopting_ = false;   // connections retired, not all drained: lanes not open yet
   size_t retiring_ = 0;     // retired connections not drained yet
   std::vector<ChunkTransfer> handedOver_;  // what they held
@@ -148,6 +159,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // lost homes' chunks whose results are already in (in the caller's buffer, copied).
   std::vector<std::weak_ptr<RequestState>> inFlight_;
   CommitLedger ledger_;
+  std::function<void()> onReducerLostForTest_;
 };
 
 }  // namespace rs::client

@@ -19,6 +19,7 @@
 namespace rs::client {
 
 void CommunicatorCore::onReducerLost(Connection& connection, const Status& reason) {
+  if (onReducerLostForTest_) onReducerLostForTest_();
   adopt({connection.reducerIndex()}, reason);
 }
 
@@ -50,13 +51,14 @@ void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& wh
       cannot = Status(why.code(), fmt::format("{}; every reducer of the group's list is lost "
                                               "(reducers {} of {})",
                                               why.message(), next->toString(), reducers_));
+    } else if (Status fit = cluster::lanesFit(*next, streams_); !fit.isOk()) {
+      cannot = Status(why.code(), fmt::format("{}; {}", why.message(), fit.message()));
     } else {
       for (uint32_t d = 0; d < reducers_; ++d) {
         if (!next->contains(d) || (dead_ && dead_->contains(d))) continue;
         for (uint32_t s = 0; s < streams_; ++s) retire.push_back(connections_[d * streams_ + s]);
       }
-      for (auto& lane : lanes_)
-        if (lane) retire.push_back(std::move(lane));
+      for (auto& [index, lane] : lanes_) retire.push_back(std::move(lane));
       lanes_.clear();
       dead_ = *next;
       adopting_ = true;
@@ -80,8 +82,8 @@ std::shared_ptr<Connection> CommunicatorCore::routeLocked(const ChunkTransfer& t
   if (!route || !route->lane) return nullptr;  // cannot be: dead_ has a live reducer
   ledger_.sentOnLane(t.header);
   const cluster::Lane& lane = *route->lane;
-  return lanes_[(static_cast<size_t>(route->reducer) * reducers_ + lane.deadHome) * streams_ +
-                lane.stream];
+  auto it = lanes_.find(laneKey(route->reducer, lane));
+  return it == lanes_.end() ? nullptr : it->second;
 }
 
 void CommunicatorCore::onLateChunks(Connection&, std::vector<ChunkTransfer> chunks) {
@@ -99,8 +101,8 @@ void CommunicatorCore::onLateChunks(Connection&, std::vector<ChunkTransfer> chun
       work.emplace_back(std::move(to), std::vector<ChunkTransfer>{});
       work.back().second.push_back(std::move(c));
     }
+    post(std::move(work));
   }
-  post(std::move(work));
 }
 
 namespace {
@@ -125,8 +127,9 @@ void CommunicatorCore::finishAdoptionLocked() {
   const cluster::DeadSet dead = *dead_;
   const uint32_t R = reducers_, K = streams_;
   // The lanes of the dead set, from each member to each survivor, one per (lost reducer,
-  // stream), each opening with that line's watermark.
-  lanes_.assign(static_cast<size_t>(R) * R * K, nullptr);
+  // stream), each opening with that line's watermark. adopt() checked that their indices fit
+  // a HELLO (lanesFit).
+  lanes_.clear();
   std::vector<std::shared_ptr<Connection>> opened;
   for (uint32_t j = 0; j < R; ++j) {
     if (dead.contains(j)) continue;
@@ -140,7 +143,7 @@ void CommunicatorCore::finishAdoptionLocked() {
             *this, options_, group_, *ios_[ioIndexOf(stream)], *ackTimers_[ioIndexOf(stream)], j,
             index, options_.reducers[j], nullptr,
             LaneSpec{lane, dead, ledger_.watermark(d, s)});
-        lanes_[(static_cast<size_t>(j) * R + d) * K + s] = c;
+        lanes_.emplace(laneKey(j, lane), c);
         opened.push_back(std::move(c));
       }
     }
@@ -177,7 +180,8 @@ void CommunicatorCore::finishAdoptionLocked() {
     }
   }
   // The collectives still in flight: their lost homes' chunks whose results are in (neither
-  // held by a retired connection nor waiting to be sent) go whole, copied from the caller's
+  // held by a retired connection, which drained only once it had taken every batch posted to
+  // it, nor waiting to be sent) go whole, copied from the caller's
   // buffer, which nothing writes now and which the caller gets back only once the collective
   // is kept, under the lock held here.
   std::set<uint64_t> waiting;

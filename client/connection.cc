@@ -305,7 +305,10 @@ void Connection::onErrorText(const std::error_code& ec) {
 // --- Writing ---------------------------------------------------------------------------------
 
 void Connection::submit(std::vector<ChunkTransfer> chunks) {
-  if (closed_ && drained_) return owner_.onLateChunks(*this, std::move(chunks));
+  if (closed_ && drained_) {  // posted after the drain (the communicator failed meanwhile)
+    owner_.onLateChunks(*this, std::move(chunks));
+    return opDone();
+  }
   uint64_t bytes = 0;
   for (const auto& c : chunks) bytes += c.header.payloadLength;
   if (!chunks.empty() && !lane_ && !closed_) pacer_.busy(bytes);
@@ -315,6 +318,7 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
     held_.push_back(std::move(c));
   }
   if (liveness_ && wasIdle && !expected_.empty() && !closed_) liveness_->start();
+  opDone();  // the batch is taken: closed, this connection may drain now, with it
 }
 
 void Connection::startWrites() { feedWriter(); }

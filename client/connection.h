@@ -162,8 +162,15 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // Dials and handshakes (client/handshake.h: the two together within options.connectTimeout);
   // reports through ConnectionOwner::onConnected, or onFailed.
   void start();
+  // A batch of chunks was posted to this connection's io thread for submit() (by the owner,
+  // under its routing lock): it counts as a pending operation until submit() takes it, so that
+  // a connection closed meanwhile drains only once it holds them, and hands them on with the
+  // rest (ConnectionOwner::onDrained) rather than after its drain (onLateChunks), when its
+  // owner may already have resent what it held.
+  void batchPosted() { pendingOps_.add(); }
   // Queues chunks (on the io thread); startWrites() sends them. Apart, so that every stream a
-  // collective keeps busy on this thread counts in the pace before any of them writes.
+  // collective keeps busy on this thread counts in the pace before any of them writes. Takes
+  // the batch that batchPosted() announced.
   void submit(std::vector<ChunkTransfer> chunks);
   void startWrites();
   // Closes and cancels (on the io thread); ConnectionOwner::onDrained follows.

@@ -59,6 +59,7 @@ void Session::onFailoverPayload(const std::error_code& ec) {
       return;
     case SessionOwner::LaneVerdict::kWaiting:
       laneState_ = LaneState::kAwaitPoint;
+      if (liveness_) liveness_->start();  // it owes the member its agreed point (livenessSample)
       watchPeer();
       return;
     case SessionOwner::LaneVerdict::kRetired:
@@ -187,6 +188,14 @@ void Session::dropEntryPayload(const std::error_code& ec, size_t bytes) {
                    [self = shared_from_this()](const std::error_code& e, size_t n) {
                      self->dropEntryPayload(e, n);
                    });
+}
+
+void Session::laneEnded(const std::string& what) {
+  if (closed_) return;
+  rs::logger().info("{}: the member closed this lane ({}): it adopted a larger dead set, or it "
+                    "is leaving",
+                    name_, what);
+  close(unavailableError(fmt::format("the member ended the lane: {}", what)));
 }
 
 void Session::sendLost(const cluster::DeadSet& dead) {

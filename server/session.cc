@@ -302,6 +302,8 @@ void Session::watchPeer() {
 void Session::onPeerGone(const std::error_code& why) {
   if (why == asio::error::operation_aborted || closed_ || aborting_) return;
   const char* waiting = parked_ ? "for a slot" : "for the other members";
+  if (isLane() && why == asio::error::eof)
+    return laneEnded(fmt::format("closed while chunk {} waited {}", in_.chunk, waiting));
   if (why != asio::error::eof)
     return ioFailed(why, fmt::format("the connection failed while chunk {} waited {}",
                                      in_.chunk, waiting));
@@ -340,6 +342,7 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   if (ec) {
     if (ec != asio::error::eof) return ioFailed(ec, fmt::format("read failed inside chunk {}",
                                                                in_.chunk));
+    if (isLane()) return laneEnded(fmt::format("ended inside chunk {}", in_.chunk));
     fail(ioError(fmt::format("stream ended inside chunk {}", in_.chunk)));
     return;
   }
@@ -395,6 +398,7 @@ void Session::fail(const Status& reason) {
 }
 
 void Session::ioFailed(const std::error_code& ec, const std::string& what) {
+  if (isLane() && ec != asio::error::timed_out) return laneEnded(what + ": " + ec.message());
   if (ec != asio::error::timed_out || !liveness_) return fail(ioError(what + ": " + ec.message()));
   liveness_->cancel();  // one loss a session
   owner_.memberLost(
@@ -545,9 +549,14 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
 transport::Liveness::Sample Session::livenessSample() const {
   if (closed_ || aborting_) return {};
   const bool owing = chunksInFlight_ > 0;
+  // A lane waiting for its agreed point owes its member that point, behind which its entries
+  // wait for their results: HEARTBEATs go, so that the member does not take this survivor for
+  // lost while another member's FAILOVER is slow to come. It waits on nothing: it reads nothing
+  // until then.
+  const bool awaitingPoint = laneState_ == LaneState::kAwaitPoint;
   return {.arrived = stream_->bytesArrived(),
           .sent = stream_->bytesSent(),
-          .owing = owing,
+          .owing = owing || awaitingPoint,
           .waiting = owing && !parked_ && !heldBack_,
           .canSend = !writer_.writing() && writer_.queued() == 0 && !writer_.failed()};
 }

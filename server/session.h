@@ -141,6 +141,8 @@ class Session final : public std::enable_shared_from_this<Session>,
   void onOthersCaughtUp();
 
   bool closed() const { return closed_; }
+  // Closed, or closing after a last frame (ABORT, or LOST to a retired lane): it reads no more.
+  bool closing() const { return closed_ || aborting_; }
   bool idle() const { return slot_ == nullptr && !parked_; }  // between frames
   uint32_t rank() const { return rank_; }
   uint16_t streamIndex() const { return streamIndex_; }
@@ -197,8 +199,15 @@ class Session final : public std::enable_shared_from_this<Session>,
   void fail(const Status& reason);
   // A read or write failed with `ec`, not the member's clean end: fail(), unless it timed out,
   // which is the transport's net under the heartbeats (Stream::setLossBound) giving up on the
-  // member: a loss (MemberLoss::kUnresponsive).
+  // member: a loss (MemberLoss::kUnresponsive); or unless this is a lane (laneEnded).
   void ioFailed(const std::error_code& ec, const std::string& what);
+  // A lane's member closed it or its connection broke (`what`), anywhere: between frames,
+  // inside an entry, while it waited for the agreed point or a slot. A member closes every lane
+  // of a dead set when it adopts a larger one, which this reducer learns only from the FAILOVER
+  // on the new lanes, after the close (proto/FAILOVER.md, "A second loss"): not an error. The
+  // session closes; that FAILOVER retires the lane and its slots, and a member that is gone
+  // instead fails the group through its streams, or at the collective timeout.
+  void laneEnded(const std::string& what);
   // A HEARTBEAT from the member: nothing to do but read on (its bytes were heard).
   void onHeartbeat(const wire::FrameHeader& h);
   // A frame that breaks the protocol: counted under `why`, then fail().

@@ -162,17 +162,22 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
     case Admission::Verdict::kRefused:
       *error = std::move(grant.refusal);
       break;
-    case Admission::Verdict::kTooLarge:
+    case Admission::Verdict::kTooLarge: {
       // validate() makes an accumulator alone always fit; its per-rank state for a very large
-      // world, with the bookkeeping of many groups charged, or a deterministic group's staging
-      // copies, may not.
+      // world, with the bookkeeping of many groups charged, or the staging copies of a
+      // deterministic group's chunk or of any failover lane's chunk, may not.
+      const char* staged = session->isLane()
+                               ? " (a failover lane's chunk: a staging copy per member, to "
+                                 "resolve it from every member's entry)"
+                           : gs->group->params().deterministic
+                               ? " (deterministic: a staging copy per member)"
+                               : "";
       *error = resourceExhausted(fmt::format(
           "chunk {} needs {} bytes{} and {} of per-rank state (world_size {}), more than this "
           "thread's whole pool ({}: its part of --memory-limit less the bookkeeping charged)",
-          h.chunk, bytes,
-          gs->group->params().deterministic ? " (deterministic: a staging copy per member)" : "",
-          state, gs->group->params().worldSize, pool_->budget()));
+          h.chunk, bytes, staged, state, gs->group->params().worldSize, pool_->budget()));
       break;
+    }
   }
   failGroup(gs->group, *error);
   return Acquire::kFailed;
@@ -210,8 +215,10 @@ Status Shard::refuseNew(const Admission::Request& request) {
 }
 
 bool Shard::waiting(const Admission::Request& request) {
+  // A session that is closing waits for nothing: a retired lane's (retireLane) stays open for
+  // its LOST to go out, and a slot opened for it would never be filled.
   const auto session = sessionOf(request);
-  return session && !session->closed();
+  return session && !session->closing();
 }
 
 std::shared_ptr<Slot> Shard::open(const Admission::Request& request, AlignedBuffer buffer) {

@@ -7,6 +7,18 @@
 
 namespace rs::cluster {
 
+Status lanesFit(const DeadSet& dead, uint32_t streams) {
+  const uint64_t indices = streamIndicesUnder(dead, streams);
+  if (indices <= kMaxStreamIndices) return Status::ok();
+  return resourceExhausted(
+      "with " + std::to_string(streams) + " streams per reducer and " +
+      std::to_string(dead.size()) + " reducers lost (" + dead.toString() +
+      "), the lanes need stream indices up to " + std::to_string(indices - 1) +
+      ", past what a HELLO's 16-bit stream index holds (" + std::to_string(kMaxStreamIndices - 1) +
+      "): the lost reducers' chunks cannot be moved (fewer streams per reducer, RS_STREAMS, "
+      "allow more losses)");
+}
+
 Result<uint32_t> laneIndex(const Lane& lane, const DeadSet& dead, uint32_t streams) {
   if (!dead.contains(lane.deadHome))
     return invalidArgument("no lane for reducer " + std::to_string(lane.deadHome) +
@@ -15,6 +27,7 @@ Result<uint32_t> laneIndex(const Lane& lane, const DeadSet& dead, uint32_t strea
     return invalidArgument("no lane for stream " + std::to_string(lane.stream) + " of reducer " +
                            std::to_string(lane.deadHome) + ": there are " +
                            std::to_string(streams) + " streams");
+  RS_RETURN_IF_ERROR(lanesFit(dead, streams));
   return streams * (1 + dead.deadBelow(lane.deadHome)) + lane.stream;
 }
 

@@ -24,14 +24,20 @@ struct Lane {
   bool operator==(const Lane&) const = default;
 };
 
+// A HELLO's stream index is 16 bits (proto/WIRE.md): a survivor's K (1 + |D|) stream indices
+// must be at most this many (up to 255 lost reducers at K = 256).
+inline constexpr uint64_t kMaxStreamIndices = 65536;
+// OK when every lane under D has a stream index that a HELLO can carry; else why not.
+Status lanesFit(const DeadSet& dead, uint32_t streams);
 // The stream index of `lane` on a survivor under D with K streams per (member, reducer).
-// Errors: the home is not dead, or the stream is not below K.
+// Errors: the home is not dead, the stream is not below K, or the lanes under D do not fit
+// (lanesFit).
 Result<uint32_t> laneIndex(const Lane& lane, const DeadSet& dead, uint32_t streams);
 // The inverse, for an index a member names (from the network): the lane, or why it is none.
 Result<Lane> laneAt(uint32_t streamIndex, const DeadSet& dead, uint32_t streams);
 // How many stream indices a survivor has under D: K (1 + |D|).
-inline uint32_t streamIndicesUnder(const DeadSet& dead, uint32_t streams) {
-  return streams * (1 + dead.size());
+inline uint64_t streamIndicesUnder(const DeadSet& dead, uint32_t streams) {
+  return uint64_t{streams} * (1 + dead.size());
 }
 
 // Where chunk c travels under D: its home's stream (c / R) mod K while the home is live, else

@@ -33,7 +33,7 @@ TEST_CASE("commit ledger: a lost home's chunks committed by its owners out of or
   // The owner of chunk 5 commits everything it owns up to 25 first: the watermark stays at 1
   // unless chunk 1 is its own, and what it committed is remembered above it.
   const uint32_t second = owner[1];
-  auto moved = ledger.laneCommitted(1, 0, second, *dead, 25);
+  auto moved = ledger.laneCommitted(1, 0, second, *dead, 25, 26);
   REQUIRE(moved.isOk());
   CHECK(ledger.committed(5));
   if (owner[0] != second) {
@@ -42,10 +42,35 @@ TEST_CASE("commit ledger: a lost home's chunks committed by its owners out of or
     CHECK_FALSE(ledger.committed(1));
   }
   // Every owner commits up to 25: the watermark passes 25.
-  for (uint32_t j : {0u, 2u, 3u}) REQUIRE(ledger.laneCommitted(1, 0, j, *dead, 25).isOk());
+  for (uint32_t j : {0u, 2u, 3u}) REQUIRE(ledger.laneCommitted(1, 0, j, *dead, 25, 26).isOk());
   CHECK(ledger.watermark(1, 0) == 29);
   for (uint64_t c = 1; c <= 25; c += 4) CHECK(ledger.committed(c));
   CHECK_FALSE(ledger.committed(29));
+}
+
+TEST_CASE("commit ledger: a lane COMMIT for a chunk off its line or past every chunk numbered is "
+          "an error, and moves nothing") {
+  // From the network: before these checks the first walked the line to the end of the chunk
+  // numbers, and one near 2^64 wrapped and walked forever.
+  CommitLedger ledger(4, 1);
+  auto dead = cluster::DeadSet::of(4, std::vector<uint32_t>{1});
+  REQUIRE(dead.isOk());
+  const uint32_t owner = *cluster::chunkOwner(1, *dead);
+  for (uint64_t chunk : {UINT64_MAX - 2, uint64_t{29}}) {  // home 1, stream 0, both
+    INFO("chunk " << chunk);
+    auto moved = ledger.laneCommitted(1, 0, owner, *dead, chunk, 29);
+    REQUIRE_FALSE(moved.isOk());
+    CHECK(moved.status().code() == StatusCode::kProtocolError);
+    CHECK(moved.status().message().find("numbered only chunks below 29") != std::string::npos);
+  }
+  auto offLine = ledger.laneCommitted(1, 0, owner, *dead, 6, 29);  // home 2
+  REQUIRE_FALSE(offLine.isOk());
+  CHECK(offLine.status().message().find("carries none of") != std::string::npos);
+  CHECK(ledger.watermark(1, 0) == 1);
+  CHECK_FALSE(ledger.committed(1));
+  auto moved = ledger.laneCommitted(1, 0, owner, *dead, 1, 29);
+  REQUIRE(moved.isOk());
+  CHECK(ledger.watermark(1, 0) == 5);
 }
 
 }  // namespace rs::client

@@ -10,9 +10,11 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "client/communicator_core.h"
 #include "core/common/splitmix.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/wait_until.h"
@@ -179,6 +181,100 @@ TEST_CASE("two of four reducers lost in turn: every collective completes exact a
     if (k == 5) pool.stopReducer(2);
   });
   checkResults(run, out);
+}
+
+TEST_CASE("a collective submitted while a stream finds its reducer lost, before the loss is "
+          "adopted, reaches the survivor as contributions: exact and alike on both members",
+          "[failover]") {
+  // Reducer 1's one stream ends between collectives. Member 0 submits its next collective from
+  // inside that stream's loss, on its io thread, before the loss is adopted: its chunks of
+  // reducer 1 are posted to the stream that is closing, which was idle and would drain at once.
+  // They must be resent as what they are (contributions), not taken for chunks whose results
+  // are in (the caller's buffer, still its input, sent as a whole FINAL) and then sent again.
+  // Member 1 drives its own I/O (Progress::kCaller), so that nothing tells member 0 of the loss
+  // before its stream does.
+  constexpr uint64_t kCount = 100000;  // several chunks on each reducer
+  LocalPool pool(2);
+  const GroupId id = GroupId::random();
+  auto options = testClientOptions(pool.endpoints(), 1);
+  options.minChunkBytes = 16 << 10;
+  options.maxChunkBytes = 64 << 10;
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(kCount));
+  auto input = [&](int rank, int k) {
+    for (uint64_t i = 0; i < kCount; ++i)
+      bufs[rank][i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
+  };
+  auto submit = [&](client::CommunicatorCore& core, int rank) {
+    return core.submit(bufs[rank].data(), bufs[rank].data(), kCount, DataType::kFloat32,
+                       ReduceOp::kSum, std::chrono::milliseconds(0));
+  };
+  std::mutex mu;
+  std::optional<Result<std::shared_ptr<client::RequestState>>> inWindow;
+  // After what the hook uses: destroyed (and shut down) first.
+  auto member0 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 0});
+  options.progress = client::ClientOptions::Progress::kCaller;
+  auto member1 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 1});
+  member0->setOnReducerLostForTest([&, core = member0.get()] {
+    std::lock_guard lock(mu);  // after the input was written (under mu, below)
+    if (inWindow) return;
+    inWindow = submit(*core, 0);
+  });
+  Status started1;
+  std::thread starter([&] { started1 = member1->start(); });
+  REQUIRE(member0->start().toString() == "OK");
+  starter.join();
+  REQUIRE(started1.toString() == "OK");
+  auto finish = [&](client::CommunicatorCore& core, const client::RequestState& request) {
+    REQUIRE(core.waitFor(request, std::chrono::steady_clock::now() + kStateDeadline));
+    Status st;
+    request.done(&st);
+    return st;
+  };
+  auto exact = [&](int rank, int k) {
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < kCount; ++i)
+      wrong += bufs[rank][i] != expectedResult(DataType::kFloat32, ReduceOp::kSum, 2, i + k);
+    return wrong;
+  };
+
+  // Collective 0, healthy.
+  input(0, 0);
+  input(1, 0);
+  auto first0 = submit(*member0, 0);
+  auto first1 = submit(*member1, 1);
+  REQUIRE(first0.isOk());
+  REQUIRE(first1.isOk());
+  REQUIRE(finish(*member1, **first1).toString() == "OK");
+  REQUIRE(finish(*member0, **first0).toString() == "OK");
+  CHECK(exact(0, 0) == 0);
+  CHECK(exact(1, 0) == 0);
+
+  // Collective 1: member 0's is submitted in the window, member 1's after.
+  {
+    std::lock_guard lock(mu);
+    input(0, 1);
+  }
+  pool.stopReducer(1);
+  REQUIRE(waitUntil([&] {
+    std::lock_guard lock(mu);
+    return inWindow.has_value();
+  }));
+  std::shared_ptr<client::RequestState> second0;
+  {
+    std::lock_guard lock(mu);
+    REQUIRE(inWindow->isOk());
+    second0 = **inWindow;
+  }
+  input(1, 1);
+  auto second1 = submit(*member1, 1);
+  REQUIRE(second1.isOk());
+  CHECK(finish(*member1, **second1).toString() == "OK");
+  CHECK(finish(*member0, *second0).toString() == "OK");
+  CHECK(exact(0, 1) == 0);
+  CHECK(exact(1, 1) == 0);
+  CHECK(bufs[0] == bufs[1]);
+  member1->shutdown();
+  member0->shutdown();
 }
 
 TEST_CASE("every reducer lost is the clear error of before", "[failover]") {

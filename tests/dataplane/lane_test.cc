@@ -11,11 +11,16 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "core/wire/failover_frames.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/raw_member.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
@@ -78,6 +83,32 @@ class RawLink {
     }
     asio::write(socket_, asio::buffer(values.data() + prefix, (kCount - prefix) * sizeof(float)));
   }
+  // A plain REDUCE entry of `count` elements (not kCount) for chunk: its header first, then
+  // its payload, which the survivor may stop reading.
+  void largeEntry(uint64_t chunk, uint32_t count) {
+    wire::ChunkFields f = fields(chunk);
+    f.elemCount = count;
+    asio::write(socket_, asio::buffer(wire::encodeHeader(wire::reduceHeader(f))));
+    std::vector<float> values(count, contribution(rank_, 0));
+    std::error_code ignored;
+    asio::write(socket_, asio::buffer(values), ignored);
+  }
+  // The FINAL of chunk's first `prefix` elements cut short: its header and `bytes` of its
+  // payload only.
+  void partialFinal(uint64_t chunk, uint32_t prefix, size_t bytes) {
+    std::vector<float> values(prefix, finalValue(0));
+    asio::write(socket_, asio::buffer(wire::encodeHeader(wire::finalHeader(fields(chunk), prefix))));
+    asio::write(socket_, asio::buffer(values.data(), bytes));
+  }
+  // Ends a read blocked on the socket on another thread (it throws), keeping the descriptor.
+  void shutdown() { ::shutdown(socket_.native_handle(), SHUT_RDWR); }
+  // Closes cleanly (FIN), as a member that adopted a larger dead set closes its lanes.
+  void close() { socket_.close(); }
+  // Closes with an RST (SO_LINGER 0), as a close with unread input does.
+  void reset() {
+    socket_.set_option(asio::socket_base::linger(true, 0));
+    socket_.close();
+  }
   void committed(uint64_t chunk) {
     asio::write(socket_, asio::buffer(wire::encodeHeader(wire::committedHeader(fields(chunk)))));
   }
@@ -135,6 +166,12 @@ class RawLink {
   }
 
   static float finalValue(uint32_t i) { return 1000.0f + static_cast<float>(i); }
+  // The result of a chunk whose entries from ranks 0 and 1 had no final prefix.
+  static std::vector<float> sumOfBoth() {
+    std::vector<float> sum(kCount);
+    for (uint32_t i = 0; i < kCount; ++i) sum[i] = contribution(0, i) + contribution(1, i);
+    return sum;
+  }
   static float contribution(uint32_t rank, uint32_t i) {
     return static_cast<float>(10 * rank + i);
   }
@@ -157,6 +194,28 @@ struct Survivor {
   RawLink stream1{io, port, group, 2, 1, 0, 2};
   RawLink lane0{io, port, group, 2, 0, 0, 2, /*streamIndex=*/1, /*lane=*/true};
   RawLink lane1{io, port, group, 2, 1, 0, 2, 1, true};
+};
+
+// Reducer 0 of three, the only one running (reducers 1 and 2 are lost: never dialled), and two
+// members' streams to it; their lanes are each test's.
+struct SurvivorOfThree {
+  explicit SurvivorOfThree(const server::ServerConfig& config = testServerConfig())
+      : pool(1, config) {}
+  LocalPool pool;
+  const uint16_t port = pool.endpoints()[0].port;
+  asio::io_context io;
+  const GroupId group = GroupId::random();
+  RawLink stream0{io, port, group, 2, 0, 0, 3};
+  RawLink stream1{io, port, group, 2, 1, 0, 3};
+  // Rank `rank`'s lane at `index`.
+  RawLink lane(uint32_t rank, uint16_t index) {
+    return RawLink(io, port, group, 2, rank, 0, 3, index, /*lane=*/true);
+  }
+  // Both members read LOST with `dead` on their streams.
+  void expectLost(const std::vector<uint32_t>& dead) {
+    CHECK(stream0.readLost() == dead);
+    CHECK(stream1.readLost() == dead);
+  }
 };
 
 }  // namespace
@@ -188,10 +247,8 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
                         : RawLink::contribution(0, i) + RawLink::contribution(1, i);
   CHECK(lane0.readResult(3) == expected);
   CHECK(lane1.readResult(3) == expected);
-  for (uint32_t i = 0; i < RawLink::kCount; ++i)
-    expected[i] = RawLink::contribution(0, i) + RawLink::contribution(1, i);
-  CHECK(lane0.readResult(5) == expected);
-  CHECK(lane1.readResult(5) == expected);
+  CHECK(lane0.readResult(5) == RawLink::sumOfBoth());
+  CHECK(lane1.readResult(5) == RawLink::sumOfBoth());
   // Each acknowledges both (rank 0 its dropped chunk 1 as well, which it held whole).
   lane0.received(5);
   lane1.received(5);
@@ -229,28 +286,172 @@ TEST_CASE("a survivor that learns a larger dead set tells every member, retires 
           "[failover]") {
   // Reducers 0, 1, 2; the survivor is reducer 0. Rank 0 opens its lane for reducer 1 under
   // {1} (index 1); rank 1 has learned of reducer 2's loss too and opens under {1, 2}.
-  LocalPool pool(1);
-  const uint16_t port = pool.endpoints()[0].port;
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  RawLink stream0(io, port, group, 2, 0, 0, 3);
-  RawLink stream1(io, port, group, 2, 1, 0, 3);
-  RawLink lane0(io, port, group, 2, 0, 0, 3, 1, true);
+  SurvivorOfThree s;
+  RawLink lane0 = s.lane(0, 1);
   lane0.failover({1}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
-  RawLink lane1(io, port, group, 2, 1, 0, 3, 1, true);
+  s.expectLost({1});
+  RawLink lane1 = s.lane(1, 1);
   lane1.failover({1, 2}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1, 2});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1, 2});
+  s.expectLost({1, 2});
   // Rank 0's lane under {1} is retired: LOST with the group's dead set, then its end.
   CHECK(lane0.readLost() == std::vector<uint32_t>{1, 2});
   CHECK(lane0.closedAfterNothing());
   // A late FAILOVER under {1} gets the same answer.
-  RawLink late(io, port, group, 2, 0, 0, 3, 1, true);
+  RawLink late = s.lane(0, 1);
   late.failover({1}, 1);
   CHECK(late.readLost() == std::vector<uint32_t>{1, 2});
   CHECK(late.closedAfterNothing());
+}
+
+TEST_CASE("a member that closes a lane of the smaller dead set before the survivor learns the "
+          "larger one fails nothing: the lanes under the larger one carry the chunks",
+          "[failover]") {
+  // Reducers 0, 1, 2; the survivor is reducer 0, which under {1} owns reducer 1's chunks 4,
+  // 10, ... (probe 0 of chunk 1 + 3t is reducer (2 + t mod 2) mod 3), on lane 1. A second loss
+  // (reducer 2) mid-run: rank 0 closes its lane under {1} in one of the ways a lane can end,
+  // before any FAILOVER under {1, 2} reached the survivor.
+  const std::string how = GENERATE(as<std::string>{}, "waiting for the agreed point",
+                                   "inside an entry", "reset after an entry");
+  INFO(how);
+  SurvivorOfThree s;
+  RawLink old0 = s.lane(0, 1);
+  old0.failover({1}, 1);
+  s.expectLost({1});
+  std::optional<RawLink> old1;
+  if (how == "waiting for the agreed point") {
+    old0.close();  // rank 1's FAILOVER never came: rank 0's lane waits for it
+  } else {
+    old1.emplace(s.lane(1, 1));
+    old1->failover({1}, 1);
+    if (how == "inside an entry") {
+      old0.partialFinal(4, 3, 5);  // 5 of its 12 bytes
+      old0.close();
+    } else {
+      old0.entry(4, 0);
+      old0.reset();
+    }
+  }
+  // Both members open their lanes under {1, 2}: (1, 0) at index 1, (2, 0) at index 2.
+  RawLink new0a = s.lane(0, 1);
+  RawLink new0b = s.lane(0, 2);
+  RawLink new1a = s.lane(1, 1);
+  RawLink new1b = s.lane(1, 2);
+  new0a.failover({1, 2}, 1);
+  s.expectLost({1, 2});
+  if (old1) {  // retired: LOST with the group's dead set, then its end
+    CHECK(old1->readLost() == std::vector<uint32_t>{1, 2});
+    CHECK(old1->closedAfterNothing());
+  }
+  new0b.failover({1, 2}, 2);
+  new1a.failover({1, 2}, 1);
+  new1b.failover({1, 2}, 2);
+  new0a.entry(4, 0);
+  new1a.entry(4, 0);
+  const std::vector<float> expected = RawLink::sumOfBoth();
+  CHECK(new0a.readResult(4) == expected);
+  CHECK(new1a.readResult(4) == expected);
+  new0a.received(4);
+  new1a.received(4);
+  CHECK(new0a.readCommit() == 4);
+  CHECK(new1a.readCommit() == 4);
+}
+
+TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slot opens for "
+          "them, and the lanes under the larger dead set reduce their chunks",
+          "[failover]") {
+  // Reducers 0, 1, 2, the survivor reducer 0 on one thread with a quota of one slot a group.
+  // Under {1} rank 0 sends chunks 4 and 10 on its lane: 4 takes the slot (rank 1's entry never
+  // comes), 10 parks on the quota. Reducer 2 is lost too: the lanes under {1} are retired with
+  // chunk 4's slot. Rank 0's retired lane still closes (its LOST goes out first), and its
+  // parked request for chunk 10 must not be granted the slot that chunk 4's freed: it would
+  // open a slot under the retired lane that nothing fills, holding the quota until the
+  // collective timeout.
+  server::ServerConfig config = testServerConfig();
+  config.ioThreads = 1;
+  config.maxSlotsPerGroup = 1;
+  SurvivorOfThree s(config);
+  auto& plane = s.pool.reducer(0).dataPlane();
+  RawLink old0 = s.lane(0, 1);
+  RawLink old1 = s.lane(1, 1);
+  old0.failover({1}, 1);
+  s.expectLost({1});
+  old1.failover({1}, 1);
+  old0.entry(4, 0);
+  old0.entry(10, 0);
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }));
+
+  RawLink new0 = s.lane(0, 1);  // lane (1, 0) under {1, 2}: index 1
+  RawLink new1 = s.lane(1, 1);
+  new0.failover({1, 2}, 1);
+  s.expectLost({1, 2});
+  CHECK(old1.readLost() == std::vector<uint32_t>{1, 2});
+  // The retired lane's request is dropped, not granted.
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 0; }));
+  REQUIRE(plane.stats().slotsOpen == 0);
+
+  new1.failover({1, 2}, 1);
+  const std::vector<float> expected = RawLink::sumOfBoth();
+  for (uint64_t chunk : {4, 10}) {
+    new0.entry(chunk, 0);
+    new1.entry(chunk, 0);
+    CHECK(new0.readResult(chunk) == expected);
+    CHECK(new1.readResult(chunk) == expected);
+  }
+}
+
+TEST_CASE("a lane chunk whose staging copies exceed the thread's pool fails the group with an "
+          "error that says it is a failover lane's chunk",
+          "[failover]") {
+  // A lane's slot stages every member's entry to resolve the chunk (core/failover/
+  // resent_chunk.h), as a deterministic group's does: at W = 2, two copies of a 16 KiB chunk,
+  // more than a 32 KiB pool less its bookkeeping, where a normal chunk's accumulator fits.
+  server::ServerConfig config = testServerConfig();
+  config.ioThreads = 1;
+  config.maxChunkBytes = 16 << 10;
+  config.memoryLimitBytes = 32 << 10;
+  SurvivorOfThree s(config);
+  RawLink lane0 = s.lane(0, 1);
+  RawLink lane1 = s.lane(1, 1);
+  lane0.failover({1}, 1);
+  s.expectLost({1});
+  lane1.failover({1}, 1);
+  lane0.largeEntry(4, 4096);
+  const std::string reason = s.stream1.readAbort();
+  CHECK_THAT(reason, Catch::Matchers::Contains("chunk 4 needs 32768 bytes (a failover lane's "
+                                               "chunk: a staging copy per member"));
+  CHECK_THAT(reason, Catch::Matchers::Contains("more than this thread's whole pool"));
+}
+
+TEST_CASE("a lane waiting for its agreed point sends HEARTBEATs, so that its member does not "
+          "take the survivor for lost while another member's FAILOVER is slow to come",
+          "[failover]") {
+  // The loss bound is 200 ms; rank 0's FAILOVER is in, rank 1's never comes. The survivor owes
+  // rank 0 the lane's agreed point (its entries wait for it), and a member whose lane has an
+  // entry waiting for its result declares a survivor silent past the bound lost.
+  server::ServerConfig config = testServerConfig();
+  config.lossDetectMs = 200;
+  SurvivorOfThree s(config);
+  RawLink lane0 = s.lane(0, 1);
+  lane0.failover({1}, 1);
+  s.expectLost({1});
+  lane0.entry(4, 0);
+  // The next frame on the lane, read on a thread of its own so that a survivor that sends
+  // nothing fails the test at the state deadline instead of hanging it.
+  std::atomic<bool> read{false};
+  std::optional<wire::FrameType> type;
+  std::thread reader([&] {
+    try {
+      type = lane0.next().type;
+    } catch (const std::exception&) {  // shut down below: nothing came
+    }
+    read = true;
+  });
+  const bool came = waitUntil([&] { return read.load(); });
+  if (!came) lane0.shutdown();
+  reader.join();
+  REQUIRE(came);
+  REQUIRE(type.has_value());
+  CHECK(*type == wire::FrameType::kHeartbeat);
 }
 
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "

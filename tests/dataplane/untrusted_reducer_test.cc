@@ -1,9 +1,13 @@
 // What a member accepts from a reducer, tried against fake reducers that misbehave on real
 // loopback sockets (tests/support/fake_reducer.h): one that accepts and then stalls the
-// handshake, one that sends results ahead of the member's own upload, and one that writes
-// control characters into its reasons. The member must fail, promptly and saying why, and a
-// healthy group on a real reducer beside it stays exact.
+// handshake, one that sends results ahead of the member's own upload, one that writes
+// control characters into its reasons, and a survivor that commits on a lane what no member
+// sent. The member must fail, promptly and saying why, and a healthy group on a real reducer
+// beside it stays exact.
+#include <sys/socket.h>
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <future>
@@ -207,6 +211,46 @@ TEST_CASE("control characters in a reducer's ERROR or ABORT reason reach neither
   CHECK_FALSE(log.contains("\x1b"));
   CHECK_FALSE(log.contains("\n# Out of bounds"));
   CHECK(log.contains("\\x1b"));
+}
+
+TEST_CASE("a survivor that commits on a lane a chunk that no member numbered fails the member at "
+          "once, naming the lane",
+          "[untrusted-reducer][failover]") {
+  // Two reducers with one stream each and a group of one member: reducer 1 ends its stream
+  // after the handshake (lost), and reducer 0, the survivor, answers the FAILOVER on the lane
+  // that carries reducer 1's chunks with a COMMIT far past every chunk numbered (no collective
+  // ran yet: none is). The member walked the lane's line up to it (two million chunks here, under
+  // the ledger's lock), or forever where the next chunk wrapped past 2^64.
+  uint64_t chunk = 0;
+  SECTION("two million chunks past") { chunk = 1 + 2'000'000; }  // home 1, as the lane's
+  SECTION("where the line wraps past 2^64") { chunk = UINT64_MAX; }
+  FakeReducer survivor([&](FakeReducer::Socket& s) {
+    const wire::FrameHeader hello = acceptMember(s, 8u << 20);
+    if ((hello.flags & wire::kFlagLane) != 0) {
+      const wire::FrameHeader failover = readHeaderOf(s);
+      std::vector<uint8_t> payload(failover.payloadLength);
+      asio::read(s, asio::buffer(payload));
+      const wire::HeaderBytes commit =
+          wire::encodeHeader(wire::commitHeader(hello.group, hello.rank, chunk));
+      writeBytes(s, commit.data(), commit.size());
+    }
+    readUntilClosed(s);
+  });
+  FakeReducer lost([](FakeReducer::Socket& s) {
+    acceptMember(s, 8u << 20);
+    ::shutdown(s.native_handle(), SHUT_RDWR);  // its end; the fake closes the socket itself
+  });
+  auto comm = client::Communicator::connect(
+      testClientOptions({survivor.endpoint(), lost.endpoint()}, 1), {GroupId::random(), 1, 0});
+  Status failure = comm ? Status::ok() : comm.status();  // the loss may come inside connect
+  if (comm) {
+    CHECK(waitUntil([&] { return !(*comm)->health().isOk(); }));
+    failure = (*comm)->health();
+  }
+  INFO(failure.toString());
+  CHECK(failure.code() == StatusCode::kProtocolError);
+  CHECK_THAT(failure.message(), Contains("lane 1 (reducer 1 stream 0"));
+  CHECK_THAT(failure.message(), Contains(fmt::format("COMMIT for chunk {}", chunk)));
 }
 
 }  // namespace rs::test

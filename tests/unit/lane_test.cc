@@ -26,6 +26,26 @@ ChunkRoute route(uint64_t chunk, const DeadSet& dead, uint32_t streams) {
   return *r;
 }
 
+TEST_CASE("lane: no lane has an index past what a HELLO's 16-bit stream index holds") {
+  // K (1 + |D|) stream indices: at K = 256, 255 lost reducers fit (65536), 256 do not. Before
+  // this check the index of lane (last lost, 255) was 65791, which a HELLO sent as 255: a
+  // normal stream's index.
+  std::vector<uint32_t> lost(256);
+  std::iota(lost.begin(), lost.end(), 1u);
+  const DeadSet fits = deadSet(300, std::vector<uint32_t>(lost.begin(), lost.end() - 1));
+  const DeadSet over = deadSet(300, lost);
+  CHECK(lanesFit(fits, 256).isOk());
+  CHECK(*laneIndex({255, 255}, fits, 256) == 65535);
+  const Status tooMany = lanesFit(over, 256);
+  CHECK(tooMany.code() == StatusCode::kResourceExhausted);
+  CHECK(tooMany.message().find("16-bit stream index") != std::string::npos);
+  const Result<uint32_t> index = laneIndex({256, 255}, over, 256);
+  REQUIRE_FALSE(index.isOk());
+  CHECK(index.status().message() == tooMany.message());
+  CHECK_FALSE(chunkRoute(256, over, 256).isOk());  // chunk 256's home is reducer 256
+  CHECK(lanesFit(over, 255).isOk());
+}
+
 TEST_CASE("lane: a survivor's lanes follow its streams, K per lost reducer in index order") {
   const DeadSet dead = deadSet(8, {6, 1, 3});
   const uint32_t streams = 4;
