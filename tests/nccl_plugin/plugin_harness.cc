@@ -347,9 +347,11 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
   struct Timed {
     Pending p;
     Clock::time_point issued;
+    size_t warnings;  // the plugin's WARN lines by then: one more when this rank finds the loss
   };
   std::deque<Timed> inFlight;
   std::vector<double> seconds;  // each all-reduce's, from its iallreduce to its test()'s done
+  double stall = 0;  // the slowest of those in flight when this rank found the loss
   bool failed = false;
   auto drainOne = [&] {
     const Timed t = inFlight.front();
@@ -365,6 +367,7 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
       return;
     }
     seconds.push_back(std::chrono::duration<double>(Clock::now() - t.issued).count());
+    if (loggedWarnings().size() > t.warnings) stall = std::max(stall, seconds.back());
     checkResult(t.p, recv, a.world);
     const std::string progress = std::to_string(seconds.size()) + "\n";
     publish(a.dir, "progress-" + std::to_string(a.rank), progress.data(), progress.size());
@@ -392,7 +395,7 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
       EXPECT(req != nullptr || r != ncclSuccess, "all-reduce %zu: iallreduce refused for %lld s",
              issued, static_cast<long long>(kPeerDeadline.count()));
       if (req == nullptr) failed = true;
-      else inFlight.push_back({{req, offset, count, t, o}, Clock::now()});
+      else inFlight.push_back({{req, offset, count, t, o}, Clock::now(), loggedWarnings().size()});
     }
     if (failed) break;
     if (a.rank == 0) {
@@ -419,15 +422,13 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
   EXPECT_OK(api.collCloseColl(cc));
   EXPECT_OK(api.collFinalize(collCtx));
   EXPECT_OK(api.netFinalize(netCtx));
-  const auto slowest = std::max_element(seconds.begin(), seconds.end());
   std::vector<double> sorted = seconds;
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  std::sort(sorted.begin(), sorted.end());
   std::fprintf(stderr,
-               "rank %d: %zu all-reduces checked across the loss; the slowest took %.3f s "
-               "(all-reduce %zu), the median %.4f s\n",
-               a.rank, seconds.size(), slowest == seconds.end() ? 0.0 : *slowest,
-               static_cast<size_t>(slowest - seconds.begin()),
-               sorted.empty() ? 0.0 : sorted[sorted.size() / 2]);
+               "rank %d: %zu all-reduces checked across the loss; the slowest of those in flight "
+               "when it was found took %.3f s, the median %.4f s (the slowest of all %.3f s)\n",
+               a.rank, sorted.size(), stall, sorted.empty() ? 0.0 : sorted[sorted.size() / 2],
+               sorted.empty() ? 0.0 : sorted.back());
 }
 
 // --- p2p --------------------------------------------------------------------------------------

@@ -66,17 +66,20 @@ run "collnet-wire-bf16" collnet-adapter 3 11 RS_WIRE_DTYPE=bf16
 # A reducer lost mid-run is not an error (proto/FAILOVER.md): 2 ranks loop all-reduces over 3
 # fresh reducers; once each has completed 24, the third reducer gets <signal>; once each has
 # completed 32 more (the 8 in flight at the loss among them), the loop stops at a round they
-# agree on. Every all-reduce must come back exact with ncclSuccess, and each rank prints its
-# slowest all-reduce (the loss's stall) against the median. KILL: the streams reset and the
-# loss is found at once; STOP: a silent reducer, found within RS_LOSS_DETECT_MS.
-#   reducer_lost <label> <signal>
+# agree on. Every all-reduce must come back exact with ncclSuccess, and each rank prints the
+# loss's stall (its slowest all-reduce of those in flight when it found the loss) against the
+# median. KILL: the streams reset and the loss is found at once, whatever the loss bound;
+# STOP: a silent reducer, found within the loss bound, 1 s here (RS_LOSS_DETECT_MS and the
+# reducers' --loss-detect-ms: the stream's bound is the lower), 10 s by default.
+#   reducer_lost <label> <signal> <loss bound in ms, 0: the default>
 reducer_lost() {
-  local label=$1 signal=$2 pool="$tmp/$1-pool" all=$reducers at
+  local label=$1 signal=$2 bound=$3 pool="$tmp/$1-pool" all=$reducers at flags=()
+  ((bound)) && flags=(--loss-detect-ms "$bound")
   mkdir -p "$pool"
   # The job secret from RS_SECRET, exported above.
-  start_local_reducers "$server" 3 "$pool" --io-threads 1 --log-level warn --loss-detect-ms 1000
+  start_local_reducers "$server" 3 "$pool" --io-threads 1 --log-level warn ${flags[@]+"${flags[@]}"}
   local trio=("${pids[@]: -3}")
-  launch "$label" collnet-reducer-lost 2 11 RS_LOSS_DETECT_MS=1000
+  launch "$label" collnet-reducer-lost 2 11 RS_LOSS_DETECT_MS="$bound"
   reducers=$all
   progress_at_least 24 || stuck "$label" "no 24 all-reduces before the loss"
   read -r at <"$dir/progress-0"
@@ -106,8 +109,8 @@ stuck() {
   finish "$1"
   exit 1
 }
-reducer_lost collnet-reducer-killed KILL
-reducer_lost collnet-reducer-stopped STOP
+reducer_lost collnet-reducer-killed KILL 0
+reducer_lost collnet-reducer-stopped STOP 1000
 # Reducers down: a port where nothing listens; connect must fail on every node, promptly.
 dead=$(( $(cut -d' ' -f1 "$tmp/r0.port") ))
 kill -9 "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
