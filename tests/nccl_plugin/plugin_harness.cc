@@ -15,8 +15,8 @@
 //   collnet-reducer-lost  all-reduces in a loop, each checked, while run_harness.sh kills or
 //                  stops a reducer; DIR/progress-<rank> counts those completed, DIR/stop ends
 //                  the loop (at a round the ranks agree on); every call must succeed, the
-//                  plugin's log must report the loss, and the slowest all-reduce is printed
-//                  beside the median
+//                  plugin's log must report the loss, and the loss's stall is printed beside
+//                  the median all-reduce
 //   p2p            a ring: listen, connect/accept polled until both are up, 32 isend/irecv in
 //                  flight of many sizes, contents and sizes checked
 //   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node
@@ -317,14 +317,14 @@ void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun,
 
 // collnet-reducer-lost: all-reduces in a loop, 8 in flight, while run_harness.sh kills or stops
 // a reducer. Each rank writes how many it has completed to DIR/progress-<rank> (the state the
-// script waits for); the loop ends with the first round of kRound all-reduces after DIR/stop
-// appears. The ranks agree on that round through rank 0: it looks for DIR/stop after issuing
-// each round and publishes what it saw as DIR/round-<k>; every rank reads round k after
-// issuing round k + 1, by which time rank 0 has published it (the rank has completed an
+// script waits for); DIR/stop ends the loop at a round of kRound all-reduces that the ranks
+// agree on through rank 0: it looks for DIR/stop after issuing each round and publishes what it
+// saw as DIR/round-<k>; every rank reads round k after issuing round k + 1, the last it issues
+// if round k saw DIR/stop. Rank 0 has published round k by then (the rank has completed an
 // all-reduce of round k + 1, which rank 0 issued after publishing), so nobody waits.
 constexpr int kRound = 16;  // more than the 8 in flight
-// Long enough to meet every reducer and not be gone before the script acts (3 chunks of
-// 32 KiB over 3 reducers, a 4th in turn), small enough to check fast under a sanitizer.
+// Long enough to meet every reducer (3 chunks, one per reducer, and every other call a 4th of
+// a few elements), small enough to check fast under a sanitizer.
 constexpr size_t kLoopCounts[] = {24576, 24576 + 7};
 constexpr size_t kLoopSlotBytes = 128 << 10;
 
