@@ -12,6 +12,11 @@
 //   collnet-adapter  the same with every type once (sum) and every op once (fp32), each at one
 //                  of the sizes in turn, so every size is sent too: for the older tables,
 //                  which differ from v11 in argument lists, not in what they reach
+//   collnet-reducer-lost  all-reduces in a loop, each checked, while run_harness.sh kills or
+//                  stops a reducer; DIR/progress-<rank> counts those completed, DIR/stop ends
+//                  the loop (at a round the ranks agree on); every call must succeed, the
+//                  plugin's log must report the loss, and the loss's stall is printed beside
+//                  the median all-reduce
 //   p2p            a ring: listen, connect/accept polled until both are up, 32 isend/irecv in
 //                  flight of many sizes, contents and sizes checked
 //   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node
@@ -31,6 +36,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -305,6 +311,124 @@ void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun,
   EXPECT_OK(api.netFinalize(netCtx));
   std::fprintf(stderr, "rank %d: collnet v%d round %d: %d calls checked\n", a.rank, a.version,
                round, calls);
+}
+
+// --- collnet with a reducer lost mid-run ------------------------------------------------------
+
+// collnet-reducer-lost: all-reduces in a loop, 8 in flight, while run_harness.sh kills or stops
+// a reducer. Each rank writes how many it has completed to DIR/progress-<rank> (the state the
+// script waits for); DIR/stop ends the loop at a round of kRound all-reduces that the ranks
+// agree on through rank 0: it looks for DIR/stop after issuing each round and publishes what it
+// saw as DIR/round-<k>; every rank reads round k after issuing round k + 1, the last it issues
+// if round k saw DIR/stop. Rank 0 has published round k by then (the rank has completed an
+// all-reduce of round k + 1, which rank 0 issued after publishing), so nobody waits.
+constexpr int kRound = 16;  // more than the 8 in flight
+// Long enough to meet every reducer (3 chunks, one per reducer, and every other call a 4th of
+// a few elements), small enough to check fast under a sanitizer.
+constexpr size_t kLoopCounts[] = {24576, 24576 + 7};
+constexpr size_t kLoopSlotBytes = 128 << 10;
+
+void runCollnetReducerLost(PluginApi& api, const Args& a) {
+  void *netCtx = nullptr, *collCtx = nullptr;
+  initAndCheckDevices(api, &netCtx, &collCtx, true);
+  ncclResult_t result;
+  void* cc = collnetConnect(api, collCtx, a, "lost", &result);
+  EXPECT(result == ncclSuccess && cc != nullptr, "collnet connect failed (%d)", result);
+  if (cc == nullptr) return;
+  AlignedBuffer buffer(2 * 8 * kLoopSlotBytes);
+  void *smh = nullptr, *rmh = nullptr;
+  EXPECT_OK(api.collRegMr(cc, buffer.data(), buffer.size(), NCCL_PTR_HOST, &smh));
+  EXPECT_OK(api.collRegMr(cc, buffer.data(), buffer.size(), NCCL_PTR_HOST, &rmh));
+  char* send = reinterpret_cast<char*>(buffer.data());
+  char* recv = send + 8 * kLoopSlotBytes;
+  const std::pair<ncclDataType_t, ncclRedOp_t> pairs[] = {
+      {ncclFloat32, ncclSum}, {ncclInt32, ncclMax}, {ncclBfloat16, ncclSum}};
+
+  struct Timed {
+    Pending p;
+    Clock::time_point issued;
+    size_t warnings;  // the plugin's WARN lines by then: one more when this rank finds the loss
+  };
+  std::deque<Timed> inFlight;
+  std::vector<double> seconds;  // each all-reduce's, from its iallreduce to its test()'s done
+  double stall = 0;  // the slowest of those in flight when this rank found the loss
+  bool failed = false;
+  auto drainOne = [&] {
+    const Timed t = inFlight.front();
+    inFlight.pop_front();
+    ncclResult_t r;
+    int size = -1;
+    const bool finished = waitDone(api, true, t.p.req, &size, &r);
+    EXPECT(finished, "all-reduce %zu: test() did not finish within %lld s (a hang)",
+           seconds.size(), static_cast<long long>(kPeerDeadline.count()));
+    EXPECT(r == ncclSuccess, "all-reduce %zu: test() returned %d", seconds.size(), r);
+    if (!finished || r != ncclSuccess) {
+      failed = true;
+      return;
+    }
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - t.issued).count());
+    if (loggedWarnings().size() > t.warnings) stall = std::max(stall, seconds.back());
+    checkResult(t.p, recv, a.world);
+    const std::string progress = std::to_string(seconds.size()) + "\n";
+    publish(a.dir, "progress-" + std::to_string(a.rank), progress.data(), progress.size());
+  };
+  bool stop = false;
+  const auto deadline = Clock::now() + kPeerDeadline;
+  size_t issued = 0;
+  for (int round = 0; !stop && !failed; ++round) {
+    for (int i = 0; i < kRound && !failed; ++i, ++issued) {
+      if (inFlight.size() == 8) drainOne();
+      if (failed) break;
+      const auto [t, o] = pairs[issued % std::size(pairs)];
+      const size_t count = kLoopCounts[issued % std::size(kLoopCounts)];
+      const size_t offset = (issued % 8) * kLoopSlotBytes;
+      const auto type = static_cast<DataType>(t);
+      for (uint64_t e = 0; e < count; ++e)
+        test::storeAs(type, send + offset, e, test::exactInput(a.rank, e, static_cast<ReduceOp>(o)));
+      // Poisoned: a result that never came cannot pass for the last one in this slot.
+      std::memset(recv + offset, 0xFF, count * dataTypeSize(type));
+      void* req = nullptr;
+      ncclResult_t r = ncclSuccess;
+      while (req == nullptr && r == ncclSuccess && Clock::now() < deadline)
+        r = api.collIallreduce(cc, send + offset, recv + offset, count, t, o, smh, rmh, &req);
+      EXPECT(r == ncclSuccess, "all-reduce %zu: iallreduce returned %d", issued, r);
+      EXPECT(req != nullptr || r != ncclSuccess, "all-reduce %zu: iallreduce refused for %lld s",
+             issued, static_cast<long long>(kPeerDeadline.count()));
+      if (req == nullptr) failed = true;
+      else inFlight.push_back({{req, offset, count, t, o}, Clock::now(), loggedWarnings().size()});
+    }
+    if (failed) break;
+    if (a.rank == 0) {
+      const bool asked = std::ifstream(a.dir + "/stop").good();
+      EXPECT(asked || Clock::now() < deadline, "no %s/stop within %lld s", a.dir.c_str(),
+             static_cast<long long>(kPeerDeadline.count()));
+      const char seen = asked || Clock::now() >= deadline ? 1 : 0;
+      publish(a.dir, "round-" + std::to_string(round), &seen, 1);
+    }
+    if (round > 0) {
+      char seen = 0;
+      if (!fetch(a.dir, "round-" + std::to_string(round - 1), &seen, 1)) break;
+      stop = seen != 0;
+    }
+  }
+  while (!inFlight.empty() && !failed) drainOne();
+  bool lossLogged = false;
+  for (const std::string& line : loggedWarnings())
+    lossLogged = lossLogged || line.find("lost: their chunks go to the survivors") != std::string::npos;
+  EXPECT(lossLogged, "the plugin's log does not say that a reducer was lost");
+  if (failed) return;  // like NCCL after an error: no orderly teardown (main exits at once)
+  EXPECT_OK(api.collDeregMr(cc, smh));
+  EXPECT_OK(api.collDeregMr(cc, rmh));
+  EXPECT_OK(api.collCloseColl(cc));
+  EXPECT_OK(api.collFinalize(collCtx));
+  EXPECT_OK(api.netFinalize(netCtx));
+  std::vector<double> sorted = seconds;
+  std::sort(sorted.begin(), sorted.end());
+  std::fprintf(stderr,
+               "rank %d: %zu all-reduces checked across the loss; the slowest of those in flight "
+               "when it was found took %.3f s, the median %.4f s (the slowest of all %.3f s)\n",
+               a.rank, sorted.size(), stall, sorted.empty() ? 0.0 : sorted[sorted.size() / 2],
+               sorted.empty() ? 0.0 : sorted.back());
 }
 
 // --- p2p --------------------------------------------------------------------------------------
@@ -606,6 +730,8 @@ int main(int argc, char** argv) {
     runCollnet(api, a, 1, false, matrix);  // a second communicator in the same process
   } else if (a.mode == "collnet-die") {
     runCollnet(api, a, 0, true);
+  } else if (a.mode == "collnet-reducer-lost") {
+    runCollnetReducerLost(api, a);
   } else if (a.mode == "p2p") {
     runP2p(api, a, false);
   } else if (a.mode == "p2p-die") {
@@ -622,9 +748,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "plugin_harness: unknown mode %s\n", a.mode.c_str());
     return 2;
   }
-  // After a node died NCCL aborts the communicator and typically the process: do the same,
-  // without teardown (so the leak check at exit does not count what an abort leaves behind).
-  if (a.mode == "collnet-die" || a.mode == "p2p-die") std::_Exit(failures == 0 ? 0 : 1);
+  // After a node died (or a call failed) NCCL aborts the communicator and typically the
+  // process: do the same, without teardown (so the leak check at exit does not count what an
+  // abort leaves behind).
+  if (a.mode == "collnet-die" || a.mode == "p2p-die" ||
+      (a.mode == "collnet-reducer-lost" && failures > 0))
+    std::_Exit(failures == 0 ? 0 : 1);
   unloadPlugin(&api);
   return failures == 0 ? 0 : 1;
 }

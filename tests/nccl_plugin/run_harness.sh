@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Drives libnccl-net-reduction-server.so from several processes exactly as NCCL would, beside
 # real reducers on loopback: CollNet and p2p for every exported version (v11, v10, v9, v8), CollNet
-# with RS_WIRE_DTYPE=bf16, then misuse (reducers down or hostile, a node dying, foreign
-# handles). Bounded in time; cleans up on exit.
+# with RS_WIRE_DTYPE=bf16, v11's CollNet with a reducer lost mid-run (killed, stopped), then
+# misuse (reducers down or hostile, a node dying, foreign handles). Bounded in time; cleans up
+# on exit.
 #   run_harness.sh <plugin_harness> <libnccl-net-reduction-server.so> <reduction-server>
 #   RS_HARNESS_MATRIX=adapter   v11's CollNet run with the smaller matrix too (see below)
 #   RS_HARNESS_VERSIONS="11"    the tables whose CollNet and p2p runs are made (default all four)
@@ -25,25 +26,29 @@ start_local_reducers "$server" 2 "$tmp" --io-threads 1 --log-level warn --secret
 export NCCL_RS_IFNAME=lo RS_STREAMS=2 RS_CONNECT_TIMEOUT_MS=10000 NCCL_RS_RENDEZVOUS_TIMEOUT_MS=30000
 export RS_SECRET="$secret"
 
-# run <label> <mode> <world> <version> [VAR=value ...]: W harness processes, all must pass.
-run() {
-  local label=$1 mode=$2 world=$3 version=$4; shift 4
-  local dir="$tmp/$label" rank procs=() failed=0
+# launch <label> <mode> <world> <version> [VAR=value ...]: starts W harness processes (their
+# pids in `procs`, their shared folder `dir`); finish <label> waits for them: all must pass.
+launch() {
+  local label=$1 mode=$2 world=$3 version=$4 rank; shift 4
+  dir="$tmp/$label" procs=() started=$SECONDS
   mkdir -p "$dir"
   for ((rank = 0; rank < world; rank++)); do
     env RS_REDUCERS="$reducers" "$@" timeout 300 "$harness" --plugin "$plugin" \
       --version "$version" --mode "$mode" --rank "$rank" --world "$world" --dir "$dir" &
     procs+=($!)
   done
-  local start=$SECONDS
+}
+finish() {
+  local p failed=0
   for p in "${procs[@]}"; do wait "$p" || failed=1; done
   if ((failed)); then
-    echo "FAILED: $label"
-    tail -n 20 "$tmp"/reducer*.log
+    echo "FAILED: $1"
+    tail -n 20 "$tmp"/reducer*.log "$tmp"/*/reducer*.log 2>/dev/null
     exit 1
   fi
-  echo "ok: $label ($((SECONDS - start)) s)"
+  echo "ok: $1 ($((SECONDS - started)) s)"
 }
+run() { launch "$@"; finish "$1"; }
 
 # v11 with every (type, op) and size; the older tables reach the same code through their own
 # argument lists, so each sends every type once and every op once. RS_HARNESS_MATRIX=adapter
@@ -58,6 +63,54 @@ for v in "${versions[@]}"; do
 done
 # Wire compression: fp32 sums and averages travel as bf16 (the check expects bf16 rounding).
 run "collnet-wire-bf16" collnet-adapter 3 11 RS_WIRE_DTYPE=bf16
+# A reducer lost mid-run is not an error (proto/FAILOVER.md): 2 ranks loop all-reduces over 3
+# fresh reducers; once each has completed 24, the third reducer gets <signal>; once each has
+# completed 32 more (the 8 in flight at the loss among them), the loop stops at a round they
+# agree on. Every all-reduce must come back exact with ncclSuccess, and each rank prints the
+# loss's stall (its slowest all-reduce of those in flight when it found the loss) against the
+# median. KILL: the streams reset and the loss is found at once, whatever the loss bound;
+# STOP: a silent reducer, found within the loss bound, 1 s here (RS_LOSS_DETECT_MS and the
+# reducers' --loss-detect-ms: the stream's bound is the lower), 10 s by default.
+#   reducer_lost <label> <signal> <loss bound in ms, 0: the default>
+reducer_lost() {
+  local label=$1 signal=$2 bound=$3 pool="$tmp/$1-pool" all=$reducers at flags=()
+  ((bound)) && flags=(--loss-detect-ms "$bound")
+  mkdir -p "$pool"
+  # The job secret from RS_SECRET, exported above.
+  start_local_reducers "$server" 3 "$pool" --io-threads 1 --log-level warn ${flags[@]+"${flags[@]}"}
+  local trio=("${pids[@]: -3}")
+  launch "$label" collnet-reducer-lost 2 11 RS_LOSS_DETECT_MS="$bound"
+  reducers=$all
+  progress_at_least 24 || stuck "$label" "no 24 all-reduces before the loss"
+  read -r at <"$dir/progress-0"
+  kill "-$signal" "${trio[2]}"
+  echo "$label: reducer 2 got SIG$signal with $at all-reduces completed on rank 0"
+  progress_at_least $((at + 32)) || stuck "$label" "no 32 more all-reduces after the loss"
+  touch "$dir/stop"
+  finish "$label"
+  kill -9 "${trio[@]}" 2>/dev/null || true
+  wait "${trio[@]}" 2>/dev/null || true
+}
+# progress_at_least N: every rank of the last launch has completed N all-reduces (false if one
+# exited, or after 120 s: a hang guard, as the ranks' own).
+progress_at_least() {
+  local deadline=$((SECONDS + 120)) r n
+  for r in "${!procs[@]}"; do
+    until read -r n 2>/dev/null <"$dir/progress-$r" && ((n >= $1)); do
+      kill -0 "${procs[r]}" 2>/dev/null && ((SECONDS < deadline)) || return 1
+      sleep 0.01
+    done
+  done
+}
+# stuck <label> <why>: ends the last launch's ranks (timeout passes the TERM on) and fails.
+stuck() {
+  echo "$1: $2"
+  kill "${procs[@]}" 2>/dev/null || true
+  finish "$1"
+  exit 1
+}
+reducer_lost collnet-reducer-killed KILL 0
+reducer_lost collnet-reducer-stopped STOP 1000
 # Reducers down: a port where nothing listens; connect must fail on every node, promptly.
 dead=$(( $(cut -d' ' -f1 "$tmp/r0.port") ))
 kill -9 "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
@@ -77,5 +130,5 @@ RS_HARNESS_VERBOSE=1 timeout 60 "$harness" --plugin "$plugin" --version 11 --mod
 grep -E "libnccl-net-reduction-server [0-9.]+ \(commit [^,]+, [^,]+, SIMD [A-Z0-9_]+\)" \
   "$tmp/verbose.log" || { echo "FAILED: no version line in the plugin's INFO log"; cat "$tmp/verbose.log"; exit 1; }
 # The reducers required the secret (an open one warns at start).
-if grep -q "is OPEN" "$tmp"/reducer*.log; then echo "FAILED: a reducer ran without the job secret"; exit 1; fi
+if grep -q "is OPEN" "$tmp"/reducer*.log "$tmp"/*-pool/reducer*.log; then echo "FAILED: a reducer ran without the job secret"; exit 1; fi
 echo "all plugin harness runs passed"
