@@ -90,6 +90,13 @@ fail() {
 now_ms() { date +%s%3N; }
 done_count() { grep -c '^done ' "$dir/w$1.out" 2>/dev/null || true; }
 exited() { ! kill -0 "${wpid[$1]}" 2>/dev/null; }
+# Out of its loop: its last line says so (its process may linger unreaped, which kill -0 sees
+# as running), or it is gone.
+ended() { grep -q '^error \|^wrong \|^finished' "$dir/w$1.out" 2>/dev/null || exited "$1"; }
+all_ended() {
+  local i
+  for ((i = 0; i < kWorkers; i++)); do ended "$i" || return 1; done
+}
 # Polls a condition (a command) until it holds or `secs` pass: a hang guard, never a timing.
 await() {
   local what=$1 secs=$2 end
@@ -154,11 +161,6 @@ outcome_known() {
   done
 }
 
-all_exited() {
-  local i
-  for ((i = 0; i < kWorkers; i++)); do exited "$i" || return 1; done
-}
-
 cut_path() {  # drop everything between worker kCutWorker and reducer kCut, both ways
   local r
   r=$(cluster_addr "r$kCut")
@@ -196,11 +198,11 @@ one_run() {
   else
     # Not the promised outcome: how did each member end? (Given the bound to end, no more.)
     local end=$(($(now_ms) + (2 * kLossMs / 1000 + kMarginS) * 1000)) summary=""
-    until all_exited || (($(now_ms) >= end)); do sleep 0.05; done
+    until all_ended || (($(now_ms) >= end)); do sleep 0.05; done
     local failed=0
     for ((i = 0; i < kWorkers; i++)); do
       summary+=$'\n'"  worker $i: $(done_count "$i") done; $(grep -m1 '^error \|^wrong ' "$dir/w$i.out" || echo 'no error, still running')"
-      if exited "$i" && grep -q '^error ' "$dir/w$i.out"; then failed=$((failed + 1)); fi
+      if grep -q '^error ' "$dir/w$i.out"; then failed=$((failed + 1)); fi
     done
     # The other outcome issue 27 allows, never a mismatch: every member fails with a clear
     # error (FAILOVER.md, "The race left": the cut reducer owed the cut member nothing).

@@ -43,11 +43,17 @@ done
 echo "ok: $peers connections queued on a reducer limited to $((open_fds + 8)) descriptors"
 
 # Twenty failed accepts take a second of retries; without the rate limit, twenty log lines.
+# With it, one line per 10 s: the scrape itself needs a descriptor, which on a loaded machine
+# it may win only once the handshake timeout (10 s) frees some, so the bound is the time taken.
+waited_from=$SECONDS
 errors_reached() { (($(metric rs_accept_errors_total) >= 20)); }
 wait_for "20 accept errors" errors_reached
+errors=$(metric rs_accept_errors_total)
 lines=$(grep -c "accept failed" "$tmp/reducer0.log" || true)
-((lines >= 1 && lines <= 2)) || fail "expected 1 or 2 'accept failed' lines, got $lines"
-echo "ok: $(metric rs_accept_errors_total) accept errors counted, $lines log line(s)"
+most=$((2 + (SECONDS - waited_from) / 10))
+((lines >= 1 && lines <= most && lines < errors)) ||
+  fail "expected 1 to $most 'accept failed' lines for $errors errors in $((SECONDS - waited_from)) s, got $lines"
+echo "ok: $errors accept errors counted, $lines log line(s)"
 
 # Descriptors free up: every queued connection is accepted, then a healthy group works.
 for fd in "${fds[@]}"; do exec {fd}>&-; done
