@@ -132,7 +132,7 @@ Result<SpecValue> reducerPodTemplate(const EmitPlan& plan, bool restartNever, co
   SpecValue spec = SpecValue::map();
   if (restartNever) {
     spec.set("restartPolicy", SpecValue("Never").withComment(
-        "A failed reducer fails its Job and the JobSet's failurePolicy restarts the whole set."));
+        "A failed reducer is replaced by its Job (backoffLimit, podFailurePolicy above)."));
   }
   SpecValue nodeSelector = SpecValue::map({{"node.kubernetes.io/instance-type", plan.reducerMachineType}});
   if (plan.spotReducers) nodeSelector.set(kGkeSpotKey, "true");
@@ -180,13 +180,39 @@ Result<SpecValue> reducerPodTemplate(const EmitPlan& plan, bool restartNever, co
   });
 }
 
-// An Indexed Job of `count` pods: pod i has hostname <jobset>-<name>-0-<i>.
+// An Indexed Job of `count` pods: pod i has hostname <jobset>-<name>-0-<i>. Its first failed
+// pod fails it (and the JobSet's failurePolicy restarts the set).
 SpecValue indexedJob(int count, SpecValue podTemplate) {
   return SpecValue::map({{"spec", SpecValue::map({{"parallelism", count},
                                                   {"completions", count},
                                                   {"completionMode", "Indexed"},
                                                   {"backoffLimit", 0},
                                                   {"template", std::move(podTemplate)}})}});
+}
+
+// The reducers' Indexed Job: a failed reducer is no failed job (the workers move its share to
+// the others, proto/FAILOVER.md), so the Job replaces the pod under the same name rather than
+// fail the set: a pod lost to preemption or eviction (condition DisruptionTarget) uncounted,
+// and up to one crash per reducer in all.
+SpecValue reducersIndexedJob(int count, SpecValue podTemplate) {
+  SpecValue disruption = SpecValue::map(
+      {{"action", "Ignore"},
+       {"onPodConditions", SpecValue::list({SpecValue::map({{"type", "DisruptionTarget"}, {"status", "True"}})})}});
+  return SpecValue::map(
+      {{"spec",
+        SpecValue::map(
+            {{"parallelism", count},
+             {"completions", count},
+             {"completionMode", "Indexed"},
+             {"backoffLimit", SpecValue(count).withComment(
+                                  "Crashed reducers replaced, this many in all, before the Job fails and the\n"
+                                  "JobSet restarts the set: the workers go on without a lost reducer meanwhile\n"
+                                  "(README, \"Security and operations\"), and do not take its replacement back\n"
+                                  "before the job restarts.")},
+             {"podFailurePolicy",
+              SpecValue::map({{"rules", SpecValue::list({std::move(disruption)})}})
+                  .withComment("A reducer preempted (Spot) or evicted is replaced without counting.")},
+             {"template", std::move(podTemplate)}})}});
 }
 
 // JobSet's DNS names (network.enableDNSHostnames): <jobset>-<replicatedJob>-<job>-<pod>.<subdomain>,
@@ -282,7 +308,7 @@ Result<std::string> emitKubernetesJobSet(const EmitPlan& plan) {
   if (!reducerPod) return reducerPod.status();
   SpecValue reducersJob = SpecValue::map({{"name", "reducers"},
                                           {"replicas", 1},
-                                          {"template", indexedJob(plan.reducers, std::move(*reducerPod))}});
+                                          {"template", reducersIndexedJob(plan.reducers, std::move(*reducerPod))}});
   SpecValue workersJob = SpecValue::map({
       {"name", "workers"},
       {"replicas", 1},
@@ -301,8 +327,9 @@ Result<std::string> emitKubernetesJobSet(const EmitPlan& plan) {
                                  .withComment("Done when every worker has succeeded; JobSet then deletes the\n"
                                               "reducers (SIGTERM: they drain and exit).")},
            {"failurePolicy", SpecValue::map({{"maxRestarts", 3}})
-                                 .withComment("A failed worker or reducer restarts the whole set (training resumes\n"
-                                              "from its checkpoint), at most this often.")},
+                                 .withComment("A failed worker restarts the whole set (training resumes from its\n"
+                                              "checkpoint), at most this often; so does the reducers' Job once it\n"
+                                              "fails (below).")},
            {"network", SpecValue::map({{"enableDNSHostnames", true}, {"publishNotReadyAddresses", true}})},
            {"replicatedJobs", SpecValue::list({std::move(reducersJob), std::move(workersJob)})},
        })},
