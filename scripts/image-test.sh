@@ -185,7 +185,8 @@ grep -q "Out of bounds values : 0 OK" "$tmp/worker0.log" || { cat "$tmp/worker0.
 step "$W host workers: checked all-reduces 4 KiB..4 MiB through $R reducer containers, 0 wrong"
 
 # --- W worker containers: the plugin as installed by the worker layer ------------------------
-# Each runs the GPU-less plugin harness (NCCL's calls, CollNet all-reduces checked), loading
+# Each runs the GPU-less plugin harness (NCCL's calls, CollNet all-reduces checked: each type and
+# op once, as tests/portable/distro_test.sh sends the whole matrix through the same .so), loading
 # the plugin through the layer's NCCL_NET_PLUGIN as NCCL does. The harness is the portable
 # build's, as the layer holds nothing of Debian 12's libraries.
 mkdir -p "$tmp/rdv"
@@ -198,7 +199,7 @@ for ((r = 0; r < W; r++)); do
     -e RS_REDUCERS="$reducers" -e NCCL_RS_IFNAME=lo -e RS_STREAMS=2 \
     -e RS_CONNECT_TIMEOUT_MS=10000 -e NCCL_RS_RENDEZVOUS_TIMEOUT_MS=30000 "$worker_img" \
     sh -c "exec timeout 300 plugin_harness --version 11 \
-           --mode collnet --rank $r --world $W --dir /rdv" >"$tmp/harness$r.log" 2>&1 &
+           --mode collnet-adapter --rank $r --world $W --dir /rdv" >"$tmp/harness$r.log" 2>&1 &
   pids+=($!)
 done
 workers_started=$SECONDS

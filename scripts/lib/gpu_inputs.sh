@@ -101,15 +101,17 @@ gpu_free_port() {
 # with the given variables, each its own NCCL "node" on GPU 0 (NCCL_HOSTID, spec section 5.3)
 # with NCCL's shared-memory and P2P transports off, so that the two talk only through the
 # network plugin, as separate hosts would. Output in DIR/rank<R>.log; each rank is stopped after
-# LIMIT seconds. With --cpu-standin the plugin harness (CollNet all-reduces, every result checked)
-# runs instead of CMD, with the same variables. Returns 1 if a rank failed.
+# LIMIT seconds. With --cpu-standin the plugin harness (CollNet all-reduces, every result checked:
+# each type and each op once, at each size in turn, as its collnet-adapter mode sends them; the
+# stand-in tests the plumbing, and the release tree's ctest sends the whole matrix) runs instead
+# of CMD, with the same variables. Returns 1 if a rank failed.
 gpu_ranks() {
   local dir=$1 limit=$2 vars=() rank procs=() status=0
   shift 2
   while [[ $1 != -- ]]; do vars+=("$1"); shift; done
   shift
   local cmd=("$@")
-  ((standin)) && cmd=("$harness" --mode collnet --dir "$dir")
+  ((standin)) && cmd=("$harness" --mode collnet-adapter --dir "$dir")
   mkdir -p "$dir"
   for rank in 0 1; do
     env NCCL_HOSTID="rs-gpu-node$rank" NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 ${vars[@]+"${vars[@]}"} \

@@ -52,9 +52,11 @@ step "bundle: $mib MiB, $(du -h "$tmp/gpu-check.tar.gz" | cut -f1) as .tar.gz; i
 debian_image "$root/images" bullseye minbase
 mkdir -p "$tmp/out"
 # shellcheck disable=SC2016  # the container's shell expands these
-# RS_HARNESS_MATRIX=adapter: the harness step sends each type and op once; this test is about
-# the bundle's plumbing, and the release tree's ctest sends the whole matrix through the plugin.
+# RS_HARNESS_MATRIX=adapter and RS_HARNESS_VERSIONS=11: the harness step sends each type and op
+# once through v11's table; this test is about the bundle's plumbing, and the release tree's
+# ctest sends the whole matrix through every table of the plugin.
 timeout 600 podman run --rm --name "$name" --network none -e RS_HARNESS_MATRIX=adapter \
+  -e RS_HARNESS_VERSIONS=11 \
   -v "$tmp/gpu-check.tar.gz:/in/gpu-check.tar.gz:ro" -v "$repo/scripts:/src/scripts:ro" \
   -v "$repo/tests:/src/tests:ro" -v "$tmp/out:/out" "$image" bash -c '
     tar -xzf /in/gpu-check.tar.gz -C /tmp

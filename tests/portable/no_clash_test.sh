@@ -37,6 +37,8 @@ printf '%s\n' "$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" >"$tmp/secret"
 start_local_reducers "$server" 1 "$tmp" --io-threads 1 --log-level warn --secret-file "$tmp/secret"
 
 # two_nodes <label> <plugin>: a CollNet run of two nodes, each with its bindings in <label>.<pid>.
+# Each type and each op once (collnet-adapter): every conversion and code path the plugin binds
+# through, without the whole matrix's bytes.
 two_nodes() {
   local label=$1 so=$2 rank procs=() failed=0
   mkdir -p "$tmp/$label"
@@ -44,7 +46,7 @@ two_nodes() {
     env LD_PRELOAD="${preload[*]}" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$tmp/$label/bindings" \
       RS_REDUCERS="$reducers" RS_SECRET_FILE="$tmp/secret" NCCL_RS_IFNAME=lo RS_STREAMS=2 \
       RS_CONNECT_TIMEOUT_MS=10000 NCCL_RS_RENDEZVOUS_TIMEOUT_MS=60000 \
-      timeout 300 "$harness" --plugin "$so" --version 11 --mode collnet --rank "$rank" --world 2 \
+      timeout 300 "$harness" --plugin "$so" --version 11 --mode collnet-adapter --rank "$rank" --world 2 \
       --dir "$tmp/$label" >"$tmp/$label/rank$rank.log" 2>&1 &
     procs+=($!)
   done
