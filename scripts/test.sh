@@ -78,7 +78,9 @@ if ((quick == 0)); then
   run_ctest tsan -L 'dataplane'
   phase "waiting for the fuzz tree"
   wait_background build-fuzz
-  run_ctest fuzz -L fuzz
+  # The fuzzers run for a set time each: all three at once, so that no core idles while the
+  # third runs alone (their time is set for that: tests/fuzz/CMakeLists.txt).
+  RS_TEST_JOBS=${RS_TEST_JOBS:-3} run_ctest fuzz -L fuzz
   phase "waiting for the container tests"
   wait_background containers
   cat "$root/containers.log"
