@@ -115,7 +115,8 @@ run_case() {  # mode size iters k
   # Rank 0 through this shell: the loss is driven by its iteration lines as they arrive.
   exec {feed}< <(cluster_exec w0 "${perf[@]}" --rank 0 2>"$OUT/$tag.rank0.err" | tee "$OUT/$tag.rank0.log"; echo "# exit ${PIPESTATUS[0]}")
   local -a healthy=()
-  local rc0="" delay=""
+  local rc0="" delay="" drops0 drops1 drops2
+  drops0=$(cluster_loss)
   while IFS= read -r -u "$feed" line; do
     if [[ $line =~ ^#\ iteration\ ([0-9]+)\ [0-9]+\ [0-9]+\ ([0-9]+)\  ]]; then
       healthy+=("${BASH_REMATCH[2]}")
@@ -128,12 +129,14 @@ run_case() {  # mode size iters k
         lose "$mode" "$victim_pid"
         lost=$LOST_AT
         log "$tag: $victim lost ($mode) at $lost, ${delay}s after rank 0 ended iteration $k"
+        drops1=$(cluster_loss)
       fi
     elif [[ $line =~ ^#\ exit\ ([0-9]+)$ ]]; then
       rc0=${BASH_REMATCH[1]}
     fi
   done
   exec {feed}<&-
+  drops2=$(cluster_loss)
   for i in "${pids[@]}"; do wait "$i" || rc=$?; done
   [[ $mode == stop ]] && kill -CONT "$victim_pid" 2>/dev/null
   harness_stop_reducers
@@ -169,6 +172,12 @@ run_case() {  # mode size iters k
     printf "| %s | %s | %.1f (%d) | %d (%.1f ms in; %s) | %.1f | %.1f | %.1f | %s | %s | %s | %.2f |\n",
       mode, size, mb / 1000, nb, hit, into / 1000, inside, th / 1000, (th - mb) / 1000, te / 1000, bound,
       na ? sprintf("%.1f (%d)", ma / 1000, na) : "-", na ? sprintf("%.2f", ma / mb) : "-", r / (r - 1) }' >>"$OUT/report.md"
+  # The links' drops (every host's queues, both ends) and TCP's resent segments per iteration,
+  # before the loss and from it on (cluster_loss: the counters at the start, the loss, the end).
+  awk -v tag="$tag" -v k="$k" -v n="$iters" -v a="$drops0" -v b="${drops1:-$drops2}" -v c="$drops2" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); split(c, z, " ")
+    printf "| %s | %.1f | %.1f | %.1f | %.1f |\n", tag, (y[1] + y[2] + y[3] + y[4] - x[1] - x[2] - x[3] - x[4]) / k,
+      (y[5] - x[5]) / k, (z[1] + z[2] + z[3] + z[4] - y[1] - y[2] - y[3] - y[4]) / (n - k), (z[5] - y[5]) / (n - k) }' >>"$OUT/drops.md"
   grep -h "lost" "$OUT/$tag".rank*.log | head -2 | sed "s/^/$tag: /" >>"$OUT/logs.txt" || true
   log "$tag: $(tail -1 "$OUT/report.md")"
 }
@@ -182,6 +191,7 @@ run_case() {  # mode size iters k
   echo "|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|"
 } >"$OUT/report.md"
 : >"$OUT/logs.txt"
+: >"$OUT/drops.md"
 IFS=, read -ra sizes <<<"$SIZES"
 IFS=, read -ra modes <<<"$MODES"
 for spec in "${sizes[@]}"; do
@@ -198,6 +208,13 @@ done
   echo "Times per iteration are the slowest worker's (allreduce_perf --iteration-log: submit to"
   echo "completion, the check outside it). Every element of every iteration checked on every worker: 0 wrong."
   echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  echo "Packets the links' queues dropped and segments TCP resent, per iteration (warm-up and"
+  echo "iterations 1..K before the loss, counted over K; from the loss to the end over ITERS - K):"
+  echo
+  echo "| case | drops before | resent before | drops after | resent after |"
+  echo "|---|---:|---:|---:|---:|"
+  cat "$OUT/drops.md"
   echo
   echo "The workers' log lines of the loss (first two per case):"
   echo
