@@ -18,7 +18,7 @@
 #
 #   bench/cluster/failover.sh [-W 4] [-R W] [--rate 1gbit] [--sizes 64M:14:5,1M:60:20]
 #                             [--modes reset,link] [--bound-ms 1000] [--at 0.5] [-w 2]
-#                             [--streams auto|N] [--out DIR] [--build build/release]
+#                             [--streams auto|N] [--pace on|off] [--out DIR] [--build build/release]
 #                             [--budget 1200] [--step-timeout 300]
 # A size is SIZE:ITERS:K: ITERS timed iterations, the loss after iteration K. Needs root.
 # Bounded: --budget for the whole script, --step-timeout per case; the namespaces and every
@@ -30,11 +30,11 @@ repo=$(cd "$here/../.." && pwd)
 orig_args=("$@")
 
 W=4 R="" RATE=1gbit SIZES=64M:14:5,1M:60:20 MODES=reset,link BOUND_MS=1000 AT=0.5 WARMUP=2
-STREAMS=auto OUT="" BUILD=$repo/build/release BUDGET=1200 STEP_TIMEOUT=300
+STREAMS=auto PACE=on OUT="" BUILD=$repo/build/release BUDGET=1200 STEP_TIMEOUT=300
 while (($#)); do
   case $1 in
     -W) W=$2 ;; -R) R=$2 ;; --rate) RATE=$2 ;; --sizes) SIZES=$2 ;; --modes) MODES=$2 ;;
-    --bound-ms) BOUND_MS=$2 ;; --at) AT=$2 ;; -w) WARMUP=$2 ;; --streams) STREAMS=$2 ;;
+    --bound-ms) BOUND_MS=$2 ;; --at) AT=$2 ;; -w) WARMUP=$2 ;; --streams) STREAMS=$2 ;; --pace) PACE=$2 ;;
     --out) OUT=$2 ;; --build) BUILD=$2 ;; --budget) BUDGET=$2 ;; --step-timeout) STEP_TIMEOUT=$2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "failover.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
@@ -60,6 +60,7 @@ die() { log "$*"; exit 1; }
 "$PERF_BIN" --help | grep -q -- --iteration-log || die "$PERF_BIN has no --iteration-log (rebuild it)"
 ((W >= 2 && R >= 2)) || die "need -W >= 2 and -R >= 2 (one reducer is lost)"
 [[ $AT =~ ^0?\.[0-9]+$ ]] || die "--at is a fraction of the healthy median, e.g. 0.5"
+[[ $PACE == on || $PACE == off ]] || die "--pace on|off, not '$PACE'"
 why=$(cluster_supported) || die "cannot build an emulated cluster here: $why"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -67,13 +68,15 @@ harness_guard "$OUT"
 
 victim=r$((R - 1))
 cluster_create "$W" "$R" "$RATE"
-link_gbps=$(awk -v b="$(cluster_rate_bits "$RATE")" 'BEGIN { printf "%.6g", b / 1e9 }')
+# As run.sh: ours told the link rate paces its streams to a share of it (0: not paced).
+link_gbps=0
+[[ $PACE == on ]] && link_gbps=$(awk -v b="$(cluster_rate_bits "$RATE")" 'BEGIN { printf "%.6g", b / 1e9 }')
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet HEAD -- 2>/dev/null || echo ' (tree modified)')"
   echo "machine: $(nproc) CPUs, $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "command: $0 ${orig_args[*]}"
-  echo "workers $W, reducers $R (reducer $victim is lost), links $RATE (tbf both ends), TCP $CLUSTER_CC; fp32 sum, warm-up $WARMUP, streams $STREAMS (0: automatic), RS_LOSS_DETECT_MS=$BOUND_MS, paced to the link rate"
+  echo "workers $W, reducers $R (reducer $victim is lost), links $RATE (tbf both ends), TCP $CLUSTER_CC; fp32 sum, warm-up $WARMUP, streams $STREAMS (0: automatic), RS_LOSS_DETECT_MS=$BOUND_MS, paced to the link rate: $PACE"
 } | tee "$OUT/setup.txt" >&2
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
