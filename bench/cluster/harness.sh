@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What the scripts that run jobs on an emulated cluster share (run.sh, attack.sh, failover.sh):
 # one deadline for the whole script, the teardown on every exit path, and the reducers. Source
 # it after cluster.sh, with log() and die() defined.
