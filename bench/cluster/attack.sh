@@ -36,10 +36,8 @@ while (($#)); do
   shift 2
 done
 R=${R:-$W}
-# shellcheck source=bench/cluster/cluster.sh
-source "$here/cluster.sh"
 # shellcheck source=bench/cluster/harness.sh
-source "$here/harness.sh"
+source "$here/harness.sh"  # and cluster.sh
 harness_bound "$BUDGET" "$0" "${orig_args[@]}"
 CLUSTER_PREFIX=${RS_CLUSTER_PREFIX:-rsa$$}
 SERVER_BIN=$BUILD/server/reduction-server

@@ -44,10 +44,8 @@ done
 R=${R:-$W}
 [[ $STREAMS == auto ]] && STREAMS=0  # the client's automatic count
 
-# shellcheck source=bench/cluster/cluster.sh
-source "$here/cluster.sh"
 # shellcheck source=bench/cluster/harness.sh
-source "$here/harness.sh"
+source "$here/harness.sh"  # and cluster.sh
 harness_bound "$BUDGET" "$0" "${orig_args[@]}"
 CLUSTER_PREFIX=${RS_CLUSTER_PREFIX:-rsf$$}
 SERVER_BIN=$BUILD/server/reduction-server

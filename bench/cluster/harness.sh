@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # What the scripts that run jobs on an emulated cluster share (run.sh, attack.sh, failover.sh):
-# one deadline for the whole script, the teardown on every exit path, and the reducers. Source
-# it after cluster.sh, with log() and die() defined.
+# one deadline for the whole script, the teardown on every exit path, and the reducers. Sourcing
+# it sources cluster.sh too; the script defines log() and die().
 #
 #   harness_bound BUDGET SCRIPT ARGS...  re-runs the script under `timeout` once: TERM after
 #                                        BUDGET seconds (the trap tears down), KILL 30 s later
@@ -14,6 +14,9 @@
 #                                        (host:port,...) and RED_PIDS
 #   harness_stop_reducers                kills them (KILL) and waits until they are gone
 #   harness_new_group                    a fresh group id
+
+# shellcheck source=bench/cluster/cluster.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 
 harness_bound() {  # budget script args...
   local budget=$1

@@ -65,10 +65,8 @@ if [[ $STREAMS == auto ]]; then
   if ((STREAMS > 4)); then STREAMS=4; elif ((STREAMS < 1)); then STREAMS=1; fi
 fi
 
-# shellcheck source=bench/cluster/cluster.sh
-source "$here/cluster.sh"
 # shellcheck source=bench/cluster/harness.sh
-source "$here/harness.sh"
+source "$here/harness.sh"  # and cluster.sh
 # The whole run under one deadline: timeout TERMs this script (its trap tears down), and
 # KILLs after a grace period; `cluster.sh --cleanup` handles what a KILL leaves.
 harness_bound "$BUDGET" "$0" "${orig_args[@]}"
