@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -57,6 +58,7 @@ struct Options {
   std::string type = "fp32", op = "sum";
   bool check = true;
   bool iterationTimes = false;  // rank 0 prints every timed iteration (depth 1: each latency)
+  bool iterationLog = false;  // every rank prints and checks each timed iteration as it ends
   uint32_t streams = 0;  // 0: the client's automatic count
   uint32_t clientIoThreads = 1;
   std::string progress = "caller";
@@ -78,6 +80,25 @@ const std::vector<std::string> kClientKnobFlags = {"--streams", "--client-io-thr
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Wall-clock microseconds since the epoch: what a script beside the run (bash's EPOCHREALTIME)
+// can place an event against, such as the moment it killed a reducer.
+int64_t epochMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The elements of `result` that differ from the exact all-reduce; with `expected` (its bytes),
+// one memcmp first, and element by element only where they differ.
+uint64_t countWrong(DataType type, ReduceOp op, int world, uint64_t count, const void* result,
+                    const void* expected = nullptr) {
+  if (expected && std::memcmp(result, expected, count * dataTypeSize(type)) == 0) return 0;
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < count; ++i)
+    if (test::loadAs(type, result, i) != test::expectedResult(type, op, world, i)) ++wrong;
+  return wrong;
 }
 
 // One member's run over all sizes. Returns the process exit code.
@@ -132,6 +153,8 @@ int runWorker(const Options& o) {
   AlignedBuffer send(maxCount * elemSize);
   std::vector<AlignedBuffer> recv;
   for (int d = 0; d < std::max(1, o.depth); ++d) recv.emplace_back(maxCount * elemSize);
+  const bool checkEach = o.iterationLog && o.check;
+  AlignedBuffer expected(checkEach ? maxCount * elemSize : 0);
 
   const bool printer = o.rank == 0;
   const double bound = o.tcpProbeGbps > 0 ? o.tcpProbeGbps / 8 / (2.0 * o.world) : 0;  // GB/s
@@ -165,43 +188,61 @@ int runWorker(const Options& o) {
     const uint64_t count = std::max<uint64_t>(1, bytes / elemSize);
     for (uint64_t i = 0; i < count; ++i)
       test::storeAs(*type, send.data(), i, test::exactInput(o.rank, i, *op));
+    if (checkEach)
+      for (uint64_t i = 0; i < count; ++i)
+        test::storeAs(*type, expected.data(), i, test::expectedResult(*type, *op, o.world, i));
     std::vector<double> iterationSeconds;
-    auto runIters = [&](int n) -> Status {
-      std::vector<std::shared_ptr<client::AllReduceRequest>> window;
+    uint64_t wrong = 0;
+    // logged: the timed iterations, each printed as it ends (--iteration-log).
+    auto runIters = [&](int n, bool logged) -> Status {
+      struct InFlight {
+        std::shared_ptr<client::AllReduceRequest> request;
+        const void* result;
+        int64_t submittedUs;
+      };
+      std::vector<InFlight> window;
       double last = nowSeconds();
-      auto completed = [&] {
+      int done = 0;
+      auto complete = [&](const InFlight& f) -> Status {
+        RS_RETURN_IF_ERROR(f.request->wait());
+        const int64_t endUs = epochMicros();
         const double now = nowSeconds();
         iterationSeconds.push_back(now - last);
-        last = now;
+        ++done;
+        if (logged && o.iterationLog) {
+          // Checked outside the all-reduce's own time; the row's mean includes the checks.
+          const uint64_t w =
+              checkEach ? countWrong(*type, *op, o.world, count, f.result, expected.data()) : 0;
+          wrong += w;
+          fmt::print("# iteration {} {} {} {} {}\n", done, f.submittedUs, endUs,
+                     endUs - f.submittedUs, w);
+          std::fflush(stdout);
+        }
+        last = nowSeconds();
+        return Status::ok();
       };
       for (int it = 0; it < n; ++it) {
         if (static_cast<int>(window.size()) >= std::max(1, o.depth)) {
-          RS_RETURN_IF_ERROR(window.front()->wait());
+          RS_RETURN_IF_ERROR(complete(window.front()));
           window.erase(window.begin());
-          completed();
         }
-        auto r = (*comm)->allReduceAsync(send.data(), recv[static_cast<size_t>(it) % recv.size()].data(),
-                                         count, *type, *op);
+        void* result = recv[static_cast<size_t>(it) % recv.size()].data();
+        const int64_t submittedUs = epochMicros();
+        auto r = (*comm)->allReduceAsync(send.data(), result, count, *type, *op);
         if (!r) return r.status();
-        window.push_back(*r);
+        window.push_back({*r, result, submittedUs});
       }
-      for (auto& r : window) {
-        RS_RETURN_IF_ERROR(r->wait());
-        completed();
-      }
+      for (const InFlight& f : window) RS_RETURN_IF_ERROR(complete(f));
       return Status::ok();
     };
-    Status s = runIters(o.warmup);
+    Status s = runIters(o.warmup, false);
     iterationSeconds.clear();
     const double t0 = nowSeconds();
-    if (s.isOk()) s = runIters(o.iters);
+    if (s.isOk()) s = runIters(o.iters, true);
     double seconds = (nowSeconds() - t0) / std::max(1, o.iters);
-    uint64_t wrong = 0;
     if (s.isOk() && o.check) {
       s = (*comm)->allReduce(send.data(), recv[0].data(), count, *type, *op);
-      for (uint64_t i = 0; s.isOk() && i < count; ++i)
-        if (test::loadAs(*type, recv[0].data(), i) != test::expectedResult(*type, *op, o.world, i))
-          ++wrong;
+      if (s.isOk()) wrong += countWrong(*type, *op, o.world, count, recv[0].data());
     }
     // The slowest member's time, through the service itself (a figure, not the verdict).
     if (s.isOk()) s = (*comm)->allReduce(&seconds, &seconds, 1, DataType::kFloat64, ReduceOp::kMax);
@@ -360,6 +401,10 @@ int main(int argc, char** argv) {
   app.add_option("-w,--warmup", o.warmup, "Warm-up iterations per size")->capture_default_str();
   app.add_flag("--iteration-times", o.iterationTimes,
                "Print rank 0's time between completions for every timed iteration");
+  app.add_flag("--iteration-log", o.iterationLog,
+               "Every rank prints each timed iteration as it ends, '# iteration <k> <submitted> "
+               "<completed> <us> <wrong>' (wall-clock epoch us), and with -c 1 checks its result "
+               "(outside its time; the row's mean then includes the checks)");
   app.add_option("--depth", o.depth, "All-reduces kept in flight")->capture_default_str();
   app.add_option("-c,--check", o.check, "Check every result (0/1)")->capture_default_str();
   app.add_option("--streams", o.streams, "TCP streams per reducer (0: automatic, RS_STREAMS)")->capture_default_str();
@@ -420,6 +465,7 @@ int main(int argc, char** argv) {
     for (const auto& [flag, value] : knobs)
       if (o.given.count(flag) > 0) pass.insert(pass.end(), {flag, value});
     if (o.iterationTimes) pass.push_back("--iteration-times");
+    if (o.iterationLog) pass.push_back("--iteration-log");
     return rs::bench::runLocalPool(o, pass);
   }
   return rs::bench::runWorker(o);

@@ -36,13 +36,9 @@ while (($#)); do
   shift 2
 done
 R=${R:-$W}
-if [[ -z ${RS_CLUSTER_RUN_BOUNDED:-} ]]; then
-  export RS_CLUSTER_RUN_BOUNDED=1
-  exec timeout -k 30 "$BUDGET" "$0" "${orig_args[@]}"
-fi
-
-# shellcheck source=bench/cluster/cluster.sh
-source "$here/cluster.sh"
+# shellcheck source=bench/cluster/harness.sh
+source "$here/harness.sh"  # and cluster.sh
+harness_bound "$BUDGET" "$0" "${orig_args[@]}"
 CLUSTER_PREFIX=${RS_CLUSTER_PREFIX:-rsa$$}
 SERVER_BIN=$BUILD/server/reduction-server
 PERF_BIN=$BUILD/bench/allreduce_perf
@@ -57,18 +53,7 @@ why=$(cluster_supported) || die "cannot build an emulated cluster here: $why"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
-teardown() {
-  local rc=$?
-  trap - EXIT
-  trap '' INT TERM
-  set +e
-  cluster_destroy "$CLUSTER_PREFIX"
-  log "outputs in $OUT"
-  exit "$rc"
-}
-trap teardown EXIT
-trap 'exit 130' INT
-trap 'log "terminated (budget ${BUDGET}s or a signal)"; exit 143' TERM
+harness_guard "$OUT"
 
 A=$W  # the attacker host is worker host number W
 cluster_create $((W + 1)) "$R" "$RATE"
@@ -78,20 +63,10 @@ for job in healthy attacker; do
   "$SERVER_BIN" --derive-job-secret "$job" --secret-file "$OUT/secret" >"$OUT/$job.key"
   chmod 600 "$OUT/$job.key"
 done
-reducers=""
-for ((j = 0; j < R; j++)); do
-  a=$(cluster_addr "r$j")
-  # shellcheck disable=SC2086  # a list of flags
-  cluster_exec "r$j" "$SERVER_BIN" --data-listen "$a:2222" --grpc-listen "$a:2223" \
-    --secret-file "$OUT/secret" --collective-timeout-ms 5000 --log-level warn \
-    --metrics-listen "$a:2224" \
-    --stats-interval 0 --port-file "$OUT/reducer$j.port" $SERVER_ARGS >"$OUT/reducer$j.log" 2>&1 &
-  reducers+="${reducers:+,}$a:2222"
-done
-for ((j = 0; j < R; j++)); do
-  for ((t = 0; t < 200; t++)); do [[ -s $OUT/reducer$j.port ]] && break; sleep 0.1; done
-  [[ -s $OUT/reducer$j.port ]] || die "reducer $j did not start (see $OUT/reducer$j.log)"
-done
+# shellcheck disable=SC2086  # a list of flags
+harness_start_reducers "$SERVER_BIN" "$OUT" --secret-file "$OUT/secret" --collective-timeout-ms 5000 \
+  --log-level warn --metrics-listen '{addr}:2224' $SERVER_ARGS
+reducers=$HARNESS_REDUCERS
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet HEAD -- 2>/dev/null || echo ' (tree modified)')"
@@ -118,9 +93,8 @@ healthy_wait() {  # tag
   ((rc == 0)) || die "the healthy job failed ($tag, exit $rc): see $OUT/$tag.rank0.log"
   awk '/^ +[0-9]+ +[0-9]+ / { print $5, $7, $8; exit }' "$OUT/$tag.rank0.log"
 }
-new_group() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
 healthy() {  # tag
-  healthy_start "$1" "$(new_group)"
+  healthy_start "$1" "$(harness_new_group)"
   healthy_wait "$1"
 }
 # Groups reducer 0 serves now (its metrics, read from the attacker's host).
@@ -163,7 +137,7 @@ for mode in "${modes[@]}"; do
   for ((k = 1; k <= ROUNDS; k++)); do
     read -r t _ w < <(healthy "$mode-alone-$k")
     echo "$t" >>"$OUT/$mode.alone"; wrong=$((wrong + w))
-    group=$(new_group)
+    group=$(harness_new_group)
     case $mode in
       no-proof|bad-proof|other-job|garbage)
         # Aimed at the victim's group: it exists first (the attacker learns a live group's id;

@@ -65,15 +65,11 @@ if [[ $STREAMS == auto ]]; then
   if ((STREAMS > 4)); then STREAMS=4; elif ((STREAMS < 1)); then STREAMS=1; fi
 fi
 
+# shellcheck source=bench/cluster/harness.sh
+source "$here/harness.sh"  # and cluster.sh
 # The whole run under one deadline: timeout TERMs this script (its trap tears down), and
 # KILLs after a grace period; `cluster.sh --cleanup` handles what a KILL leaves.
-if [[ -z ${RS_CLUSTER_RUN_BOUNDED:-} ]]; then
-  export RS_CLUSTER_RUN_BOUNDED=1
-  exec timeout -k 30 "$BUDGET" "$0" "${orig_args[@]}"
-fi
-
-# shellcheck source=bench/cluster/cluster.sh
-source "$here/cluster.sh"
+harness_bound "$BUDGET" "$0" "${orig_args[@]}"
 CLUSTER_PREFIX=${RS_CLUSTER_PREFIX:-rsc$$}
 SERVER_BIN=${SERVER_BIN:-$BUILD/server/reduction-server}
 PERF_BIN=${PERF_BIN:-$BUILD/bench/allreduce_perf}
@@ -94,25 +90,11 @@ OUT=$(cd "$OUT" && pwd)
 
 # --- teardown on every exit path ---------------------------------------------------------------
 helpers=()  # root-namespace helpers (mpstat); everything else runs inside the namespaces
-teardown() {
-  local rc=$?
-  # Signals again during teardown (timeout TERMs this script and then its whole process group)
-  # must not cut it short; the budget's kill-after still bounds it.
-  trap - EXIT
-  trap '' INT TERM
-  set +e
+harness_cleanup() {
   for p in "${helpers[@]}"; do kill "$p" 2>/dev/null; done
-  cluster_destroy "$CLUSTER_PREFIX"
   [[ -n ${saved_backlog:-} ]] && sysctl -q -w "net.core.netdev_max_backlog=$saved_backlog"
-  if [[ -n $(cluster_namespaces "$CLUSTER_PREFIX") ]]; then
-    log "namespaces left behind: run bench/cluster/cluster.sh --cleanup"; rc=1
-  fi
-  log "outputs in $OUT"
-  exit "$rc"
 }
-trap teardown EXIT
-trap 'log "interrupted"; exit 130' INT
-trap 'log "terminated (budget ${BUDGET}s or a signal)"; exit 143' TERM
+harness_guard "$OUT"
 
 # --- per-row CPU attribution -------------------------------------------------------------------
 RED_PIDS=()
@@ -290,22 +272,10 @@ link_gbps=0
 if [[ $PACE == on ]]; then
   link_gbps=$(awk -v b="$(cluster_rate_bits "$RATE")" 'BEGIN { printf "%.6g", b / 1e9 }')
 fi
-reducers=""
-for ((j = 0; j < R; j++)); do
-  a=$(cluster_addr "r$j")
-  # shellcheck disable=SC2086  # --server-args is a list of flags, split on purpose
-  cluster_exec "r$j" "$SERVER_BIN" --data-listen "$a:2222" --grpc-listen "$a:2223" \
-    --io-threads "$IO_THREADS" --link-gbps "$link_gbps" $SERVER_ARGS --port-file "$OUT/reducer$j.port" --log-level warn \
-    --stats-interval 0 >"$OUT/reducer$j.log" 2>&1 &
-  reducers+="${reducers:+,}$a:2222"
-done
-for ((j = 0; j < R; j++)); do
-  for ((t = 0; t < 200; t++)); do [[ -s $OUT/reducer$j.port ]] && break; sleep 0.1; done
-  [[ -s $OUT/reducer$j.port ]] || die "reducer $j did not start (see $OUT/reducer$j.log)"
-  # The server is the only process in its host ($! would be the subshell around cluster_exec).
-  mapfile -t -O "${#RED_PIDS[@]}" RED_PIDS < <(ip netns pids "$(cluster_ns "r$j")")
-done
-((${#RED_PIDS[@]} == R)) || die "expected $R reducer processes, found ${RED_PIDS[*]}"
+# shellcheck disable=SC2086  # --server-args is a list of flags, split on purpose
+harness_start_reducers "$SERVER_BIN" "$OUT" --io-threads "$IO_THREADS" --link-gbps "$link_gbps" \
+  $SERVER_ARGS --log-level warn
+reducers=$HARNESS_REDUCERS
 for ((j = 0; j < R; j++)); do
   # shellcheck disable=SC2206  # a list of pids
   RED_RX_THREADS+=(${CLUSTER_NAPI_PIDS[r$j]:-})
@@ -314,7 +284,7 @@ done
   die "--host-napi threaded: no receive threads found for the reducer hosts"
 log "$R reducers up: $reducers"
 
-group=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+group=$(harness_new_group)
 # shellcheck disable=SC2086  # --perf-args is a list of flags, split on purpose
 run_impl ours per-host env RS_LINK_GBPS="$link_gbps" "$PERF_BIN" --reducers "$reducers" --world "$W" --rank '{rank}' \
   --group "$group" "${sweep[@]}" -d fp32 -o sum --streams "$STREAMS" $PERF_ARGS

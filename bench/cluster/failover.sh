@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# A reducer lost inside an all-reduce, on the emulated cluster (cluster.sh): what the all-reduce
+# that the loss hit takes, against the same all-reduce before it, and the all-reduces after it
+# on the survivors. Per size and loss mode, on one cluster of W worker and R reducer hosts: R
+# fresh reducers, W allreduce_perf workers on a fresh group with --iteration-log (every rank
+# prints and checks each timed iteration as it ends); when rank 0 reports iteration K done, the
+# script waits a fraction of the healthy median (--at, default 0.5) and loses reducer R-1:
+#   reset   kill -9 of the reducer process (its host's kernel resets the connections)
+#   link    the reducer host's link set down (ip link, inside its namespace): no reset, no
+#           reply, as a machine gone; found by the members' loss bound (--bound-ms)
+#   stop    SIGSTOP of the reducer process: its kernel still ACKs, the process never answers
+# Every worker runs with RS_LOSS_DETECT_MS=--bound-ms in every mode, so the healthy iterations
+# of the modes are alike. Per case it reports: the healthy median (iterations 1..K, each the
+# slowest worker's), the iteration the loss hit (the first to end after it on rank 0) and
+# where in it the loss came, its time and excess over the median (the stall), the time from the
+# loss to its end, the median after (R-1 reducers) against the healthy one and R/(R-1). Fails
+# when a worker fails or finds a wrong element, or when no iteration was hit.
+#
+#   bench/cluster/failover.sh [-W 4] [-R W] [--rate 1gbit] [--sizes 64M:14:5,1M:60:20]
+#                             [--modes reset,link] [--bound-ms 1000] [--at 0.5] [-w 2]
+#                             [--streams auto|N] [--pace on|off] [--out DIR] [--build build/release]
+#                             [--budget 1200] [--step-timeout 300]
+# A size is SIZE:ITERS:K: ITERS timed iterations, the loss after iteration K. Needs root.
+# Bounded: --budget for the whole script, --step-timeout per case; the namespaces and every
+# process in them go on any exit (trap EXIT INT TERM).
+set -euo pipefail
+export LC_ALL=C  # EPOCHREALTIME with a '.'
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+orig_args=("$@")
+
+W=4 R="" RATE=1gbit SIZES=64M:14:5,1M:60:20 MODES=reset,link BOUND_MS=1000 AT=0.5 WARMUP=2
+STREAMS=auto PACE=on OUT="" BUILD=$repo/build/release BUDGET=1200 STEP_TIMEOUT=300
+while (($#)); do
+  case $1 in
+    -W) W=$2 ;; -R) R=$2 ;; --rate) RATE=$2 ;; --sizes) SIZES=$2 ;; --modes) MODES=$2 ;;
+    --bound-ms) BOUND_MS=$2 ;; --at) AT=$2 ;; -w) WARMUP=$2 ;; --streams) STREAMS=$2 ;; --pace) PACE=$2 ;;
+    --out) OUT=$2 ;; --build) BUILD=$2 ;; --budget) BUDGET=$2 ;; --step-timeout) STEP_TIMEOUT=$2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "failover.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+R=${R:-$W}
+[[ $STREAMS == auto ]] && STREAMS=0  # the client's automatic count
+
+# shellcheck source=bench/cluster/harness.sh
+source "$here/harness.sh"  # and cluster.sh
+harness_bound "$BUDGET" "$0" "${orig_args[@]}"
+CLUSTER_PREFIX=${RS_CLUSTER_PREFIX:-rsf$$}
+SERVER_BIN=$BUILD/server/reduction-server
+PERF_BIN=$BUILD/bench/allreduce_perf
+OUT=${OUT:-${TMPDIR:-/tmp}/rs-failover/$(date +%Y%m%d-%H%M%S)-W${W}R${R}-$RATE}
+log() { echo "failover: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+[[ -x $SERVER_BIN && -x $PERF_BIN ]] || die "need $SERVER_BIN and $PERF_BIN (scripts/build.sh release, or --build)"
+"$PERF_BIN" --help | grep -q -- --iteration-log || die "$PERF_BIN has no --iteration-log (rebuild it)"
+((W >= 2 && R >= 2)) || die "need -W >= 2 and -R >= 2 (one reducer is lost)"
+[[ $AT =~ ^0?\.[0-9]+$ ]] || die "--at is a fraction of the healthy median, e.g. 0.5"
+[[ $PACE == on || $PACE == off ]] || die "--pace on|off, not '$PACE'"
+why=$(cluster_supported) || die "cannot build an emulated cluster here: $why"
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+harness_guard "$OUT"
+
+victim=r$((R - 1))
+cluster_create "$W" "$R" "$RATE"
+# As run.sh: ours told the link rate paces its streams to a share of it (0: not paced).
+link_gbps=0
+[[ $PACE == on ]] && link_gbps=$(awk -v b="$(cluster_rate_bits "$RATE")" 'BEGIN { printf "%.6g", b / 1e9 }')
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet HEAD -- 2>/dev/null || echo ' (tree modified)')"
+  echo "machine: $(nproc) CPUs, $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "command: $0 ${orig_args[*]}"
+  echo "workers $W, reducers $R (reducer $victim is lost), links $RATE (tbf both ends), TCP $CLUSTER_CC; fp32 sum, warm-up $WARMUP, streams $STREAMS (0: automatic), RS_LOSS_DETECT_MS=$BOUND_MS, paced to the link rate: $PACE"
+} | tee "$OUT/setup.txt" >&2
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+# Loses the victim reducer by the given mode; sets LOST_AT to the moment (epoch us) it was done.
+lose() {  # mode pid
+  case $1 in
+    reset) kill -KILL "$2" ;;
+    stop) kill -STOP "$2" ;;
+    link) cluster_exec "$victim" ip link set eth0 down ;;
+  esac
+  LOST_AT=${EPOCHREALTIME/./}
+}
+
+# Undoes what lose did to the victim's host, for the next case (its reducer is gone by then).
+restore() {  # mode
+  [[ $1 == link ]] || return 0
+  cluster_exec "$victim" ip link set eth0 up
+  cluster_exec "$victim" tc qdisc show dev eth0 | grep -q tbf || die "$victim's tbf did not survive its link going down"
+}
+
+# One case: fresh reducers and group, W workers, the loss after iteration K. Appends a row to
+# $OUT/report.md and the iterations to $OUT/<tag>.iterations (iteration, slowest worker's us).
+run_case() {  # mode size iters k
+  local mode=$1 size=$2 iters=$3 k=$4 tag="$1-$2" group i rc=0 line lost="" victim_pid
+  local -a pids=()
+  log "$tag: $W workers, $R reducers, $iters iterations of $size, $victim lost ($mode) after iteration $k"
+  harness_start_reducers "$SERVER_BIN" "$OUT" --io-threads 1 --link-gbps "$link_gbps" --log-level warn
+  for ((i = 0; i < R; i++)); do mv "$OUT/reducer$i.log" "$OUT/$tag.reducer$i.log" 2>/dev/null || true; done
+  victim_pid=${RED_PIDS[R - 1]}
+  group=$(harness_new_group)
+  local -a perf=(env RS_LINK_GBPS="$link_gbps" RS_LOSS_DETECT_MS="$BOUND_MS" timeout -k 10 "$STEP_TIMEOUT"
+                 "$PERF_BIN" --reducers "$HARNESS_REDUCERS" --world "$W" --group "$group" -b "$size" -e "$size"
+                 -n "$iters" -w "$WARMUP" -d fp32 -o sum --streams "$STREAMS" --iteration-log)
+  for ((i = W - 1; i >= 1; i--)); do
+    cluster_exec "w$i" "${perf[@]}" --rank "$i" >"$OUT/$tag.rank$i.log" 2>"$OUT/$tag.rank$i.err" &
+    pids+=($!)
+  done
+  # Rank 0 through this shell: the loss is driven by its iteration lines as they arrive.
+  exec {feed}< <(cluster_exec w0 "${perf[@]}" --rank 0 2>"$OUT/$tag.rank0.err" | tee "$OUT/$tag.rank0.log"; echo "# exit ${PIPESTATUS[0]}")
+  local -a healthy=()
+  local rc0="" delay="" drops0 drops1 drops2
+  drops0=$(cluster_loss)
+  while IFS= read -r -u "$feed" line; do
+    if [[ $line =~ ^#\ iteration\ ([0-9]+)\ [0-9]+\ [0-9]+\ ([0-9]+)\  ]]; then
+      healthy+=("${BASH_REMATCH[2]}")
+      # Into iteration K+1 by a fraction of rank 0's median of the iterations before K, worked
+      # out ahead so that nothing but the wait stands between iteration K's line and the loss.
+      if [[ ${BASH_REMATCH[1]} == $((k - 1)) ]]; then
+        delay=$(printf '%s\n' "${healthy[@]}" | median | awk -v at="$AT" '{ printf "%.6f", $1 * at / 1e6 }')
+      elif [[ ${BASH_REMATCH[1]} == "$k" ]]; then
+        sleep "$delay"
+        lose "$mode" "$victim_pid"
+        lost=$LOST_AT
+        log "$tag: $victim lost ($mode) at $lost, ${delay}s after rank 0 ended iteration $k"
+        drops1=$(cluster_loss)
+      fi
+    elif [[ $line =~ ^#\ exit\ ([0-9]+)$ ]]; then
+      rc0=${BASH_REMATCH[1]}
+    fi
+  done
+  exec {feed}<&-
+  drops2=$(cluster_loss)
+  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+  [[ $mode == stop ]] && kill -CONT "$victim_pid" 2>/dev/null
+  harness_stop_reducers
+  restore "$mode"
+  [[ $rc0 == 0 && $rc == 0 ]] || die "$tag: a worker failed (rank 0 exit ${rc0:-?}, others $rc): see $OUT/$tag.rank*.err"
+  [[ -n $lost ]] || die "$tag: rank 0 never reported iteration $k"
+  for ((i = 0; i < W; i++)); do
+    grep -q '^# Out of bounds values : 0 OK' "$OUT/$tag.rank$i.log" ||
+      die "$tag: rank $i found wrong elements or gave no verdict: see $OUT/$tag.rank$i.log"
+    (($(grep -c '^# iteration ' "$OUT/$tag.rank$i.log") == iters)) || die "$tag: rank $i logged $(grep -c '^# iteration ' "$OUT/$tag.rank$i.log") of $iters iterations"
+  done
+  # Every rank's iterations: k submitted completed us wrong. The slowest worker's time per
+  # iteration; the hit iteration is the first that ended after the loss on rank 0.
+  cat "$OUT/$tag".rank*.log | awk '$1 == "#" && $2 == "iteration" { print $3, $4, $5, $6, $7 }' >"$OUT/$tag.all"
+  awk '$5 != 0 { bad = 1 } END { exit bad }' "$OUT/$tag.all" || die "$tag: an iteration had wrong elements: see $OUT/$tag.all"
+  awk '{ if ($4 > t[$1]) t[$1] = $4 } END { for (i in t) print i, t[i] }' "$OUT/$tag.all" | sort -n >"$OUT/$tag.iterations"
+  local hit start inside before after t_hit median_before median_after to_end slowest
+  read -r hit start _ < <(awk -v l="$lost" '$1 == "#" && $2 == "iteration" && $5 > l { print $3, $4, $5; exit }' "$OUT/$tag.rank0.log")
+  [[ -n ${hit:-} ]] || die "$tag: no iteration ended after the loss"
+  # Inside on every worker: submitted before the loss, ended after it.
+  inside=$(awk -v h="$hit" -v l="$lost" '$1 == h { n++; if ($2 < l && $3 > l) in_++ } END { print (n && in_ == n) ? "yes" : "no (" in_ + 0 " of " n + 0 " workers)" }' "$OUT/$tag.all")
+  t_hit=$(awk -v h="$hit" '$1 == h { print $2 }' "$OUT/$tag.iterations")
+  # The loss may cost a later iteration instead: a stopped reducer's kernel still delivers the
+  # results it had written, so the hit one can end in time and the next wait out the bound.
+  slowest=$(awk -v h="$hit" '$1 >= h && $2 > t { t = $2; i = $1 } END { print i, t }' "$OUT/$tag.iterations")
+  to_end=$(awk -v h="$hit" -v l="$lost" '$1 == h && $3 - l > m { m = $3 - l } END { print m }' "$OUT/$tag.all")
+  median_before=$(awk -v h="$hit" '$1 < h { print $2 }' "$OUT/$tag.iterations" | median)
+  median_after=$(awk -v h="$hit" '$1 > h { print $2 }' "$OUT/$tag.iterations" | median)
+  before=$(awk -v h="$hit" '$1 < h' "$OUT/$tag.iterations" | wc -l)
+  after=$(awk -v h="$hit" '$1 > h' "$OUT/$tag.iterations" | wc -l)
+  local bound="-"
+  [[ $mode != reset ]] && bound="$BOUND_MS ms"
+  awk -v mode="$mode" -v size="$size" -v mb="$median_before" -v nb="$before" -v hit="$hit" \
+      -v into=$((lost - start)) -v inside="$inside" -v th="$t_hit" -v te="$to_end" -v bound="$bound" \
+      -v ma="${median_after:-0}" -v na="$after" -v r="$R" -v k="$k" -v slowest="$slowest" 'BEGIN {
+    split(slowest, sl, " ")
+    printf "| %s | %s | %.1f (%d) | %d (%.1f ms in; %s) | %.1f | %.1f | %.1f | %d: %.1f | %s | %s | %s | %.2f |\n",
+      mode, size, mb / 1000, nb, hit, into / 1000, inside, th / 1000, (th - mb) / 1000, te / 1000, sl[1], sl[2] / 1000, bound,
+      na ? sprintf("%.1f (%d)", ma / 1000, na) : "-", na ? sprintf("%.2f", ma / mb) : "-", r / (r - 1) }' >>"$OUT/report.md"
+  # The links' drops (every host's queues, both ends) and TCP's resent segments per iteration,
+  # before the loss and from it on (cluster_loss: the counters at the start, the loss, the end).
+  awk -v tag="$tag" -v k="$k" -v n="$iters" -v a="$drops0" -v b="${drops1:-$drops2}" -v c="$drops2" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); split(c, z, " ")
+    printf "| %s | %.1f | %.1f | %.1f | %.1f |\n", tag, (y[1] + y[2] + y[3] + y[4] - x[1] - x[2] - x[3] - x[4]) / k,
+      (y[5] - x[5]) / k, (z[1] + z[2] + z[3] + z[4] - y[1] - y[2] - y[3] - y[4]) / (n - k), (z[5] - y[5]) / (n - k) }' >>"$OUT/drops.md"
+  grep -h "lost" "$OUT/$tag".rank*.log | head -2 | sed "s/^/$tag: /" >>"$OUT/logs.txt" || true
+  log "$tag: $(tail -1 "$OUT/report.md")"
+}
+
+{
+  echo "# A reducer lost inside an all-reduce: W=$W, R=$R, $RATE links"
+  echo
+  sed 's/^/- /' "$OUT/setup.txt"
+  echo
+  echo "| loss | size | healthy median, ms (iterations) | hit iteration (the loss, into it; inside on every worker) | hit, ms | stall: hit - median, ms | loss to its end, ms | slowest from the hit on: iteration: ms | bound | after, median ms (iterations) | after / healthy | R/(R-1) |"
+  echo "|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|"
+} >"$OUT/report.md"
+: >"$OUT/logs.txt"
+: >"$OUT/drops.md"
+IFS=, read -ra sizes <<<"$SIZES"
+IFS=, read -ra modes <<<"$MODES"
+for spec in "${sizes[@]}"; do
+  IFS=: read -r size iters k <<<"$spec"
+  iters=${iters:-14} k=${k:-5}
+  ((k >= 2 && iters >= k + 3)) || die "size $spec: need K >= 2 and ITERS >= K + 3"
+  for mode in "${modes[@]}"; do
+    case $mode in reset|link|stop) ;; *) die "unknown mode '$mode' (reset, link, stop)" ;; esac
+    run_case "$mode" "$size" "$iters" "$k"
+  done
+done
+{
+  echo
+  echo "Times per iteration are the slowest worker's (allreduce_perf --iteration-log: submit to"
+  echo "completion, the check outside it). Every element of every iteration checked on every worker: 0 wrong."
+  echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  echo "Packets the links' queues dropped and segments TCP resent, per iteration (warm-up and"
+  echo "iterations 1..K before the loss, counted over K; from the loss to the end over ITERS - K):"
+  echo
+  echo "| case | drops before | resent before | drops after | resent after |"
+  echo "|---|---:|---:|---:|---:|"
+  cat "$OUT/drops.md"
+  echo
+  echo "The workers' log lines of the loss (first two per case):"
+  echo
+  sed 's/^/    /' "$OUT/logs.txt"
+} >>"$OUT/report.md"
+cat "$OUT/report.md"
