@@ -138,30 +138,12 @@ int initAndCheckDevices(PluginApi& api, void** netCtx, void** collCtx, bool firs
   return ndev;
 }
 
-// NCCL's proxy thread polls without pause; three ranks doing so on a 2-core machine take the
-// cores from the reducers and the plugin's io threads they wait for (v11's full matrix: 24-25 s
-// of CPU with this against 27-29 s without, on a loaded machine). After a streak of empty polls
-// each one sleeps a little: still thousands of calls a second, which is what the caller-progress
-// mode needs to move its bytes.
-class PollPace {
- public:
-  void empty() {
-    if (++emptyPolls_ >= kSpins) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-
- private:
-  static constexpr int kSpins = 64;
-  int emptyPolls_ = 0;
-};
-
 bool waitDone(PluginApi& api, bool coll, void* req, int* size, ncclResult_t* result) {
   const auto deadline = Clock::now() + kPeerDeadline;
   int done = 0;
-  PollPace pace;
   while (Clock::now() < deadline) {
     *result = coll ? api.collTest(req, &done, size) : api.netTest(req, &done, size);
     if (*result != ncclSuccess || done) return true;
-    pace.empty();
   }
   return false;
 }
@@ -305,7 +287,6 @@ void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun,
         test::storeAs(static_cast<DataType>(t), send + offset, i,
                       test::exactInput(a.rank, i, static_cast<ReduceOp>(o)));
       void* req = nullptr;
-      PollPace pace;
       for (int tries = 0; req == nullptr && tries < 1000000; ++tries) {
         ncclResult_t r = api.collIallreduce(cc, send + offset, recv + offset, count, t, o,
                                             handles[1], handles[0], &req);
@@ -314,7 +295,6 @@ void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun,
           sawError = true;
           break;
         }
-        if (req == nullptr) pace.empty();
       }
       if (req == nullptr) break;
       inFlight.push_back({req, offset, count, t, o});
