@@ -52,6 +52,7 @@ Status CommunicatorCore::start() {
         !paced ? nullptr
                : std::make_shared<transport::LinkShare>(std::max<uint64_t>(
                      1, reducerRate / std::max<uint32_t>(1, group_.worldSize)));
+    reducerLinks_.push_back(reducerLink);
     for (uint32_t s = 0; s < streams_; ++s) {
       const size_t thread = ioIndexOf(connections_.size());  // [r * streams_ + s]
       connections_.push_back(std::make_shared<Connection>(*this, options_, group_, *ios_[thread],

@@ -127,6 +127,9 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // One per io_context, beside it (destroyed first, once no thread runs them).
   std::vector<std::unique_ptr<AckTimer>> ackTimers_;
   std::vector<std::shared_ptr<Connection>> connections_;  // [reducer * streams + stream]
+  // [reducer]: this member's share of each reducer's link (null: unpaced), which its streams
+  // to that reducer and its lanes to it as a survivor draw on together.
+  std::vector<std::shared_ptr<transport::LinkShare>> reducerLinks_;
   RetentionStore retention_;  // one lane per connection, numbered alike
 
   mutable std::mutex mu_;

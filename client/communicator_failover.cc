@@ -141,7 +141,7 @@ void CommunicatorCore::finishAdoptionLocked() {
         const size_t stream = static_cast<size_t>(j) * K + s;  // the io thread of j's stream s
         auto c = std::make_shared<Connection>(
             *this, options_, group_, *ios_[ioIndexOf(stream)], *ackTimers_[ioIndexOf(stream)], j,
-            index, options_.reducers[j], nullptr,
+            index, options_.reducers[j], reducerLinks_[j],
             LaneSpec{lane, dead, ledger_.watermark(d, s)});
         lanes_.emplace(laneKey(j, lane), c);
         opened.push_back(std::move(c));

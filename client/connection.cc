@@ -240,11 +240,10 @@ void Connection::onResult(const std::error_code& ec, size_t bytes) {
     const uint32_t home = cluster::reducerForChunk(
         next.header.chunk, static_cast<uint32_t>(options_.reducers.size()));
     completed_ = next.header.chunk;
-    const bool paced = !lane_ && !closed_;
-    if (paced) pacer_.done(next.header.payloadLength);
+    if (!closed_) pacer_.done(next.header.payloadLength);
     expected_.pop_front();
     if (lane_) popWholeEntries();
-    if (expected_.empty() && paced) pacer_.idle();
+    if (expected_.empty() && !closed_) pacer_.idle();
     if (request && request->chunkDone(home)) owner_.onResultsIn(std::move(request));
   }
   if (closed_) return;
@@ -311,7 +310,9 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
   }
   uint64_t bytes = 0;
   for (const auto& c : chunks) bytes += c.header.payloadLength;
-  if (!chunks.empty() && !lane_ && !closed_) pacer_.busy(bytes);
+  // A lane's chunks draw on the same link budget as the streams beside it: unpaced, they burst
+  // into the host's queue and the survivor's port (bench/RESULTS.md, "The rate after a loss").
+  if (!chunks.empty() && !closed_) pacer_.busy(bytes);
   const bool wasIdle = expected_.empty();
   for (auto& c : chunks) {
     expected_.push_back(c);

@@ -60,8 +60,10 @@ void Connection::popWholeEntries() {
   while (!expected_.empty() && !expected_.front().awaitsResult() &&
          expected_.front().payloadAt != ChunkTransfer::kNotQueued) {
     completed_ = expected_.front().header.chunk;  // held as it was sent
+    pacer_.done(expected_.front().header.payloadLength);  // written: no result to wait for
     expected_.pop_front();
   }
+  if (expected_.empty()) pacer_.idle();
 }
 
 Status Connection::checkLaneCommit(uint64_t chunk) const {

@@ -6,6 +6,7 @@
 #include "core/cluster/chunk_owner.h"
 #include "core/cluster/sharding.h"
 #include "core/common/log.h"
+#include "core/reduce/dtype.h"
 #include "core/wire/failover_frames.h"
 #include "server/session.h"
 
@@ -160,7 +161,12 @@ void Session::beginEntry(std::shared_ptr<Slot> slot, Fold fold) {
   const uint32_t prefix = in_.type == wire::FrameType::kFinal ? wire::finalPrefix(in_) : 0;
   slot->startEntry(rank_, prefix);
   // The member awaits a result unless its entry is whole: this side owes it one from now on.
-  if (prefix < in_.elemCount && chunksInFlight_++ == 0 && liveness_) liveness_->start();
+  if (prefix < in_.elemCount) {
+    if (chunksInFlight_++ == 0 && liveness_) liveness_->start();
+    // The whole chunk's RESULT goes back on this lane: paced with the streams that share the
+    // link (bench/RESULTS.md, "The rate after a loss").
+    pacer_.busy(uint64_t{in_.elemCount} * dataTypeSize(in_.dtype));
+  }
   slot_ = std::move(slot);
   tailBytes_ = 0;
   frameLeft_ = in_.payloadLength;

@@ -527,7 +527,7 @@ void Session::countWritten(transport::FrameWriter::Written frames) {
   for (const transport::FrameWriter::Frame& f : frames) {
     if (f.tag == kControlFrame) continue;  // not result payload
     payload += f.payload.size;
-    if (!isLane()) pacer_.done(f.payload.size);  // a chunk's parts add up to its header's
+    pacer_.done(f.payload.size);  // a chunk's parts add up to its header's (busy)
     if (f.tag != kLastResultPart) continue;
     if (chunksInFlight_ > 0 && --chunksInFlight_ == 0) pacer_.idle();
     auto& slot = *static_cast<Slot*>(f.owner.get());  // a RESULT part's owner is its slot
