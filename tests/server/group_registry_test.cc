@@ -6,8 +6,12 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "tests/support/text_contains.h"
+
 namespace rs::server {
 namespace {
+
+using test::contains;
 
 GroupParams modeParams(bool deterministic, Fp32Accumulator fp32 = Fp32Accumulator::kFp32) {
   GroupParams p;
@@ -17,10 +21,6 @@ GroupParams modeParams(bool deterministic, Fp32Accumulator fp32 = Fp32Accumulato
   p.deterministic = deterministic;
   p.fp32Accumulator = fp32;
   return p;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace
