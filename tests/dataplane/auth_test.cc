@@ -14,24 +14,22 @@
 #include <thread>
 
 #include "server/failure_reason.h"
+#include "tests/support/auth_failures.h"
 #include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
+#include "tests/support/text_contains.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
 
-constexpr const char* kSecret = "test-job-secret-3b1f0c9e5a7d2468";
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+constexpr const char* kTestJobSecret = "test-job-secret-3b1f0c9e5a7d2468";
 
 server::ServerConfig securedConfig() {
   server::ServerConfig c = testServerConfig();
-  c.secret = kSecret;
+  c.secret = kTestJobSecret;
   return c;
 }
 
@@ -45,11 +43,6 @@ client::ClientOptions optionsWith(const LocalPool& pool, const std::string& secr
   return o;
 }
 
-uint64_t authFailures(LocalPool& pool) {
-  return pool.reducer(0).dataPlane().stats().handshakeFailuresBy[static_cast<size_t>(
-      server::HandshakeFailure::kAuth)];
-}
-
 }  // namespace
 
 TEST_CASE("auth: members with the job secret join and all-reduce exactly") {
@@ -57,7 +50,7 @@ TEST_CASE("auth: members with the job secret join and all-reduce exactly") {
   const GroupId id = GroupId::random();
   const int world = 3;
   Status s = runRanks(world, [&](int rank) -> Status {
-    auto comm = client::Communicator::connect(optionsWith(pool, kSecret),
+    auto comm = client::Communicator::connect(optionsWith(pool, kTestJobSecret),
                                               {id, world, static_cast<uint32_t>(rank)});
     if (!comm) return comm.status();
     for (size_t n : {size_t{1}, size_t{1000}, size_t{100000}})
@@ -80,7 +73,7 @@ TEST_CASE("auth: wrong, replayed and missing proofs are refused while a healthy 
   std::thread group([&] {
     const GroupId id = GroupId::random();
     healthy = runRanks(2, [&](int rank) -> Status {
-      auto comm = client::Communicator::connect(optionsWith(pool, kSecret),
+      auto comm = client::Communicator::connect(optionsWith(pool, kTestJobSecret),
                                                 {id, 2, static_cast<uint32_t>(rank)});
       if (!comm) return comm.status();
       for (;;) {
@@ -131,7 +124,7 @@ TEST_CASE("auth: wrong, replayed and missing proofs are refused while a healthy 
   {
     auto first = rawSocket(io, port);
     const wire::ChallengePayload c = readChallenge(first);
-    const std::vector<uint8_t> answer = helloFrame(c, victim, 0, 2, 1, 1, kSecret);
+    const std::vector<uint8_t> answer = helloFrame(c, victim, 0, 2, 1, 1, kTestJobSecret);
     asio::write(first, asio::buffer(answer));
     expectHelloAck(first);  // the genuine use is accepted
     auto second = rawSocket(io, port);
@@ -154,8 +147,8 @@ TEST_CASE("auth: wrong, replayed and missing proofs are refused while a healthy 
 
 TEST_CASE("auth: a worker with a secret refuses a reducer that has none") {
   LocalPool pool(1);  // open
-  auto comm = client::Communicator::connect(optionsWith(pool, kSecret),
-                                            {GroupId::random(), 1, 0});
+  auto comm =
+      client::Communicator::connect(optionsWith(pool, kTestJobSecret), {GroupId::random(), 1, 0});
   REQUIRE_FALSE(comm.isOk());
   INFO(comm.status().toString());
   CHECK(contains(comm.status().message(), "does not require authentication"));

@@ -26,7 +26,7 @@ namespace {
 using Catch::Matchers::Contains;
 using client::Handshake;
 
-constexpr const char* kSecret = "client-handshake-secret-0123456789";
+constexpr const char* kClientHandshakeSecret = "client-handshake-secret-0123456789";
 
 std::string streamName(const Endpoint& where) {
   return "reducer 0 (" + where.toString() + ") stream 0";
@@ -65,14 +65,14 @@ FakeReducer::Serve challengeOnly(std::vector<uint8_t> challenge, std::atomic<boo
 
 // One handshake, run on the test's thread, that records its reports. It keeps the options and
 // the group, which the handshake holds by reference.
-class Run {
+class HandshakeRun {
  public:
-  Run(asio::io_context& io, client::ClientOptions options, client::GroupSpec group,
-      const Endpoint& where)
+  HandshakeRun(asio::io_context& io, client::ClientOptions options, client::GroupSpec group,
+               const Endpoint& where)
       : options_(std::move(options)),
         group_(group),
-        handshake_(std::make_shared<Handshake>(options_, group_, io, 0, 0, where,
-                                               streamName(where))) {
+        handshake_(
+            std::make_shared<Handshake>(options_, group_, io, 0, 0, where, streamName(where))) {
     handshake_->start([this](Result<Handshake::Handshaken> outcome) {
       ++reports_;
       outcome_.emplace(std::move(outcome));
@@ -116,7 +116,8 @@ TEST_CASE("client handshake: a proven HELLO, and the stream handed over with wha
     asio::read(s, asio::buffer(bytes));
     wire::HelloPayload hello;
     if (wire::decodeHello(bytes.data(), bytes.size(), &hello).isOk())
-      proven = wire::proofsEqual(wire::helloProof(kSecret, nonce, h, hello), hello.authProof);
+      proven = wire::proofsEqual(wire::helloProof(kClientHandshakeSecret, nonce, h, hello),
+                                 hello.authProof);
     std::vector<uint8_t> reply = helloAckFrame(maxChunk);
     const wire::ErrorFrame abort =
         wire::abortFrame({}, 0, abortedError("another member gave up"));
@@ -126,9 +127,9 @@ TEST_CASE("client handshake: a proven HELLO, and the stream handed over with wha
     readUntilClosed(s);
   });
   options.reducers = {fake.endpoint()};
-  options.secret = kSecret;
+  options.secret = kClientHandshakeSecret;
   asio::io_context io;
-  Run run(io, options, {GroupId::random(), 2, 1}, fake.endpoint());
+  HandshakeRun run(io, options, {GroupId::random(), 2, 1}, fake.endpoint());
   auto& outcome = run.outcome(io);
   REQUIRE(outcome.status().toString() == "OK");
   CHECK(proven);
@@ -165,8 +166,8 @@ TEST_CASE("client handshake: a reducer's refusal ends it with the reducer's code
     readUntilClosed(s);
   });
   asio::io_context io;
-  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
-          fake.endpoint());
+  HandshakeRun run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+                   fake.endpoint());
   auto& outcome = run.outcome(io);
   REQUIRE_FALSE(outcome.isOk());
   CHECK(outcome.status().code() == StatusCode::kFailedPrecondition);
@@ -201,7 +202,7 @@ TEST_CASE("client handshake: the HELLO asks for the member's loss bound, the HEL
     auto options = testClientOptions({fake.endpoint()}, 1);
     options.lossDetect = std::chrono::milliseconds(c.asked);
     asio::io_context io;
-    Run run(io, options, {GroupId::random(), 2, 0}, fake.endpoint());
+    HandshakeRun run(io, options, {GroupId::random(), 2, 0}, fake.endpoint());
     auto& outcome = run.outcome(io);
     CHECK(seen == c.asked);
     if (c.accepted) {
@@ -231,8 +232,8 @@ TEST_CASE("client handshake: a reducer of another wire version is refused at its
     challenge[wire::kHeaderSize - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
   FakeReducer fake(challengeOnly(challenge, gotHello, closed));
   asio::io_context io;
-  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
-          fake.endpoint());
+  HandshakeRun run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+                   fake.endpoint());
   auto& outcome = run.outcome(io);
   REQUIRE_FALSE(outcome.isOk());
   CHECK(outcome.status().code() == StatusCode::kProtocolError);
@@ -252,8 +253,8 @@ TEST_CASE("client handshake: a member without the secret stops at a reducer that
   std::atomic<bool> gotHello{false};
   FakeReducer fake(challengeOnly(securedChallengeFrame(*wire::randomNonce()), gotHello, closed));
   asio::io_context io;
-  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
-          fake.endpoint());
+  HandshakeRun run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+                   fake.endpoint());
   auto& outcome = run.outcome(io);
   REQUIRE_FALSE(outcome.isOk());
   CHECK(outcome.status().code() == StatusCode::kFailedPrecondition);
@@ -276,8 +277,8 @@ TEST_CASE("client handshake: cancel ends it once, aborted, and closes the stream
     closed = true;
   });
   asio::io_context io;
-  Run run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
-          fake.endpoint());
+  HandshakeRun run(io, testClientOptions({fake.endpoint()}, 1), {GroupId::random(), 2, 0},
+                   fake.endpoint());
   REQUIRE(runUntil(io, [&] { return helloIn.load(); }));
   run.handshake().cancel();
   auto& outcome = run.outcome(io);

@@ -19,7 +19,7 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-constexpr uint32_t kCount = 1000;  // elements a chunk
+constexpr uint32_t kChunkCount = 1000;  // elements a chunk
 
 }  // namespace
 
@@ -32,12 +32,12 @@ TEST_CASE("the reducer commits a stream's chunks to every member once every memb
   RawMember m0(io, pool.endpoints()[0].port, group, 2, 0);
   RawMember m1(io, pool.endpoints()[0].port, group, 2, 1);
   for (uint64_t chunk = 0; chunk < 3; ++chunk) {
-    m0.sendChunk(chunk, kCount);
-    m1.sendChunk(chunk, kCount);
+    m0.sendChunk(chunk, kChunkCount);
+    m1.sendChunk(chunk, kChunkCount);
   }
   for (uint64_t chunk = 0; chunk < 3; ++chunk) {
-    m0.readResult(chunk, kCount);
-    m1.readResult(chunk, kCount);
+    m0.readResult(chunk, kChunkCount);
+    m1.readResult(chunk, kChunkCount);
   }
   // Rank 0 holds all three, rank 1 only the first: chunk 0 is committed, to both.
   m0.sendReceived(2);
@@ -49,10 +49,10 @@ TEST_CASE("the reducer commits a stream's chunks to every member once every memb
   CHECK(m0.readCommit() == 2);
   CHECK(m1.readCommit() == 2);
   // And the stream goes on: the next chunk, acknowledged, committed.
-  m0.sendChunk(3, kCount);
-  m1.sendChunk(3, kCount);
-  m0.readResult(3, kCount);
-  m1.readResult(3, kCount);
+  m0.sendChunk(3, kChunkCount);
+  m1.sendChunk(3, kChunkCount);
+  m0.readResult(3, kChunkCount);
+  m1.readResult(3, kChunkCount);
   m1.sendReceived(3);
   m0.sendReceived(3);
   CHECK(m0.readCommit() == 3);
@@ -90,10 +90,10 @@ TEST_CASE("a RECEIVED for a result the reducer never sent, or one that does not 
   RawMember m0(io, pool.endpoints()[0].port, group, 2, 0);
   RawMember m1(io, pool.endpoints()[0].port, group, 2, 1);
   for (uint64_t chunk = 0; chunk < bad.chunksBefore; ++chunk) {
-    m0.sendChunk(chunk, kCount);
-    m1.sendChunk(chunk, kCount);
-    m0.readResult(chunk, kCount);
-    m1.readResult(chunk, kCount);
+    m0.sendChunk(chunk, kChunkCount);
+    m1.sendChunk(chunk, kChunkCount);
+    m0.readResult(chunk, kChunkCount);
+    m1.readResult(chunk, kChunkCount);
   }
   constexpr auto kOutOfOrder = static_cast<size_t>(server::FrameRejection::kOutOfOrder);
   const uint64_t rejectedBefore = pool.reducer(0).dataPlane().stats().framesRejected[kOutOfOrder];

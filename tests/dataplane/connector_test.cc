@@ -28,7 +28,7 @@ uint16_t closedPort(asio::io_context& io) {
 }
 
 // What a dial ended with, and how often its handler ran.
-struct Outcome {
+struct DialOutcome {
   int calls = 0;
   std::optional<Result<std::unique_ptr<Stream>>> result;
   ConnectHandler handler() {
@@ -46,7 +46,7 @@ TEST_CASE("connector: dials before the listener exists and gets through once it 
   asio::io_context io;
   const uint16_t port = closedPort(io);
   auto connector = makeConnector(io, {}, Backoff{std::chrono::milliseconds(5), 50ms});
-  Outcome out;
+  DialOutcome out;
   connector->connect({"127.0.0.1", port}, 120s, out.handler());
   CHECK(out.calls == 0);  // never inside connect()
 
@@ -89,7 +89,7 @@ TEST_CASE("connector: a name resolves and connects", "[transport]") {
     accepted = std::move(s);
   });
   auto connector = makeConnector(io, {});
-  Outcome out;
+  DialOutcome out;
   connector->connect({"localhost", (*listener)->port()}, 120s, out.handler());
   REQUIRE(runUntil(io, [&] { return out.calls == 1 && accepted != nullptr; }));
   INFO(out.result->status().toString());
@@ -101,7 +101,7 @@ TEST_CASE("connector: the time limit ends the dial, naming the endpoint and the 
   asio::io_context io;
   const uint16_t port = closedPort(io);
   auto connector = makeConnector(io, {});
-  Outcome out;
+  DialOutcome out;
   connector->connect({"127.0.0.1", port}, 300ms, out.handler());
   REQUIRE(runUntil(io, [&] { return out.calls == 1; }));
   REQUIRE_FALSE(out.result->isOk());
@@ -121,7 +121,7 @@ TEST_CASE("connector: cancel ends a retrying dial at once, with its handler run 
   asio::io_context io;
   const uint16_t port = closedPort(io);
   auto connector = makeConnector(io, {});
-  Outcome out;
+  DialOutcome out;
   connector->connect({"127.0.0.1", port}, 24h, out.handler());  // a cancel that waited would hang
   REQUIRE(runUntil(io, [&] { return connector->failedAttempts() >= 1; }));
   connector->cancel();
@@ -136,7 +136,7 @@ TEST_CASE("connector: cancel ends a retrying dial at once, with its handler run 
 TEST_CASE("connector: destroying it ends the dial like cancel", "[transport]") {
   asio::io_context io;
   const uint16_t port = closedPort(io);
-  Outcome out;
+  DialOutcome out;
   {
     auto connector = makeConnector(io, {});
     connector->connect({"127.0.0.1", port}, 24h, out.handler());

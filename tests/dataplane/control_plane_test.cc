@@ -7,20 +7,12 @@
 
 #include "proto/health.grpc.pb.h"
 #include "proto/reduction.grpc.pb.h"
+#include "tests/support/group_id_bytes.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
-
-std::string idBytes(const GroupId& id) {
-  std::string out(16, '\0');
-  for (int i = 0; i < 8; ++i) {
-    out[static_cast<size_t>(i)] = static_cast<char>(id.hi >> (56 - 8 * i));
-    out[static_cast<size_t>(i + 8)] = static_cast<char>(id.lo >> (56 - 8 * i));
-  }
-  return out;
-}
 
 // grpc.health.v1.Health/Check with an empty service name; returns the ServingStatus enum
 // (1 SERVING, 2 NOT_SERVING), or -1 when the call fails.

@@ -22,7 +22,7 @@ struct Target {
 
 // Runs `io` until `done` holds (the deadline only turns a hang into a failure). It stops when
 // out of work, so each run restarts it first.
-bool runUntil(asio::io_context& io, const std::function<bool()>& done) {
+bool runHandlersUntil(asio::io_context& io, const std::function<bool()>& done) {
   io.restart();
   const auto end = std::chrono::steady_clock::now() + test::kStateDeadline;
   while (!done() && std::chrono::steady_clock::now() < end)
@@ -43,11 +43,11 @@ TEST_CASE("delayed calls: each target once, in order, none that is gone", "[tran
   delayed.add(gone);
   delayed.add(c);
   gone.reset();
-  REQUIRE(runUntil(io, [&] { return calls.size() == 2; }));
+  REQUIRE(runHandlersUntil(io, [&] { return calls.size() == 2; }));
   CHECK(calls == std::vector<int>{1, 3});
   // A target added again after its call is called again.
   delayed.add(a);
-  REQUIRE(runUntil(io, [&] { return calls.size() == 3; }));
+  REQUIRE(runHandlersUntil(io, [&] { return calls.size() == 3; }));
   CHECK(calls.back() == 1);
   io.restart();
   io.run();  // until out of work: no call is left
@@ -62,7 +62,7 @@ TEST_CASE("delayed calls: cancel calls nothing more", "[transport]") {
   delayed.add(a);
   delayed.cancel();
   // The cancelled wait completes at once; nothing is called.
-  REQUIRE(runUntil(io, [&] { return io.poll() == 0 && io.stopped(); }));
+  REQUIRE(runHandlersUntil(io, [&] { return io.poll() == 0 && io.stopped(); }));
   CHECK(calls.empty());
 }
 

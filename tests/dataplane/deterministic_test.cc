@@ -17,46 +17,48 @@
 namespace rs::test {
 namespace {
 
-constexpr int kWorld = 6;
-constexpr uint64_t kCount = 100003;
+constexpr int kDeterministicWorld = 6;
+constexpr uint64_t kDeterministicCount = 100003;
 
 // Rank r's fp32 inputs: in each element two ranks hold +B and -B (about 2^20..2^28) and the
 // others small values, so the fp32 sum depends on the order the reducer adds them in.
-std::vector<float> inputs(int rank) {
+std::vector<float> orderSensitiveInputs(int rank) {
   std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
   std::uniform_int_distribution<int> smallExp(-4, 4), bigExp(20, 28);
   return cancellingInputs(
-      rank, kWorld, kCount, 4242,
+      rank, kDeterministicWorld, kDeterministicCount, 4242,
       [&](std::mt19937& rng) { return std::ldexp(mantissa(rng), bigExp(rng)); },
       [&](std::mt19937& rng) { return std::ldexp(mantissa(rng), smallExp(rng)); });
 }
 
-struct Run {
-  std::vector<std::vector<float>> f32 = std::vector<std::vector<float>>(kWorld);
-  std::vector<std::vector<uint16_t>> bf16 = std::vector<std::vector<uint16_t>>(kWorld);
+struct Sums {
+  std::vector<std::vector<float>> f32 = std::vector<std::vector<float>>(kDeterministicWorld);
+  std::vector<std::vector<uint16_t>> bf16 = std::vector<std::vector<uint16_t>>(kDeterministicWorld);
 };
 
-// One group of kWorld members: an fp32 and a bf16 sum of the inputs, in small chunks spread
-// over 3 reducers x 3 streams, so that the members' bytes meet in the reducers in varying order.
-Run runGroup(const LocalPool& pool, bool deterministic) {
+// One group of kDeterministicWorld members: an fp32 and a bf16 sum of the inputs, in small chunks
+// spread over 3 reducers x 3 streams, so that the members' bytes meet in the reducers in varying
+// order.
+Sums runSums(const LocalPool& pool, bool deterministic) {
   auto options = testClientOptions(pool.endpoints(), 3);
   options.minChunkBytes = 4 << 10;
   options.maxChunkBytes = 16 << 10;
   options.deterministic = deterministic;
   const GroupId id = GroupId::random();
-  Run run;
-  Status st = runRanks(kWorld, [&](int rank) -> Status {
-    auto comm = client::Communicator::connect(options, {id, kWorld, static_cast<uint32_t>(rank)});
+  Sums run;
+  Status st = runRanks(kDeterministicWorld, [&](int rank) -> Status {
+    auto comm = client::Communicator::connect(
+        options, {id, kDeterministicWorld, static_cast<uint32_t>(rank)});
     if (!comm) return comm.status();
-    const std::vector<float> a = inputs(rank);
-    std::vector<uint16_t> b(kCount);
-    for (uint64_t i = 0; i < kCount; ++i) b[i] = reduce::floatToBfloat16(a[i]);
-    run.f32[rank].resize(kCount);
-    run.bf16[rank].resize(kCount);
-    RS_RETURN_IF_ERROR((*comm)->allReduce(a.data(), run.f32[rank].data(), kCount,
+    const std::vector<float> a = orderSensitiveInputs(rank);
+    std::vector<uint16_t> b(kDeterministicCount);
+    for (uint64_t i = 0; i < kDeterministicCount; ++i) b[i] = reduce::floatToBfloat16(a[i]);
+    run.f32[rank].resize(kDeterministicCount);
+    run.bf16[rank].resize(kDeterministicCount);
+    RS_RETURN_IF_ERROR((*comm)->allReduce(a.data(), run.f32[rank].data(), kDeterministicCount,
                                           DataType::kFloat32, ReduceOp::kSum));
-    return (*comm)->allReduce(b.data(), run.bf16[rank].data(), kCount, DataType::kBfloat16,
-                              ReduceOp::kSum);
+    return (*comm)->allReduce(b.data(), run.bf16[rank].data(), kDeterministicCount,
+                              DataType::kBfloat16, ReduceOp::kSum);
   });
   REQUIRE(st.toString() == "OK");
   return run;
@@ -68,12 +70,12 @@ TEST_CASE("deterministic mode: repeated runs are bit-identical and equal the ran
           "[deterministic]") {
   LocalPool pool(3);
   std::vector<std::vector<float>> in;
-  for (int r = 0; r < kWorld; ++r) in.push_back(inputs(r));
-  std::vector<float> f32(kCount);
-  std::vector<uint16_t> bf16(kCount);
-  for (uint64_t i = 0; i < kCount; ++i) {
+  for (int r = 0; r < kDeterministicWorld; ++r) in.push_back(orderSensitiveInputs(r));
+  std::vector<float> f32(kDeterministicCount);
+  std::vector<uint16_t> bf16(kDeterministicCount);
+  for (uint64_t i = 0; i < kDeterministicCount; ++i) {
     float acc = in[0][i], accB = reduce::bfloat16ToFloat(reduce::floatToBfloat16(in[0][i]));
-    for (int r = 1; r < kWorld; ++r) {
+    for (int r = 1; r < kDeterministicWorld; ++r) {
       acc += in[r][i];
       accB += reduce::bfloat16ToFloat(reduce::floatToBfloat16(in[r][i]));
     }
@@ -82,19 +84,19 @@ TEST_CASE("deterministic mode: repeated runs are bit-identical and equal the ran
   }
   for (int repeat = 0; repeat < 4; ++repeat) {
     INFO("run " << repeat);
-    const Run run = runGroup(pool, /*deterministic=*/true);
-    for (int r = 0; r < kWorld; ++r) {
+    const Sums run = runSums(pool, /*deterministic=*/true);
+    for (int r = 0; r < kDeterministicWorld; ++r) {
       INFO("rank " << r);
-      CHECK(std::memcmp(run.f32[r].data(), f32.data(), kCount * 4) == 0);
-      CHECK(std::memcmp(run.bf16[r].data(), bf16.data(), kCount * 2) == 0);
+      CHECK(std::memcmp(run.f32[r].data(), f32.data(), kDeterministicCount * 4) == 0);
+      CHECK(std::memcmp(run.bf16[r].data(), bf16.data(), kDeterministicCount * 2) == 0);
     }
   }
   // The normal mode on the same inputs: whatever order the bytes met in, every member got the
   // same result (printed, not required: loopback may or may not reorder them).
-  const Run normal = runGroup(pool, /*deterministic=*/false);
+  const Sums normal = runSums(pool, /*deterministic=*/false);
   uint64_t differ = 0;
-  for (uint64_t i = 0; i < kCount; ++i) differ += normal.f32[0][i] != f32[i] ? 1 : 0;
-  WARN("normal mode: " << differ << " of " << kCount
+  for (uint64_t i = 0; i < kDeterministicCount; ++i) differ += normal.f32[0][i] != f32[i] ? 1 : 0;
+  WARN("normal mode: " << differ << " of " << kDeterministicCount
                        << " fp32 elements differ from the rank-order sum");
 }
 

@@ -24,7 +24,7 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-struct Run {
+struct FailoverRun {
   DataType type = DataType::kFloat32;
   bool deterministic = false;
   bool randomInputs = false;  // fp32 values whose sum depends on its order (deterministic mode)
@@ -33,7 +33,7 @@ struct Run {
   uint64_t count = 300000;  // elements: chunks on every reducer and stream, many in flight
 };
 
-client::ClientOptions optionsFor(const LocalPool& pool, const Run& run) {
+client::ClientOptions optionsFor(const LocalPool& pool, const FailoverRun& run) {
   auto options = testClientOptions(pool.endpoints(), 2);
   options.deterministic = run.deterministic;
   options.minChunkBytes = 16 << 10;
@@ -41,7 +41,7 @@ client::ClientOptions optionsFor(const LocalPool& pool, const Run& run) {
   return options;
 }
 
-double inputOf(const Run& run, int rank, int k, uint64_t i) {
+double inputOf(const FailoverRun& run, int rank, int k, uint64_t i) {
   if (!run.randomInputs) return exactInput(rank, i + k, ReduceOp::kSum);
   // Not exact in fp32: a sum's bits depend on its order. In [-1, 1), 53 random bits.
   const uint64_t bits = splitMix64((static_cast<uint64_t>(rank) << 48) ^
@@ -52,14 +52,14 @@ double inputOf(const Run& run, int rank, int k, uint64_t i) {
 // Every member runs `run.collectives` all-reduces in place; `afterEach(k)` runs on rank 0's
 // thread once every member finished collective k. Returns each rank's result of every
 // collective, or the first failure.
-struct Outcome {
+struct MembersOutcome {
   Status status;
   std::vector<std::vector<std::vector<uint8_t>>> results;  // [rank][k]
 };
-Outcome runMembers(const LocalPool& pool, const Run& run,
-                   const std::function<void(int k)>& afterEach,
-                   std::atomic<int>* collectivesDone = nullptr) {
-  Outcome out;
+MembersOutcome runMembers(const LocalPool& pool, const FailoverRun& run,
+                          const std::function<void(int k)>& afterEach,
+                          std::atomic<int>* collectivesDone = nullptr) {
+  MembersOutcome out;
   out.results.assign(run.world, std::vector<std::vector<uint8_t>>(run.collectives));
   const GroupId id = GroupId::random();
   std::atomic<int> finished{0};
@@ -93,7 +93,7 @@ Outcome runMembers(const LocalPool& pool, const Run& run,
 }
 
 // Every member's every result exact (the pattern's) and the same bits on every member.
-void checkResults(const Run& run, const Outcome& out) {
+void checkResults(const FailoverRun& run, const MembersOutcome& out) {
   REQUIRE(out.status.toString() == "OK");
   for (int k = 0; k < run.collectives; ++k) {
     for (int rank = 1; rank < run.world; ++rank) {
@@ -115,11 +115,11 @@ void checkResults(const Run& run, const Outcome& out) {
 TEST_CASE("a reducer lost between collectives: every later collective completes exact and "
           "alike on every member",
           "[failover]") {
-  Run run;
+  FailoverRun run;
   run.type = GENERATE(DataType::kFloat32, DataType::kBfloat16);
   run.collectives = 6;
   LocalPool pool(3);
-  const Outcome out = runMembers(pool, run, [&](int k) {
+  const MembersOutcome out = runMembers(pool, run, [&](int k) {
     if (k == 1) pool.stopReducer(1);
   });
   checkResults(run, out);
@@ -128,7 +128,7 @@ TEST_CASE("a reducer lost between collectives: every later collective completes 
 TEST_CASE("a reducer stopped in the middle of a run of collectives: every collective completes "
           "exact and alike on every member",
           "[failover]") {
-  Run run;
+  FailoverRun run;
   run.type = GENERATE(DataType::kFloat32, DataType::kBfloat16);
   run.deterministic = GENERATE(false, true);
   LocalPool pool(3);
@@ -138,7 +138,7 @@ TEST_CASE("a reducer stopped in the middle of a run of collectives: every collec
     waitUntil([&] { return done.load() >= 4; });
     pool.stopReducer(1);
   });
-  const Outcome out = runMembers(pool, run, [](int) {}, &done);
+  const MembersOutcome out = runMembers(pool, run, [](int) {}, &done);
   killer.join();
   checkResults(run, out);
 }
@@ -146,11 +146,11 @@ TEST_CASE("a reducer stopped in the middle of a run of collectives: every collec
 TEST_CASE("with RS_DETERMINISTIC=1 a run that loses a reducer gives the bits of a run without "
           "the loss",
           "[failover]") {
-  Run run;
+  FailoverRun run;
   run.deterministic = true;
   run.randomInputs = true;
   run.collectives = 8;
-  Outcome healthy;
+  MembersOutcome healthy;
   {
     LocalPool pool(3);
     healthy = runMembers(pool, run, [](int) {});
@@ -162,7 +162,7 @@ TEST_CASE("with RS_DETERMINISTIC=1 a run that loses a reducer gives the bits of 
     waitUntil([&] { return done.load() >= 5; });
     pool.stopReducer(2);
   });
-  const Outcome lossy = runMembers(pool, run, [](int) {}, &done);
+  const MembersOutcome lossy = runMembers(pool, run, [](int) {}, &done);
   killer.join();
   checkResults(run, lossy);
   for (int k = 0; k < run.collectives; ++k) {
@@ -173,10 +173,10 @@ TEST_CASE("with RS_DETERMINISTIC=1 a run that loses a reducer gives the bits of 
 
 TEST_CASE("two of four reducers lost in turn: every collective completes exact and alike",
           "[failover]") {
-  Run run;
+  FailoverRun run;
   run.collectives = 10;
   LocalPool pool(4);
-  const Outcome out = runMembers(pool, run, [&](int k) {
+  const MembersOutcome out = runMembers(pool, run, [&](int k) {
     if (k == 2) pool.stopReducer(1);
     if (k == 5) pool.stopReducer(2);
   });
@@ -278,10 +278,10 @@ TEST_CASE("a collective submitted while a stream finds its reducer lost, before 
 }
 
 TEST_CASE("every reducer lost is the clear error of before", "[failover]") {
-  Run run;
+  FailoverRun run;
   run.collectives = 4;
   LocalPool pool(2);
-  const Outcome out = runMembers(pool, run, [&](int k) {
+  const MembersOutcome out = runMembers(pool, run, [&](int k) {
     if (k == 1) {
       pool.stopReducer(0);
       pool.stopReducer(1);

@@ -18,14 +18,11 @@
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
+#include "tests/support/text_contains.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 Result<std::unique_ptr<client::Communicator>> join(const LocalPool& pool, const GroupId& id,
                                                    int world, int rank, uint32_t streams = 2,

@@ -17,50 +17,51 @@
 namespace rs::test {
 namespace {
 
-constexpr int kWorld = 6;
-constexpr uint64_t kCount = 100003;
+constexpr int kFp64World = 6;
+constexpr uint64_t kFp64Count = 100003;
 
 // Rank r's inputs: in each element two ranks hold +B and -B (multiples of 16 up to 2^28) and
 // the others small values (multiples of 2^-20 below 4). Every partial sum then fits in 49
 // bits, so an fp64 accumulator sums exactly in any order and rounds once, where an fp32 one
 // (ulp 16 at 2^28) loses the small values behind B.
-std::vector<float> inputs(int rank) {
+std::vector<float> exactlySummableInputs(int rank) {
   std::uniform_int_distribution<int32_t> bigSteps(1 << 20, (1 << 24) - 1);
   std::uniform_int_distribution<int32_t> smallSteps(-(1 << 22) + 1, (1 << 22) - 1);
   return cancellingInputs(
-      rank, kWorld, kCount, 777,
+      rank, kFp64World, kFp64Count, 777,
       [&](std::mt19937& rng) { return std::ldexp(static_cast<float>(bigSteps(rng)), 4); },
       [&](std::mt19937& rng) { return std::ldexp(static_cast<float>(smallSteps(rng)), -20); });
 }
 
 // The exact sum (fp64 holds it, see above), rounded once to fp32.
 std::vector<float> correctlyRounded() {
-  std::vector<double> sum(kCount, 0.0);
-  for (int r = 0; r < kWorld; ++r) {
-    const std::vector<float> in = inputs(r);
-    for (uint64_t i = 0; i < kCount; ++i) sum[i] += in[i];
+  std::vector<double> sum(kFp64Count, 0.0);
+  for (int r = 0; r < kFp64World; ++r) {
+    const std::vector<float> in = exactlySummableInputs(r);
+    for (uint64_t i = 0; i < kFp64Count; ++i) sum[i] += in[i];
   }
-  std::vector<float> out(kCount);
-  for (uint64_t i = 0; i < kCount; ++i) out[i] = static_cast<float>(sum[i]);
+  std::vector<float> out(kFp64Count);
+  for (uint64_t i = 0; i < kFp64Count; ++i) out[i] = static_cast<float>(sum[i]);
   return out;
 }
 
 // One group's fp32 sum, in small chunks over 3 reducers x 3 streams, so that the members' bytes
 // meet in the reducers in varying order. Returns every rank's result.
-std::vector<std::vector<float>> runGroup(const LocalPool& pool, Fp32Accumulator accumulator,
-                                         bool deterministic) {
+std::vector<std::vector<float>> runFp32Sum(const LocalPool& pool, Fp32Accumulator accumulator,
+                                           bool deterministic) {
   auto options = testClientOptions(pool.endpoints(), 3);
   options.minChunkBytes = 4 << 10;
   options.maxChunkBytes = 16 << 10;
   options.fp32Accumulator = accumulator;
   options.deterministic = deterministic;
   const GroupId id = GroupId::random();
-  std::vector<std::vector<float>> out(kWorld, std::vector<float>(kCount));
-  Status st = runRanks(kWorld, [&](int rank) -> Status {
-    auto comm = client::Communicator::connect(options, {id, kWorld, static_cast<uint32_t>(rank)});
+  std::vector<std::vector<float>> out(kFp64World, std::vector<float>(kFp64Count));
+  Status st = runRanks(kFp64World, [&](int rank) -> Status {
+    auto comm =
+        client::Communicator::connect(options, {id, kFp64World, static_cast<uint32_t>(rank)});
     if (!comm) return comm.status();
-    const std::vector<float> in = inputs(rank);
-    return (*comm)->allReduce(in.data(), out[rank].data(), kCount, DataType::kFloat32,
+    const std::vector<float> in = exactlySummableInputs(rank);
+    return (*comm)->allReduce(in.data(), out[rank].data(), kFp64Count, DataType::kFloat32,
                               ReduceOp::kSum);
   });
   REQUIRE(st.toString() == "OK");
@@ -69,7 +70,7 @@ std::vector<std::vector<float>> runGroup(const LocalPool& pool, Fp32Accumulator 
 
 uint64_t differing(const std::vector<float>& a, const std::vector<float>& b) {
   uint64_t n = 0;
-  for (uint64_t i = 0; i < kCount; ++i) n += std::memcmp(&a[i], &b[i], 4) != 0 ? 1 : 0;
+  for (uint64_t i = 0; i < kFp64Count; ++i) n += std::memcmp(&a[i], &b[i], 4) != 0 ? 1 : 0;
   return n;
 }
 
@@ -81,14 +82,14 @@ TEST_CASE("fp64 accumulator: every member gets the correctly rounded fp32 sum",
   const std::vector<float> want = correctlyRounded();
   for (bool deterministic : {false, true}) {
     INFO((deterministic ? "deterministic" : "normal") << " mode");
-    const auto wide = runGroup(pool, Fp32Accumulator::kFp64, deterministic);
-    for (int r = 0; r < kWorld; ++r) {
+    const auto wide = runFp32Sum(pool, Fp32Accumulator::kFp64, deterministic);
+    for (int r = 0; r < kFp64World; ++r) {
       INFO("rank " << r);
       CHECK(differing(wide[r], want) == 0);
     }
     // The fp32 accumulator on the same inputs loses the small values in most elements.
-    const auto narrow = runGroup(pool, Fp32Accumulator::kFp32, deterministic);
-    CHECK(differing(narrow[0], want) > kCount / 2);
+    const auto narrow = runFp32Sum(pool, Fp32Accumulator::kFp32, deterministic);
+    CHECK(differing(narrow[0], want) > kFp64Count / 2);
   }
 }
 

@@ -93,7 +93,7 @@ bool payloadIntact(uint64_t chunk, const std::vector<uint8_t>& payload) {
   return true;
 }
 
-struct Loopback {
+struct ReaderLoopback {
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   CountingStream* stream = nullptr;  // owned by `owned`
@@ -102,7 +102,7 @@ struct Loopback {
   asio::ip::tcp::socket peer{peerIo};
   int readerFd = -1;
 
-  Loopback() {
+  ReaderLoopback() {
     asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
     peer.connect(acceptor.local_endpoint());
     asio::ip::tcp::socket accepted(io);
@@ -141,10 +141,10 @@ size_t unitOf(size_t bytes) {
 
 // Reads `count` frames, taking each payload the given way, and checks each one.
 struct FrameLoop {
-  FrameLoop(Loopback& loopback, FrameReader& frameReader, Take take, size_t frames)
+  FrameLoop(ReaderLoopback& loopback, FrameReader& frameReader, Take take, size_t frames)
       : p(loopback), reader(frameReader), how(take), count(frames) {}
 
-  Loopback& p;
+  ReaderLoopback& p;
   FrameReader& reader;
   Take how;
   size_t count;
@@ -211,7 +211,7 @@ TEST_CASE("frame reader: frames of every size, cut anywhere, arrive whole and in
           "[transport]") {
   const Take how = GENERATE(Take::kExactly, Take::kSome, Take::kTakeThenExactly, Take::kWhole);
   const size_t cut = GENERATE(size_t{0}, size_t{37}, size_t{4096});  // 0: each frame one write
-  Loopback p;
+  ReaderLoopback p;
   FrameReader reader;
   FrameLoop loop(p, reader, how, kSizes.size());
   std::thread writer([&] {
@@ -244,7 +244,7 @@ TEST_CASE("frame reader: frames of every size, cut anywhere, arrive whole and in
 
 TEST_CASE("frame reader: small frames come many to a read, a large payload is not read ahead",
           "[transport]") {
-  Loopback p;
+  ReaderLoopback p;
   FrameReader reader;
   constexpr size_t kSmall = 64;
   std::vector<uint8_t> all;
@@ -288,7 +288,7 @@ TEST_CASE("frame reader: small frames come many to a read, a large payload is no
 TEST_CASE("frame reader: after a large payload, a header-only frame comes with the next header "
           "in one read and turns no read-ahead on",
           "[transport]") {
-  Loopback p;
+  ReaderLoopback p;
   FrameReader reader;
   constexpr uint32_t kLarge = 32 << 10;  // above kReadAheadBytes; all of it fits in the socket
   std::vector<uint8_t> all = frameBytes(0, kLarge);
@@ -309,7 +309,7 @@ TEST_CASE("frame reader: after a large payload, a header-only frame comes with t
 }
 
 TEST_CASE("frame reader: a header read ahead completes through a post", "[transport]") {
-  Loopback p;
+  ReaderLoopback p;
   FrameReader reader;
   auto two = frameBytes(1, 10);
   const auto second = frameBytes(2, 10);
@@ -335,7 +335,7 @@ TEST_CASE("frame reader: a header read ahead completes through a post", "[transp
 TEST_CASE("frame reader: end of stream fails a header read, between frames or inside one",
           "[transport]") {
   const bool insideHeader = GENERATE(false, true);
-  Loopback p;
+  ReaderLoopback p;
   FrameReader reader;
   auto bytes = frameBytes(1, 5);
   if (insideHeader) bytes.resize(bytes.size() + 30, 0);  // 30 bytes of a second header
@@ -386,7 +386,7 @@ TEST_CASE("frame reader: readWhole writes whole units only: a unit that comes in
           "[transport]") {
   const size_t unit = GENERATE(size_t{2}, size_t{4}, size_t{8});
   CAPTURE(unit);
-  Loopback p;
+  ReaderLoopback p;
   FrameReader reader;
   const size_t size = 64 * unit;
   const std::vector<uint8_t> sent = sequence(size);
@@ -418,7 +418,7 @@ TEST_CASE("frame reader: readWhole at the end of the stream inside a unit: the u
   // Where the payload's first bytes are: read ahead with the header, or only in the socket.
   const bool afterHeader = GENERATE(false, true);
   CAPTURE(unit, afterHeader);
-  Loopback p;
+  ReaderLoopback p;
   FrameReader reader;
   const size_t size = 64 * unit;
   const size_t sentBytes = 10 * unit + unit / 2;

@@ -51,7 +51,7 @@ struct Received {
 };
 
 // One loopback connection: the writer's stream on `io`, the peer's blocking socket.
-struct Loopback {
+struct WriterLoopback {
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   std::unique_ptr<tcp::TcpStream> stream;
@@ -60,14 +60,14 @@ struct Loopback {
   std::vector<Received> received;
   std::thread reader;
 
-  Loopback() {
+  WriterLoopback() {
     asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
     peer.connect(acceptor.local_endpoint());
     asio::ip::tcp::socket accepted(io);
     acceptor.accept(accepted);
     stream = std::make_unique<tcp::TcpStream>(std::move(accepted));
   }
-  ~Loopback() { joinReader(); }
+  ~WriterLoopback() { joinReader(); }
 
   // Runs the writer's handlers on this thread until `done` holds (the deadline only turns a
   // hang into a failure).
@@ -118,7 +118,7 @@ struct Completions {
 
 TEST_CASE("frame writer: frames arrive whole and in order, at most 16 per gather write",
           "[transport]") {
-  Loopback p;
+  WriterLoopback p;
   Completions seen;
   int holds = 0;
   FrameWriter writer(
@@ -159,7 +159,7 @@ TEST_CASE("frame writer: frames arrive whole and in order, at most 16 per gather
 
 TEST_CASE("frame writer: a payload's owner is released only after its write completed",
           "[transport]") {
-  Loopback p;
+  WriterLoopback p;
   Completions seen;
   std::weak_ptr<void> big, small;
   bool ownersHeldInCallback = false;
@@ -200,7 +200,7 @@ TEST_CASE("frame writer: a payload's owner is released only after its write comp
 
 TEST_CASE("frame writer: a frame queued first goes in the next write, ahead of the queued ones",
           "[transport]") {
-  Loopback p;
+  WriterLoopback p;
   Completions seen;
   FrameWriter writer(nullptr, [&](const std::error_code& ec, FrameWriter::Written frames) {
     seen.batches.push_back(frames.size());
@@ -224,7 +224,7 @@ TEST_CASE("frame writer: a frame queued first goes in the next write, ahead of t
 }
 
 TEST_CASE("frame writer: dropped frames are released at once and never sent", "[transport]") {
-  Loopback p;
+  WriterLoopback p;
   Completions seen;
   FrameWriter writer(nullptr, [&](const std::error_code& ec, FrameWriter::Written frames) {
     seen.errors.push_back(ec);
@@ -257,7 +257,7 @@ TEST_CASE("frame writer: dropped frames are released at once and never sent", "[
 
 TEST_CASE("frame writer: a failed write reports its frames, releases them and stops the writer",
           "[transport]") {
-  Loopback p;
+  WriterLoopback p;
   Completions seen;
   bool ownerHeldInCallback = false;
   std::weak_ptr<void> big, queued;
@@ -293,7 +293,7 @@ TEST_CASE("frame writer: a failed write reports its frames, releases them and st
 
 TEST_CASE("frame writer: closing ends the write in flight through its handler, drain stays exact",
           "[transport]") {
-  Loopback p;
+  WriterLoopback p;
   PendingOps ops;
   Completions seen;
   std::weak_ptr<void> big, queued, late;

@@ -12,31 +12,22 @@
 #include "core/wire/auth.h"
 #include "proto/health.grpc.pb.h"
 #include "proto/reduction.grpc.pb.h"
+#include "tests/support/group_id_bytes.h"
 #include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
+#include "tests/support/text_contains.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
 
-constexpr const char* kPoolSecret = "pool-secret-5d1a9e7c3b2f4086";
+constexpr const char* kGrpcPoolSecret = "pool-secret-5d1a9e7c3b2f4086";
 constexpr const char* kJoin = "/rs.v1.ReductionServer/JoinGroup";
 constexpr const char* kDrain = "/rs.v1.ReductionServer/Drain";
 
-std::string jobSecret(const std::string& job) { return *wire::deriveJobSecret(kPoolSecret, job); }
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string idBytes(const GroupId& id) {
-  std::string out(16, '\0');
-  for (int i = 0; i < 8; ++i) {
-    out[static_cast<size_t>(i)] = static_cast<char>(id.hi >> (56 - 8 * i));
-    out[static_cast<size_t>(i + 8)] = static_cast<char>(id.lo >> (56 - 8 * i));
-  }
-  return out;
+std::string grpcJobSecret(const std::string& job) {
+  return *wire::deriveJobSecret(kGrpcPoolSecret, job);
 }
 
 int64_t nowMs() {
@@ -55,7 +46,7 @@ struct Reducer {
         stub(rs::v1::ReductionServer::NewStub(channel)) {}
   static server::ServerConfig config() {
     server::ServerConfig c = testServerConfig();
-    c.secret = kPoolSecret;
+    c.secret = kGrpcPoolSecret;
     return c;
   }
   LocalPool pool;
@@ -77,8 +68,8 @@ rs::v1::JoinGroupRequest joinRequest(const GroupId& id, uint32_t rank) {
 grpc::Status joinAs(Reducer& r, const std::string& job, const GroupId& id, uint32_t rank) {
   grpc::ClientContext ctx;
   const auto request = joinRequest(id, rank);
-  REQUIRE(client::attachCallProof(ctx, kJoin, request, job.empty() ? kPoolSecret : jobSecret(job),
-                                  job)
+  REQUIRE(client::attachCallProof(ctx, kJoin, request,
+                                  job.empty() ? kGrpcPoolSecret : grpcJobSecret(job), job)
               .isOk());
   rs::v1::JoinGroupResponse out;
   return r.stub->JoinGroup(&ctx, request, &out);
@@ -89,7 +80,7 @@ grpc::Status getInfoAs(Reducer& r, const std::string& job) {
   grpc::ClientContext ctx;
   const rs::v1::GetInfoRequest request;
   REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/GetInfo", request,
-                                  job.empty() ? kPoolSecret : jobSecret(job), job)
+                                  job.empty() ? kGrpcPoolSecret : grpcJobSecret(job), job)
               .isOk());
   rs::v1::GetInfoResponse out;
   return r.stub->GetInfo(&ctx, request, &out);
@@ -125,32 +116,34 @@ TEST_CASE("grpc auth: Drain and JoinGroup without a valid proof are refused by n
   }
   {  // a job's secret presented as another job's
     grpc::ClientContext ctx;
-    REQUIRE(client::attachCallProof(ctx, kJoin, join, jobSecret("team-b"), "team-a").isOk());
+    REQUIRE(client::attachCallProof(ctx, kJoin, join, grpcJobSecret("team-b"), "team-a").isOk());
     requireUnauthenticated(r.stub->JoinGroup(&ctx, join, &joined),
                            "proof is wrong for job 'team-a'");
   }
   {  // a valid proof of another request (a changed group id, rank...)
     grpc::ClientContext ctx;
-    REQUIRE(client::attachCallProof(ctx, kJoin, joinRequest(id, 1), kPoolSecret).isOk());
+    REQUIRE(client::attachCallProof(ctx, kJoin, joinRequest(id, 1), kGrpcPoolSecret).isOk());
     requireUnauthenticated(r.stub->JoinGroup(&ctx, join, &joined), "proof is wrong");
   }
   {  // a valid proof for another method
     grpc::ClientContext ctx;
-    REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/GetInfo",
-                                    rs::v1::DrainRequest(), kPoolSecret)
+    REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/GetInfo", rs::v1::DrainRequest(),
+                                    kGrpcPoolSecret)
                 .isOk());
     requireUnauthenticated(r.stub->Drain(&ctx, {}, &drained), "proof is wrong");
   }
   {  // stale, and from the future
     for (int64_t offset : {int64_t{-10} * 60 * 1000, int64_t{10} * 60 * 1000}) {
       grpc::ClientContext ctx;
-      client::addCallProof(ctx, client::makeCallProof(kDrain, rs::v1::DrainRequest(), kPoolSecret,
-                                                      "", nowMs() + offset, freshNonce()));
+      client::addCallProof(
+          ctx, client::makeCallProof(kDrain, rs::v1::DrainRequest(), kGrpcPoolSecret, "",
+                                     nowMs() + offset, freshNonce()));
       requireUnauthenticated(r.stub->Drain(&ctx, {}, &drained), "timestamp is");
     }
   }
   {  // replayed: the same valid metadata twice
-    const auto proof = client::makeCallProof(kJoin, join, kPoolSecret, "", nowMs(), freshNonce());
+    const auto proof =
+        client::makeCallProof(kJoin, join, kGrpcPoolSecret, "", nowMs(), freshNonce());
     grpc::ClientContext first;
     client::addCallProof(first, proof);
     REQUIRE(r.stub->JoinGroup(&first, join, &joined).ok());
@@ -171,14 +164,14 @@ TEST_CASE("grpc auth: Drain and JoinGroup without a valid proof are refused by n
     CHECK(health.status() == grpc::health::v1::HealthCheckResponse::SERVING);
     grpc::ClientContext ctx4;
     REQUIRE(client::attachCallProof(ctx4, "/rs.v1.ReductionServer/GetInfo",
-                                    rs::v1::GetInfoRequest(), jobSecret("team-a"), "team-a")
+                                    rs::v1::GetInfoRequest(), grpcJobSecret("team-a"), "team-a")
                 .isOk());
     REQUIRE(r.stub->GetInfo(&ctx4, {}, &info).ok());
     CHECK(info.auth_required());
   }
   {  // a job may not drain; the operator (the pool's secret) may
     grpc::ClientContext ctx;
-    REQUIRE(client::attachCallProof(ctx, kDrain, rs::v1::DrainRequest(), jobSecret("team-a"),
+    REQUIRE(client::attachCallProof(ctx, kDrain, rs::v1::DrainRequest(), grpcJobSecret("team-a"),
                                     "team-a")
                 .isOk());
     grpc::Status s = r.stub->Drain(&ctx, {}, &drained);
@@ -186,7 +179,7 @@ TEST_CASE("grpc auth: Drain and JoinGroup without a valid proof are refused by n
     CHECK(contains(s.error_message(), "Drain needs the pool's secret"));
     CHECK_FALSE(r.pool.reducer(0).dataPlane().registry().draining());
     grpc::ClientContext ctx2;
-    REQUIRE(client::attachCallProof(ctx2, kDrain, rs::v1::DrainRequest(), kPoolSecret).isOk());
+    REQUIRE(client::attachCallProof(ctx2, kDrain, rs::v1::DrainRequest(), kGrpcPoolSecret).isOk());
     REQUIRE(r.stub->Drain(&ctx2, {}, &drained).ok());
     CHECK(r.pool.reducer(0).dataPlane().registry().draining());
   }
@@ -208,7 +201,7 @@ TEST_CASE("grpc auth: a job's group is its own: another job cannot join, leave o
     leave.set_group_id(idBytes(id));
     leave.set_rank(0);
     REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/LeaveGroup", leave,
-                                    intruder.empty() ? kPoolSecret : jobSecret(intruder),
+                                    intruder.empty() ? kGrpcPoolSecret : grpcJobSecret(intruder),
                                     intruder)
                 .isOk());
     rs::v1::LeaveGroupResponse left;
@@ -223,7 +216,7 @@ TEST_CASE("grpc auth: a job's group is its own: another job cannot join, leave o
     grpc::ClientContext ctx;
     REQUIRE(client::attachCallProof(ctx, "/rs.v1.ReductionServer/GetStats",
                                     rs::v1::GetStatsRequest(),
-                                    job.empty() ? kPoolSecret : jobSecret(job), job)
+                                    job.empty() ? kGrpcPoolSecret : grpcJobSecret(job), job)
                 .isOk());
     rs::v1::GetStatsResponse stats;
     REQUIRE(r.stub->GetStats(&ctx, {}, &stats).ok());
@@ -242,7 +235,7 @@ TEST_CASE("grpc auth: a job's group is its own: another job cannot join, leave o
   Status st = runRanks(2, [&](int rank) -> Status {
     auto o = testClientOptions(r.pool.endpoints(), 1);
     o.jobName = "team-a";
-    o.secret = jobSecret("team-a");
+    o.secret = grpcJobSecret("team-a");
     auto comm = client::Communicator::connect(o, {id, 2, static_cast<uint32_t>(rank)});
     if (!comm) return comm.status();
     std::vector<float> buf(1000, 1.0f);
@@ -263,7 +256,7 @@ TEST_CASE("grpc auth: one job's own calls fill only its share of the replay cach
   std::thread healthyThread([&] {
     healthy = runHealthyGroup(r.pool.endpoints(), {.stop = &stop,
                                                    .done = &rounds,
-                                                   .secret = jobSecret("team-b"),
+                                                   .secret = grpcJobSecret("team-b"),
                                                    .job = "team-b"});
   });
   // Job team-a makes valid calls, each with a fresh nonce, until the reducer refuses one (past
@@ -278,7 +271,7 @@ TEST_CASE("grpc auth: one job's own calls fill only its share of the replay cach
   const grpc::Status againA = getInfoAs(r, "team-a");
   grpc::ClientContext statsCtx;
   REQUIRE(client::attachCallProof(statsCtx, "/rs.v1.ReductionServer/GetStats",
-                                  rs::v1::GetStatsRequest(), kPoolSecret)
+                                  rs::v1::GetStatsRequest(), kGrpcPoolSecret)
               .isOk());
   rs::v1::GetStatsResponse stats;
   const grpc::Status operatorStats = r.stub->GetStats(&statsCtx, {}, &stats);
@@ -296,7 +289,7 @@ TEST_CASE("grpc auth: one job's own calls fill only its share of the replay cach
   CHECK(operatorStats.ok());
   {  // the operator can still drain
     grpc::ClientContext ctx;
-    REQUIRE(client::attachCallProof(ctx, kDrain, rs::v1::DrainRequest(), kPoolSecret).isOk());
+    REQUIRE(client::attachCallProof(ctx, kDrain, rs::v1::DrainRequest(), kGrpcPoolSecret).isOk());
     rs::v1::DrainResponse drained;
     CHECK(r.stub->Drain(&ctx, {}, &drained).ok());
   }

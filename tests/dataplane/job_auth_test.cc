@@ -15,20 +15,18 @@
 
 #include "core/wire/auth.h"
 #include "server/failure_reason.h"
+#include "tests/support/auth_failures.h"
 #include "tests/support/healthy_group.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
+#include "tests/support/text_contains.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
 
 constexpr const char* kPoolSecret = "pool-secret-7c2e91d04b8a3f56";
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::string jobSecret(const std::string& job) { return *wire::deriveJobSecret(kPoolSecret, job); }
 
@@ -62,11 +60,6 @@ Status runJob(const LocalPool& pool, const std::string& job, const std::string& 
       RS_RETURN_IF_ERROR(exactAllReduce(**comm, world, rank, n));
     return Status::ok();
   });
-}
-
-uint64_t authFailures(LocalPool& pool, int reducer = 0) {
-  return pool.reducer(reducer).dataPlane().stats().handshakeFailuresBy[static_cast<size_t>(
-      server::HandshakeFailure::kAuth)];
 }
 
 }  // namespace

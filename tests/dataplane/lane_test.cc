@@ -182,34 +182,22 @@ class RawLink {
   uint32_t rank_;
 };
 
-// Reducer 0 of two, the only one running (reducer 1 is lost: it is never dialled), and two
-// members, each with its stream to it and its lane for reducer 1's chunks: lane 1 (K + 0 x K +
-// 0), which carries the odd chunks (c mod 2 = 1).
-struct Survivor {
-  LocalPool pool{1};
-  const uint16_t port = pool.endpoints()[0].port;
-  asio::io_context io;
-  const GroupId group = GroupId::random();
-  RawLink stream0{io, port, group, 2, 0, 0, 2};
-  RawLink stream1{io, port, group, 2, 1, 0, 2};
-  RawLink lane0{io, port, group, 2, 0, 0, 2, /*streamIndex=*/1, /*lane=*/true};
-  RawLink lane1{io, port, group, 2, 1, 0, 2, 1, true};
-};
-
-// Reducer 0 of three, the only one running (reducers 1 and 2 are lost: never dialled), and two
+// Reducer 0 of `reducers`, the only one running (the others are lost: never dialled), and two
 // members' streams to it; their lanes are each test's.
-struct SurvivorOfThree {
-  explicit SurvivorOfThree(const server::ServerConfig& config = testServerConfig())
-      : pool(1, config) {}
+struct Survivor {
+  explicit Survivor(uint32_t reducers, const server::ServerConfig& config = testServerConfig())
+      : reducers(reducers), pool(1, config) {}
+  const uint32_t reducers;
   LocalPool pool;
   const uint16_t port = pool.endpoints()[0].port;
   asio::io_context io;
   const GroupId group = GroupId::random();
-  RawLink stream0{io, port, group, 2, 0, 0, 3};
-  RawLink stream1{io, port, group, 2, 1, 0, 3};
-  // Rank `rank`'s lane at `index`.
+  RawLink stream0{io, port, group, 2, 0, 0, reducers};
+  RawLink stream1{io, port, group, 2, 1, 0, reducers};
+  // Rank `rank`'s lane at `index`. Of two reducers, lane 1 (K + 0 x K + 0) carries reducer 1's
+  // chunks, the odd ones (c mod 2 = 1).
   RawLink lane(uint32_t rank, uint16_t index) {
-    return RawLink(io, port, group, 2, rank, 0, 3, index, /*lane=*/true);
+    return RawLink(io, port, group, 2, rank, 0, reducers, index, /*lane=*/true);
   }
   // Both members read LOST with `dead` on their streams.
   void expectLost(const std::vector<uint32_t>& dead) {
@@ -223,8 +211,11 @@ struct SurvivorOfThree {
 TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry on a lane, "
           "after the agreed point, and commits them there",
           "[failover]") {
-  Survivor s;
-  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
+  Survivor s(2);
+  RawLink& stream0 = s.stream0;
+  RawLink& stream1 = s.stream1;
+  RawLink lane0 = s.lane(0, 1);
+  RawLink lane1 = s.lane(1, 1);
   // Rank 0 saw nothing of reducer 1 committed (its watermark is chunk 1), rank 1 saw chunk 1
   // committed (3): the agreed point is chunk 3, and chunk 1 is dropped and committed.
   lane0.failover({1}, 1);
@@ -259,8 +250,11 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
 TEST_CASE("a survivor sends no result to a member whose entry was whole, and commits a chunk "
           "that every member holds without sending anything",
           "[failover]") {
-  Survivor s;
-  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
+  Survivor s(2);
+  RawLink& stream0 = s.stream0;
+  RawLink& stream1 = s.stream1;
+  RawLink lane0 = s.lane(0, 1);
+  RawLink lane1 = s.lane(1, 1);
   lane0.failover({1}, 1);
   lane1.failover({1}, 1);
   CHECK(stream0.readLost() == std::vector<uint32_t>{1});
@@ -286,7 +280,7 @@ TEST_CASE("a survivor that learns a larger dead set tells every member, retires 
           "[failover]") {
   // Reducers 0, 1, 2; the survivor is reducer 0. Rank 0 opens its lane for reducer 1 under
   // {1} (index 1); rank 1 has learned of reducer 2's loss too and opens under {1, 2}.
-  SurvivorOfThree s;
+  Survivor s(3);
   RawLink lane0 = s.lane(0, 1);
   lane0.failover({1}, 1);
   s.expectLost({1});
@@ -313,7 +307,7 @@ TEST_CASE("a member that closes a lane of the smaller dead set before the surviv
   const std::string how = GENERATE(as<std::string>{}, "waiting for the agreed point",
                                    "inside an entry", "reset after an entry");
   INFO(how);
-  SurvivorOfThree s;
+  Survivor s(3);
   RawLink old0 = s.lane(0, 1);
   old0.failover({1}, 1);
   s.expectLost({1});
@@ -369,7 +363,7 @@ TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slo
   server::ServerConfig config = testServerConfig();
   config.ioThreads = 1;
   config.maxSlotsPerGroup = 1;
-  SurvivorOfThree s(config);
+  Survivor s(3, config);
   auto& plane = s.pool.reducer(0).dataPlane();
   RawLink old0 = s.lane(0, 1);
   RawLink old1 = s.lane(1, 1);
@@ -409,7 +403,7 @@ TEST_CASE("a lane chunk whose staging copies exceed the thread's pool fails the 
   config.ioThreads = 1;
   config.maxChunkBytes = 16 << 10;
   config.memoryLimitBytes = 32 << 10;
-  SurvivorOfThree s(config);
+  Survivor s(3, config);
   RawLink lane0 = s.lane(0, 1);
   RawLink lane1 = s.lane(1, 1);
   lane0.failover({1}, 1);
@@ -430,7 +424,7 @@ TEST_CASE("a lane waiting for its agreed point sends HEARTBEATs, so that its mem
   // entry waiting for its result declares a survivor silent past the bound lost.
   server::ServerConfig config = testServerConfig();
   config.lossDetectMs = 200;
-  SurvivorOfThree s(config);
+  Survivor s(3, config);
   RawLink lane0 = s.lane(0, 1);
   lane0.failover({1}, 1);
   s.expectLost({1});
@@ -457,11 +451,13 @@ TEST_CASE("a lane waiting for its agreed point sends HEARTBEATs, so that its mem
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
           "not carry fails the group",
           "[failover]") {
-  Survivor s;
-  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
+  Survivor s(2);
+  RawLink& stream1 = s.stream1;
+  RawLink lane0 = s.lane(0, 1);
+  RawLink lane1 = s.lane(1, 1);
   {
     // No stream of the group here: a lane would carry chunks to a reducer that never had any.
-    asio::ip::tcp::socket raw = rawSocket(io, port);
+    asio::ip::tcp::socket raw = rawSocket(s.io, s.port);
     const wire::ChallengePayload challenge = readChallenge(raw);
     wire::HelloPayload hello;
     hello.worldSize = 2;

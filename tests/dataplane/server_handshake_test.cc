@@ -30,7 +30,7 @@ namespace {
 using Catch::Matchers::Contains;
 using server::HandshakeFailure;
 
-constexpr const char* kSecret = "server-handshake-secret-0123456789";
+constexpr const char* kServerHandshakeSecret = "server-handshake-secret-0123456789";
 
 // A reducer's data port with nothing behind it but handshakes: an io thread, a listener on
 // 127.0.0.1 and one Handshake per accepted connection. As the owner it records what they say.
@@ -44,7 +44,7 @@ class Handshakes : private server::HandshakeOwner {
 
   explicit Handshakes(uint32_t handshakeTimeoutMs = 120000)
       : registry_(server::RegistryLimits{}, 1), guard_(asio::make_work_guard(io_)) {
-    config_.secret = kSecret;
+    config_.secret = kServerHandshakeSecret;
     config_.maxChunkBytes = 8u << 20;
     config_.handshakeTimeoutMs = handshakeTimeoutMs;
     auto listener =
@@ -167,7 +167,7 @@ TEST_CASE("server handshake: the right proof is handed off as the group, rank an
   asio::io_context io;
   asio::ip::tcp::socket s = rawSocket(io, handshakes.port());
   const GroupId group = GroupId::random();
-  sendHello(s, group, 1, 2, 1, 1, kSecret);
+  sendHello(s, group, 1, 2, 1, 1, kServerHandshakeSecret);
   REQUIRE(waitUntil([&] { return handshakes.handedOff().size() == 1; }));
   const auto handed = handshakes.handedOff().front();
   CHECK(handed.group == group);

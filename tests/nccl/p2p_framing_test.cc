@@ -8,13 +8,12 @@
 
 #include "client/nccl/p2p/p2p_framing.h"
 #include "rs/nccl/p2p.h"
+#include "tests/support/text_contains.h"
 
 namespace rs::nccl::p2p {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test::contains;
 
 // The ranges of all pieces, by index, after checking that they tile [0, total) exactly in
 // rotation order and that only `active` pieces carry bytes.

@@ -21,19 +21,17 @@
 #include "client/nccl/p2p/p2p_framing.h"
 #include "rs/nccl/p2p.h"
 #include "tests/support/log_capture.h"
+#include "tests/support/text_contains.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::nccl::p2p {
 namespace {
 
+using test::contains;
 using test::waitUntil;
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 P2pOptions testOptions(uint32_t sockets = 4, uint64_t minStripe = 64 << 10) {
   P2pOptions o;

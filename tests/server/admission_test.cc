@@ -26,7 +26,7 @@ const GroupId kA{0, 0xa};
 const GroupId kB{0, 0xb};
 const GroupId kC{0, 0xc};
 
-wire::FrameHeader reduceHeader(const GroupId& group, uint64_t chunk, size_t bytes) {
+wire::FrameHeader fp32ReduceHeader(const GroupId& group, uint64_t chunk, size_t bytes) {
   wire::FrameHeader h;
   h.type = wire::FrameType::kReduce;
   h.group = group;
@@ -110,7 +110,7 @@ struct Reducer {
                        size_t bytes = kSlot) {
     auto member = std::make_shared<std::string>(name);
     members[name] = member;
-    return admission.request({member, reduceHeader(group, chunk, bytes), bytes, 0});
+    return admission.request({member, fp32ReduceHeader(group, chunk, bytes), bytes, 0});
   }
   Admission::Verdict verdict(const std::string& name, const GroupId& group, uint64_t chunk,
                              size_t bytes = kSlot) {

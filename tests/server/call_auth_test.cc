@@ -6,6 +6,7 @@
 
 #include "core/wire/call_proof.h"
 #include "server/call_auth.h"
+#include "tests/support/nonce_of.h"
 
 namespace rs::server {
 namespace {
@@ -14,11 +15,7 @@ constexpr const char* kPool = "pool-secret-0123456789abcdef";
 constexpr const char* kMethod = "/rs.v1.ReductionServer/JoinGroup";
 constexpr int64_t kNow = 1'800'000'000'000;  // ms
 
-wire::Nonce nonceOf(uint8_t n) {
-  wire::Nonce x{};
-  x[0] = n;
-  return x;
-}
+using test::nonceOf;
 
 CallMetadata signedCall(const std::string& key, const std::string& job, int64_t ts,
                         const wire::Nonce& nonce, const std::string& request = "req") {

@@ -7,35 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/parse_server_args.h"
+#include "tests/support/scoped_env.h"
+
 namespace {
 
-using rs::server::ParsedConfig;
-
-// Runs the parser on "reduction-server <args...>" with CLUSTER_SPEC unset, so the data port
-// never comes from the environment of whoever runs the test.
-ParsedConfig parse(std::vector<std::string> args) {
-  unsetenv("CLUSTER_SPEC");
-  args.insert(args.begin(), "reduction-server");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return rs::server::parseServerConfig(static_cast<int>(argv.size()), argv.data());
-}
-
-// Sets an environment variable for one test and removes it afterwards.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) {
-    setenv(name.c_str(), value, 1);
-  }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using rs::test::parseServerArgs;
+using rs::test::ScopedEnv;
 
 }  // namespace
 
 TEST_CASE("server config: size flags take units and land in their fields") {
-  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--max-chunk", "4MiB", "--memory-limit",
-                       "1GB", "--piece", "128K", "--read-wake", "32KiB", "--max-lead", "1MiB",
-                       "--socket-send-buffer", "512KiB"});
+  auto parsed = parseServerArgs({"--data-listen", "127.0.0.1:0", "--max-chunk", "4MiB",
+                                 "--memory-limit", "1GB", "--piece", "128K", "--read-wake", "32KiB",
+                                 "--max-lead", "1MiB", "--socket-send-buffer", "512KiB"});
   REQUIRE(parsed.exitCode == -1);
   const auto& c = parsed.config;
   CHECK(c.maxChunkBytes == 4u << 20);
@@ -50,7 +35,7 @@ TEST_CASE("server config: size flags take units and land in their fields") {
 }
 
 TEST_CASE("server config: defaults stand when no size flag is given") {
-  auto parsed = parse({"--data-listen", "127.0.0.1:0"});
+  auto parsed = parseServerArgs({"--data-listen", "127.0.0.1:0"});
   REQUIRE(parsed.exitCode == -1);
   const rs::server::ServerConfig defaults;
   CHECK(parsed.config.maxChunkBytes == defaults.maxChunkBytes);
@@ -67,7 +52,8 @@ TEST_CASE("server config: RS_* variables set flags and sizes, and flags win over
   ScopedEnv rcvbuf("RS_SOCKET_RECV_BUFFER", "8MiB");
   ScopedEnv threads("RS_IO_THREADS", "3");
   ScopedEnv timeout("RS_COLLECTIVE_TIMEOUT_MS", "1234");
-  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--piece", "256KiB", "--io-threads", "2"});
+  auto parsed =
+      parseServerArgs({"--data-listen", "127.0.0.1:0", "--piece", "256KiB", "--io-threads", "2"});
   REQUIRE(parsed.exitCode == -1);
   CHECK(parsed.config.ioThreads == 2);  // the flag, not RS_IO_THREADS
   CHECK(parsed.config.collectiveTimeoutMs == 1234);
@@ -77,7 +63,8 @@ TEST_CASE("server config: RS_* variables set flags and sizes, and flags win over
 }
 
 TEST_CASE("server config: sizes beyond a field's type saturate instead of wrapping") {
-  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--socket-send-buffer", "8GiB",
+  auto parsed =
+      parseServerArgs({"--data-listen", "127.0.0.1:0", "--socket-send-buffer", "8GiB",
                        "--max-chunk", "16GiB", "--memory-limit", "64GiB", "--io-threads", "1"});
   REQUIRE(parsed.exitCode == -1);
   CHECK(parsed.config.transport.tcp.sendBufferBytes == INT_MAX);
@@ -85,13 +72,13 @@ TEST_CASE("server config: sizes beyond a field's type saturate instead of wrappi
 }
 
 TEST_CASE("server config: a malformed size stops start-up") {
-  auto parsed = parse({"--data-listen", "127.0.0.1:0", "--piece", "12XB"});
+  auto parsed = parseServerArgs({"--data-listen", "127.0.0.1:0", "--piece", "12XB"});
   CHECK(parsed.exitCode > 0);
 }
 
 TEST_CASE("server config: out-of-range values stop start-up, and the reason names the flag") {
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--piece", "1000"}).exitCode == 2);
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--max-lead", "64KiB"}).exitCode == 2);
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--piece", "1000"}).exitCode == 2);
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--max-lead", "64KiB"}).exitCode == 2);
 
   rs::server::ServerConfig c;
   c.ioThreads = 1;
@@ -112,8 +99,8 @@ TEST_CASE("server config: out-of-range values stop start-up, and the reason name
   CHECK(c.validate().message().find("--max-connections-per-peer") != std::string::npos);
   c.maxConnectionsPerPeer = 1;
   CHECK(c.validate().isOk());
-  auto caps = parse({"--data-listen", "127.0.0.1:0", "--max-connections-per-group", "7",
-                     "--max-connections-per-peer", "9", "--idle-timeout-ms", "0"});
+  auto caps = parseServerArgs({"--data-listen", "127.0.0.1:0", "--max-connections-per-group", "7",
+                               "--max-connections-per-peer", "9", "--idle-timeout-ms", "0"});
   REQUIRE(caps.exitCode == -1);
   CHECK(caps.config.idleTimeoutMs == 0);  // off
   CHECK(rs::server::ServerConfig().idleTimeoutMs == 3600000);
@@ -122,16 +109,16 @@ TEST_CASE("server config: out-of-range values stop start-up, and the reason name
 }
 
 TEST_CASE("server config: --metrics-listen and RS_METRICS_LISTEN, off by default") {
-  CHECK(parse({"--data-listen", "127.0.0.1:0"}).config.metricsListen.empty());
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:2224"})
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0"}).config.metricsListen.empty());
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:2224"})
             .config.metricsListen == "0.0.0.0:2224");
   {
     ScopedEnv env("RS_METRICS_LISTEN", "127.0.0.1:0");
-    CHECK(parse({"--data-listen", "127.0.0.1:0"}).config.metricsListen == "127.0.0.1:0");
+    CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0"}).config.metricsListen == "127.0.0.1:0");
   }
   for (const char* bad : {"2224", ":2224", "host:", "host:http", "host:70000", "a:1,b:2"}) {
     INFO(bad);
-    CHECK(parse({"--data-listen", "127.0.0.1:0", "--metrics-listen", bad}).exitCode == 2);
+    CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--metrics-listen", bad}).exitCode == 2);
     rs::server::ServerConfig c;
     c.ioThreads = 1;
     c.metricsListen = bad;
@@ -141,13 +128,13 @@ TEST_CASE("server config: --metrics-listen and RS_METRICS_LISTEN, off by default
 
 TEST_CASE("server config: --loss-detect-ms, 10 s by default, caps what a member asks, 0 is off") {
   CHECK(rs::server::ServerConfig().lossDetectMs == 10000);
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--loss-detect-ms", "2500"}).config.lossDetectMs ==
-        2500);
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--loss-detect-ms", "2500"})
+            .config.lossDetectMs == 2500);
   {
     ScopedEnv env("RS_LOSS_DETECT_MS", "0");
-    CHECK(parse({"--data-listen", "127.0.0.1:0"}).config.lossDetectMs == 0);
+    CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0"}).config.lossDetectMs == 0);
   }
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--loss-detect-ms", "99"}).exitCode == 2);
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--loss-detect-ms", "99"}).exitCode == 2);
   rs::server::ServerConfig c;
   c.ioThreads = 1;
   c.lossDetectMs = 50;

@@ -22,7 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 using Bytes = std::vector<std::byte>;
 
-struct Shape {
+struct ChunkShape {
   DataType dtype = DataType::kFloat32;
   uint32_t count = 0;
   uint32_t world = 0;
@@ -31,7 +31,7 @@ struct Shape {
   uint64_t minPartBytes = 256;
 };
 
-wire::FrameHeader header(uint32_t rank, const Shape& s) {
+wire::FrameHeader header(uint32_t rank, const ChunkShape& s) {
   wire::FrameHeader h;
   h.type = wire::FrameType::kReduce;
   h.group = GroupId{1, 2};
@@ -45,7 +45,7 @@ wire::FrameHeader header(uint32_t rank, const Shape& s) {
   return h;
 }
 
-std::unique_ptr<Slot> openSlot(const std::shared_ptr<SlotPool>& pool, const Shape& s) {
+std::unique_ptr<Slot> openShapedSlot(const std::shared_ptr<SlotPool>& pool, const ChunkShape& s) {
   auto buffer =
       pool->tryAcquire(Slot::bufferBytes(s.count, s.dtype, s.world, s.deterministic));
   REQUIRE(buffer);
@@ -82,7 +82,7 @@ void floatToWire(DataType t, float v, std::byte* p) {
 // to 2^28), the others small values (2^-4 to 2^4): a small value added to B before -B cancels
 // it loses its low bits, so the sum depends on the order in fp32, and visibly after bf16's
 // one rounding too (the exact sum is small).
-std::vector<Bytes> contributions(const Shape& s, uint32_t seed) {
+std::vector<Bytes> contributions(const ChunkShape& s, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
   std::uniform_int_distribution<int> smallExp(-4, 4), bigExp(20, 28);
@@ -105,7 +105,7 @@ std::vector<Bytes> contributions(const Shape& s, uint32_t seed) {
 }
 
 // Rank 0 + rank 1 + ... in fp32 (the accumulator of fp32 and bf16), rounded once to the wire.
-Bytes rankOrderSum(const Shape& s, const std::vector<Bytes>& in) {
+Bytes rankOrderSum(const ChunkShape& s, const std::vector<Bytes>& in) {
   const size_t size = dataTypeSize(s.dtype);
   Bytes out(s.count * size);
   for (uint32_t i = 0; i < s.count; ++i) {
@@ -120,9 +120,9 @@ Bytes rankOrderSum(const Shape& s, const std::vector<Bytes>& in) {
 // for the next read) in an order drawn from `seed`: even seeds interleave the members at random
 // in pieces of 1..maxPiece bytes, odd ones send whole members one after another in a shuffled
 // order. A member over the lead limit is not read until a release wakes it. Returns the result.
-Bytes feed(const Shape& s, const std::vector<Bytes>& in, uint32_t seed, size_t maxPiece,
+Bytes feed(const ChunkShape& s, const std::vector<Bytes>& in, uint32_t seed, size_t maxPiece,
            const std::shared_ptr<SlotPool>& pool) {
-  auto slot = openSlot(pool, s);
+  auto slot = openShapedSlot(pool, s);
   for (uint32_t r = 0; r < s.world; ++r) {
     FrameRejection why{};
     if (r != 0) REQUIRE(slot->admit(header(r, s), r, &why).isOk());
@@ -179,7 +179,7 @@ TEST_CASE("deterministic slot: bit-identical rank-order sums whatever the arriva
   for (DataType t : {DataType::kFloat32, DataType::kBfloat16}) {
     for (uint32_t world : {2u, 3u, 4u, 8u, 16u}) {
       for (size_t maxPiece : {size_t{7}, size_t{700}, size_t{8192}}) {
-        Shape s{t, 2053, world};
+        ChunkShape s{t, 2053, world};
         INFO(dataTypeName(t) << " world " << world << " pieces up to " << maxPiece);
         const auto in = contributions(s, world * 31 + static_cast<uint32_t>(maxPiece));
         const Bytes expected = rankOrderSum(s, in);
@@ -208,7 +208,7 @@ TEST_CASE("deterministic slot: a survivor's resolve after its loss gives the sam
   std::mt19937 rng(10);
   for (DataType t : {DataType::kFloat32, DataType::kBfloat16}) {
     for (uint32_t world : {2u, 3u, 8u, 16u}) {
-      Shape s{t, 2053, world, true};
+      ChunkShape s{t, 2053, world, true};
       const auto in = contributions(s, world * 7);
       const size_t size = dataTypeSize(t);
       for (uint32_t seed = 0; seed < 6; ++seed) {
@@ -240,7 +240,7 @@ TEST_CASE("deterministic slot: a survivor's resolve after its loss gives the sam
 TEST_CASE("deterministic slot: cut-through and the lead limit work as in the normal mode") {
   auto pool = std::make_shared<SlotPool>(64 << 20);
   for (DataType t : {DataType::kFloat32, DataType::kBfloat16}) {
-    Shape s{t, 4099, 4, true, /*maxLeadBytes=*/1024, /*minPartBytes=*/256};
+    ChunkShape s{t, 4099, 4, true, /*maxLeadBytes=*/1024, /*minPartBytes=*/256};
     const auto in = contributions(s, 99);
     const Bytes expected = rankOrderSum(s, in);
     for (uint32_t seed = 0; seed < 16; ++seed) {
@@ -249,9 +249,9 @@ TEST_CASE("deterministic slot: cut-through and the lead limit work as in the nor
     }
   }
   // A part leaves as soon as the common prefix grew by a part, before the chunk is complete.
-  Shape s{DataType::kFloat32, 1024, 3, true, 0, 256};
+  ChunkShape s{DataType::kFloat32, 1024, 3, true, 0, 256};
   const auto in = contributions(s, 5);
-  auto slot = openSlot(pool, s);
+  auto slot = openShapedSlot(pool, s);
   for (uint32_t r = 0; r < 3; ++r) {
     FrameRejection why{};
     if (r != 0) REQUIRE(slot->admit(header(r, s), r, &why).isOk());
@@ -285,9 +285,9 @@ TEST_CASE("deterministic slot: the staging copies are charged to the pool") {
   const size_t det = Slot::bufferBytes(count, DataType::kFloat32, 4, true);
   CHECK(pool->fitsEver(normal));
   CHECK_FALSE(pool->fitsEver(det));
-  Shape s{DataType::kFloat32, 4096, 4, true};
+  ChunkShape s{DataType::kFloat32, 4096, 4, true};
   {
-    auto slot = openSlot(pool, s);
+    auto slot = openShapedSlot(pool, s);
     CHECK(slot->memoryBytes() == SlotPool::roundUp(Slot::bufferBytes(4096, s.dtype, 4, true)));
     CHECK(pool->inUse() == slot->memoryBytes());
   }

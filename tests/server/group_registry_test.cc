@@ -6,10 +6,14 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "tests/support/text_contains.h"
+
 namespace rs::server {
 namespace {
 
-GroupParams paramsOf(bool deterministic, Fp32Accumulator fp32 = Fp32Accumulator::kFp32) {
+using test::contains;
+
+GroupParams modeParams(bool deterministic, Fp32Accumulator fp32 = Fp32Accumulator::kFp32) {
   GroupParams p;
   p.worldSize = 3;
   p.streamCount = 1;
@@ -19,10 +23,6 @@ GroupParams paramsOf(bool deterministic, Fp32Accumulator fp32 = Fp32Accumulator:
   return p;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_CASE("group registry: members must agree on deterministic mode") {
@@ -30,22 +30,22 @@ TEST_CASE("group registry: members must agree on deterministic mode") {
   for (bool first : {true, false}) {
     INFO("the group created " << (first ? "with" : "without") << " it");
     const GroupId id = GroupId::random();
-    auto created = registry.joinStream(id, 0, 0, paramsOf(first));
+    auto created = registry.joinStream(id, 0, 0, modeParams(first));
     REQUIRE(created.status().toString() == "OK");
     CHECK((*created)->params().deterministic == first);
 
-    auto differs = registry.joinStream(id, 1, 0, paramsOf(!first));
+    auto differs = registry.joinStream(id, 1, 0, modeParams(!first));
     REQUIRE_FALSE(differs.isOk());
     CHECK(differs.status().code() == StatusCode::kInvalidArgument);
     CHECK(contains(differs.status().message(),
                    std::string("rank 1 ") + (first ? "does not ask for" : "asks for") +
                        " deterministic mode, but the group was created " +
                        (first ? "with" : "without") + " it"));
-    auto declared = registry.declareMember(id, 2, paramsOf(!first));  // gRPC JoinGroup
+    auto declared = registry.declareMember(id, 2, modeParams(!first));  // gRPC JoinGroup
     CHECK_FALSE(declared.isOk());
 
-    CHECK(registry.joinStream(id, 1, 0, paramsOf(first)).isOk());
-    CHECK(registry.declareMember(id, 2, paramsOf(first)).isOk());
+    CHECK(registry.joinStream(id, 1, 0, modeParams(first)).isOk());
+    CHECK(registry.declareMember(id, 2, modeParams(first)).isOk());
   }
 }
 
@@ -56,11 +56,11 @@ TEST_CASE("group registry: members must agree on the fp32 accumulator") {
     const Fp32Accumulator other = first == kFp64 ? kFp32 : kFp64;
     INFO("the group created with an " << fp32AccumulatorName(first) << " accumulator");
     const GroupId id = GroupId::random();
-    auto created = registry.joinStream(id, 0, 0, paramsOf(false, first));
+    auto created = registry.joinStream(id, 0, 0, modeParams(false, first));
     REQUIRE(created.status().toString() == "OK");
     CHECK((*created)->params().fp32Accumulator == first);
 
-    auto differs = registry.joinStream(id, 1, 0, paramsOf(false, other));
+    auto differs = registry.joinStream(id, 1, 0, modeParams(false, other));
     REQUIRE_FALSE(differs.isOk());
     CHECK(differs.status().code() == StatusCode::kInvalidArgument);
     CHECK(contains(differs.status().message(),
@@ -68,10 +68,10 @@ TEST_CASE("group registry: members must agree on the fp32 accumulator") {
                        " accumulator for fp32 sums, but the group was created with an " +
                        std::string(fp32AccumulatorName(first)) +
                        " one (set RS_FP32_ACCUMULATOR alike on every member)"));
-    CHECK_FALSE(registry.declareMember(id, 2, paramsOf(false, other)).isOk());  // gRPC JoinGroup
+    CHECK_FALSE(registry.declareMember(id, 2, modeParams(false, other)).isOk());  // gRPC JoinGroup
 
-    CHECK(registry.joinStream(id, 1, 0, paramsOf(false, first)).isOk());
-    CHECK(registry.declareMember(id, 2, paramsOf(false, first)).isOk());
+    CHECK(registry.joinStream(id, 1, 0, modeParams(false, first)).isOk());
+    CHECK(registry.declareMember(id, 2, modeParams(false, first)).isOk());
   }
 }
 

@@ -7,18 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/parse_server_args.h"
+
 namespace {
 
-rs::server::ParsedConfig parse(std::vector<std::string> args) {
-  unsetenv("CLUSTER_SPEC");
-  args.insert(args.begin(), "reduction-server");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return rs::server::parseServerConfig(static_cast<int>(argv.size()), argv.data());
-}
+using rs::test::parseServerArgs;
 
 std::string probeAddress(std::vector<std::string> args) {
-  auto parsed = parse(std::move(args));
+  auto parsed = parseServerArgs(std::move(args));
   REQUIRE(parsed.exitCode == -1);
   auto address = rs::server::healthProbeAddress(parsed.config);
   REQUIRE(address.isOk());
@@ -28,24 +24,25 @@ std::string probeAddress(std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("health probe: the flag with and without an address, and its deadline") {
-  auto bare = parse({"--health-probe"});
+  auto bare = parseServerArgs({"--health-probe"});
   CHECK(bare.exitCode == -1);
   CHECK(bare.healthProbe);
   CHECK(bare.healthProbeAddress.empty());
   CHECK(bare.healthProbeTimeoutMs == 3000);
 
-  auto given = parse({"--health-probe", "10.0.0.5:7000", "--health-probe-timeout-ms", "500"});
+  auto given =
+      parseServerArgs({"--health-probe", "10.0.0.5:7000", "--health-probe-timeout-ms", "500"});
   CHECK(given.healthProbe);
   CHECK(given.healthProbeAddress == "10.0.0.5:7000");
   CHECK(given.healthProbeTimeoutMs == 500);
 
-  CHECK_FALSE(parse({"--data-listen", "127.0.0.1:0"}).healthProbe);
-  CHECK(parse({"--health-probe", "--health-probe-timeout-ms", "0"}).exitCode > 0);
+  CHECK_FALSE(parseServerArgs({"--data-listen", "127.0.0.1:0"}).healthProbe);
+  CHECK(parseServerArgs({"--health-probe", "--health-probe-timeout-ms", "0"}).exitCode > 0);
 }
 
 TEST_CASE("health probe: the daemon's knobs are not validated in probe mode") {
   // A probe must not fail because of a knob only the serving daemon uses.
-  auto parsed = parse({"--health-probe", "--memory-limit", "1K"});
+  auto parsed = parseServerArgs({"--health-probe", "--memory-limit", "1K"});
   CHECK(parsed.exitCode == -1);
   CHECK(parsed.healthProbe);
 }
@@ -61,7 +58,7 @@ TEST_CASE("health probe: the address follows the daemon's listen addresses") {
 
 TEST_CASE("health probe: an address that cannot be known is an error naming its source") {
   auto check = [](std::vector<std::string> args, const std::string& want) {
-    auto parsed = parse(std::move(args));
+    auto parsed = parseServerArgs(std::move(args));
     REQUIRE(parsed.exitCode == -1);
     auto address = rs::server::healthProbeAddress(parsed.config);
     REQUIRE_FALSE(address.isOk());

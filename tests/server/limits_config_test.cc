@@ -6,16 +6,11 @@
 #include <vector>
 
 #include "server/config.h"
+#include "tests/support/parse_server_args.h"
 
 namespace {
 
-rs::server::ParsedConfig parse(std::vector<std::string> args) {
-  unsetenv("CLUSTER_SPEC");
-  args.insert(args.begin(), "reduction-server");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return rs::server::parseServerConfig(static_cast<int>(argv.size()), argv.data());
-}
+using rs::test::parseServerArgs;
 
 }  // namespace
 
@@ -23,13 +18,13 @@ TEST_CASE("limits config: the handshake pool, in all and per peer address") {
   const rs::server::ServerConfig defaults;
   CHECK(defaults.maxPendingHandshakes == 4096);
   CHECK(defaults.maxPendingHandshakesPerPeer == 1024);  // a quarter of the pool
-  auto caps = parse({"--data-listen", "127.0.0.1:0", "--max-pending-handshakes", "64",
-                     "--max-pending-handshakes-per-peer", "8"});
+  auto caps = parseServerArgs({"--data-listen", "127.0.0.1:0", "--max-pending-handshakes", "64",
+                               "--max-pending-handshakes-per-peer", "8"});
   REQUIRE(caps.exitCode == -1);
   CHECK(caps.config.maxPendingHandshakes == 64);
   CHECK(caps.config.maxPendingHandshakesPerPeer == 8);
   setenv("RS_MAX_PENDING_HANDSHAKES_PER_PEER", "5", 1);
-  auto env = parse({"--data-listen", "127.0.0.1:0"});
+  auto env = parseServerArgs({"--data-listen", "127.0.0.1:0"});
   unsetenv("RS_MAX_PENDING_HANDSHAKES_PER_PEER");
   CHECK(env.config.maxPendingHandshakesPerPeer == 5);
 

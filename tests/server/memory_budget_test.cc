@@ -14,7 +14,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-GroupParams paramsOf(uint32_t world, uint16_t streams) {
+GroupParams paramsForWorld(uint32_t world, uint16_t streams) {
   GroupParams p;
   p.worldSize = world;
   p.streamCount = streams;
@@ -40,7 +40,7 @@ TEST_CASE("memory budget: world-size-heavy groups are refused once their bookkee
   std::vector<GroupId> ids;
   for (int i = 0; i < 3; ++i) {
     ids.push_back(GroupId::random());
-    auto g = registry.joinStream(ids.back(), 0, 0, paramsOf(65536, 2));
+    auto g = registry.joinStream(ids.back(), 0, 0, paramsForWorld(65536, 2));
     REQUIRE(g.status().toString() == "OK");
   }
   CHECK(memory->bookkeeping() == 3 * heavy);
@@ -49,18 +49,18 @@ TEST_CASE("memory budget: world-size-heavy groups are refused once their bookkee
 
   // A fourth would pass the 40 MiB: refused, naming the limit, and nothing is left behind.
   const GroupId refused = GroupId::random();
-  auto g = registry.joinStream(refused, 0, 0, paramsOf(65536, 2));
+  auto g = registry.joinStream(refused, 0, 0, paramsForWorld(65536, 2));
   REQUIRE_FALSE(g.isOk());
   CHECK(g.status().code() == StatusCode::kResourceExhausted);
   CHECK(g.status().message().find("--memory-limit") != std::string::npos);
   CHECK(registry.find(refused) == nullptr);
   CHECK(memory->bookkeeping() == 3 * heavy);
   // gRPC JoinGroup is charged the same way.
-  CHECK(registry.declareMember(refused, 0, paramsOf(65536, 2)).status().code() ==
+  CHECK(registry.declareMember(refused, 0, paramsForWorld(65536, 2)).status().code() ==
         StatusCode::kResourceExhausted);
   // A small group still fits beside them.
   const GroupId small = GroupId::random();
-  REQUIRE(registry.declareMember(small, 0, paramsOf(4, 2)).isOk());
+  REQUIRE(registry.declareMember(small, 0, paramsForWorld(4, 2)).isOk());
   CHECK(memory->bookkeeping() == 3 * heavy + bookkeepingBytes(4, 2));
 
   // The groups end (their last stream closes, or the declared member leaves): all returned.
@@ -76,7 +76,7 @@ TEST_CASE("memory budget: world-size-heavy groups are refused once their bookkee
   CHECK(memory->bookkeeping() == 0);
   CHECK(memory->slotPoolBudget() == 40 * kMiB);
   // And the heavy group fits again.
-  REQUIRE(registry.joinStream(refused, 0, 0, paramsOf(65536, 2)).isOk());
+  REQUIRE(registry.joinStream(refused, 0, 0, paramsForWorld(65536, 2)).isOk());
 }
 
 TEST_CASE("memory budget: a slot pool never falls below its floor, and slot state is charged "

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "server/replay_cache.h"
+#include "tests/support/nonce_of.h"
 
 namespace rs::server {
 namespace {
@@ -12,11 +13,7 @@ namespace {
 using Clock = ReplayCache::Clock;
 constexpr auto kKeep = std::chrono::minutes(10);
 
-wire::Nonce nonceOf(uint8_t n) {
-  wire::Nonce x{};
-  x[0] = n;
-  return x;
-}
+using test::nonceOf;
 
 }  // namespace
 

@@ -9,26 +9,13 @@
 #include <vector>
 
 #include "server/config.h"
+#include "tests/support/parse_server_args.h"
+#include "tests/support/scoped_env.h"
 
 namespace {
 
-using rs::server::ParsedConfig;
-
-ParsedConfig parse(std::vector<std::string> args) {
-  unsetenv("CLUSTER_SPEC");
-  args.insert(args.begin(), "reduction-server");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return rs::server::parseServerConfig(static_cast<int>(argv.size()), argv.data());
-}
-
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) {
-    setenv(name.c_str(), value, 1);
-  }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
+using rs::test::parseServerArgs;
+using rs::test::ScopedEnv;
 
 struct TempFile {
   std::string path;
@@ -48,7 +35,7 @@ struct TempFile {
 TEST_CASE("server config: no secret means an open reducer") {
   unsetenv("RS_SECRET");
   unsetenv("RS_SECRET_FILE");
-  auto parsed = parse({"--data-listen", "127.0.0.1:0"});
+  auto parsed = parseServerArgs({"--data-listen", "127.0.0.1:0"});
   REQUIRE(parsed.exitCode == -1);
   CHECK(parsed.config.secret.empty());
 }
@@ -58,19 +45,19 @@ TEST_CASE("server config: the secret from --secret-file, RS_SECRET_FILE or RS_SE
   unsetenv("RS_SECRET_FILE");
   TempFile file("from-a-file-0123456789\n");
   {
-    auto parsed = parse({"--data-listen", "127.0.0.1:0", "--secret-file", file.path});
+    auto parsed = parseServerArgs({"--data-listen", "127.0.0.1:0", "--secret-file", file.path});
     REQUIRE(parsed.exitCode == -1);
     CHECK(parsed.config.secret == "from-a-file-0123456789");
   }
   {
     ScopedEnv env("RS_SECRET_FILE", file.path.c_str());
-    auto parsed = parse({"--data-listen", "127.0.0.1:0"});
+    auto parsed = parseServerArgs({"--data-listen", "127.0.0.1:0"});
     REQUIRE(parsed.exitCode == -1);
     CHECK(parsed.config.secret == "from-a-file-0123456789");
   }
   {
     ScopedEnv env("RS_SECRET", "from-the-environment-42");
-    auto parsed = parse({"--data-listen", "127.0.0.1:0"});
+    auto parsed = parseServerArgs({"--data-listen", "127.0.0.1:0"});
     REQUIRE(parsed.exitCode == -1);
     CHECK(parsed.config.secret == "from-the-environment-42");
   }
@@ -80,25 +67,28 @@ TEST_CASE("server config: a short, missing or doubly given secret stops start-up
   unsetenv("RS_SECRET");
   unsetenv("RS_SECRET_FILE");
   TempFile shortFile("short\n");
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--secret-file", shortFile.path}).exitCode == 2);
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--secret-file", "/nonexistent/secret"}).exitCode ==
-        2);
+  CHECK(
+      parseServerArgs({"--data-listen", "127.0.0.1:0", "--secret-file", shortFile.path}).exitCode ==
+      2);
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--secret-file", "/nonexistent/secret"})
+            .exitCode == 2);
   TempFile good("from-a-file-0123456789");
   ScopedEnv env("RS_SECRET", "from-the-environment-42");
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--secret-file", good.path}).exitCode == 2);
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--secret-file", good.path}).exitCode ==
+        2);
 }
 
 TEST_CASE("server config: --derive-job-secret needs the pool's secret and nothing else") {
   unsetenv("RS_SECRET_FILE");
   {
     ScopedEnv env("RS_SECRET", "pool-secret-0123456789abcdef");
-    auto parsed = parse({"--derive-job-secret", "team-a.train-7"});
+    auto parsed = parseServerArgs({"--derive-job-secret", "team-a.train-7"});
     REQUIRE(parsed.exitCode == -1);
     CHECK(parsed.deriveJobSecret == "team-a.train-7");
     CHECK(parsed.config.secret == "pool-secret-0123456789abcdef");
   }
   unsetenv("RS_SECRET");
-  CHECK(parse({"--derive-job-secret", "team-a.train-7"}).exitCode == 2);
+  CHECK(parseServerArgs({"--derive-job-secret", "team-a.train-7"}).exitCode == 2);
 }
 
 TEST_CASE("server config: gRPC TLS takes a PEM certificate and key together, or neither") {
@@ -108,28 +98,30 @@ TEST_CASE("server config: gRPC TLS takes a PEM certificate and key together, or 
   unsetenv("RS_GRPC_TLS_KEY");
   TempFile cert("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
   TempFile key("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
-  auto plain = parse({"--data-listen", "127.0.0.1:0"});
+  auto plain = parseServerArgs({"--data-listen", "127.0.0.1:0"});
   REQUIRE(plain.exitCode == -1);
   CHECK(plain.config.grpcTlsCert.empty());
-  auto both = parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", cert.path,
-                     "--grpc-tls-key", key.path});
+  auto both = parseServerArgs(
+      {"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", cert.path, "--grpc-tls-key", key.path});
   REQUIRE(both.exitCode == -1);
   CHECK(both.config.grpcTlsCert.find("BEGIN CERTIFICATE") != std::string::npos);
   CHECK(both.config.grpcTlsKey.find("BEGIN PRIVATE KEY") != std::string::npos);
   {
     ScopedEnv c("RS_GRPC_TLS_CERT", cert.path.c_str());
     ScopedEnv k("RS_GRPC_TLS_KEY", key.path.c_str());
-    auto env = parse({"--data-listen", "127.0.0.1:0"});
+    auto env = parseServerArgs({"--data-listen", "127.0.0.1:0"});
     REQUIRE(env.exitCode == -1);
     CHECK(env.config.grpcTlsKey == both.config.grpcTlsKey);
   }
   // Refused at start: one without the other, a missing file, a file that is not that PEM.
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", cert.path}).exitCode == 2);
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-key", key.path}).exitCode == 2);
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", "/nonexistent/cert.pem",
-               "--grpc-tls-key", key.path})
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", cert.path}).exitCode ==
+        2);
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--grpc-tls-key", key.path}).exitCode ==
+        2);
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", "/nonexistent/cert.pem",
+                         "--grpc-tls-key", key.path})
             .exitCode == 2);
-  CHECK(parse({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", key.path, "--grpc-tls-key",
-               key.path})
+  CHECK(parseServerArgs({"--data-listen", "127.0.0.1:0", "--grpc-tls-cert", key.path,
+                         "--grpc-tls-key", key.path})
             .exitCode == 2);
 }

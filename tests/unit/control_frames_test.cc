@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/decoded_header.h"
+
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using rs::DataType;
@@ -12,6 +14,7 @@ using rs::GroupId;
 using rs::ReduceOp;
 using rs::Status;
 using rs::StatusCode;
+using rs::test::decodedHeader;
 using namespace rs::wire;
 
 namespace {
@@ -29,14 +32,7 @@ ChunkFields someChunk() {
           .op = ReduceOp::kAvg};
 }
 
-FrameHeader decoded(const HeaderBytes& bytes) {
-  FrameHeader h;
-  const Status s = decodeHeader(bytes.data(), bytes.size(), DecodeLimits{}, &h);
-  REQUIRE(s.toString() == "OK");
-  return h;
-}
-
-const uint8_t* bytesOf(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+const uint8_t* textBytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 
 void requireRefused(const Status& s, const std::string& what) {
   REQUIRE(s.code() == StatusCode::kProtocolError);
@@ -46,7 +42,7 @@ void requireRefused(const Status& s, const std::string& what) {
 }  // namespace
 
 TEST_CASE("control frames: a HEARTBEAT names the stream's group and rank and nothing else") {
-  const FrameHeader h = decoded(heartbeatFrame(kGroup, 7));
+  const FrameHeader h = decodedHeader(heartbeatFrame(kGroup, 7));
   CHECK(h.type == FrameType::kHeartbeat);
   CHECK(h.group == kGroup);
   CHECK(h.rank == 7);
@@ -62,7 +58,7 @@ TEST_CASE("control frames: REDUCE and RESULT headers carry the chunk and its pay
   for (FrameType type : {FrameType::kReduce, FrameType::kResult}) {
     const FrameHeader built =
         type == FrameType::kReduce ? reduceHeader(someChunk()) : resultHeader(someChunk());
-    const FrameHeader h = decoded(encodeHeader(built));
+    const FrameHeader h = decodedHeader(encodeHeader(built));
     CHECK(h.type == type);
     CHECK(h.group == kGroup);
     CHECK(h.rank == 3);
@@ -84,7 +80,7 @@ TEST_CASE("control frames: RECEIVED and COMMIT carry their watermark in chunk, a
   for (FrameType type : {FrameType::kReceived, FrameType::kCommit}) {
     const FrameHeader built = type == FrameType::kReceived ? receivedHeader(kGroup, 3, 77)
                                                            : commitHeader(kGroup, 3, 77);
-    const FrameHeader h = decoded(encodeHeader(built));
+    const FrameHeader h = decodedHeader(encodeHeader(built));
     CHECK(h.type == type);
     CHECK(h.group == kGroup);
     CHECK(h.rank == 3);
@@ -99,7 +95,7 @@ TEST_CASE("control frames: ERROR and ABORT round trip through the decoder and th
   const Status reason = rs::resourceExhausted("reducer 3: slot pool exhausted (4096 slots)");
   for (bool abort : {false, true}) {
     const ErrorFrame frame = abort ? abortFrame(kGroup, 7, reason) : errorFrame(kGroup, 7, reason);
-    const FrameHeader h = decoded(frame.header);
+    const FrameHeader h = decodedHeader(frame.header);
     CHECK(h.type == (abort ? FrameType::kAbort : FrameType::kError));
     CHECK(h.group == kGroup);
     CHECK(h.rank == 7);
@@ -108,7 +104,7 @@ TEST_CASE("control frames: ERROR and ABORT round trip through the decoder and th
     CHECK(errorCode(h) == StatusCode::kResourceExhausted);
 
     PeerError peer;
-    REQUIRE(parseErrorFrame(h, bytesOf(frame.reason), frame.reason.size(), &peer).isOk());
+    REQUIRE(parseErrorFrame(h, textBytes(frame.reason), frame.reason.size(), &peer).isOk());
     CHECK(peer.abort == abort);
     CHECK(peer.code == StatusCode::kResourceExhausted);
     CHECK(peer.reason == reason.message());
@@ -117,7 +113,7 @@ TEST_CASE("control frames: ERROR and ABORT round trip through the decoder and th
 
 TEST_CASE("control frames: an empty reason is a valid frame") {
   const ErrorFrame frame = abortFrame(kGroup, 0, rs::abortedError(""));
-  const FrameHeader h = decoded(frame.header);
+  const FrameHeader h = decodedHeader(frame.header);
   CHECK(h.payloadLength == 0);
   PeerError peer;
   REQUIRE(parseErrorFrame(h, nullptr, 0, &peer).isOk());
@@ -130,14 +126,14 @@ TEST_CASE("control frames: an over-long reason is cut to the limit at a characte
   reason += "\xC3\xA9 and more";  // the two-byte character would end past the limit
   const ErrorFrame frame = errorFrame(kGroup, 1, rs::ioError(reason));
   CHECK(frame.reason == std::string(kMaxErrorMessageBytes - 1, 'a'));
-  const FrameHeader h = decoded(frame.header);
+  const FrameHeader h = decodedHeader(frame.header);
   CHECK(h.payloadLength == kMaxErrorMessageBytes - 1);
   PeerError peer;
-  REQUIRE(parseErrorFrame(h, bytesOf(frame.reason), frame.reason.size(), &peer).isOk());
+  REQUIRE(parseErrorFrame(h, textBytes(frame.reason), frame.reason.size(), &peer).isOk());
 
   const ErrorFrame exact = errorFrame(kGroup, 1, rs::ioError(std::string(5000, 'x')));
   CHECK(exact.reason.size() == kMaxErrorMessageBytes);
-  CHECK(decoded(exact.header).payloadLength == kMaxErrorMessageBytes);
+  CHECK(decodedHeader(exact.header).payloadLength == kMaxErrorMessageBytes);
 }
 
 TEST_CASE("control frames: malformed reason text is repaired, never sent as is") {
@@ -145,7 +141,7 @@ TEST_CASE("control frames: malformed reason text is repaired, never sent as is")
   const ErrorFrame frame = abortFrame(kGroup, 2, rs::protocolError(raw));
   CHECK(frame.reason == "nul \xEF\xBF\xBD bad \xEF\xBF\xBD");
   PeerError peer;
-  REQUIRE(parseErrorFrame(decoded(frame.header), bytesOf(frame.reason), frame.reason.size(),
+  REQUIRE(parseErrorFrame(decodedHeader(frame.header), textBytes(frame.reason), frame.reason.size(),
                           &peer).isOk());
 }
 
@@ -155,58 +151,58 @@ TEST_CASE("control frames: a peer's reason comes out with its control characters
   const ErrorFrame frame = abortFrame(kGroup, 3, rs::abortedError(hostile));
   CHECK(frame.reason == hostile);
   PeerError peer;
-  REQUIRE(parseErrorFrame(decoded(frame.header), bytesOf(frame.reason), frame.reason.size(),
+  REQUIRE(parseErrorFrame(decodedHeader(frame.header), textBytes(frame.reason), frame.reason.size(),
                           &peer).isOk());
   CHECK(peer.reason == "\\x1b[2J\\xc2\\x9b1mdone\\x0d\\x0a# Out of bounds values : 0 OK");
 }
 
 TEST_CASE("control frames: an OK status goes out as INTERNAL so that the frame still decodes") {
   const ErrorFrame frame = errorFrame(kGroup, 2, Status::ok());
-  CHECK(decoded(frame.header).status == static_cast<uint32_t>(StatusCode::kInternal));
+  CHECK(decodedHeader(frame.header).status == static_cast<uint32_t>(StatusCode::kInternal));
 }
 
 TEST_CASE("control frames: the parser refuses bad payloads and names the field") {
   const ErrorFrame frame = errorFrame(kGroup, 4, rs::timeoutError("chunk 9 timed out"));
-  const FrameHeader good = decoded(frame.header);
+  const FrameHeader good = decodedHeader(frame.header);
   const std::string& text = frame.reason;
   PeerError peer;
   peer.reason = "unchanged";
 
   SECTION("a payload shorter or longer than the header's payloadLength") {
-    requireRefused(parseErrorFrame(good, bytesOf(text), text.size() - 1, &peer),
+    requireRefused(parseErrorFrame(good, textBytes(text), text.size() - 1, &peer),
                    "16 bytes (expected the header's payloadLength 17)");
     const std::string longer = text + "!";
-    requireRefused(parseErrorFrame(good, bytesOf(longer), longer.size(), &peer),
+    requireRefused(parseErrorFrame(good, textBytes(longer), longer.size(), &peer),
                    "18 bytes (expected the header's payloadLength 17)");
   }
   SECTION("a payload over the limit, even when the header agrees") {
     FrameHeader h = good;
     const std::string big(kMaxErrorMessageBytes + 1, 'x');
     h.payloadLength = static_cast<uint32_t>(big.size());
-    requireRefused(parseErrorFrame(h, bytesOf(big), big.size(), &peer),
+    requireRefused(parseErrorFrame(h, textBytes(big), big.size(), &peer),
                    "1025 bytes (expected at most 1024)");
   }
   SECTION("invalid UTF-8 and NUL bytes") {
     FrameHeader h = good;
     const std::string bad("ok \xC3(", 5);
     h.payloadLength = 5;
-    requireRefused(parseErrorFrame(h, bytesOf(bad), bad.size(), &peer),
+    requireRefused(parseErrorFrame(h, textBytes(bad), bad.size(), &peer),
                    "invalid UTF-8 at offset 3");
     const std::string nul("a\0b", 3);
     h.payloadLength = 3;
-    requireRefused(parseErrorFrame(h, bytesOf(nul), nul.size(), &peer), "NUL byte at offset 1");
+    requireRefused(parseErrorFrame(h, textBytes(nul), nul.size(), &peer), "NUL byte at offset 1");
   }
   SECTION("a header that is not ERROR or ABORT, or carries no failure code") {
     FrameHeader h = good;
     h.type = FrameType::kResult;
-    requireRefused(parseErrorFrame(h, bytesOf(text), text.size(), &peer),
+    requireRefused(parseErrorFrame(h, textBytes(text), text.size(), &peer),
                    "frame type RESULT (expected ERROR or ABORT)");
     h = good;
     h.status = 0;
-    requireRefused(parseErrorFrame(h, bytesOf(text), text.size(), &peer),
+    requireRefused(parseErrorFrame(h, textBytes(text), text.size(), &peer),
                    "header status 0 (expected a failure code 1..9)");
     h.status = 10;
-    requireRefused(parseErrorFrame(h, bytesOf(text), text.size(), &peer), "header status 10");
+    requireRefused(parseErrorFrame(h, textBytes(text), text.size(), &peer), "header status 10");
     CHECK(errorCode(h) == StatusCode::kAborted);
   }
   CHECK(peer.reason == "unchanged");  // nothing is written on failure

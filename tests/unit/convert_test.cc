@@ -15,19 +15,12 @@
 
 #include "core/reduce/float16.h"
 #include "core/reduce/reduce.h"
+#include "tests/support/for_each_target.h"
 
 namespace rs::reduce {
 namespace {
 
-template <typename F>
-void forEachTarget(F&& f) {
-  for (int64_t target : runnableTargets()) {
-    forceTargetForTesting(target);
-    INFO("target " << targetName(target));
-    f();
-  }
-  forceTargetForTesting(0);
-}
+using test::forEachTarget;
 
 // fp32 inputs: every bf16 value in the top half, each low half in `lows` below it.
 std::vector<float> boundaryInputs() {

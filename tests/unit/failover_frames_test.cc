@@ -7,29 +7,19 @@
 
 #include <catch2/catch.hpp>
 
-using Catch::Matchers::Contains;
+#include "tests/support/decoded_header.h"
+#include "tests/support/require_error.h"
+
 using rs::DataType;
 using rs::GroupId;
 using rs::ReduceOp;
 using rs::Status;
 using rs::StatusCode;
+using rs::test::decodedHeader;
+using rs::test::requireError;
 using namespace rs::wire;
 
 namespace {
-
-void requireError(const Status& s, StatusCode code, const std::string& fragment) {
-  INFO("status: " << s.toString());
-  REQUIRE(s.code() == code);
-  REQUIRE_THAT(s.message(), Contains(fragment));
-}
-
-FrameHeader decoded(const HeaderBytes& bytes) {
-  FrameHeader h;
-  Status s = decodeHeader(bytes.data(), bytes.size(), DecodeLimits{}, &h);
-  INFO(s.toString());
-  REQUIRE(s.isOk());
-  return h;
-}
 
 // Chunk 33 of rank 4: 50 bf16 elements at offset 1000, max.
 const ChunkFields kChunk{.group = GroupId{1, 2},
@@ -106,7 +96,7 @@ TEST_CASE("failover frames: FAILOVER and LOST decode to what they were built fro
   const std::vector<uint32_t> dead = {1, 6};
   auto failover = failoverFrame(group, 3, 4711, dead);
   REQUIRE(failover.isOk());
-  FrameHeader h = decoded(failover->header);
+  FrameHeader h = decodedHeader(failover->header);
   REQUIRE(h.type == FrameType::kFailover);
   REQUIRE(h.group == group);
   REQUIRE(h.rank == 3);
@@ -118,7 +108,7 @@ TEST_CASE("failover frames: FAILOVER and LOST decode to what they were built fro
 
   auto lost = lostFrame(group, 5, dead);
   REQUIRE(lost.isOk());
-  h = decoded(lost->header);
+  h = decodedHeader(lost->header);
   REQUIRE(h.type == FrameType::kLost);
   REQUIRE(h.rank == 5);
   REQUIRE(h.chunk == 0);
@@ -133,7 +123,7 @@ TEST_CASE("failover frames: FAILOVER and LOST decode to what they were built fro
 TEST_CASE("failover frames: a FINAL names n and r, and the REDUCE behind it the rest") {
   const ChunkFields& chunk = kChunk;
   const FrameHeader final = finalHeader(chunk, 20);
-  FrameHeader h = decoded(encodeHeader(final));
+  FrameHeader h = decodedHeader(encodeHeader(final));
   REQUIRE(h.type == FrameType::kFinal);
   REQUIRE(h.elemOffset == 1000);  // the chunk's, as its REDUCE says
   REQUIRE(h.elemCount == 50);     // n
@@ -145,7 +135,7 @@ TEST_CASE("failover frames: a FINAL names n and r, and the REDUCE behind it the 
   reduce.payloadLength = 40;
   REQUIRE(encodeHeader(reduce) == encodeHeader(final));
 
-  const FrameHeader rest = decoded(encodeHeader(remainderHeader(h)));
+  const FrameHeader rest = decodedHeader(encodeHeader(remainderHeader(h)));
   REQUIRE(rest.type == FrameType::kReduce);
   REQUIRE(rest.seq == 9);
   REQUIRE(rest.chunk == 33);
@@ -157,13 +147,13 @@ TEST_CASE("failover frames: a FINAL names n and r, and the REDUCE behind it the 
   REQUIRE(rest.op == ReduceOp::kMax);
 
   // The whole chunk final: no REDUCE follows (n - r = 0).
-  const FrameHeader whole = decoded(encodeHeader(finalHeader(chunk, 50)));
+  const FrameHeader whole = decodedHeader(encodeHeader(finalHeader(chunk, 50)));
   REQUIRE(finalPrefix(whole) == whole.elemCount);
 }
 
 TEST_CASE("failover frames: COMMITTED is the chunk's REDUCE header with no payload") {
   const ChunkFields& chunk = kChunk;
-  const FrameHeader h = decoded(encodeHeader(committedHeader(chunk)));
+  const FrameHeader h = decodedHeader(encodeHeader(committedHeader(chunk)));
   REQUIRE(h.type == FrameType::kCommitted);
   REQUIRE(h.payloadLength == 0);
   FrameHeader reduce = reduceHeader(chunk);

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/wire/crc32c.h"
+#include "tests/support/hex_of.h"
 
 using Catch::Matchers::Contains;
 using rs::DataType;
@@ -20,6 +21,7 @@ using rs::ReduceOp;
 using rs::Status;
 using rs::StatusCode;
 using namespace rs::wire;
+using rs::test::hexOf;
 
 namespace {
 
@@ -193,6 +195,17 @@ void requireProtocolError(const Status& s, std::string_view fragment) {
   REQUIRE_THAT(s.message(), Contains(std::string(fragment)));
 }
 
+// `h` with each of `lengths` as its payloadLength is refused, naming the one `type` must have.
+void requirePayloadLengthRefused(FrameHeader h, std::string_view type,
+                                 std::initializer_list<uint32_t> lengths, uint32_t expected) {
+  for (uint32_t n : lengths) {
+    h.payloadLength = n;
+    requireProtocolError(decode(h), std::string(type) + " frame: payloadLength " +
+                                        std::to_string(n) + " (expected " +
+                                        std::to_string(expected) + ")");
+  }
+}
+
 // A header field by name, place and width.
 struct Field {
   const char* name;
@@ -208,16 +221,6 @@ void requireZeroFields(const FrameHeader& h, std::initializer_list<Field> fields
     requireProtocolError(decode(patched(h, f.off, 1, f.width)), prefix + f.name + " 1 (expected 0)");
     requireProtocolError(decode(patched(h, f.off + f.width - 1, 0x80, 1)), prefix + f.name);
   }
-}
-
-std::string hexOf(const uint8_t* p, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    s.push_back(digits[p[i] >> 4]);
-    s.push_back(digits[p[i] & 0xF]);
-  }
-  return s;
 }
 
 }  // namespace
@@ -677,39 +680,20 @@ TEST_CASE("frame: data frame status must be 0") {
 // --- Malformed: HELLO and HELLO_ACK ----------------------------------------------------
 
 TEST_CASE("frame: HELLO payloadLength must be exact") {
-  for (uint32_t n : {0u, 48u, 80u, 212u, 215u, 217u, 1024u}) {
-    FrameHeader h = helloHeader();
-    h.payloadLength = n;
-    requireProtocolError(decode(h),
-                         "HELLO frame: payloadLength " + std::to_string(n) + " (expected 216)");
-  }
+  requirePayloadLengthRefused(helloHeader(), "HELLO", {0u, 48u, 80u, 212u, 215u, 217u, 1024u},
+                              216);
 }
 
 TEST_CASE("frame: CHALLENGE payloadLength must be exact") {
-  for (uint32_t n : {0u, 39u, 41u, 80u}) {
-    FrameHeader h = challengeHeader();
-    h.payloadLength = n;
-    requireProtocolError(decode(h),
-                         "CHALLENGE frame: payloadLength " + std::to_string(n) + " (expected 40)");
-  }
+  requirePayloadLengthRefused(challengeHeader(), "CHALLENGE", {0u, 39u, 41u, 80u}, 40);
 }
 
 TEST_CASE("frame: HELLO_ACK payloadLength must be exact") {
-  for (uint32_t n : {0u, 15u, 17u, 48u}) {
-    FrameHeader h = helloAckHeader();
-    h.payloadLength = n;
-    requireProtocolError(decode(h),
-                         "HELLO_ACK frame: payloadLength " + std::to_string(n) + " (expected 16)");
-  }
+  requirePayloadLengthRefused(helloAckHeader(), "HELLO_ACK", {0u, 15u, 17u, 48u}, 16);
 }
 
 TEST_CASE("frame: HEARTBEAT is a header alone") {
-  for (uint32_t n : {1u, 16u, 72u}) {
-    FrameHeader h = heartbeatHeader();
-    h.payloadLength = n;
-    requireProtocolError(decode(h),
-                         "HEARTBEAT frame: payloadLength " + std::to_string(n) + " (expected 0)");
-  }
+  requirePayloadLengthRefused(heartbeatHeader(), "HEARTBEAT", {1u, 16u, 72u}, 0);
   // Any group and rank: the stream's, which its receiver checks.
   FrameHeader h = heartbeatHeader();
   h.rank = 0xFFFFFFFF;

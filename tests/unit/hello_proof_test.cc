@@ -2,23 +2,15 @@
 // binds, and the constant-time comparison's answers.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
 #include <string>
 
 #include "core/wire/auth.h"
+#include "tests/support/hex_of.h"
 
 namespace rs::wire {
 namespace {
 
-std::string hexOf(const Digest& d) {
-  std::string out;
-  char buf[3];
-  for (uint8_t b : d) {
-    std::snprintf(buf, sizeof(buf), "%02x", b);
-    out += buf;
-  }
-  return out;
-}
+using test::hexOf;
 
 Digest hmacOf(const std::string& key, const std::string& data) {
   return hmacSha256(key, reinterpret_cast<const uint8_t*>(data.data()), data.size());

@@ -18,7 +18,7 @@ namespace {
 constexpr milliseconds kBound{12000};
 const Liveness::Clock::time_point kT0 = Liveness::Clock::time_point{} + std::chrono::hours(1);
 
-Liveness::Clock::time_point at(int64_t ms) { return kT0 + milliseconds(ms); }
+Liveness::Clock::time_point timeAt(int64_t ms) { return kT0 + milliseconds(ms); }
 
 Liveness::Sample owing(uint64_t sent = 0) {
   return {.arrived = 0, .sent = sent, .owing = true, .waiting = false, .canSend = true};
@@ -39,110 +39,110 @@ TEST_CASE("liveness: the intervals are fractions of the bound") {
 
 TEST_CASE("liveness: a stream with nothing owed either way sends nothing and loses no one") {
   Liveness l(kBound);
-  l.begin(at(0));
+  l.begin(timeAt(0));
   for (int64_t t = 1000; t <= 100000; t += 1000) {
-    REQUIRE(l.check(at(t), {}) == Verdict::kNothing);
+    REQUIRE(l.check(timeAt(t), {}) == Verdict::kNothing);
     REQUIRE_FALSE(l.active());
   }
 }
 
 TEST_CASE("liveness: a side that owes and sends nothing heartbeats every third of the bound") {
   Liveness l(kBound);
-  l.begin(at(0));
+  l.begin(timeAt(0));
   CHECK(l.active());
-  CHECK(l.check(at(3999), owing()) == Verdict::kNothing);
-  CHECK(l.check(at(4000), owing()) == Verdict::kSendHeartbeat);
+  CHECK(l.check(timeAt(3999), owing()) == Verdict::kNothing);
+  CHECK(l.check(timeAt(4000), owing()) == Verdict::kSendHeartbeat);
   l.heartbeatSent(72);  // its bytes are that send: the next is due a third of the bound later
-  CHECK(l.check(at(5000), owing(72)) == Verdict::kNothing);
-  CHECK(l.check(at(7999), owing(72)) == Verdict::kNothing);
-  CHECK(l.check(at(8000), owing(72)) == Verdict::kSendHeartbeat);
+  CHECK(l.check(timeAt(5000), owing(72)) == Verdict::kNothing);
+  CHECK(l.check(timeAt(7999), owing(72)) == Verdict::kNothing);
+  CHECK(l.check(timeAt(8000), owing(72)) == Verdict::kSendHeartbeat);
   // Not told (a heartbeat written later): its bytes, when seen, count as a later send.
-  CHECK(l.check(at(9000), owing(144)) == Verdict::kNothing);
-  CHECK(l.check(at(12999), owing(144)) == Verdict::kNothing);
-  CHECK(l.check(at(13000), owing(144)) == Verdict::kSendHeartbeat);
+  CHECK(l.check(timeAt(9000), owing(144)) == Verdict::kNothing);
+  CHECK(l.check(timeAt(12999), owing(144)) == Verdict::kNothing);
+  CHECK(l.check(timeAt(13000), owing(144)) == Verdict::kSendHeartbeat);
   // One that could not go out at all counts as sent too: the next is due a third later.
-  CHECK(l.check(at(16999), owing(144)) == Verdict::kNothing);
-  CHECK(l.check(at(17000), owing(144)) == Verdict::kSendHeartbeat);
+  CHECK(l.check(timeAt(16999), owing(144)) == Verdict::kNothing);
+  CHECK(l.check(timeAt(17000), owing(144)) == Verdict::kSendHeartbeat);
 }
 
 TEST_CASE("liveness: a side that keeps sending never heartbeats") {
   Liveness l(kBound);
-  l.begin(at(0));
+  l.begin(timeAt(0));
   uint64_t sent = 0;
   for (int64_t t = 1000; t <= 60000; t += 1000) {
     sent += 1 << 20;
-    REQUIRE(l.check(at(t), owing(sent)) == Verdict::kNothing);
+    REQUIRE(l.check(timeAt(t), owing(sent)) == Verdict::kNothing);
   }
 }
 
 TEST_CASE("liveness: no heartbeat while a frame is being written, one as soon as it can go") {
   Liveness l(kBound);
-  l.begin(at(0));
+  l.begin(timeAt(0));
   Liveness::Sample busy = owing();
   busy.canSend = false;
-  CHECK(l.check(at(4000), busy) == Verdict::kNothing);
-  CHECK(l.check(at(6000), busy) == Verdict::kNothing);
-  CHECK(l.check(at(7000), owing()) == Verdict::kSendHeartbeat);
+  CHECK(l.check(timeAt(4000), busy) == Verdict::kNothing);
+  CHECK(l.check(timeAt(6000), busy) == Verdict::kNothing);
+  CHECK(l.check(timeAt(7000), owing()) == Verdict::kSendHeartbeat);
 }
 
 TEST_CASE("liveness: quiet while nothing was owed does not count") {
   Liveness l(kBound);
-  l.begin(at(0));
-  CHECK(l.check(at(50000), {}) == Verdict::kNothing);
+  l.begin(timeAt(0));
+  CHECK(l.check(timeAt(50000), {}) == Verdict::kNothing);
   // Owing from here (found at a check, without begin()): the quiet counts from the last check
   // that found nothing owed.
-  CHECK(l.check(at(51000), owing()) == Verdict::kNothing);
-  CHECK(l.check(at(53999), owing()) == Verdict::kNothing);
-  CHECK(l.check(at(54000), owing()) == Verdict::kSendHeartbeat);
+  CHECK(l.check(timeAt(51000), owing()) == Verdict::kNothing);
+  CHECK(l.check(timeAt(53999), owing()) == Verdict::kNothing);
+  CHECK(l.check(timeAt(54000), owing()) == Verdict::kSendHeartbeat);
   // begin() after an idle spell: the same from its time, and bytes sent meanwhile count as
   // sent at the first check after it.
-  l.begin(at(90000));
-  CHECK(l.check(at(91000), owing(72)) == Verdict::kNothing);
-  CHECK(l.check(at(94999), owing(72)) == Verdict::kNothing);
-  CHECK(l.check(at(95000), owing(72)) == Verdict::kSendHeartbeat);
+  l.begin(timeAt(90000));
+  CHECK(l.check(timeAt(91000), owing(72)) == Verdict::kNothing);
+  CHECK(l.check(timeAt(94999), owing(72)) == Verdict::kNothing);
+  CHECK(l.check(timeAt(95000), owing(72)) == Verdict::kSendHeartbeat);
 }
 
 TEST_CASE("liveness: a peer silent for the bound while awaited is lost, not a moment sooner") {
   Liveness l(kBound);
-  l.begin(at(0));
-  CHECK(l.check(at(11999), waiting()) == Verdict::kNothing);
-  CHECK(l.silence(at(11999)) == milliseconds(11999));
-  CHECK(l.check(at(12000), waiting()) == Verdict::kLost);
-  CHECK(l.silence(at(12000)) == kBound);
+  l.begin(timeAt(0));
+  CHECK(l.check(timeAt(11999), waiting()) == Verdict::kNothing);
+  CHECK(l.silence(timeAt(11999)) == milliseconds(11999));
+  CHECK(l.check(timeAt(12000), waiting()) == Verdict::kLost);
+  CHECK(l.silence(timeAt(12000)) == kBound);
 }
 
 TEST_CASE("liveness: any byte from the peer keeps it alive") {
   Liveness l(kBound);
-  l.begin(at(0));
-  CHECK(l.check(at(5000), waiting(101)) == Verdict::kNothing);  // one byte
-  CHECK(l.check(at(16999), waiting(101)) == Verdict::kNothing);
-  CHECK(l.check(at(17000), waiting(101)) == Verdict::kLost);
-  CHECK(l.silence(at(17000)) == kBound);
+  l.begin(timeAt(0));
+  CHECK(l.check(timeAt(5000), waiting(101)) == Verdict::kNothing);  // one byte
+  CHECK(l.check(timeAt(16999), waiting(101)) == Verdict::kNothing);
+  CHECK(l.check(timeAt(17000), waiting(101)) == Verdict::kLost);
+  CHECK(l.silence(timeAt(17000)) == kBound);
 }
 
 TEST_CASE("liveness: a wait this side holds up does not count, and one that resumes starts over") {
   Liveness l(kBound);
-  l.begin(at(0));
-  CHECK(l.check(at(11000), waiting()) == Verdict::kNothing);
+  l.begin(timeAt(0));
+  CHECK(l.check(timeAt(11000), waiting()) == Verdict::kNothing);
   // This side stops reading (a parked or held-back reducer session): the peer can send nothing.
-  for (int64_t t = 12000; t <= 60000; t += 1000) REQUIRE(l.check(at(t), {}) == Verdict::kNothing);
+  for (int64_t t = 12000; t <= 60000; t += 1000) REQUIRE(l.check(timeAt(t), {}) == Verdict::kNothing);
   CHECK(l.active() == false);
   // Reading again: the silence counts from the last check that found no wait.
-  CHECK(l.check(at(61000), waiting()) == Verdict::kNothing);
-  CHECK(l.check(at(71999), waiting()) == Verdict::kNothing);
-  CHECK(l.check(at(72000), waiting()) == Verdict::kLost);
+  CHECK(l.check(timeAt(61000), waiting()) == Verdict::kNothing);
+  CHECK(l.check(timeAt(71999), waiting()) == Verdict::kNothing);
+  CHECK(l.check(timeAt(72000), waiting()) == Verdict::kLost);
 }
 
 TEST_CASE("liveness: stays active while anything is owed either way") {
   Liveness l(kBound);
   CHECK_FALSE(l.active());
-  l.begin(at(0));
+  l.begin(timeAt(0));
   CHECK(l.active());  // begin() starts the timer; the first check decides
-  l.check(at(1000), owing());
+  l.check(timeAt(1000), owing());
   CHECK(l.active());
-  l.check(at(2000), waiting());
+  l.check(timeAt(2000), waiting());
   CHECK(l.active());
-  l.check(at(3000), {});
+  l.check(timeAt(3000), {});
   CHECK_FALSE(l.active());
 }
 
@@ -168,8 +168,8 @@ TEST_CASE("liveness: heartbeats every third of the bound keep a waiting peer, a 
     // everything stops at stopAt.
     const int64_t dataUntil = static_cast<int64_t>(rng() % (5 * static_cast<uint64_t>(bound.count())));
     const int64_t stopAt = dataUntil + 10 * bound.count();
-    sender.begin(at(0));
-    receiver.begin(at(0));
+    sender.begin(timeAt(0));
+    receiver.begin(timeAt(0));
     std::vector<int64_t> sends;  // when each send's bytes reached the peer (at once)
     int64_t lastSend = 0;
     bool lost = false;
@@ -185,7 +185,7 @@ TEST_CASE("liveness: heartbeats every third of the bound keep a waiting peer, a 
         }
         const uint64_t sent = sends.size() * 72;
         if (sendCheck < stopAt &&
-            sender.check(at(sendCheck), owing(sent)) == Verdict::kSendHeartbeat) {
+            sender.check(timeAt(sendCheck), owing(sent)) == Verdict::kSendHeartbeat) {
           INFO("bound " << bound.count() << " gap " << sendCheck - lastSend);
           REQUIRE(sendCheck - lastSend <= bound.count() / 2 + 2 * jitter);
           sends.push_back(sendCheck);
@@ -196,14 +196,14 @@ TEST_CASE("liveness: heartbeats every third of the bound keep a waiting peer, a 
       } else {
         const auto arrived = static_cast<uint64_t>(std::count_if(
             sends.begin(), sends.end(), [&](int64_t s) { return s <= receiveCheck; }));
-        if (receiver.check(at(receiveCheck), waiting(arrived * 72)) == Verdict::kLost) {
+        if (receiver.check(timeAt(receiveCheck), waiting(arrived * 72)) == Verdict::kLost) {
           lost = true;
           INFO("bound " << bound.count() << " lost at " << receiveCheck << ", stop at " << stopAt);
           REQUIRE(receiveCheck >= stopAt);
           const int64_t silence = receiveCheck - lastSend;
           REQUIRE(silence >= bound.count());
           REQUIRE(silence <= bound.count() + 2 * (interval + jitter));
-          REQUIRE(receiver.silence(at(receiveCheck)).count() >= bound.count());
+          REQUIRE(receiver.silence(timeAt(receiveCheck)).count() >= bound.count());
         }
         receiveCheck = next(receiveCheck);
       }

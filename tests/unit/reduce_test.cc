@@ -16,12 +16,13 @@
 
 #include "core/reduce/float16.h"
 #include "core/reduce/float8.h"
+#include "tests/support/for_each_target.h"
 #include "tests/support/reduce_reference.h"
 
 namespace rs::reduce {
 namespace {
 
-using namespace rs::test;  // the scalar reference (reduce_reference.h)
+using namespace rs::test;  // the scalar reference (reduce_reference.h), forEachTarget
 using rs::test::reference;  // overloaded below for Buffers
 
 constexpr DataType kFloat8Types[] = {DataType::kFloat8e4m3, DataType::kFloat8e5m2};
@@ -48,27 +49,6 @@ class Buffer {
   std::vector<uint8_t> bytes_;
   size_t offset_, size_, canary_;
 };
-
-// Runs f once per runnable target, forced, restoring the default afterwards even on failure.
-class TargetGuard {
- public:
-  explicit TargetGuard(int64_t target) { forceTargetForTesting(target); }
-  ~TargetGuard() { forceTargetForTesting(0); }
-  TargetGuard(const TargetGuard&) = delete;
-  TargetGuard& operator=(const TargetGuard&) = delete;
-};
-
-template <class F>
-void forEachTarget(F&& f) {
-  const auto targets = runnableTargets();
-  REQUIRE(!targets.empty());
-  for (int64_t target : targets) {
-    TargetGuard guard(target);
-    INFO("target " << targetName(target));
-    REQUIRE(activeTargetName() == targetName(target));
-    f();
-  }
-}
 
 // Both ways the reducer can compute a result: reduceInputs (fused) and accumulateFirst +
 // accumulate + finalize. The finalize either writes to a separate buffer or in place.

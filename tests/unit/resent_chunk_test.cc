@@ -13,6 +13,7 @@
 
 #include "core/reduce/reduce.h"
 #include "tests/support/reduce_reference.h"
+#include "tests/support/require_error.h"
 
 namespace rs::failover {
 namespace {
@@ -175,15 +176,7 @@ TEST_CASE("resent chunk: a COMMITTED marker, or the whole result everywhere, com
   CHECK_FALSE(res->sendResult);
 }
 
-void requireError(const Status& s, StatusCode code, const std::string& fragment) {
-  INFO(s.toString());
-  REQUIRE(s.code() == code);
-  REQUIRE_THAT(s.message(), Catch::Matchers::Contains(fragment));
-}
-template <typename T>
-void requireError(const Result<T>& r, StatusCode code, const std::string& fragment) {
-  requireError(r.status(), code, fragment);
-}
+using test::requireError;
 
 TEST_CASE("resent chunk: bad entries are errors, never a crash, and leave the output as it was") {
   requireError(ResentChunk::create({1, 0, 4, DataType::kFloat32, ReduceOp::kSum}),

@@ -8,24 +8,12 @@
 #include <string>
 
 #include "core/common/secret.h"
+#include "tests/support/scoped_env.h"
 
 namespace rs {
 namespace {
 
-// Sets (or clears, for nullptr) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (value != nullptr) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
+using test::ScopedEnv;
 
 std::string writeTemp(const std::string& contents) {
   char path[] = "/tmp/rs_secret_test_XXXXXX";
