@@ -114,6 +114,19 @@ void CommunicatorCore::onConnected(Connection&) {
   cv_.notify_all();
 }
 
+wire::FrameHeader CommunicatorCore::chunkHeader(const RequestState& request, uint64_t i) const {
+  const RequestState::Results& r = request.results();
+  return wire::reduceHeader({.group = group_.id,
+                             .rank = group_.rank,
+                             .seq = request.seq(),
+                             .chunk = r.firstChunk + i,
+                             .elemOffset = i * r.chunkElems,
+                             .elemCount = static_cast<uint32_t>(
+                                 std::min(r.chunkElems, r.count - i * r.chunkElems)),
+                             .dtype = r.wireType,
+                             .op = r.op});
+}
+
 size_t CommunicatorCore::laneOf(uint64_t chunk) const {
   const uint32_t r = cluster::reducerForChunk(chunk, reducers_);
   const uint32_t s = cluster::streamForChunk(chunk, reducers_, streams_);
@@ -175,14 +188,7 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
     const uint64_t offset = i * plan.chunkElems;
     ChunkTransfer t;
     t.request = request;
-    t.header = wire::reduceHeader({.group = group_.id,
-                                   .rank = group_.rank,
-                                   .seq = seq,
-                                   .chunk = chunk,
-                                   .elemOffset = offset,
-                                   .elemCount = static_cast<uint32_t>(plan.elemsInChunk(i, count)),
-                                   .dtype = wireType,
-                                   .op = op});
+    t.header = chunkHeader(*request, i);
     t.src = src + offset * elemSize;
     t.dst = dst + offset * elemSize;
     t.compressed = wireType != type;
@@ -247,14 +253,7 @@ void CommunicatorCore::onResultsIn(std::shared_ptr<RequestState> request) {
          .lane = static_cast<uint32_t>(laneOf(chunk)),
          .data = r.recv + i * r.chunkElems * r.elemSize,
          .bytes = static_cast<size_t>(elems * r.elemSize),
-         .header = wire::reduceHeader({.group = group_.id,
-                                       .rank = group_.rank,
-                                       .seq = request->seq(),
-                                       .chunk = chunk,
-                                       .elemOffset = i * r.chunkElems,
-                                       .elemCount = static_cast<uint32_t>(elems),
-                                       .dtype = r.wireType,
-                                       .op = r.op}),
+         .header = chunkHeader(*request, i),
          .compressed = r.compressed});
   }
   RetentionStore::Outcome outcome;

@@ -91,6 +91,9 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   void onLateChunks(Connection& connection, std::vector<ChunkTransfer> chunks) override;
 
  private:
+  // The REDUCE header of chunk i (0-based) of `request`, whose results() are set: every
+  // header of the collective's chunks is built here (submit, keep, failover's resend).
+  wire::FrameHeader chunkHeader(const RequestState& request, uint64_t i) const;
   // The index of the connection (and retention lane) of `chunk`'s home and stream.
   size_t laneOf(uint64_t chunk) const;
   // Failover (communicator_failover.cc).

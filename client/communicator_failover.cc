@@ -201,14 +201,7 @@ void CommunicatorCore::finishAdoptionLocked() {
       std::shared_ptr<std::byte[]> copy(new std::byte[bytes]);
       std::memcpy(copy.get(), r.recv + i * r.chunkElems * r.elemSize, bytes);
       ChunkTransfer t;
-      t.header = wire::reduceHeader({.group = group_.id,
-                                     .rank = group_.rank,
-                                     .seq = request->seq(),
-                                     .chunk = c,
-                                     .elemOffset = i * r.chunkElems,
-                                     .elemCount = static_cast<uint32_t>(elems),
-                                     .dtype = r.wireType,
-                                     .op = r.op});
+      t.header = chunkHeader(*request, i);
       t.src = t.dst = copy.get();
       t.keep = std::move(copy);
       t.compressed = r.compressed;
