@@ -17,12 +17,7 @@ void Session::laneAssigned(const cluster::Lane& lane, const cluster::DeadSet& de
 }
 
 void Session::handleFailover() {
-  if (in_.group != group_->id() || in_.rank != rank_) {
-    reject(FrameRejection::kWrongMember,
-           protocolError(fmt::format("FAILOVER names group {} rank {}, but this lane joined as {}",
-                                     in_.group.toString(), in_.rank, name_)));
-    return;
-  }
+  if (!fromThisMember()) return;
   failoverPayload_.resize(in_.payloadLength);
   readInFlight_ = true;
   reader_.readExactly(*stream_, failoverPayload_.data(), failoverPayload_.size(),
@@ -76,13 +71,8 @@ void Session::onLaneReady() {
 }
 
 bool Session::fromThisLane() {
+  if (!fromThisMember()) return false;
   const std::string_view type = wire::frameTypeName(in_.type);
-  if (in_.group != group_->id() || in_.rank != rank_) {
-    reject(FrameRejection::kWrongMember,
-           protocolError(fmt::format("{} names group {} rank {}, but this lane joined as {}",
-                                     type, in_.group.toString(), in_.rank, name_)));
-    return false;
-  }
   // A lane carries the chunks of its lost reducer and stream that this survivor owns under the
   // lane's dead set (lane.h): every member routes them alike.
   const GroupParams& p = group_->params();

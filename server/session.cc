@@ -166,15 +166,19 @@ void Session::onPeerAbort(const std::error_code& ec) {
   fail(abortedError(fmt::format("rank {} gave up: {}", rank_, peer.reason)));
 }
 
+bool Session::fromThisMember() {
+  if (in_.group == group_->id() && in_.rank == rank_) return true;
+  reject(FrameRejection::kWrongMember,
+         protocolError(fmt::format("{} names group {} rank {}, but this {} joined as {}",
+                                   wire::frameTypeName(in_.type), in_.group.toString(), in_.rank,
+                                   isLane() ? "lane" : "stream", name_)));
+  return false;
+}
+
 bool Session::fromThisStream() {
+  if (!fromThisMember()) return false;
   const GroupParams& p = group_->params();
   const std::string_view type = wire::frameTypeName(in_.type);
-  if (in_.group != group_->id() || in_.rank != rank_) {
-    reject(FrameRejection::kWrongMember,
-           protocolError(fmt::format("{} names group {} rank {}, but this stream joined as {}",
-                                     type, in_.group.toString(), in_.rank, name_)));
-    return false;
-  }
   // Chunk i belongs to reducer i mod R and travels on stream (i / R) mod K: a frame that
   // breaks this rule was routed by a member that disagrees with the others.
   const uint32_t owner = cluster::reducerForChunk(in_.chunk, p.reducerCount);

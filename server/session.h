@@ -160,8 +160,11 @@ class Session final : public std::enable_shared_from_this<Session>,
   void onHeader(const std::error_code& ec);
   void handleReduce();
   void handleReceived();
-  // The frame just read names this stream's group and rank, and its chunk belongs to this
-  // reducer and stream; else the frame is rejected (and false).
+  // The frame just read names this session's group and rank; else it is rejected (and false).
+  // The first check of fromThisStream and fromThisLane, and all of a FAILOVER's.
+  bool fromThisMember();
+  // fromThisMember, and the chunk belongs to this reducer and stream; else the frame is
+  // rejected (and false).
   bool fromThisStream();
   // fromThisStream() or, on a lane, fromThisLane().
   bool fromThisRoute() { return isLane() ? fromThisLane() : fromThisStream(); }
