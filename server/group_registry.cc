@@ -180,11 +180,7 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint
     return invalidArgument(fmt::format("{}: rank {} stream {} is already connected", g.name(),
                                        rank, streamIndex));
   g.streamConnected_[slot] = true;
-  ++g.openStreams_;
-  if (!peerHost.empty()) {
-    g.streamPeer_[slot] = peerHost;
-    ++peerStreams_[peerHost];
-  }
+  countConnectionLocked(g, rank, streamIndex, peerHost);
   g.everConnected_ = true;
   if (streamsOfRankLocked(g, rank) == 1)
     rs::logger().info("{}: rank {} joined ({} of {} members connected)", g.name(), rank,
@@ -224,12 +220,25 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinLane(const GroupId& id, uint32
   if (laneIndex < params.streamCount)
     return invalidArgument(fmt::format("{}: lane {} of rank {} is not above the {} streams",
                                        g.name(), laneIndex, rank, params.streamCount));
-  ++g.openStreams_;
-  if (!peerHost.empty()) {
-    g.lanePeer_.emplace(uint64_t{rank} << 16 | laneIndex, peerHost);
-    ++peerStreams_[peerHost];
-  }
+  countConnectionLocked(g, rank, laneIndex, peerHost);
   return it->second;
+}
+
+void GroupRegistry::countConnectionLocked(Group& g, uint32_t rank, uint16_t index,
+                                          const std::string& peerHost) {
+  ++g.openStreams_;
+  if (peerHost.empty()) return;
+  g.peerOf_.emplace(Group::connectionKey(rank, index), peerHost);
+  ++peerStreams_[peerHost];
+}
+
+void GroupRegistry::uncountConnectionLocked(Group& g, uint32_t rank, uint16_t index) {
+  --g.openStreams_;
+  auto it = g.peerOf_.find(Group::connectionKey(rank, index));
+  if (it == g.peerOf_.end()) return;
+  if (auto p = peerStreams_.find(it->second); p != peerStreams_.end() && --p->second == 0)
+    peerStreams_.erase(p);
+  g.peerOf_.erase(it);
 }
 
 void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t streamIndex) {
@@ -237,28 +246,14 @@ void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t str
   auto it = groups_.find(group.id());
   if (it == groups_.end() || it->second.get() != &group) return;
   Group& g = *it->second;
-  std::optional<std::string> peer;
   if (streamIndex >= g.params().streamCount) {  // a lane
-    --g.openStreams_;
-    if (auto lane = g.lanePeer_.find(uint64_t{rank} << 16 | streamIndex);
-        lane != g.lanePeer_.end()) {
-      peer = lane->second;
-      g.lanePeer_.erase(lane);
-    }
+    uncountConnectionLocked(g, rank, streamIndex);
   } else {
     const size_t slot = static_cast<size_t>(rank) * g.params().streamCount + streamIndex;
     if (slot >= g.streamConnected_.size() || !g.streamConnected_[slot]) return;
     g.streamConnected_[slot] = false;
-    --g.openStreams_;
-    if (auto s = g.streamPeer_.find(slot); s != g.streamPeer_.end()) {
-      peer = s->second;
-      g.streamPeer_.erase(s);
-    }
+    uncountConnectionLocked(g, rank, streamIndex);
     if (streamsOfRankLocked(g, rank) == 0) rs::logger().info("{}: rank {} left", g.name(), rank);
-  }
-  if (peer) {
-    if (auto p = peerStreams_.find(*peer); p != peerStreams_.end() && --p->second == 0)
-      peerStreams_.erase(p);
   }
   if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) eraseLocked(g);
 }

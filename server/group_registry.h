@@ -112,8 +112,12 @@ class Group {
   // Guarded by the registry's mutex.
   std::vector<bool> streamConnected_;  // [rank * streamCount + stream]
   std::vector<bool> declared_;         // ranks that called JoinGroup over gRPC
-  std::unordered_map<size_t, std::string> streamPeer_;  // [rank * streamCount + stream]: host
-  std::unordered_multimap<uint64_t, std::string> lanePeer_;  // [rank << 16 | lane]: host
+  // The host of each connection (stream or lane) that came from one, by connectionKey: a
+  // multimap, as a member may hold a lane of one index under two dead sets for a moment.
+  std::unordered_multimap<uint64_t, std::string> peerOf_;
+  static uint64_t connectionKey(uint32_t rank, uint16_t index) {
+    return uint64_t{rank} << 16 | index;
+  }
   uint32_t openStreams_ = 0;
   bool everConnected_ = false;
   BookkeepingCharge bookkeeping_;  // this object's and its shards' state, against --memory-limit
@@ -199,6 +203,10 @@ class GroupRegistry {
   static Status agreeLocked(const Group& group, uint32_t rank, const GroupParams& params);
   // The per-peer and per-group connection caps for one more connection from `peerHost`.
   Status checkConnectionCapsLocked(const Group* group, const std::string& peerHost) const;
+  // A stream or lane (`index`) of `rank` joined from `peerHost`, or closed: what the caps count.
+  void countConnectionLocked(Group& group, uint32_t rank, uint16_t index,
+                             const std::string& peerHost);
+  void uncountConnectionLocked(Group& group, uint32_t rank, uint16_t index);
   void eraseLocked(const Group& group);
   static uint32_t streamsOfRankLocked(const Group& group, uint32_t rank);
   // Whether a member declared over gRPC has not left yet.
