@@ -25,6 +25,8 @@ Group::Group(GroupId id, GroupParams params, uint32_t threadOffset, uint32_t eff
       threadOffset_(threadOffset),
       timeoutMs_(effectiveTimeoutMs),
       name_("group " + id.toString().substr(0, 8)),
+      joining_(params.rejoin),
+      streamsToJoin_(int64_t{params.worldSize} * params.streamCount),
       streamConnected_(static_cast<size_t>(params.worldSize) * params.streamCount, false),
       declared_(params.worldSize, false) {}
 
@@ -36,19 +38,17 @@ bool Group::markAborted(const Status& reason) {
   return true;
 }
 
-std::optional<cluster::DeadSet> Group::learnDead(const cluster::DeadSet& dead) {
+std::optional<cluster::DeadView> Group::learnDead(const cluster::DeadView& dead) {
   std::lock_guard lock(mu_);
   if (!dead_) {
     dead_ = dead;
     return dead_;
   }
-  cluster::DeadSet grown = *dead_;
-  if (!grown.unite(dead).isOk() || grown == *dead_) return std::nullopt;
-  dead_ = grown;
+  if (!dead_->learn(dead)) return std::nullopt;
   return dead_;
 }
 
-std::optional<cluster::DeadSet> Group::dead() const {
+std::optional<cluster::DeadView> Group::dead() const {
   std::lock_guard lock(mu_);
   return dead_;
 }
@@ -88,6 +88,18 @@ Status GroupRegistry::agreeLocked(const Group& g, uint32_t rank, const GroupPara
   // First, so that another job learns neither the group's shape nor its state.
   if (g.job() != params.job) return anotherJob(g.id());
   if (g.aborted()) return abortedError(g.name() + " was aborted: " + g.abortReason().message());
+  // A rejoin is for a reducer restarted since the loss, which knows nothing of the group; a
+  // joining group takes only rejoining streams (proto/FAILOVER.md, "A reducer comes back").
+  if (params.rejoin && !g.joining())
+    return invalidArgument(fmt::format(
+        "{} is live on this reducer: rank {} redials it to rejoin, but a rejoin is for a reducer "
+        "restarted since the loss",
+        g.name(), rank));
+  if (!params.rejoin && g.joining())
+    return invalidArgument(fmt::format(
+        "{} is rejoining this restarted reducer: rank {} comes without the rejoin flag (a lane, "
+        "or a member that did not lose it)",
+        g.name(), rank));
   if (!have.sameShape(params))
     return invalidArgument(fmt::format(
         "{}: rank {} brings world_size={} streams={} reducer={}/{}, but the group has "
@@ -272,7 +284,9 @@ bool GroupRegistry::anyDeclaredLocked(const Group& g) {
 }
 
 void GroupRegistry::eraseLocked(const Group& g) {
-  if (g.aborted()) {
+  // A joining group cancelled (proto/FAILOVER.md, "A reducer comes back") leaves no tombstone:
+  // its members redial it later.
+  if (g.aborted() && !g.joining()) {
     if (tombstones_.size() >= kMaxTombstones) {
       // Drop expired ones first; if none expired, the oldest-inserted is as good as any.
       auto now = std::chrono::steady_clock::now();

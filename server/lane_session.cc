@@ -47,7 +47,9 @@ void Session::onFailoverPayload(const std::error_code& ec) {
   if (!lane) return reject(FrameRejection::kMisrouted, lane.status());
   laneAssigned(*lane, *dead);
   Status error;
-  switch (owner_.laneFailover(shared_from_this(), *dead, in_.chunk, &error)) {
+  // seq: the set's generation (cluster::DeadView).
+  switch (owner_.laneFailover(shared_from_this(), cluster::DeadView{in_.seq, *dead}, in_.chunk,
+                              &error)) {
     case SessionOwner::LaneVerdict::kReady:
       laneState_ = LaneState::kEntries;
       readHeader();
@@ -188,23 +190,23 @@ void Session::laneEnded(const std::string& what) {
   close(unavailableError(fmt::format("the member ended the lane: {}", what)));
 }
 
-void Session::sendLost(const cluster::DeadSet& dead) {
+void Session::sendLost(const cluster::DeadView& dead) {
   if (closed_ || aborting_) return;
   std::vector<uint32_t> list;
-  for (uint32_t i = 0; i < dead.size(); ++i) list.push_back(dead.nthDead(i));
-  Result<wire::DeadSetFrame> frame = wire::lostFrame(group_->id(), rank_, list);
+  for (uint32_t i = 0; i < dead.dead.size(); ++i) list.push_back(dead.dead.nthDead(i));
+  Result<wire::DeadSetFrame> frame = wire::lostFrame(group_->id(), rank_, list, dead.generation);
   if (!frame) return;  // a dead set always encodes (DeadSet holds at most kMaxDeadReducers)
   writer_.enqueue(transport::ownedFrame(
       frame->header, std::string(frame->payload.begin(), frame->payload.end()), kControlFrame));
   flush();
 }
 
-void Session::retire(const cluster::DeadSet& dead) {
+void Session::retire(const cluster::DeadView& dead) {
   std::vector<uint32_t> list;
-  for (uint32_t i = 0; i < dead.size(); ++i) list.push_back(dead.nthDead(i));
-  Result<wire::DeadSetFrame> frame = wire::lostFrame(group_->id(), rank_, list);
+  for (uint32_t i = 0; i < dead.dead.size(); ++i) list.push_back(dead.dead.nthDead(i));
+  Result<wire::DeadSetFrame> frame = wire::lostFrame(group_->id(), rank_, list, dead.generation);
   const Status why = unavailableError(fmt::format(
-      "a lane under reducers {} lost, but the group has reducers {} lost",
+      "a lane under reducers {} lost, but the group has {} lost",
       laneDead_ ? laneDead_->toString() : "?", dead.toString()));
   if (!frame) return close(why);
   rs::logger().debug("{}: retired: {}", name_, why.message());

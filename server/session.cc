@@ -124,6 +124,9 @@ void Session::onHeader(const std::error_code& ec) {
     case wire::FrameType::kReceived:
       handleReceived();
       return;
+    case wire::FrameType::kJoin:
+      handleJoin();
+      return;
     case wire::FrameType::kAbort:
     case wire::FrameType::kError:
       // A member gave up (for instance after a failure on another reducer): fail the group
@@ -214,6 +217,19 @@ void Session::handleReceived() {
 
 void Session::handleReduce() {
   if (!fromThisStream()) return;
+  // A group that took this reducer back (proto/FAILOVER.md, "A reducer comes back") takes chunks
+  // from its rejoin point T on, and none before JOIN_AT (rejoinAt() is 0 for any other group).
+  if (in_.chunk < group_->rejoinAt() || group_->joining()) {
+    reject(group_->joining() ? FrameRejection::kUnexpectedType : FrameRejection::kMisrouted,
+           protocolError(group_->joining()
+                             ? fmt::format("REDUCE for chunk {} before JOIN_AT: the group is "
+                                           "rejoining this reducer",
+                                           in_.chunk)
+                             : fmt::format("REDUCE for chunk {}, below chunk {} where the group "
+                                           "took this reducer back",
+                                           in_.chunk, group_->rejoinAt())));
+    return;
+  }
   if (haveLastChunk_ && in_.chunk <= lastChunk_) {
     reject(FrameRejection::kOutOfOrder,
            protocolError(fmt::format("chunk {} arrived after chunk {}: chunks must increase",
