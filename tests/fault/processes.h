@@ -46,7 +46,8 @@ bool killChild(Child& c, std::chrono::milliseconds deadline = std::chrono::milli
 bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds deadline,
              const std::function<void()>& poll = {});
 
-// A reduction-server process on loopback ports it picks, with metrics on.
+// A reduction-server process on loopback ports it picks (its data port `dataPort` where one is
+// given: a reducer restarted under its address), with metrics on.
 struct Reducer {
   Child proc;
   uint16_t dataPort = 0;
@@ -54,7 +55,7 @@ struct Reducer {
   std::string log;
 };
 Result<Reducer> startReducer(const std::string& bin, const std::string& dir, int index,
-                             const std::vector<std::string>& flags);
+                             const std::vector<std::string>& flags, uint16_t dataPort = 0);
 
 // One scrape of http://127.0.0.1:<port>/metrics: series (name{labels}) -> value.
 using Metrics = std::map<std::string, double>;
