@@ -94,7 +94,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // Rejoin (communicator_rejoin.cc).
   void onJoinOffer(Connection& connection) override;
   void onJoinAt(Connection& connection, uint64_t at) override;
-  void onRejoinEnded(Connection& connection, const Status& why) override;
+  bool onRejoinEnded(Connection& connection, const Status& why) override;
   void onResultsIn(std::shared_ptr<RequestState> request) override;
   void onCommitted(Connection& connection, uint64_t chunk) override;
   void onDrained(Connection& connection, std::vector<ChunkTransfer> unfinished) override;
@@ -229,7 +229,11 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // Under mu_: the gate (holding_ from JOIN to JOIN_AT; switchAt_ T until the switch), and the
   // next chunk number as submit will take it.
   bool holding_ = false;
-  std::optional<uint64_t> switchAt_;
+  struct SwitchAt {
+    uint32_t reducer;
+    uint64_t chunk;
+  };
+  std::optional<SwitchAt> switchAt_;
   std::atomic<uint64_t> nextChunkSeen_{0};
   std::atomic<uint64_t> rejoins_{0};
   std::atomic<uint64_t> rejoinsCancelled_{0};

@@ -186,21 +186,28 @@ void CommunicatorCore::onJoinAt(Connection& connection, uint64_t at) {
   ++rejoin_.attempt;  // the hold's timer is stale
   std::lock_guard state(mu_);
   holding_ = false;
-  switchAt_ = at;
+  switchAt_ = SwitchAt{rejoin_.reducer, at};
   cv_.notify_all();
 }
 
-void CommunicatorCore::onRejoinEnded(Connection& connection, const Status& why) {
+bool CommunicatorCore::onRejoinEnded(Connection& connection, const Status& why) {
   std::lock_guard lock(submitMu_);
-  if (redialIndex(rejoin_.streams, connection) < 0) return;  // closed by a cancel
+  if (redialIndex(rejoin_.streams, connection) < 0) {
+    // Closed by a cancel (a stale attempt's), or taken back meanwhile: then a stream.
+    for (const auto& c : connections_)
+      if (c.get() == &connection) return false;
+    return true;
+  }
   switch (rejoin_.phase) {
     case Rejoin::Phase::kDialing:
       // Not there yet (refused, reset), or a reducer that refused the rejoin: the next redial.
       // One that took all of this member's streams and then ends (it cancels: another member
       // never came) is a cancel.
-      return endRedialLocked(why, rejoin_.connected == streams_);
+      endRedialLocked(why, rejoin_.connected == streams_);
+      return true;
     case Rejoin::Phase::kAnswered:
-      return endRedialLocked(why, /*cancelled=*/true);
+      endRedialLocked(why, /*cancelled=*/true);
+      return true;
     case Rejoin::Phase::kAt:
       // After JOIN_AT the others take the reducer back at T: so does this member, and then it
       // loses it as an ordinary loss (switchToRejoinedLocked).
@@ -209,11 +216,12 @@ void CommunicatorCore::onRejoinEnded(Connection& connection, const Status& why) 
                         "chunk {} and lost again",
                         group_.id.toString().substr(0, 8), group_.rank, why.message(),
                         rejoin_.at);
-      return;
+      return true;
     case Rejoin::Phase::kIdle:
     case Rejoin::Phase::kBackingOff:
-      return;
+      return true;
   }
+  return true;
 }
 
 bool CommunicatorCore::committedBelow(uint32_t reducer, uint64_t at) const {
@@ -226,8 +234,8 @@ bool CommunicatorCore::gateOpenLocked() const {
   if (failed_ || holding_) return failed_;
   if (!switchAt_) return true;
   // The collective at the rejoin point waits for the commit of the reducer's chunks below it.
-  return nextChunkSeen_.load(std::memory_order_acquire) < *switchAt_ ||
-         committedBelow(rejoin_.reducer, *switchAt_);
+  return nextChunkSeen_.load(std::memory_order_acquire) < switchAt_->chunk ||
+         committedBelow(switchAt_->reducer, switchAt_->chunk);
 }
 
 Result<std::unique_lock<std::mutex>> CommunicatorCore::lockForSubmit(
@@ -239,11 +247,15 @@ Result<std::unique_lock<std::mutex>> CommunicatorCore::lockForSubmit(
       std::string why;
       {
         std::lock_guard lock(mu_);
-        why = holding_ ? "for JOIN_AT" : "for the commit of its chunks below the rejoin point";
+        why = holding_ ? "waiting for JOIN_AT"
+                       : fmt::format("waiting for the commit of reducer {}'s chunks below the "
+                                     "rejoin point, chunk {}",
+                                     switchAt_ ? switchAt_->reducer : 0,
+                                     switchAt_ ? switchAt_->chunk : 0);
       }
-      Status s = timeoutError(fmt::format(
-          "an all-reduce waited {} ms (its timeout) to take reducer {} ({}) back: {}",
-          timeout.count(), rejoin_.reducer, options_.reducers[rejoin_.reducer].toString(), why));
+      Status s = timeoutError(
+          fmt::format("an all-reduce waited {} ms (its timeout) to take a lost reducer back: {}",
+                      timeout.count(), why));
       fail(s);
       return s;
     }

@@ -422,9 +422,15 @@ void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Wr
 void Connection::fail(const Status& status) {
   if (closed_) return;
   // A redial that fails ends the rejoin, never the communicator.
-  if (rejoining_) owner_.onRejoinEnded(*this, status);
-  else owner_.onFailed(status);  // posts close() to every connection, this one included
+  if (!endsAsRedial(status)) owner_.onFailed(status);  // posts close() to every connection
   close();
+}
+
+bool Connection::endsAsRedial(const Status& why) {
+  if (!rejoining_) return false;
+  if (owner_.onRejoinEnded(*this, why)) return true;
+  rejoining_ = false;  // a stream already: its promote() was on its way
+  return false;
 }
 
 void Connection::onJoinFrame() {
@@ -506,7 +512,7 @@ void Connection::peerSilent(std::chrono::milliseconds silence) {
 
 void Connection::lost(const Status& why) {
   if (closed_) return;
-  if (rejoining_) return fail(why);  // the redial ends: onRejoinEnded
+  if (endsAsRedial(why)) return close();
   if (liveness_) liveness_->cancel();
   retired_ = true;  // what it held is resent, unless the owner fails instead
   owner_.onReducerLost(*this, why);

@@ -90,9 +90,11 @@ class ConnectionOwner {
   // the reducer offers the rejoin (JOIN_OFFER), or names the rejoin point (JOIN_AT).
   virtual void onJoinOffer(Connection& connection) = 0;
   virtual void onJoinAt(Connection& connection, uint64_t at) = 0;
-  // A redial's connection ended before it became a stream (refused, reset, cancelled by the
-  // reducer, or a protocol error): `why`. Never onFailed or onReducerLost for it.
-  virtual void onRejoinEnded(Connection& connection, const Status& why) = 0;
+  // A redial's connection ends (refused, reset, cancelled by the reducer, a protocol error:
+  // `why`): true when it ended as a redial (never onFailed or onReducerLost for it); false when
+  // the owner made it a stream meanwhile (its promote() still on its way), which then ends as a
+  // stream does.
+  virtual bool onRejoinEnded(Connection& connection, const Status& why) = 0;
   // Every chunk's result of `request` is in its buffer (this connection had its last chunk).
   virtual void onResultsIn(std::shared_ptr<RequestState> request) = 0;
   // The reducer committed every chunk up to `chunk` on this connection's stream.
@@ -228,6 +230,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void onLostPayload(const std::error_code& ec);
   // JOIN_OFFER or JOIN_AT (in_) on a redial's stream 0.
   void onJoinFrame();
+  // A redial's end, told to the owner: true when it ended as one (else it is a stream now).
+  bool endsAsRedial(const Status& why);
   // Lanes: whole entries at the front of expected_ that were handed to the writer are held.
   void popWholeEntries();
   // Hands an entry's frames to the writer (a stream's chunk is a REDUCE entry).
