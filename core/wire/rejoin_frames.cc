@@ -1,18 +1,8 @@
 #include "core/wire/rejoin_frames.h"
 
+#include "core/wire/control_frames.h"
+
 namespace rs::wire {
-namespace {
-
-FrameHeader headerOnly(FrameType type, const GroupId& group, uint32_t rank, uint64_t chunk) {
-  FrameHeader h;
-  h.type = type;
-  h.group = group;
-  h.rank = rank;
-  h.chunk = chunk;
-  return h;
-}
-
-}  // namespace
 
 FrameHeader joinOfferHeader(const GroupId& group, uint32_t rank) {
   return headerOnly(FrameType::kJoinOffer, group, rank, 0);

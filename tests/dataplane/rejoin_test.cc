@@ -119,6 +119,16 @@ bool everyMember(const std::vector<client::Communicator*>& members,
   return true;
 }
 
+// Two members and two reducers; rank 1 never redials (RS_REJOIN_MS=0), so no rejoin completes.
+Plan oneNeverRedials() {
+  Plan plan;
+  plan.world = 2;
+  plan.reducers = 2;
+  plan.collectives = 6;
+  plan.rejoin = [](int rank) { return std::chrono::milliseconds(rank == 1 ? 0 : 100); };
+  return plan;
+}
+
 server::DataPlaneStats statsOf(LocalPool& pool, int reducer) {
   return pool.reducer(reducer).dataPlane().stats();
 }
@@ -163,11 +173,7 @@ TEST_CASE("a reducer lost and restarted on its port is taken back: later collect
 TEST_CASE("a member that never redials cancels the rejoin at the group's loss bound: the others "
           "go on without the reducer, exact",
           "[rejoin]") {
-  Plan plan;
-  plan.world = 2;
-  plan.reducers = 2;
-  plan.collectives = 6;
-  plan.rejoin = [](int rank) { return std::chrono::milliseconds(rank == 1 ? 0 : 100); };
+  const Plan plan = oneNeverRedials();
   LocalPool pool(plan.reducers);
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
@@ -194,12 +200,8 @@ TEST_CASE("a member that never redials cancels the rejoin at the group's loss bo
 TEST_CASE("the restarted reducer lost again before JOIN_AT cancels the rejoin: the members go on "
           "without it, exact",
           "[rejoin]") {
-  Plan plan;
-  plan.world = 2;
-  plan.reducers = 2;
-  plan.collectives = 6;
   // Rank 1 never redials, so that the rejoin cannot complete before the reducer is stopped.
-  plan.rejoin = [](int rank) { return std::chrono::milliseconds(rank == 1 ? 0 : 100); };
+  const Plan plan = oneNeverRedials();
   LocalPool pool(plan.reducers);
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);

@@ -105,6 +105,13 @@ std::string lineStartingWith(const Child& c, const std::string& prefix) {
   return "";
 }
 
+int doneCount(const Child& c) {
+  int n = 0;
+  for (size_t at = c.out.find("done "); at != std::string::npos; at = c.out.find("done ", at + 1))
+    ++n;
+  return n;
+}
+
 void continueChild(Child& c) {
   if (c.exited) return;
   c.stopped = false;

@@ -37,6 +37,8 @@ Result<Child> spawnChild(const std::string& name, const std::vector<std::string>
 void pollChild(Child& c);
 // A line of its output that starts with `prefix`, or "".
 std::string lineStartingWith(const Child& c, const std::string& prefix);
+// The collectives a fault_worker reported done so far (its "done <i>" lines).
+int doneCount(const Child& c);
 void continueChild(Child& c);
 void stopChild(Child& c);  // SIGSTOP (pollChild then sees the stop)
 // SIGKILL, then reaps it within `deadline` (false if it could not be reaped).

@@ -38,13 +38,6 @@ constexpr milliseconds kStateDeadline{60000};  // a hang guard, not a speed
 
 [[noreturn]] void fail(const std::string& why) { failRun(why); }
 
-int doneCount(const Child& c) {
-  int n = 0;
-  for (size_t at = c.out.find("done "); at != std::string::npos; at = c.out.find("done ", at + 1))
-    ++n;
-  return n;
-}
-
 struct Driver {
   std::string serverBin, workerBin, dir;
   int rejoinMs = 200;

@@ -134,10 +134,8 @@ FrameHeader deadSetHeader(FrameType type) {
 // JOIN_OFFER: a header naming the group and rank alone (JOIN and JOIN_AT: watermarkHeader's
 // shape, a running chunk number in chunk).
 FrameHeader joinOfferHeader() {
-  FrameHeader h;
+  FrameHeader h = heartbeatHeader();
   h.type = FrameType::kJoinOffer;
-  h.group = GroupId{15, 16};
-  h.rank = 3;
   return h;
 }
 

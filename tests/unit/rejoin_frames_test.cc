@@ -69,19 +69,27 @@ TEST_CASE("rejoin frames: anything but the group, the rank and (JOIN, JOIN_AT) t
   offer.payloadLength = 8;
   requireRefused(offer, "JOIN_OFFER frame: payloadLength 8 (expected 0)");
 
-  FrameHeader join = joinHeader(kGroup, 1, 40);
-  join.payloadLength = 4;
-  requireRefused(join, "JOIN frame: payloadLength 4 (expected 0)");
-  join = joinHeader(kGroup, 1, 40);
-  join.seq = 1;
-  requireRefused(join, "JOIN frame: seq 1 (expected 0)");
+  // Each field that must stay 0, set on a JOIN or a JOIN_AT.
+  const struct {
+    FrameType type;
+    void (*set)(FrameHeader&);
+    const char* refusal;
+  } broken[] = {
+      {FrameType::kJoin, [](FrameHeader& h) { h.payloadLength = 4; },
+       "JOIN frame: payloadLength 4 (expected 0)"},
+      {FrameType::kJoin, [](FrameHeader& h) { h.seq = 1; }, "JOIN frame: seq 1 (expected 0)"},
+      {FrameType::kJoinAt, [](FrameHeader& h) { h.elemCount = 2; },
+       "JOIN_AT frame: elemCount 2 (expected 0)"},
+      {FrameType::kJoinAt, [](FrameHeader& h) { h.status = 5; },
+       "JOIN_AT frame: status 5 (expected 0)"},
+  };
+  for (const auto& b : broken) {
+    FrameHeader h = b.type == FrameType::kJoin ? joinHeader(kGroup, 1, 40)
+                                               : joinAtHeader(kGroup, 1, 40);
+    b.set(h);
+    requireRefused(h, b.refusal);
+  }
   FrameHeader at = joinAtHeader(kGroup, 1, 40);
-  at.elemCount = 2;
-  requireRefused(at, "JOIN_AT frame: elemCount 2 (expected 0)");
-  at = joinAtHeader(kGroup, 1, 40);
-  at.status = 5;
-  requireRefused(at, "JOIN_AT frame: status 5 (expected 0)");
-  at = joinAtHeader(kGroup, 1, 40);
   at.flags = kFlagRejoin;
   requireRefused(at, "flag 0x0008 (rejoin) on a JOIN_AT frame (only HELLO may carry it)");
 }
