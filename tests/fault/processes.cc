@@ -107,9 +107,8 @@ std::string lineStartingWith(const Child& c, const std::string& prefix) {
 
 int doneCount(const Child& c) {
   int n = 0;
-  for (size_t at = c.out.find("done "); at != std::string::npos; at = c.out.find("done ", at + 1))
-    ++n;
-  return n;
+  for (size_t p = 0; (p = c.out.find("\ndone ", p)) != std::string::npos; ++p) ++n;
+  return n + (c.out.compare(0, 5, "done ") == 0 ? 1 : 0);
 }
 
 void continueChild(Child& c) {
