@@ -12,6 +12,8 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tests/support/local_pool.h"
@@ -101,7 +103,8 @@ void checkExactAndAlike(const Plan& plan, const Run& run) {
   REQUIRE(run.status.toString() == "OK");
   for (int k = 0; k < plan.collectives; ++k) {
     INFO("collective " << k);
-    for (int rank = 1; rank < plan.world; ++rank) REQUIRE(run.results[rank][k] == run.results[0][k]);
+    for (int rank = 1; rank < plan.world; ++rank)
+      REQUIRE(run.results[rank][k] == run.results[0][k]);
     uint64_t wrong = 0;
     for (uint64_t i = 0; i < kCount; ++i)
       wrong += run.results[0][k][i] !=
@@ -111,6 +114,12 @@ void checkExactAndAlike(const Plan& plan, const Run& run) {
 }
 
 bool lostOne(const FailoverStats& f) { return f.lostNow == 1; }
+
+// A state between collectives, on rank 0's thread: a failure there is that rank's error (a
+// Catch2 assertion may not fail off the test's thread), which fails the run with its name.
+void mustReach(bool reached, const std::string& state) {
+  if (!reached) throw std::runtime_error("never reached: " + state);
+}
 
 bool everyMember(const std::vector<client::Communicator*>& members,
                  const std::function<bool(const FailoverStats&)>& pred) {
@@ -144,13 +153,15 @@ TEST_CASE("a reducer lost and restarted on its port is taken back: later collect
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 1) pool.stopReducer(1);
     if (k == 2) {
-      REQUIRE(waitUntil([&] { return everyMember(members, lostOne); }));
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                "everyMember(members, lostOne)");
       pool.restartReducer(1);
     }
     if (k == 3) {
       // Every member redials it, answers its JOIN_OFFER (here, between collectives, at the same
       // chunk), and it sends JOIN_AT: the next collective takes it back.
-      REQUIRE(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }));
+      mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }),
+                "statsOf(pool, 1).rejoins == 1");
       reducedBeforeRejoin = statsOf(pool, 1).reductions;
     }
   });
@@ -178,15 +189,18 @@ TEST_CASE("a member that never redials cancels the rejoin at the group's loss bo
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
-      REQUIRE(waitUntil([&] { return everyMember(members, lostOne); }));
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                "everyMember(members, lostOne)");
       // Its wait for rank 1 ends at the group's loss bound: this reducer's --loss-detect-ms.
       server::ServerConfig config = testServerConfig();
       config.lossDetectMs = 300;
       pool.restartReducer(1, config);
     }
     if (k == 2) {
-      REQUIRE(waitUntil([&] { return statsOf(pool, 1).rejoinsCancelled >= 1; }));
-      REQUIRE(waitUntil([&] { return members[0]->failover().rejoinsCancelled >= 1; }));
+      mustReach(waitUntil([&] { return statsOf(pool, 1).rejoinsCancelled >= 1; }),
+                "statsOf(pool, 1).rejoinsCancelled >= 1");
+      mustReach(waitUntil([&] { return members[0]->failover().rejoinsCancelled >= 1; }),
+                "members[0]->failover().rejoinsCancelled >= 1");
     }
   });
   checkExactAndAlike(plan, run);
@@ -206,12 +220,15 @@ TEST_CASE("the restarted reducer lost again before JOIN_AT cancels the rejoin: t
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
-      REQUIRE(waitUntil([&] { return everyMember(members, lostOne); }));
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                "everyMember(members, lostOne)");
       pool.restartReducer(1);
       // Rank 0's two streams are in: the reducer waits for rank 1's, and is lost meanwhile.
-      REQUIRE(waitUntil([&] { return members[0]->failover().redialUp; }));
+      mustReach(waitUntil([&] { return members[0]->failover().redialUp; }),
+                "members[0]->failover().redialUp");
       pool.stopReducer(1);
-      REQUIRE(waitUntil([&] { return members[0]->failover().rejoinsCancelled >= 1; }));
+      mustReach(waitUntil([&] { return members[0]->failover().rejoinsCancelled >= 1; }),
+                "members[0]->failover().rejoinsCancelled >= 1");
     }
   });
   checkExactAndAlike(plan, run);
