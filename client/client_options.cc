@@ -46,12 +46,14 @@ Status ClientOptions::applyEnvironment() {
   uint64_t timeoutMs = static_cast<uint64_t>(collectiveTimeout.count());
   uint64_t connectMs = static_cast<uint64_t>(connectTimeout.count());
   uint64_t lossMs = static_cast<uint64_t>(lossDetect.count());
+  uint64_t rejoinMs = static_cast<uint64_t>(rejoin.count());
   uint64_t deterministicMode = deterministic ? 1 : 0;
   RS_RETURN_IF_ERROR(readNumber("RS_STREAMS", 0, 256, &streams));
   RS_RETURN_IF_ERROR(readNumber("RS_CLIENT_IO_THREADS", 1, 256, &threads));
   RS_RETURN_IF_ERROR(readNumber("RS_TIMEOUT_MS", 1, UINT32_MAX, &timeoutMs));
   RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
   RS_RETURN_IF_ERROR(readNumber("RS_LOSS_DETECT_MS", 0, UINT32_MAX, &lossMs));
+  RS_RETURN_IF_ERROR(readNumber("RS_REJOIN_MS", 0, UINT32_MAX, &rejoinMs));
   RS_RETURN_IF_ERROR(readNumber("RS_DETERMINISTIC", 0, 1, &deterministicMode));
   RS_RETURN_IF_ERROR(readBytes("RS_MIN_CHUNK", &minChunkBytes));
   RS_RETURN_IF_ERROR(readBytes("RS_MAX_CHUNK", &maxChunkBytes));
@@ -68,6 +70,7 @@ Status ClientOptions::applyEnvironment() {
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
   connectTimeout = std::chrono::milliseconds(connectMs);
   lossDetect = std::chrono::milliseconds(lossMs);
+  rejoin = std::chrono::milliseconds(rejoinMs);
   deterministic = deterministicMode != 0;
   auto secret = secretFromEnvironment();  // RS_SECRET_FILE or RS_SECRET
   if (!secret) return secret.status();

@@ -79,6 +79,7 @@ Status Communicator::allReduce(const void* send, void* recv, size_t count, DataT
 void Communicator::abort(const Status& reason) { core_->fail(reason); }
 Status Communicator::health() const { return core_->health(); }
 RetentionStats Communicator::retention() const { return core_->retention(); }
+FailoverStats Communicator::failover() const { return core_->failover(); }
 const GroupSpec& Communicator::group() const { return core_->group(); }
 const ClientOptions& Communicator::options() const { return core_->options(); }
 

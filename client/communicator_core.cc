@@ -80,21 +80,28 @@ Status CommunicatorCore::start() {
 }
 
 void CommunicatorCore::waitLocked(const std::function<bool()>& pred) {
+  waitLocked(pred, std::chrono::steady_clock::time_point::max());
+}
+
+bool CommunicatorCore::waitLocked(const std::function<bool()>& pred,
+                                  std::chrono::steady_clock::time_point until) {
   auto locked = [&] {
     std::lock_guard lock(mu_);
     return pred();
   };
   if (callerDriven()) {
     // Handlers run on this thread and take mu_ themselves: never drive while holding it.
-    progress_->runUntil(std::chrono::steady_clock::time_point::max(), locked,
-                        [&](std::chrono::steady_clock::time_point until) {
-                          std::unique_lock lock(mu_);
-                          cv_.wait_until(lock, until, pred);
-                        });
-    return;
+    return progress_->runUntil(until, locked, [&](std::chrono::steady_clock::time_point t) {
+      std::unique_lock lock(mu_);
+      cv_.wait_until(lock, t, pred);
+    });
   }
   std::unique_lock lock(mu_);
-  cv_.wait(lock, pred);
+  if (until == std::chrono::steady_clock::time_point::max()) {
+    cv_.wait(lock, pred);
+    return true;
+  }
+  return cv_.wait_until(lock, until, pred);
 }
 
 bool CommunicatorCore::waitFor(const RequestState& request,
@@ -109,10 +116,30 @@ void CommunicatorCore::poll() {
   if (callerDriven()) progress_->poll();
 }
 
-void CommunicatorCore::onConnected(Connection&) {
+void CommunicatorCore::onConnected(Connection& connection) {
+  if (connection.rejoining()) {  // a redial's (communicator_rejoin.cc): it waits for JOIN_OFFER
+    std::lock_guard lock(submitMu_);
+    for (const auto& c : rejoin_.streams)
+      if (c.get() == &connection && ++rejoin_.connected == streams_)
+        redialUp_.store(true, std::memory_order_relaxed);
+    return;
+  }
   std::lock_guard lock(mu_);
   ++connected_;
   cv_.notify_all();
+}
+
+wire::FrameHeader CommunicatorCore::chunkHeader(const RequestState& request, uint64_t i) const {
+  const RequestState::Results& r = request.results();
+  return wire::reduceHeader({.group = group_.id,
+                             .rank = group_.rank,
+                             .seq = request.seq(),
+                             .chunk = r.firstChunk + i,
+                             .elemOffset = i * r.chunkElems,
+                             .elemCount = static_cast<uint32_t>(
+                                 std::min(r.chunkElems, r.count - i * r.chunkElems)),
+                             .dtype = r.wireType,
+                             .op = r.op});
 }
 
 size_t CommunicatorCore::laneOf(uint64_t chunk) const {
@@ -138,10 +165,16 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
   const size_t elemSize = dataTypeSize(type);
   const cluster::ChunkPlan plan =
       cluster::planChunks(count, chunkBytesPerElement(wireType), reducers_, chunking_);
-  std::lock_guard submitLock(submitMu_);
+  // Held only while a rejoin holds collectives (communicator_rejoin.cc).
+  Result<std::unique_lock<std::mutex>> submitLock =
+      lockForSubmit(timeout.count() > 0 ? timeout : options_.collectiveTimeout);
+  if (!submitLock) return submitLock.status();
+  // The rejoin point: the first collective at or past it takes the reducer back.
+  if (rejoin_.phase == Rejoin::Phase::kAt && nextChunk_ >= rejoin_.at) switchToRejoinedLocked();
   const uint64_t seq = nextSeq_++;
   const uint64_t first = nextChunk_;
   nextChunk_ += plan.numChunks;
+  nextChunkSeen_.store(nextChunk_, std::memory_order_release);
 
   std::vector<uint32_t> perReducer(reducers_, 0);
   for (uint64_t i = 0; i < plan.numChunks; ++i) ++perReducer[cluster::reducerForChunk(first + i, reducers_)];
@@ -176,14 +209,7 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
     const uint64_t offset = i * plan.chunkElems;
     ChunkTransfer t;
     t.request = request;
-    t.header = wire::reduceHeader({.group = group_.id,
-                                   .rank = group_.rank,
-                                   .seq = seq,
-                                   .chunk = chunk,
-                                   .elemOffset = offset,
-                                   .elemCount = static_cast<uint32_t>(plan.elemsInChunk(i, count)),
-                                   .dtype = wireType,
-                                   .op = op});
+    t.header = chunkHeader(*request, i);
     t.src = src + offset * elemSize;
     t.dst = dst + offset * elemSize;
     t.compressed = wireType != type;
@@ -248,14 +274,7 @@ void CommunicatorCore::onResultsIn(std::shared_ptr<RequestState> request) {
          .lane = static_cast<uint32_t>(laneOf(chunk)),
          .data = r.recv + i * r.chunkElems * r.elemSize,
          .bytes = static_cast<size_t>(elems * r.elemSize),
-         .header = wire::reduceHeader({.group = group_.id,
-                                       .rank = group_.rank,
-                                       .seq = request->seq(),
-                                       .chunk = chunk,
-                                       .elemOffset = i * r.chunkElems,
-                                       .elemCount = static_cast<uint32_t>(elems),
-                                       .dtype = r.wireType,
-                                       .op = r.op}),
+         .header = chunkHeader(*request, i),
          .compressed = r.compressed});
   }
   RetentionStore::Outcome outcome;
@@ -283,6 +302,15 @@ void CommunicatorCore::onResultsIn(std::shared_ptr<RequestState> request) {
 }
 
 void CommunicatorCore::onCommitted(Connection& connection, uint64_t chunk) {
+  // A collective may wait at a rejoin point for these commits (communicator_rejoin.cc).
+  struct Wake {
+    CommunicatorCore& core;
+    ~Wake() {
+      if (!core.rejoinGate_.load(std::memory_order_acquire)) return;
+      std::lock_guard lock(core.mu_);
+      core.cv_.notify_all();
+    }
+  } wake{*this};
   if (const std::optional<LaneSpec>& lane = connection.lane()) {
     // A survivor commits the lost home's chunks it owns: the line's watermark moves once
     // every chunk below it is committed by its owner.
@@ -320,6 +348,11 @@ void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
     for (std::shared_ptr<RequestState>& waiting : retention_.close())
       toFail_.push_back(std::move(waiting));
     for (auto& [index, lane] : lanes_) all.push_back(lane);
+    for (auto& c : rejoin_.streams) all.push_back(c);
+    rejoin_.streams.clear();
+    rejoin_.phase = Rejoin::Phase::kIdle;
+    ++rejoin_.attempt;  // the rejoin timer's next call is stale
+    redialUp_.store(false, std::memory_order_relaxed);
     for (auto* held : {&handedOver_, &deferred_})
       for (ChunkTransfer& c : *held)
         if (c.request) toFail_.push_back(std::move(c.request));
@@ -402,9 +435,11 @@ void CommunicatorCore::onDrained(Connection& connection, std::vector<ChunkTransf
     }
     cv_.notify_all();
   }
-  // Retired for failover: what it held is resent once every retired connection drained.
+  // Retired for failover: what it held is resent once every retired connection drained. (A lane
+  // that its survivor retired while no adoption runs here, in a rejoin's window, holds its
+  // chunks for the next.)
   for (ChunkTransfer& c : unfinished) handedOver_.push_back(std::move(c));
-  if (--retiring_ == 0) finishAdoptionLocked();
+  if (retiring_ > 0 && --retiring_ == 0) finishAdoptionLocked();
 }
 
 void CommunicatorCore::failRequestsOf(std::vector<ChunkTransfer>& chunks) {

@@ -8,6 +8,11 @@
 // have drained what they held goes, with what the retention store kept of its chunks, to the
 // survivors on lanes, as do later chunks of its; every reducer lost is the failure of today.
 //
+// A lost reducer restarted under the same address is taken back (communicator_rejoin.cc;
+// proto/FAILOVER.md, "A reducer comes back"): while it is the only one lost, it is redialled
+// with back-off on the io threads, and at the rejoin point the members agreed with it, its K
+// redialled connections become its streams again.
+//
 // A request whose results are all in completes once the retention store has kept what its
 // reducers have not committed yet (client/retention_store.h); while the store is full it
 // waits there, within its timeout, and a failure fails it with the others.
@@ -67,6 +72,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
 
   Status health() const;
   RetentionStats retention() const;
+  FailoverStats failover() const;
   // Test access to what is kept (failover will resend from it).
   const RetentionStore& retentionStore() const { return retention_; }
   // Tests only, set before start(): runs on the io thread of a connection that found its
@@ -83,7 +89,12 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // The one place where a lost reducer is dealt with: its chunks move to the survivors
   // (adopt), or, with every reducer lost, the communicator fails.
   void onReducerLost(Connection& connection, const Status& reason) override;
-  void onLost(Connection& connection, const std::vector<uint32_t>& dead) override;
+  void onLost(Connection& connection, const std::vector<uint32_t>& dead,
+              uint64_t generation) override;
+  // Rejoin (communicator_rejoin.cc).
+  void onJoinOffer(Connection& connection) override;
+  void onJoinAt(Connection& connection, uint64_t at) override;
+  bool onRejoinEnded(Connection& connection, const Status& why) override;
   void onResultsIn(std::shared_ptr<RequestState> request) override;
   void onCommitted(Connection& connection, uint64_t chunk) override;
   void onDrained(Connection& connection, std::vector<ChunkTransfer> unfinished) override;
@@ -91,6 +102,9 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   void onLateChunks(Connection& connection, std::vector<ChunkTransfer> chunks) override;
 
  private:
+  // The REDUCE header of chunk i (0-based) of `request`, whose results() are set: every
+  // header of the collective's chunks is built here (submit, keep, failover's resend).
+  wire::FrameHeader chunkHeader(const RequestState& request, uint64_t i) const;
   // The index of the connection (and retention lane) of `chunk`'s home and stream.
   size_t laneOf(uint64_t chunk) const;
   // Failover (communicator_failover.cc).
@@ -110,8 +124,37 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // reducer go to different threads first, so K streams use K threads.
   size_t ioIndexOf(size_t connection) const { return connection % ios_.size(); }
   bool callerDriven() const { return progress_ != nullptr; }
-  // Waits until pred() holds (checked under mu_), driving the I/O if the caller must.
+  // Waits until pred() holds (checked under mu_), driving the I/O if the caller must; with a
+  // deadline, false when it passed first.
   void waitLocked(const std::function<bool()>& pred);
+  bool waitLocked(const std::function<bool()>& pred,
+                  std::chrono::steady_clock::time_point until);
+
+  // Rejoin (communicator_rejoin.cc; proto/FAILOVER.md, "A reducer comes back"), under
+  // submitMu_ unless said otherwise.
+  // The dead set is exactly one reducer and nothing is adopting: the next redial, after the
+  // back-off.
+  void scheduleRedialLocked();
+  // (Re)arms the rejoin timer for `wait` under a new attempt; it calls redial(attempt).
+  void armRejoinTimerLocked(std::chrono::milliseconds wait);
+  // The back-off ran out (io thread): K connections to the lost reducer, with the rejoin flag.
+  void redial(uint64_t attempt);
+  // Ends the redial in progress (its connections closed), and schedules the next while the
+  // dead set is still one reducer. `cancelled`: it reached the reducer (counted and logged).
+  void endRedialLocked(const Status& why, bool cancelled);
+  // Before submitMu_: waits while a rejoin holds this member's collectives (between JOIN and
+  // JOIN_AT, and at the rejoin point until the lost reducer's chunks below it are committed).
+  // Returns submitMu_ held, with the gate open; an error when the wait ran past the
+  // collective timeout (the communicator is failed with it).
+  Result<std::unique_lock<std::mutex>> lockForSubmit(std::chrono::milliseconds timeout);
+  // Under mu_: whether a submit may go on (rejoinGate_ set).
+  bool gateOpenLocked() const;
+  // At the rejoin point: the redialled connections become the reducer's streams, the lanes go,
+  // the dead set is empty and the generation one more. Then the LOSTs of that generation kept
+  // meanwhile are adopted (posted).
+  void switchToRejoinedLocked();
+  // Whether every chunk of `reducer` below `at` is committed (its lines' watermarks).
+  bool committedBelow(uint32_t reducer, uint64_t at) const;
   void finishFailedRequests();
 
   const ClientOptions options_;
@@ -163,6 +206,42 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   std::vector<std::weak_ptr<RequestState>> inFlight_;
   CommitLedger ledger_;
   std::function<void()> onReducerLostForTest_;
+
+  // Rejoin, under submitMu_ (communicator_rejoin.cc).
+  uint64_t generation_ = 0;  // rejoins taken: the dead set's generation (cluster::DeadView)
+  struct Rejoin {
+    enum class Phase { kIdle, kBackingOff, kDialing, kAnswered, kAt };
+    Phase phase = Phase::kIdle;
+    uint32_t reducer = 0;
+    uint64_t attempt = 0;  // a timer or connection of an earlier attempt is stale
+    std::vector<std::shared_ptr<Connection>> streams;  // the redial's, by stream index
+    std::chrono::milliseconds backoff{0};  // the wait before the next redial
+    uint32_t connected = 0;  // the redial's connections handshaken
+    uint64_t answer = 0;  // this member's JOIN
+    uint64_t at = 0;      // JOIN_AT's T
+    bool lostAfterAt = false;  // its connections ended after JOIN_AT, before the switch
+    std::chrono::steady_clock::time_point lostSince;
+    std::chrono::milliseconds bound{0};  // the redial's loss bound (the hold waits 2x)
+  };
+  Rejoin rejoin_;
+  std::unique_ptr<asio::steady_timer> rejoinTimer_;  // on ios_[0]: back-off, then the hold
+  // LOSTs of a newer generation than this member's: kept for its switch.
+  std::vector<std::vector<uint32_t>> laterLost_;
+  // Set while a rejoin may hold a submit: the healthy path reads this and nothing else.
+  std::atomic<bool> rejoinGate_{false};
+  // Under mu_: the gate (holding_ from JOIN to JOIN_AT; switchAt_ T until the switch), and the
+  // next chunk number as submit will take it.
+  bool holding_ = false;
+  struct SwitchAt {
+    uint32_t reducer;
+    uint64_t chunk;
+  };
+  std::optional<SwitchAt> switchAt_;
+  std::atomic<uint64_t> nextChunkSeen_{0};
+  std::atomic<uint64_t> rejoins_{0};
+  std::atomic<uint64_t> rejoinsCancelled_{0};
+  std::atomic<uint32_t> lostNow_{0};
+  std::atomic<bool> redialUp_{false};
 };
 
 }  // namespace rs::client

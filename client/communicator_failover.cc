@@ -12,6 +12,7 @@
 
 #include "client/communicator_core.h"
 #include "core/cluster/chunk_owner.h"
+#include "core/cluster/dead_view.h"
 #include "core/cluster/lane.h"
 #include "core/common/log.h"
 #include "core/wire/control_frames.h"
@@ -23,9 +24,29 @@ void CommunicatorCore::onReducerLost(Connection& connection, const Status& reaso
   adopt({connection.reducerIndex()}, reason);
 }
 
-void CommunicatorCore::onLost(Connection& connection, const std::vector<uint32_t>& dead) {
+void CommunicatorCore::onLost(Connection& connection, const std::vector<uint32_t>& dead,
+                              uint64_t generation) {
   std::string names;
   for (uint32_t d : dead) names += (names.empty() ? "" : ",") + std::to_string(d);
+  {
+    // Generations (cluster::DeadView; proto/FAILOVER.md, "A reducer comes back"): a LOST from
+    // before this member's last rejoin is stale; one from after a rejoin it has not switched
+    // to yet waits for that switch.
+    std::lock_guard lock(submitMu_);
+    switch (cluster::age(generation_, generation)) {
+      case cluster::Age::kOlder:
+        rs::logger().info("group {} rank {}: {} says reducers {} are lost under generation {}, "
+                          "before this member's rejoin (generation {}): stale, ignored",
+                          group_.id.toString().substr(0, 8), group_.rank, connection.name(),
+                          names, generation, generation_);
+        return;
+      case cluster::Age::kNewer:
+        laterLost_.push_back(dead);
+        return;
+      case cluster::Age::kSame:
+        break;
+    }
+  }
   adopt(dead, unavailableError(fmt::format("{} says reducers {} are lost (LOST)",
                                            connection.name(), names)));
 }
@@ -61,8 +82,15 @@ void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& wh
       for (auto& [index, lane] : lanes_) retire.push_back(std::move(lane));
       lanes_.clear();
       dead_ = *next;
+      lostNow_.store(dead_->size(), std::memory_order_relaxed);
       adopting_ = true;
       retiring_ += retire.size();
+      // A rejoin in progress ends: the dead set is no longer the one reducer it redials (after
+      // JOIN_AT this is "the race left" of proto/FAILOVER.md, "A reducer comes back"). The
+      // next redial is scheduled once the adoption is done.
+      if (rejoin_.phase != Rejoin::Phase::kIdle)
+        endRedialLocked(unavailableError("another reducer was lost meanwhile"),
+                        rejoin_.phase != Rejoin::Phase::kBackingOff);
       rs::logger().warn("group {} rank {}: {}; reducers {} of {} lost: their chunks go to the "
                         "survivors (proto/FAILOVER.md)",
                         group_.id.toString().substr(0, 8), group_.rank, why.message(),
@@ -142,7 +170,7 @@ void CommunicatorCore::finishAdoptionLocked() {
         auto c = std::make_shared<Connection>(
             *this, options_, group_, *ios_[ioIndexOf(stream)], *ackTimers_[ioIndexOf(stream)], j,
             index, options_.reducers[j], reducerLinks_[j],
-            LaneSpec{lane, dead, ledger_.watermark(d, s)});
+            LaneSpec{lane, dead, ledger_.watermark(d, s), generation_});
         lanes_.emplace(laneKey(j, lane), c);
         opened.push_back(std::move(c));
       }
@@ -201,14 +229,7 @@ void CommunicatorCore::finishAdoptionLocked() {
       std::shared_ptr<std::byte[]> copy(new std::byte[bytes]);
       std::memcpy(copy.get(), r.recv + i * r.chunkElems * r.elemSize, bytes);
       ChunkTransfer t;
-      t.header = wire::reduceHeader({.group = group_.id,
-                                     .rank = group_.rank,
-                                     .seq = request->seq(),
-                                     .chunk = c,
-                                     .elemOffset = i * r.chunkElems,
-                                     .elemCount = static_cast<uint32_t>(elems),
-                                     .dtype = r.wireType,
-                                     .op = r.op});
+      t.header = chunkHeader(*request, i);
       t.src = t.dst = copy.get();
       t.keep = std::move(copy);
       t.compressed = r.compressed;
@@ -239,6 +260,8 @@ void CommunicatorCore::finishAdoptionLocked() {
   // FAILOVER.
   for (auto& c : opened) asio::post(c->executorContext(), [c] { c->start(); });
   post(std::move(work));
+  // One reducer lost: redial it, with back-off, to take it back (communicator_rejoin.cc).
+  scheduleRedialLocked();
 }
 
 }  // namespace rs::client

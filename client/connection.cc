@@ -8,6 +8,7 @@
 #include "core/cluster/sharding.h"
 #include "core/reduce/convert.h"
 #include "core/wire/control_frames.h"
+#include "core/wire/rejoin_frames.h"
 
 namespace rs::client {
 namespace {
@@ -19,9 +20,10 @@ constexpr auto kReasonGrace = std::chrono::milliseconds(2000);
 constexpr uint64_t kWriteAhead = 512 << 10;
 
 std::string connectionName(uint32_t reducer, const Endpoint& endpoint, uint32_t stream,
-                           const std::optional<LaneSpec>& lane) {
+                           const std::optional<LaneSpec>& lane, bool redial) {
   if (!lane)
-    return fmt::format("reducer {} ({}) stream {}", reducer, endpoint.toString(), stream);
+    return fmt::format("reducer {} ({}) stream {}{}", reducer, endpoint.toString(), stream,
+                       redial ? " (redial)" : "");
   return fmt::format("reducer {} ({}) lane {} (reducer {} stream {}, reducers {} lost)", reducer,
                      endpoint.toString(), stream, lane->lane.deadHome, lane->lane.stream,
                      lane->dead.toString());
@@ -33,7 +35,8 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
                        uint32_t reducerIndex,
                        uint32_t streamIndex, Endpoint endpoint,
                        std::shared_ptr<transport::LinkShare> reducerLink,
-                       std::optional<LaneSpec> lane)
+                       std::optional<LaneSpec> lane,
+                       std::optional<Handshake::Redial> redial)
     : owner_(owner),
       options_(options),
       group_(group),
@@ -42,7 +45,7 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
       reducerIndex_(reducerIndex),
       streamIndex_(streamIndex),
       endpoint_(std::move(endpoint)),
-      name_(connectionName(reducerIndex, endpoint_, streamIndex, lane)),
+      name_(connectionName(reducerIndex, endpoint_, streamIndex, lane, redial.has_value())),
       graceTimer_(io),
       writer_(
           // Each write is counted like every other operation, so that drain stays exact.
@@ -56,7 +59,9 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
       pacer_(transport::LinkShare::forProcess(
                  transport::LinkShare::bytesPerSecondFromGbps(options.linkGbps)),
              std::move(reducerLink)),
-      lane_(std::move(lane)) {}
+      lane_(std::move(lane)),
+      redial_(redial),
+      rejoining_(redial.has_value()) {}
 
 template <typename F>
 auto Connection::counted(F&& handler) {
@@ -81,7 +86,7 @@ void Connection::start() {
   pendingOps_.add();  // held until the handshake is started, so an early close drains exactly
   if (!closed_) {
     handshake_ = std::make_shared<Handshake>(options_, group_, io_, reducerIndex_, streamIndex_,
-                                             endpoint_, name_);
+                                             endpoint_, name_, redial_);
     handshake_->start(counted([this](Result<Handshake::Handshaken> handshaken) {
       onHandshaken(std::move(handshaken));
     }));
@@ -93,6 +98,7 @@ void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
   handshake_.reset();
   if (closed_) return;
   if (!handshaken) {
+    if (rejoining_) return fail(handshaken.status());  // a redial that failed: onRejoinEnded
     // A survivor that a lane cannot reach (refused, reset, silent) is lost; one that refuses
     // the lane says why, and that fails.
     const StatusCode code = handshaken.status().code();
@@ -156,6 +162,12 @@ void Connection::onHeader(const std::error_code& ec) {
                          counted([this](const std::error_code& e, size_t) { onErrorText(e); }));
     return;
   }
+  if (in_.type == wire::FrameType::kJoinOffer || in_.type == wire::FrameType::kJoinAt)
+    return onJoinFrame();
+  if (rejoining_)
+    return fail(protocolError(fmt::format("{}: {} frame before this member took the reducer "
+                                          "back (JOIN_AT)",
+                                          name_, wire::frameTypeName(in_.type))));
   if (in_.type == wire::FrameType::kCommit) return onCommit();
   if (in_.type == wire::FrameType::kLost) {
     if (in_.group != group_.id || in_.rank != group_.rank)
@@ -410,8 +422,35 @@ void Connection::onWritten(const std::error_code& ec, transport::FrameWriter::Wr
 
 void Connection::fail(const Status& status) {
   if (closed_) return;
-  owner_.onFailed(status);  // posts close() to every connection, this one included
+  // A redial that fails ends the rejoin, never the communicator.
+  if (!endsAsRedial(status)) owner_.onFailed(status);  // posts close() to every connection
   close();
+}
+
+bool Connection::endsAsRedial(const Status& why) {
+  if (!rejoining_) return false;
+  if (owner_.onRejoinEnded(*this, why)) return true;
+  rejoining_ = false;  // a stream already: its promote() was on its way
+  return false;
+}
+
+void Connection::onJoinFrame() {
+  const std::string_view type = wire::frameTypeName(in_.type);
+  if (in_.group != group_.id || in_.rank != group_.rank)
+    return fail(protocolError(fmt::format("{}: {} for group {} rank {}", name_, type,
+                                          in_.group.toString(), in_.rank)));
+  if (!rejoining_ || streamIndex_ != 0)
+    return fail(protocolError(fmt::format("{}: {} on a stream that is not a redial's stream 0",
+                                          name_, type)));
+  if (in_.type == wire::FrameType::kJoinOffer) owner_.onJoinOffer(*this);
+  else owner_.onJoinAt(*this, in_.chunk);
+  readHeader();
+}
+
+void Connection::sendJoin(uint64_t nextChunk) {
+  if (closed_) return;
+  enqueueHeaderOnly(wire::encodeHeader(wire::joinHeader(group_.id, group_.rank, nextChunk)));
+  flush();
 }
 
 void Connection::abortAndClose(const Status& reason) {
@@ -474,6 +513,7 @@ void Connection::peerSilent(std::chrono::milliseconds silence) {
 
 void Connection::lost(const Status& why) {
   if (closed_) return;
+  if (endsAsRedial(why)) return close();
   if (liveness_) liveness_->cancel();
   retired_ = true;  // what it held is resent, unless the owner fails instead
   owner_.onReducerLost(*this, why);

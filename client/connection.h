@@ -82,9 +82,19 @@ class ConnectionOwner {
   // past the stream's loss bound (`reason` says which): the one place that decides what a lost
   // reducer means (proto/FAILOVER.md: its chunks move to the survivors).
   virtual void onReducerLost(Connection& connection, const Status& reason) = 0;
-  // A reducer said that a member named these reducers lost (LOST): the member moves their
-  // chunks too.
-  virtual void onLost(Connection& connection, const std::vector<uint32_t>& dead) = 0;
+  // A reducer said that a member named these reducers lost (LOST), under the dead set's
+  // `generation` (cluster::DeadView): the member moves their chunks too.
+  virtual void onLost(Connection& connection, const std::vector<uint32_t>& dead,
+                      uint64_t generation) = 0;
+  // A redial of a lost reducer (proto/FAILOVER.md, "A reducer comes back"), on its stream 0:
+  // the reducer offers the rejoin (JOIN_OFFER), or names the rejoin point (JOIN_AT).
+  virtual void onJoinOffer(Connection& connection) = 0;
+  virtual void onJoinAt(Connection& connection, uint64_t at) = 0;
+  // A redial's connection ends (refused, reset, cancelled by the reducer, a protocol error:
+  // `why`): true when it ended as a redial (never onFailed or onReducerLost for it); false when
+  // the owner made it a stream meanwhile (its promote() still on its way), which then ends as a
+  // stream does.
+  virtual bool onRejoinEnded(Connection& connection, const Status& why) = 0;
   // Every chunk's result of `request` is in its buffer (this connection had its last chunk).
   virtual void onResultsIn(std::shared_ptr<RequestState> request) = 0;
   // The reducer committed every chunk up to `chunk` on this connection's stream.
@@ -145,6 +155,7 @@ struct LaneSpec {
   cluster::Lane lane;
   cluster::DeadSet dead;
   uint64_t watermark = 0;
+  uint64_t generation = 0;  // the dead set's (cluster::DeadView), in the FAILOVER
 };
 
 class Connection final : public std::enable_shared_from_this<Connection>,
@@ -153,11 +164,14 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // `options` and `group` must outlive the connection (the owner holds them).
   // `reducerLink`: this member's share of the reducer's link, for pacing (may be null). `acks`:
   // the io thread's timer for RECEIVEDs that no REDUCE frame carries; it outlives the connection.
-  // `lane`: a lane to reducer `reducerIndex`, whose index there is `streamIndex`.
+  // `lane`: a lane to reducer `reducerIndex`, whose index there is `streamIndex`. `redial`: a
+  // stream to a lost reducer that redials it to take it back; it reads only JOIN_OFFER and
+  // JOIN_AT until promote() makes it a stream.
   Connection(ConnectionOwner& owner, const ClientOptions& options, const GroupSpec& group,
              asio::io_context& io, AckTimer& acks, uint32_t reducerIndex, uint32_t streamIndex,
              Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr,
-             std::optional<LaneSpec> lane = std::nullopt);
+             std::optional<LaneSpec> lane = std::nullopt,
+             std::optional<Handshake::Redial> redial = std::nullopt);
 
   // Dials and handshakes (client/handshake.h: the two together within options.connectTimeout);
   // reports through ConnectionOwner::onConnected, or onFailed.
@@ -187,6 +201,11 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // Writes the RECEIVED due, if any, now (the ack delay ran out, or a collective waits for
   // commits).
   void acknowledgeNow();
+  // A redial (on the io thread): JOIN with this member's next chunk; promote() once the member
+  // takes the reducer back, before any chunk is posted to it.
+  void sendJoin(uint64_t nextChunk);
+  void promote() { rejoining_ = false; }
+  bool rejoining() const { return rejoining_; }
 
   asio::io_context& executorContext() { return io_; }
   // RECEIVED frames handed to the writer, COMMIT frames taken (any thread).
@@ -209,6 +228,10 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   Status checkLaneCommit(uint64_t chunk) const;
   // LOST: the dead set a reducer heard of.
   void onLostPayload(const std::error_code& ec);
+  // JOIN_OFFER or JOIN_AT (in_) on a redial's stream 0.
+  void onJoinFrame();
+  // A redial's end, told to the owner: true when it ended as one (else it is a stream now).
+  bool endsAsRedial(const Status& why);
   // Lanes: whole entries at the front of expected_ that were handed to the writer are held.
   void popWholeEntries();
   // Hands an entry's frames to the writer (a stream's chunk is a REDUCE entry).
@@ -304,6 +327,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   bool closed_ = false;
   bool retired_ = false;
   const std::optional<LaneSpec> lane_;
+  const std::optional<Handshake::Redial> redial_;
+  bool rejoining_ = false;  // a redial not promoted yet
   bool lostRead_ = false;  // a LOST came: a lane's end after it is the survivor retiring it
   std::vector<uint8_t> lostPayload_;
   transport::PendingOps pendingOps_;

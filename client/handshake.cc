@@ -8,7 +8,7 @@ namespace rs::client {
 
 Handshake::Handshake(const ClientOptions& options, const GroupSpec& group, asio::io_context& io,
                      uint32_t reducerIndex, uint32_t streamIndex, Endpoint endpoint,
-                     std::string name)
+                     std::string name, std::optional<Redial> redial)
     : options_(options),
       group_(group),
       io_(io),
@@ -16,6 +16,8 @@ Handshake::Handshake(const ClientOptions& options, const GroupSpec& group, asio:
       streamIndex_(streamIndex),
       endpoint_(std::move(endpoint)),
       name_(std::move(name)),
+      redial_(redial),
+      timeout_(redial ? redial->timeout : options.connectTimeout),
       timer_(io) {}
 
 template <typename F>
@@ -26,9 +28,9 @@ auto Handshake::counted(F&& handler) {
 
 void Handshake::start(Done done) {
   done_ = std::move(done);
-  deadline_ = std::chrono::steady_clock::now() + options_.connectTimeout;
+  deadline_ = std::chrono::steady_clock::now() + timeout_;
   connector_ = transport::makeConnector(io_, options_.transport);
-  connector_->connect(endpoint_, options_.connectTimeout,
+  connector_->connect(endpoint_, timeout_,
                       counted([this](Result<std::unique_ptr<transport::Stream>> stream) {
                         onConnect(std::move(stream));
                       }));
@@ -87,9 +89,10 @@ void Handshake::onConnect(Result<std::unique_ptr<transport::Stream>> stream) {
 void Handshake::onDeadline() {
   if (finished_) return;
   finish(timeoutError(fmt::format(
-      "{}: still {} when the connect timeout ({} ms, RS_CONNECT_TIMEOUT_MS) ran out: the "
-      "reducer accepted the connection but did not finish the handshake",
-      name_, step_, options_.connectTimeout.count())));
+      "{}: still {} when the connect timeout ({} ms, {}) ran out: the reducer accepted the "
+      "connection but did not finish the handshake",
+      name_, step_, timeout_.count(),
+      redial_ ? "a redial's, the rejoin back-off" : "RS_CONNECT_TIMEOUT_MS")));
 }
 
 void Handshake::readHeader() {
@@ -164,7 +167,8 @@ void Handshake::sendHello(const wire::Nonce& reducerNonce) {
   const auto flags = static_cast<uint16_t>(
       (o.deterministic ? wire::kFlagDeterministic : 0) |
       (o.fp32Accumulator == Fp32Accumulator::kFp64 ? wire::kFlagFp64Accumulator : 0) |
-      (streamIndex_ >= o.streamsPerReducer ? wire::kFlagLane : 0));
+      (streamIndex_ >= o.streamsPerReducer ? wire::kFlagLane : 0) |
+      (redial_ ? wire::kFlagRejoin : 0));
   auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce, flags);
   if (!frame) return finish(frame.status());
   hello_ = *frame;

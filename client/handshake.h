@@ -20,6 +20,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/common/endpoint.h"
@@ -47,10 +48,16 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
   // The outcome: the stream, or why not (kAborted after cancel()).
   using Done = std::function<void(Result<Handshaken> outcome)>;
 
+  // How a redial of a lost reducer differs (proto/FAILOVER.md, "A reducer comes back"): the
+  // HELLO's rejoin flag, and its own bound on reaching the reducer and its handshake.
+  struct Redial {
+    std::chrono::milliseconds timeout{0};
+  };
   // `options` and `group` must outlive the handshake. `name` names the stream in messages
   // ("reducer 2 (10.0.0.7:2222) stream 1").
   Handshake(const ClientOptions& options, const GroupSpec& group, asio::io_context& io,
-            uint32_t reducerIndex, uint32_t streamIndex, Endpoint endpoint, std::string name);
+            uint32_t reducerIndex, uint32_t streamIndex, Endpoint endpoint, std::string name,
+            std::optional<Redial> redial = std::nullopt);
 
   // Dials and handshakes; `done` runs once, on the io thread, never inside start().
   void start(Done done);
@@ -81,6 +88,9 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
   const uint32_t streamIndex_;
   const Endpoint endpoint_;
   const std::string name_;
+  const std::optional<Redial> redial_;
+  // Reaching the reducer and the handshake, together: options.connectTimeout, or a redial's.
+  const std::chrono::milliseconds timeout_;
 
   std::unique_ptr<transport::Connector> connector_;
   // Connecting ends by start() + options.connectTimeout; this timer holds the handshake to it.

@@ -15,7 +15,7 @@ void Connection::enqueueFailover() {
   std::vector<uint32_t> dead;
   for (uint32_t i = 0; i < lane_->dead.size(); ++i) dead.push_back(lane_->dead.nthDead(i));
   Result<wire::DeadSetFrame> frame =
-      wire::failoverFrame(group_.id, group_.rank, lane_->watermark, dead);
+      wire::failoverFrame(group_.id, group_.rank, lane_->watermark, dead, lane_->generation);
   if (!frame) return fail(frame.status());  // a DeadSet always encodes
   auto payload = std::make_shared<std::vector<uint8_t>>(std::move(frame->payload));
   queuedBytes_ += wire::kHeaderSize + payload->size();
@@ -92,7 +92,7 @@ void Connection::onLostPayload(const std::error_code& ec) {
       return fail(protocolError(fmt::format("{}: LOST names reducer {}, but this member has {}",
                                             name_, d, options_.reducers.size())));
   if (lane_) lostRead_ = true;  // its survivor may retire it next
-  owner_.onLost(*this, dead);
+  owner_.onLost(*this, dead, in_.seq);  // seq: the set's generation
   if (!closed_) readHeader();
 }
 

@@ -28,9 +28,10 @@ Status DataPlane::start(asio::io_context& control) {
         [this](const std::shared_ptr<Group>& group, const Status& reason) {
           abortGroup(group, reason);
         },
-        [this](const std::shared_ptr<Group>& group, const cluster::DeadSet& dead) {
+        [this](const std::shared_ptr<Group>& group, const cluster::DeadView& dead) {
           loseReducers(group, dead);
-        });
+        },
+        [this](const std::shared_ptr<Group>& group) { offerRejoin(group); });
     threads_.push_back(std::move(t));
   }
   for (auto& t : threads_) {
@@ -85,6 +86,8 @@ void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
 void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& reason) {
   if (stopping_.load(std::memory_order_acquire)) return;
   if (!group->markAborted(reason)) return;
+  // A joining group that fails is a rejoin cancelled (proto/FAILOVER.md, "A reducer comes back").
+  if (group->joining()) rejoinsCancelled_.fetch_add(1, std::memory_order_relaxed);
   groupAborts_[static_cast<size_t>(abortReasonFor(reason.code()))].fetch_add(
       1, std::memory_order_relaxed);
   rs::logger().error("{} aborted: {}", group->name(), reason.toString());
@@ -94,11 +97,17 @@ void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& re
     });
 }
 
-void DataPlane::loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadSet& dead) {
+void DataPlane::loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadView& dead) {
   for (auto& t : threads_)
     asio::post(t->io, [shard = t->shard.get(), id = group->id(), dead] {
       shard->groupLost(id, dead);
     });
+}
+
+void DataPlane::offerRejoin(const std::shared_ptr<Group>& group) {
+  // Every member's stream 0 is served by one thread: the rejoin's JOINs all come there.
+  IoThread& t = *threads_[group->threadFor(0, static_cast<uint32_t>(threads_.size()))];
+  asio::post(t.io, [shard = t.shard.get(), id = group->id()] { shard->offerRejoin(id); });
 }
 
 DataPlaneStats DataPlane::stats() const {
@@ -132,12 +141,14 @@ DataPlaneStats DataPlane::stats() const {
     for (size_t r = 0; r < kNumMemberLosses; ++r) s.membersLost[r] += st.membersLost[r].load(kRelaxed);
     s.failovers += st.failovers.load(kRelaxed);
     s.chunksResent += st.chunksResent.load(kRelaxed);
+    s.rejoins += st.rejoins.load(kRelaxed);
     s.slotBytesLimit += t->shard->poolLimit();
     s.bookkeepingBytes += st.slotStateBytes.load(kRelaxed);
     st.reduceLatency.mergeInto(s.reduceLatency);
   }
   s.bookkeepingBytes += registry_.memory()->bookkeeping();
   for (size_t r = 0; r < kNumAbortReasons; ++r) s.groupAborts[r] = groupAborts_[r].load(kRelaxed);
+  s.rejoinsCancelled = rejoinsCancelled_.load(kRelaxed);
   if (acceptor_) {
     s.connectionsAccepted = acceptor_->accepted();
     s.acceptErrors = acceptor_->acceptErrors();

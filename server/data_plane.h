@@ -44,6 +44,7 @@ struct DataPlaneStats {
   uint64_t heartbeatsSent = 0, heartbeatsReceived = 0;
   std::array<uint64_t, kNumMemberLosses> membersLost{};
   uint64_t failovers = 0, chunksResent = 0;  // ShardStats' failover counters
+  uint64_t rejoins = 0, rejoinsCancelled = 0;
   // Bookkeeping charged against --memory-limit: per group (MemoryBudget) and per slot.
   uint64_t bookkeepingBytes = 0;
   LatencyHistogram::Snapshot reduceLatency;
@@ -76,7 +77,9 @@ class DataPlane {
   void abortGroup(const std::shared_ptr<Group>& group, const Status& reason);
   // The group's dead set grew to `dead`: every io thread tells its members there and retires
   // its older lanes (Shard::groupLost). Any thread.
-  void loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadSet& dead);
+  void loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadView& dead);
+  // Every stream of a joining group is in: its stream 0's thread offers the rejoin.
+  void offerRejoin(const std::shared_ptr<Group>& group);
 
  private:
   struct IoThread {
@@ -90,6 +93,7 @@ class DataPlane {
   std::vector<std::unique_ptr<IoThread>> threads_;
   std::unique_ptr<Acceptor> acceptor_;
   std::array<std::atomic<uint64_t>, kNumAbortReasons> groupAborts_{};
+  std::atomic<uint64_t> rejoinsCancelled_{0};
   bool running_ = false;
   std::atomic<bool> stopping_{false};
 };

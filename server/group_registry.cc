@@ -25,6 +25,8 @@ Group::Group(GroupId id, GroupParams params, uint32_t threadOffset, uint32_t eff
       threadOffset_(threadOffset),
       timeoutMs_(effectiveTimeoutMs),
       name_("group " + id.toString().substr(0, 8)),
+      joining_(params.rejoin),
+      streamsToJoin_(int64_t{params.worldSize} * params.streamCount),
       streamConnected_(static_cast<size_t>(params.worldSize) * params.streamCount, false),
       declared_(params.worldSize, false) {}
 
@@ -36,19 +38,17 @@ bool Group::markAborted(const Status& reason) {
   return true;
 }
 
-std::optional<cluster::DeadSet> Group::learnDead(const cluster::DeadSet& dead) {
+std::optional<cluster::DeadView> Group::learnDead(const cluster::DeadView& dead) {
   std::lock_guard lock(mu_);
   if (!dead_) {
     dead_ = dead;
     return dead_;
   }
-  cluster::DeadSet grown = *dead_;
-  if (!grown.unite(dead).isOk() || grown == *dead_) return std::nullopt;
-  dead_ = grown;
+  if (!dead_->learn(dead)) return std::nullopt;
   return dead_;
 }
 
-std::optional<cluster::DeadSet> Group::dead() const {
+std::optional<cluster::DeadView> Group::dead() const {
   std::lock_guard lock(mu_);
   return dead_;
 }
@@ -88,6 +88,18 @@ Status GroupRegistry::agreeLocked(const Group& g, uint32_t rank, const GroupPara
   // First, so that another job learns neither the group's shape nor its state.
   if (g.job() != params.job) return anotherJob(g.id());
   if (g.aborted()) return abortedError(g.name() + " was aborted: " + g.abortReason().message());
+  // A rejoin is for a reducer restarted since the loss, which knows nothing of the group; a
+  // joining group takes only rejoining streams (proto/FAILOVER.md, "A reducer comes back").
+  if (params.rejoin && !g.joining())
+    return invalidArgument(fmt::format(
+        "{} is live on this reducer: rank {} redials it to rejoin, but a rejoin is for a reducer "
+        "restarted since the loss",
+        g.name(), rank));
+  if (!params.rejoin && g.joining())
+    return invalidArgument(fmt::format(
+        "{} is rejoining this restarted reducer: rank {} comes without the rejoin flag (a lane, "
+        "or a member that did not lose it)",
+        g.name(), rank));
   if (!have.sameShape(params))
     return invalidArgument(fmt::format(
         "{}: rank {} brings world_size={} streams={} reducer={}/{}, but the group has "
@@ -180,11 +192,7 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinStream(const GroupId& id, uint
     return invalidArgument(fmt::format("{}: rank {} stream {} is already connected", g.name(),
                                        rank, streamIndex));
   g.streamConnected_[slot] = true;
-  ++g.openStreams_;
-  if (!peerHost.empty()) {
-    g.streamPeer_[slot] = peerHost;
-    ++peerStreams_[peerHost];
-  }
+  countConnectionLocked(g, rank, streamIndex, peerHost);
   g.everConnected_ = true;
   if (streamsOfRankLocked(g, rank) == 1)
     rs::logger().info("{}: rank {} joined ({} of {} members connected)", g.name(), rank,
@@ -224,12 +232,25 @@ Result<std::shared_ptr<Group>> GroupRegistry::joinLane(const GroupId& id, uint32
   if (laneIndex < params.streamCount)
     return invalidArgument(fmt::format("{}: lane {} of rank {} is not above the {} streams",
                                        g.name(), laneIndex, rank, params.streamCount));
-  ++g.openStreams_;
-  if (!peerHost.empty()) {
-    g.lanePeer_.emplace(uint64_t{rank} << 16 | laneIndex, peerHost);
-    ++peerStreams_[peerHost];
-  }
+  countConnectionLocked(g, rank, laneIndex, peerHost);
   return it->second;
+}
+
+void GroupRegistry::countConnectionLocked(Group& g, uint32_t rank, uint16_t index,
+                                          const std::string& peerHost) {
+  ++g.openStreams_;
+  if (peerHost.empty()) return;
+  g.peerOf_.emplace(Group::connectionKey(rank, index), peerHost);
+  ++peerStreams_[peerHost];
+}
+
+void GroupRegistry::uncountConnectionLocked(Group& g, uint32_t rank, uint16_t index) {
+  --g.openStreams_;
+  auto it = g.peerOf_.find(Group::connectionKey(rank, index));
+  if (it == g.peerOf_.end()) return;
+  if (auto p = peerStreams_.find(it->second); p != peerStreams_.end() && --p->second == 0)
+    peerStreams_.erase(p);
+  g.peerOf_.erase(it);
 }
 
 void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t streamIndex) {
@@ -237,28 +258,14 @@ void GroupRegistry::streamClosed(const Group& group, uint32_t rank, uint16_t str
   auto it = groups_.find(group.id());
   if (it == groups_.end() || it->second.get() != &group) return;
   Group& g = *it->second;
-  std::optional<std::string> peer;
   if (streamIndex >= g.params().streamCount) {  // a lane
-    --g.openStreams_;
-    if (auto lane = g.lanePeer_.find(uint64_t{rank} << 16 | streamIndex);
-        lane != g.lanePeer_.end()) {
-      peer = lane->second;
-      g.lanePeer_.erase(lane);
-    }
+    uncountConnectionLocked(g, rank, streamIndex);
   } else {
     const size_t slot = static_cast<size_t>(rank) * g.params().streamCount + streamIndex;
     if (slot >= g.streamConnected_.size() || !g.streamConnected_[slot]) return;
     g.streamConnected_[slot] = false;
-    --g.openStreams_;
-    if (auto s = g.streamPeer_.find(slot); s != g.streamPeer_.end()) {
-      peer = s->second;
-      g.streamPeer_.erase(s);
-    }
+    uncountConnectionLocked(g, rank, streamIndex);
     if (streamsOfRankLocked(g, rank) == 0) rs::logger().info("{}: rank {} left", g.name(), rank);
-  }
-  if (peer) {
-    if (auto p = peerStreams_.find(*peer); p != peerStreams_.end() && --p->second == 0)
-      peerStreams_.erase(p);
   }
   if (g.openStreams_ == 0 && !anyDeclaredLocked(g)) eraseLocked(g);
 }
@@ -277,7 +284,9 @@ bool GroupRegistry::anyDeclaredLocked(const Group& g) {
 }
 
 void GroupRegistry::eraseLocked(const Group& g) {
-  if (g.aborted()) {
+  // A joining group cancelled (proto/FAILOVER.md, "A reducer comes back") leaves no tombstone:
+  // its members redial it later.
+  if (g.aborted() && !g.joining()) {
     if (tombstones_.size() >= kMaxTombstones) {
       // Drop expired ones first; if none expired, the oldest-inserted is as good as any.
       auto now = std::chrono::steady_clock::now();

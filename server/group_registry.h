@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/cluster/dead_set.h"
+#include "core/cluster/dead_view.h"
 #include "core/common/status.h"
 #include "core/reduce/dtype.h"
 #include "core/wire/group_id.h"
@@ -39,6 +40,9 @@ struct GroupParams {
   // The accumulator of fp32 sums (the HELLO's kFlagFp64Accumulator, dtype.h). Every member
   // must agree.
   Fp32Accumulator fp32Accumulator = Fp32Accumulator::kFp32;
+  // The HELLO's kFlagRejoin: the member redials this reducer to take it back (proto/FAILOVER.md,
+  // "A reducer comes back"). A group created so is joining until JOIN_AT.
+  bool rejoin = false;
 
   // The shape every member must agree on (the timeout is not part of it).
   bool sameShape(const GroupParams& o) const {
@@ -76,8 +80,30 @@ class Group {
   // only growing. Any thread. learnDead adds `dead` (of this group's list: the caller checked
   // its length) and returns the union when it grew (then every member is told: LOST), nothing
   // when it held them all already.
-  std::optional<cluster::DeadSet> learnDead(const cluster::DeadSet& dead);
-  std::optional<cluster::DeadSet> dead() const;
+  // Sets travel with their generation (cluster::DeadView): a newer one replaces the view, an
+  // older one changes nothing.
+  std::optional<cluster::DeadView> learnDead(const cluster::DeadView& dead);
+  std::optional<cluster::DeadView> dead() const;
+
+  // A restarted reducer taken back (proto/FAILOVER.md, "A reducer comes back"). A group created
+  // by a rejoin HELLO is joining: it waits for all W x K streams (streamArrived is true for the
+  // last), offers, and takes no chunk until its members agreed on T (joined); from then on it
+  // takes no chunk below T. rejoinAt() is 0 for a group that never rejoined. Any thread.
+  bool joining() const { return joining_.load(std::memory_order_acquire); }
+  uint64_t rejoinAt() const { return rejoinAt_.load(std::memory_order_relaxed); }
+  bool streamArrived() {
+    return streamsToJoin_.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  }
+  void joined(uint64_t at) {
+    rejoinAt_.store(at, std::memory_order_relaxed);
+    joining_.store(false, std::memory_order_release);
+  }
+  // When a joining group that is still joining is cancelled (the group's loss bound, or its
+  // collective timeout where it has none, after its creation).
+  std::chrono::steady_clock::time_point joinDeadline() const {
+    const uint32_t bound = lossBoundMs() != 0 ? lossBoundMs() : timeoutMs_;
+    return createdAt_ + std::chrono::milliseconds(bound);
+  }
 
   // The first caller wins and returns true; the reason is kept for late arrivals.
   bool markAborted(const Status& reason);
@@ -105,15 +131,23 @@ class Group {
   const std::string name_;
   std::atomic<bool> aborted_{false};
   std::atomic<uint32_t> lossBoundMs_{0};
+  std::atomic<bool> joining_;
+  std::atomic<uint64_t> rejoinAt_{0};
+  std::atomic<int64_t> streamsToJoin_;
+  const std::chrono::steady_clock::time_point createdAt_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   Status abortReason_;
-  std::optional<cluster::DeadSet> dead_;  // none until a FAILOVER names a loss
+  std::optional<cluster::DeadView> dead_;  // none until a FAILOVER names a loss
   GroupCounters counters_;
   // Guarded by the registry's mutex.
   std::vector<bool> streamConnected_;  // [rank * streamCount + stream]
   std::vector<bool> declared_;         // ranks that called JoinGroup over gRPC
-  std::unordered_map<size_t, std::string> streamPeer_;  // [rank * streamCount + stream]: host
-  std::unordered_multimap<uint64_t, std::string> lanePeer_;  // [rank << 16 | lane]: host
+  // The host of each connection (stream or lane) that came from one, by connectionKey: a
+  // multimap, as a member may hold a lane of one index under two dead sets for a moment.
+  std::unordered_multimap<uint64_t, std::string> peerOf_;
+  static uint64_t connectionKey(uint32_t rank, uint16_t index) {
+    return uint64_t{rank} << 16 | index;
+  }
   uint32_t openStreams_ = 0;
   bool everConnected_ = false;
   BookkeepingCharge bookkeeping_;  // this object's and its shards' state, against --memory-limit
@@ -199,6 +233,10 @@ class GroupRegistry {
   static Status agreeLocked(const Group& group, uint32_t rank, const GroupParams& params);
   // The per-peer and per-group connection caps for one more connection from `peerHost`.
   Status checkConnectionCapsLocked(const Group* group, const std::string& peerHost) const;
+  // A stream or lane (`index`) of `rank` joined from `peerHost`, or closed: what the caps count.
+  void countConnectionLocked(Group& group, uint32_t rank, uint16_t index,
+                             const std::string& peerHost);
+  void uncountConnectionLocked(Group& group, uint32_t rank, uint16_t index);
   void eraseLocked(const Group& group);
   static uint32_t streamsOfRankLocked(const Group& group, uint32_t rank);
   // Whether a member declared over gRPC has not left yet.

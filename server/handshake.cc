@@ -136,7 +136,8 @@ void Handshake::onPayload(const std::error_code& ec) {
                      p.timeoutMs,    config_.secret.empty() ? std::string() : p.jobName,
                      (hello_.flags & wire::kFlagDeterministic) != 0,
                      (hello_.flags & wire::kFlagFp64Accumulator) != 0 ? Fp32Accumulator::kFp64
-                                                                      : Fp32Accumulator::kFp32};
+                                                                      : Fp32Accumulator::kFp32,
+                     (hello_.flags & wire::kFlagRejoin) != 0};
   // A lane carries a lost reducer's chunks to this survivor (proto/FAILOVER.md): its group
   // must be here already, and its dead set comes in its first frame.
   auto group = kind == wire::HelloKind::kLane

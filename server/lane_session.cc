@@ -18,12 +18,7 @@ void Session::laneAssigned(const cluster::Lane& lane, const cluster::DeadSet& de
 }
 
 void Session::handleFailover() {
-  if (in_.group != group_->id() || in_.rank != rank_) {
-    reject(FrameRejection::kWrongMember,
-           protocolError(fmt::format("FAILOVER names group {} rank {}, but this lane joined as {}",
-                                     in_.group.toString(), in_.rank, name_)));
-    return;
-  }
+  if (!fromThisMember()) return;
   failoverPayload_.resize(in_.payloadLength);
   readInFlight_ = true;
   reader_.readExactly(*stream_, failoverPayload_.data(), failoverPayload_.size(),
@@ -53,7 +48,9 @@ void Session::onFailoverPayload(const std::error_code& ec) {
   if (!lane) return reject(FrameRejection::kMisrouted, lane.status());
   laneAssigned(*lane, *dead);
   Status error;
-  switch (owner_.laneFailover(shared_from_this(), *dead, in_.chunk, &error)) {
+  // seq: the set's generation (cluster::DeadView).
+  switch (owner_.laneFailover(shared_from_this(), cluster::DeadView{in_.seq, *dead}, in_.chunk,
+                              &error)) {
     case SessionOwner::LaneVerdict::kReady:
       laneState_ = LaneState::kEntries;
       readHeader();
@@ -77,13 +74,8 @@ void Session::onLaneReady() {
 }
 
 bool Session::fromThisLane() {
+  if (!fromThisMember()) return false;
   const std::string_view type = wire::frameTypeName(in_.type);
-  if (in_.group != group_->id() || in_.rank != rank_) {
-    reject(FrameRejection::kWrongMember,
-           protocolError(fmt::format("{} names group {} rank {}, but this lane joined as {}",
-                                     type, in_.group.toString(), in_.rank, name_)));
-    return false;
-  }
   // A lane carries the chunks of its lost reducer and stream that this survivor owns under the
   // lane's dead set (lane.h): every member routes them alike.
   const GroupParams& p = group_->params();
@@ -204,23 +196,23 @@ void Session::laneEnded(const std::string& what) {
   close(unavailableError(fmt::format("the member ended the lane: {}", what)));
 }
 
-void Session::sendLost(const cluster::DeadSet& dead) {
+void Session::sendLost(const cluster::DeadView& dead) {
   if (closed_ || aborting_) return;
   std::vector<uint32_t> list;
-  for (uint32_t i = 0; i < dead.size(); ++i) list.push_back(dead.nthDead(i));
-  Result<wire::DeadSetFrame> frame = wire::lostFrame(group_->id(), rank_, list);
+  for (uint32_t i = 0; i < dead.dead.size(); ++i) list.push_back(dead.dead.nthDead(i));
+  Result<wire::DeadSetFrame> frame = wire::lostFrame(group_->id(), rank_, list, dead.generation);
   if (!frame) return;  // a dead set always encodes (DeadSet holds at most kMaxDeadReducers)
   writer_.enqueue(transport::ownedFrame(
       frame->header, std::string(frame->payload.begin(), frame->payload.end()), kControlFrame));
   flush();
 }
 
-void Session::retire(const cluster::DeadSet& dead) {
+void Session::retire(const cluster::DeadView& dead) {
   std::vector<uint32_t> list;
-  for (uint32_t i = 0; i < dead.size(); ++i) list.push_back(dead.nthDead(i));
-  Result<wire::DeadSetFrame> frame = wire::lostFrame(group_->id(), rank_, list);
+  for (uint32_t i = 0; i < dead.dead.size(); ++i) list.push_back(dead.dead.nthDead(i));
+  Result<wire::DeadSetFrame> frame = wire::lostFrame(group_->id(), rank_, list, dead.generation);
   const Status why = unavailableError(fmt::format(
-      "a lane under reducers {} lost, but the group has reducers {} lost",
+      "a lane under reducers {} lost, but the group has {} lost",
       laneDead_ ? laneDead_->toString() : "?", dead.toString()));
   if (!frame) return close(why);
   rs::logger().debug("{}: retired: {}", name_, why.message());

@@ -178,6 +178,12 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
             "reducer's chunks (proto/FAILOVER.md).", asDouble(p.failovers));
   f.counter("rs_chunks_resent_total", "Chunks of lost reducers that members resent to this "
             "reducer on lanes and it resolved.", asDouble(p.chunksResent));
+  f.counter("rs_rejoins_total", "Groups that took this reducer back after it was restarted: "
+            "every member's JOIN came and JOIN_AT went (proto/FAILOVER.md, 'A reducer comes "
+            "back').", asDouble(p.rejoins));
+  f.counter("rs_rejoins_cancelled_total", "Groups whose rejoin of this reducer was cancelled: "
+            "a member's streams or JOIN did not come within the group's loss bound, or a stream "
+            "closed before JOIN_AT.", asDouble(p.rejoinsCancelled));
   return f.take();
 }
 

@@ -124,6 +124,9 @@ void Session::onHeader(const std::error_code& ec) {
     case wire::FrameType::kReceived:
       handleReceived();
       return;
+    case wire::FrameType::kJoin:
+      handleJoin();
+      return;
     case wire::FrameType::kAbort:
     case wire::FrameType::kError:
       // A member gave up (for instance after a failure on another reducer): fail the group
@@ -166,15 +169,19 @@ void Session::onPeerAbort(const std::error_code& ec) {
   fail(abortedError(fmt::format("rank {} gave up: {}", rank_, peer.reason)));
 }
 
+bool Session::fromThisMember() {
+  if (in_.group == group_->id() && in_.rank == rank_) return true;
+  reject(FrameRejection::kWrongMember,
+         protocolError(fmt::format("{} names group {} rank {}, but this {} joined as {}",
+                                   wire::frameTypeName(in_.type), in_.group.toString(), in_.rank,
+                                   isLane() ? "lane" : "stream", name_)));
+  return false;
+}
+
 bool Session::fromThisStream() {
+  if (!fromThisMember()) return false;
   const GroupParams& p = group_->params();
   const std::string_view type = wire::frameTypeName(in_.type);
-  if (in_.group != group_->id() || in_.rank != rank_) {
-    reject(FrameRejection::kWrongMember,
-           protocolError(fmt::format("{} names group {} rank {}, but this stream joined as {}",
-                                     type, in_.group.toString(), in_.rank, name_)));
-    return false;
-  }
   // Chunk i belongs to reducer i mod R and travels on stream (i / R) mod K: a frame that
   // breaks this rule was routed by a member that disagrees with the others.
   const uint32_t owner = cluster::reducerForChunk(in_.chunk, p.reducerCount);
@@ -210,6 +217,19 @@ void Session::handleReceived() {
 
 void Session::handleReduce() {
   if (!fromThisStream()) return;
+  // A group that took this reducer back (proto/FAILOVER.md, "A reducer comes back") takes chunks
+  // from its rejoin point T on, and none before JOIN_AT (rejoinAt() is 0 for any other group).
+  if (in_.chunk < group_->rejoinAt() || group_->joining()) {
+    reject(group_->joining() ? FrameRejection::kUnexpectedType : FrameRejection::kMisrouted,
+           protocolError(group_->joining()
+                             ? fmt::format("REDUCE for chunk {} before JOIN_AT: the group is "
+                                           "rejoining this reducer",
+                                           in_.chunk)
+                             : fmt::format("REDUCE for chunk {}, below chunk {} where the group "
+                                           "took this reducer back",
+                                           in_.chunk, group_->rejoinAt())));
+    return;
+  }
   if (haveLastChunk_ && in_.chunk <= lastChunk_) {
     reject(FrameRejection::kOutOfOrder,
            protocolError(fmt::format("chunk {} arrived after chunk {}: chunks must increase",

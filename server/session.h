@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/cluster/dead_set.h"
+#include "core/cluster/dead_view.h"
 #include "core/cluster/lane.h"
 #include "core/common/aligned_buffer.h"
 #include "core/common/status.h"
@@ -82,10 +83,15 @@ class SessionOwner {
   };
   // The lane's FAILOVER: the member's dead set and its commit watermark for the lane.
   virtual LaneVerdict laneFailover(const std::shared_ptr<Session>& session,
-                                   const cluster::DeadSet& dead, uint64_t watermark,
+                                   const cluster::DeadView& dead, uint64_t watermark,
                                    Status* error) = 0;
   // Whether the lane's agreed point drops `chunk` (the session reads its entry and drops it).
   virtual bool laneDrops(Session& session, uint64_t chunk) = 0;
+
+  // A member's JOIN on stream 0 of a joining group (proto/FAILOVER.md, "A reducer comes back"):
+  // its next collective's first chunk. An error (a second answer, an answer out of turn) is the
+  // member's: the session refuses the frame.
+  virtual Status joinAnswered(Session& session, uint64_t nextChunk) = 0;
 
  protected:
   ~SessionOwner() = default;
@@ -123,10 +129,14 @@ class Session final : public std::enable_shared_from_this<Session>,
   // A lane's agreed point is known (every member's FAILOVER is in): its entries are read.
   void onLaneReady();
   // Tells the member the group's dead set (LOST), ahead of anything queued after it.
-  void sendLost(const cluster::DeadSet& dead);
+  void sendLost(const cluster::DeadView& dead);
+  // A restarted reducer taken back (rejoin_session.cc): JOIN_OFFER, then JOIN_AT(T), on stream
+  // 0 of a joining group, ahead of anything queued after them.
+  void sendJoinOffer();
+  void sendJoinAt(uint64_t at);
   // A lane of an older dead set than the group's: LOST with the group's, then closes (the
   // member, which reads LOST before the end, opens its lanes again under it).
-  void retire(const cluster::DeadSet& dead);
+  void retire(const cluster::DeadView& dead);
   // A lane, numbered at or above the group's stream count; its (lost reducer, stream) and dead
   // set once its FAILOVER was accepted (laneAssigned).
   bool isLane() const { return streamIndex_ >= group_->params().streamCount; }
@@ -160,8 +170,11 @@ class Session final : public std::enable_shared_from_this<Session>,
   void onHeader(const std::error_code& ec);
   void handleReduce();
   void handleReceived();
-  // The frame just read names this stream's group and rank, and its chunk belongs to this
-  // reducer and stream; else the frame is rejected (and false).
+  // The frame just read names this session's group and rank; else it is rejected (and false).
+  // The first check of fromThisStream and fromThisLane, and all of a FAILOVER's.
+  bool fromThisMember();
+  // fromThisMember, and the chunk belongs to this reducer and stream; else the frame is
+  // rejected (and false).
   bool fromThisStream();
   // fromThisStream() or, on a lane, fromThisLane().
   bool fromThisRoute() { return isLane() ? fromThisLane() : fromThisStream(); }
@@ -208,6 +221,10 @@ class Session final : public std::enable_shared_from_this<Session>,
   // session closes; that FAILOVER retires the lane and its slots, and a member that is gone
   // instead fails the group through its streams, or at the collective timeout.
   void laneEnded(const std::string& what);
+  // JOIN (rejoin_session.cc): the member's answer to JOIN_OFFER.
+  void handleJoin();
+  // A header-only control frame to the member (JOIN_OFFER, JOIN_AT).
+  void sendControl(const wire::FrameHeader& header);
   // A HEARTBEAT from the member: nothing to do but read on (its bytes were heard).
   void onHeartbeat(const wire::FrameHeader& h);
   // A frame that breaks the protocol: counted under `why`, then fail().

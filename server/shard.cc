@@ -29,13 +29,15 @@ std::shared_ptr<Session> sessionOf(const Admission::Request& request) {
 }  // namespace
 
 Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
-             GroupRegistry& registry, AbortGroup abortGroup, LoseReducers loseReducers)
+             GroupRegistry& registry, AbortGroup abortGroup, LoseReducers loseReducers,
+             OfferRejoin offerRejoin)
     : io_(io),
       config_(config),
       index_(index),
       registry_(registry),
       abortGroup_(std::move(abortGroup)),
       loseReducers_(std::move(loseReducers)),
+      offerRejoin_(std::move(offerRejoin)),
       pool_(std::make_shared<SlotPool>(registry.memory())),
       admission_(*this, *pool_, {config.maxSlotsPerGroup, config.maxChunkBytes}, stats_),
       timeoutTimer_(io),
@@ -82,6 +84,9 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
     session->abort(group->abortReason());
     return;
   }
+  // A joining group's last stream (proto/FAILOVER.md, "A reducer comes back"): the offer goes
+  // from the thread of stream 0, once this stream's HELLO_ACK is queued below.
+  const bool offer = group->joining() && !session->isLane() && group->streamArrived();
   wire::HelloAckPayload ack;
   ack.maxPayloadBytes = config_.maxChunkBytes;
   ack.ioThreads = static_cast<uint32_t>(config_.ioThreads);
@@ -89,6 +94,48 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
   ack.lossDetectMs = lossDetectMs;
   rs::logger().debug("{}: joined", session->name());
   session->start(ack);
+  if (offer) offerRejoin_(group);
+}
+
+void Shard::offerRejoin(const GroupId& id) {
+  GroupShard* gs = findGroup(id);
+  if (gs == nullptr || gs->group->aborted() || !gs->group->joining() || gs->rejoin) return;
+  const uint32_t world = gs->group->params().worldSize;
+  gs->rejoin.emplace(world);
+  auto members = gs->members.find(0);
+  for (uint32_t rank = 0; rank < world; ++rank) {
+    if (members == gs->members.end() || !members->second[rank] ||
+        members->second[rank]->closing()) {
+      failGroup(gs->group,
+                unavailableError(fmt::format("rejoin cancelled: rank {} stream 0 closed before "
+                                             "JOIN_OFFER",
+                                             rank)));
+      return;
+    }
+  }
+  rs::logger().info("{}: every member's {} streams are in: JOIN_OFFER (rejoin)",
+                    gs->group->name(), gs->group->params().streamCount);
+  for (const auto& session : members->second) session->sendJoinOffer();
+}
+
+Status Shard::joinAnswered(Session& session, uint64_t nextChunk) {
+  GroupShard* gs = findGroup(session.group()->id());
+  if (gs == nullptr || !gs->rejoin)
+    return protocolError(fmt::format("{}: JOIN before JOIN_OFFER", session.name()));
+  RS_RETURN_IF_ERROR(gs->rejoin->add(session.rank(), nextChunk));
+  if (!gs->rejoin->complete()) return Status::ok();
+  const uint64_t at = gs->rejoin->at();
+  const std::shared_ptr<Group>& group = gs->group;
+  group->joined(at);
+  stats_.rejoins.fetch_add(1, std::memory_order_relaxed);
+  const GroupParams& p = group->params();
+  rs::logger().warn("{}: rejoined: members 0..{} take this reducer (index {} of {}) back from "
+                    "chunk {} ({} streams each; proto/FAILOVER.md, 'A reducer comes back')",
+                    group->name(), p.worldSize - 1, p.reducerIndex, p.reducerCount, at,
+                    p.streamCount);
+  for (const auto& member : gs->members[0])
+    if (member) member->sendJoinAt(at);
+  return Status::ok();
 }
 
 Status Shard::admit(const Slot& slot, const wire::FrameHeader& h, uint32_t rank) {
@@ -390,7 +437,7 @@ void Shard::resolveLaneSlot(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
   if (!resolved) {
     stats_.countRejection(FrameRejection::kDisagreement);
     failGroup(gs.group, Status(resolved.status().code(),
-                               fmt::format("reducers {} lost: {}", ls.dead.toString(),
+                               fmt::format("reducers {} lost: {}", ls.dead.dead.toString(),
                                            resolved.status().message())));
     return;
   }
@@ -413,7 +460,7 @@ void Shard::sendLaneCommit(LaneShard& ls) {
 }
 
 SessionOwner::LaneVerdict Shard::laneFailover(const std::shared_ptr<Session>& session,
-                                              const cluster::DeadSet& dead, uint64_t watermark,
+                                              const cluster::DeadView& dead, uint64_t watermark,
                                               Status* error) {
   GroupShard* gs = findGroup(session->group()->id());
   if (gs == nullptr) {
@@ -422,14 +469,15 @@ SessionOwner::LaneVerdict Shard::laneFailover(const std::shared_ptr<Session>& se
   }
   const std::shared_ptr<Group>& group = gs->group;
   const GroupParams& p = group->params();
-  if (std::optional<cluster::DeadSet> grown = group->learnDead(dead)) {
+  if (std::optional<cluster::DeadView> grown = group->learnDead(dead)) {
     stats_.failovers.fetch_add(1, std::memory_order_relaxed);
-    rs::logger().warn("{}: reducers {} of {} lost (rank {} says so on a lane): this reducer "
-                      "takes over its share of their chunks and tells every member",
-                      group->name(), grown->toString(), p.reducerCount, session->rank());
+    rs::logger().warn("{}: reducers {} of {} lost (rank {} says so on a lane, generation {}): "
+                      "this reducer takes over its share of their chunks and tells every member",
+                      group->name(), grown->dead.toString(), p.reducerCount, session->rank(),
+                      grown->generation);
     loseReducers_(group, *grown);
   }
-  const cluster::DeadSet current = *group->dead();
+  const cluster::DeadView current = *group->dead();
   applyLost(*gs, current);
   std::erase(gs->pendingLanes, session);
   if (!(dead == current)) {
@@ -449,8 +497,8 @@ SessionOwner::LaneVerdict Shard::laneFailover(const std::shared_ptr<Session>& se
     }
     it = gs->lanes.try_emplace(index, current, *session->lane(), std::move(*point), p.worldSize)
              .first;
-    rs::logger().info("{}: lane {} open for reducer {} stream {} (reducers {} lost)",
-                      group->name(), index, it->second.lane.deadHome, it->second.lane.stream,
+    rs::logger().info("{}: lane {} open for reducer {} stream {} ({} lost)", group->name(),
+                      index, it->second.lane.deadHome, it->second.lane.stream,
                       current.toString());
   }
   LaneShard& ls = it->second;
@@ -480,14 +528,15 @@ bool Shard::laneDrops(Session& session, uint64_t chunk) {
   return lane == gs->lanes.end() || lane->second.point.drops(chunk);
 }
 
-void Shard::groupLost(const GroupId& id, const cluster::DeadSet& dead) {
+void Shard::groupLost(const GroupId& id, const cluster::DeadView& dead) {
   if (GroupShard* gs = findGroup(id)) applyLost(*gs, dead);
 }
 
-void Shard::applyLost(GroupShard& gs, const cluster::DeadSet& dead) {
+void Shard::applyLost(GroupShard& gs, const cluster::DeadView& heard) {
+  cluster::DeadView dead = heard;
   if (gs.lostSent) {
-    cluster::DeadSet both = *gs.lostSent;
-    if (!both.unite(dead).isOk() || both == *gs.lostSent) return;  // this one, or an older
+    dead = *gs.lostSent;
+    if (!dead.learn(heard)) return;  // this one, or an older
   }
   gs.lostSent = dead;
   for (auto& [stream, members] : gs.members)
@@ -499,7 +548,7 @@ void Shard::applyLost(GroupShard& gs, const cluster::DeadSet& dead) {
   for (uint16_t index : older) retireLane(gs, index, dead);
 }
 
-void Shard::retireLane(GroupShard& gs, uint16_t index, const cluster::DeadSet& dead) {
+void Shard::retireLane(GroupShard& gs, uint16_t index, const cluster::DeadView& dead) {
   auto it = gs.lanes.find(index);
   LaneShard ls = std::move(it->second);
   gs.lanes.erase(it);
@@ -569,6 +618,13 @@ void Shard::memberLeft(Session& session) {
 
 void Shard::detach(Session& session) {
   stats_.connectionsOpen.fetch_sub(1, std::memory_order_relaxed);
+  // A joining group cannot complete its rejoin without this stream: cancelled for everyone (the
+  // members go on without this reducer and redial later).
+  if (session.group()->joining() && !session.group()->aborted())
+    failGroup(session.group(),
+              unavailableError(fmt::format("rejoin cancelled: rank {} stream {} closed before "
+                                           "JOIN_AT",
+                                           session.rank(), session.streamIndex())));
   registry_.streamClosed(*session.group(), session.rank(), session.streamIndex());
   const GroupId id = session.group()->id();
   GroupShard* gs = findGroup(id);
@@ -653,6 +709,16 @@ void Shard::checkTimeouts() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<std::pair<std::shared_ptr<Group>, Status>> expired;
   for (auto& [id, gs] : groups_) {
+    if (gs.group->joining() && now >= gs.group->joinDeadline()) {
+      expired.emplace_back(
+          gs.group,
+          unavailableError(fmt::format(
+              "rejoin cancelled: not every member's streams and JOIN came within {} ms of the "
+              "first (the group's loss bound){}",
+              gs.group->lossBoundMs() != 0 ? gs.group->lossBoundMs() : gs.group->timeoutMs(),
+              gs.rejoin ? "; no JOIN from ranks " + gs.rejoin->missingRanks() : "")));
+      continue;
+    }
     Status overdue;
     for (auto& [chunk, slot] : gs.open) {
       overdue = slot->overdue(now);

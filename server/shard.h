@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "core/cluster/dead_set.h"
+#include "core/cluster/dead_view.h"
 #include "core/cluster/lane.h"
 #include "core/common/status.h"
 #include "core/failover/agreed_point.h"
+#include "core/failover/rejoin_point.h"
 #include "core/transport/delayed_calls.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
@@ -44,13 +46,17 @@ class Shard final : public SessionOwner, private Admission::Owner {
   using AbortGroup = std::function<void(const std::shared_ptr<Group>&, const Status&)>;
   // The group's dead set grew: every io thread tells the group's members here (LOST) and
   // retires its lanes of an older one (groupLost). Any thread.
-  using LoseReducers = std::function<void(const std::shared_ptr<Group>&, const cluster::DeadSet&)>;
+  using LoseReducers =
+      std::function<void(const std::shared_ptr<Group>&, const cluster::DeadView&)>;
+  // Every stream of a joining group is in: the thread of its stream 0 offers the rejoin there
+  // (offerRejoin). Any thread.
+  using OfferRejoin = std::function<void(const std::shared_ptr<Group>&)>;
 
   // `registry` is told when a stream closes; `abortGroup` fails a group everywhere;
   // `loseReducers` spreads a grown dead set. The slot pool takes its budget from the registry's
   // MemoryBudget.
   Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, GroupRegistry& registry,
-        AbortGroup abortGroup, LoseReducers loseReducers);
+        AbortGroup abortGroup, LoseReducers loseReducers, OfferRejoin offerRejoin);
   ~Shard();
 
   asio::io_context& io() { return io_; }
@@ -70,7 +76,10 @@ class Shard final : public SessionOwner, private Admission::Owner {
   void abortGroup(const GroupId& id, const Status& reason);
   // The group's dead set is `dead` (or larger): LOST to its streams here, once, and its lanes
   // here of an older dead set retired.
-  void groupLost(const GroupId& id, const cluster::DeadSet& dead);
+  void groupLost(const GroupId& id, const cluster::DeadView& dead);
+  // A joining group's streams are all in (proto/FAILOVER.md, "A reducer comes back"): JOIN_OFFER
+  // to every member's stream 0 here.
+  void offerRejoin(const GroupId& id);
   // Closes every session (shutdown).
   void closeAll(const Status& reason);
 
@@ -84,18 +93,19 @@ class Shard final : public SessionOwner, private Admission::Owner {
   void detach(Session& session) override;
   void failGroup(const std::shared_ptr<Group>& group, const Status& reason) override;
   void memberLost(Session& session, MemberLoss how, const Status& reason) override;
-  LaneVerdict laneFailover(const std::shared_ptr<Session>& session, const cluster::DeadSet& dead,
+  LaneVerdict laneFailover(const std::shared_ptr<Session>& session, const cluster::DeadView& dead,
                            uint64_t watermark, Status* error) override;
   bool laneDrops(Session& session, uint64_t chunk) override;
+  Status joinAnswered(Session& session, uint64_t nextChunk) override;
 
  private:
   // One lane index of a group on this thread (proto/FAILOVER.md): the members' sessions on it
   // under one dead set, the lane's agreed point and its commit.
   struct LaneShard {
-    LaneShard(cluster::DeadSet d, cluster::Lane l, failover::AgreedPoint p, uint32_t worldSize)
+    LaneShard(cluster::DeadView d, cluster::Lane l, failover::AgreedPoint p, uint32_t worldSize)
         : dead(d), lane(l), point(std::move(p)), members(worldSize),
           commits(worldSize, CommitCounter::Bound::kEntries) {}
-    cluster::DeadSet dead;
+    cluster::DeadView dead;
     cluster::Lane lane;
     failover::AgreedPoint point;
     std::vector<std::shared_ptr<Session>> members;  // by rank, once its FAILOVER is in
@@ -118,7 +128,9 @@ class Shard final : public SessionOwner, private Admission::Owner {
     std::vector<std::shared_ptr<Session>> pendingLanes;
     std::unordered_map<uint16_t, LaneShard> lanes;
     // The dead set whose LOST went to the group's streams here (and whose older lanes retired).
-    std::optional<cluster::DeadSet> lostSent;
+    std::optional<cluster::DeadView> lostSent;
+    // A joining group (its stream 0 is here): the members' answers to JOIN_OFFER.
+    std::optional<failover::RejoinPoint> rejoin;
     // --idle-timeout-ms: the group's bytes in when last seen to change, and when.
     uint64_t seenBytesIn = 0;
     std::chrono::steady_clock::time_point activeAt = std::chrono::steady_clock::now();
@@ -140,8 +152,8 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // Sends the lane's COMMIT, if it rose, to the lane's members.
   void sendLaneCommit(LaneShard& lane);
   // LOST(dead) to the group's streams here, once, and its lanes of an older dead set retired.
-  void applyLost(GroupShard& gs, const cluster::DeadSet& dead);
-  void retireLane(GroupShard& gs, uint16_t index, const cluster::DeadSet& dead);
+  void applyLost(GroupShard& gs, const cluster::DeadView& dead);
+  void retireLane(GroupShard& gs, uint16_t index, const cluster::DeadView& dead);
   // A member gone from this reducer: `silent` (lost: silent or unresponsive for the bound),
   // or its stream ended or broke inside a chunk. The group cannot complete here. A silent
   // member's group is failed (ABORT) only after the group's loss bound, and a stream's end
@@ -174,6 +186,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
   GroupRegistry& registry_;
   const AbortGroup abortGroup_;
   const LoseReducers loseReducers_;
+  const OfferRejoin offerRejoin_;
   std::shared_ptr<SlotPool> pool_;
   ShardStats stats_;
   std::unordered_map<GroupId, GroupShard, GroupIdHash> groups_;

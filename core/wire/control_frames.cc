@@ -43,15 +43,6 @@ FrameHeader dataHeader(FrameType type, const ChunkFields& c) {
   return h;
 }
 
-FrameHeader watermarkHeader(FrameType type, const GroupId& group, uint32_t rank,
-                            uint64_t chunk) {
-  FrameHeader h;
-  h.type = type;
-  h.group = group;
-  h.rank = rank;
-  h.chunk = chunk;
-  return h;
-}
 
 ErrorFrame failureFrame(FrameType type, const GroupId& group, uint32_t rank,
                         const Status& reason) {
@@ -79,16 +70,25 @@ FrameHeader resultHeader(const ChunkFields& chunk) {
   return dataHeader(FrameType::kResult, chunk);
 }
 
+FrameHeader headerOnly(FrameType type, const GroupId& group, uint32_t rank, uint64_t chunk) {
+  FrameHeader h;
+  h.type = type;
+  h.group = group;
+  h.rank = rank;
+  h.chunk = chunk;
+  return h;
+}
+
 HeaderBytes heartbeatFrame(const GroupId& group, uint32_t rank) {
-  return encodeHeader(watermarkHeader(FrameType::kHeartbeat, group, rank, 0));
+  return encodeHeader(headerOnly(FrameType::kHeartbeat, group, rank, 0));
 }
 
 FrameHeader receivedHeader(const GroupId& group, uint32_t rank, uint64_t chunk) {
-  return watermarkHeader(FrameType::kReceived, group, rank, chunk);
+  return headerOnly(FrameType::kReceived, group, rank, chunk);
 }
 
 FrameHeader commitHeader(const GroupId& group, uint32_t rank, uint64_t chunk) {
-  return watermarkHeader(FrameType::kCommit, group, rank, chunk);
+  return headerOnly(FrameType::kCommit, group, rank, chunk);
 }
 
 ErrorFrame errorFrame(const GroupId& group, uint32_t rank, const Status& reason) {

@@ -33,6 +33,10 @@ struct ChunkFields {
 FrameHeader reduceHeader(const ChunkFields& chunk);
 FrameHeader resultHeader(const ChunkFields& chunk);
 
+// A frame of `type` that is its header alone, naming the group, the rank and `chunk` and nothing
+// else (HEARTBEAT, RECEIVED, COMMIT, and the rejoin's: rejoin_frames.h).
+FrameHeader headerOnly(FrameType type, const GroupId& group, uint32_t rank, uint64_t chunk);
+
 // A HEARTBEAT (header only) on the stream of `rank` in `group`: the member's own rank, or the
 // rank a reducer's stream serves.
 HeaderBytes heartbeatFrame(const GroupId& group, uint32_t rank);

@@ -27,13 +27,15 @@ std::string deadSetProblem(std::span<const uint32_t> dead) {
 }
 
 Result<DeadSetFrame> deadSetFrame(FrameType type, const GroupId& group, uint32_t rank,
-                                  uint64_t chunk, std::span<const uint32_t> dead) {
+                                  uint64_t chunk, std::span<const uint32_t> dead,
+                                  uint64_t generation) {
   Result<std::vector<uint8_t>> payload = encodeDeadSet(dead);
   if (!payload) return payload.status();
   FrameHeader h;
   h.type = type;
   h.group = group;
   h.rank = rank;
+  h.seq = generation;
   h.chunk = chunk;
   h.payloadLength = static_cast<uint32_t>(payload->size());
   return DeadSetFrame{encodeHeader(h), std::move(*payload)};
@@ -66,13 +68,13 @@ Status decodeDeadSet(const uint8_t* data, size_t size, std::vector<uint32_t>* ou
 }
 
 Result<DeadSetFrame> failoverFrame(const GroupId& group, uint32_t rank, uint64_t watermark,
-                                   std::span<const uint32_t> dead) {
-  return deadSetFrame(FrameType::kFailover, group, rank, watermark, dead);
+                                   std::span<const uint32_t> dead, uint64_t generation) {
+  return deadSetFrame(FrameType::kFailover, group, rank, watermark, dead, generation);
 }
 
 Result<DeadSetFrame> lostFrame(const GroupId& group, uint32_t rank,
-                               std::span<const uint32_t> dead) {
-  return deadSetFrame(FrameType::kLost, group, rank, 0, dead);
+                               std::span<const uint32_t> dead, uint64_t generation) {
+  return deadSetFrame(FrameType::kLost, group, rank, 0, dead, generation);
 }
 
 FrameHeader finalHeader(const ChunkFields& chunk, uint32_t prefix) {

@@ -38,12 +38,13 @@ struct DeadSetFrame {
 };
 // FAILOVER, the first frame on a lane from `rank`: the dead set the lane was opened under, and
 // the sender's commit watermark for the lane's (lost reducer, stream): the lowest chunk of it
-// whose COMMIT it has not seen.
+// whose COMMIT it has not seen. `generation` (in seq): the rejoins its sender has taken
+// (proto/FAILOVER.md, "A reducer comes back"; cluster::DeadView).
 Result<DeadSetFrame> failoverFrame(const GroupId& group, uint32_t rank, uint64_t watermark,
-                                   std::span<const uint32_t> dead);
-// LOST, from a survivor to `rank` on a normal stream: the dead set it learned.
+                                   std::span<const uint32_t> dead, uint64_t generation = 0);
+// LOST, from a survivor to `rank` on a normal stream: the dead set it learned, of `generation`.
 Result<DeadSetFrame> lostFrame(const GroupId& group, uint32_t rank,
-                               std::span<const uint32_t> dead);
+                               std::span<const uint32_t> dead, uint64_t generation = 0);
 
 // FINAL: `chunk` as its REDUCE names it, with a payload of its first `prefix` elements (the
 // caller keeps 1 <= prefix <= chunk.elemCount).

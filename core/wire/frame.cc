@@ -72,7 +72,8 @@ struct HelloFlag {
 };
 constexpr HelloFlag kHelloFlags[] = {{kFlagDeterministic, "deterministic"},
                                      {kFlagFp64Accumulator, "fp64 accumulator"},
-                                     {kFlagLane, "lane"}};
+                                     {kFlagLane, "lane"},
+                                     {kFlagRejoin, "rejoin"}};
 constexpr uint16_t namedHelloFlags() {
   uint16_t all = 0;
   for (const HelloFlag& f : kHelloFlags) all |= f.bit;
@@ -196,7 +197,8 @@ Status checkFixedFrame(const FrameHeader& h, uint8_t dtype, uint8_t op, size_t p
   return requireNoData(h, dtype, op);
 }
 
-// RECEIVED and COMMIT: the header alone, its chunk the watermark; nothing else.
+// RECEIVED and COMMIT: the header alone, its chunk the watermark; nothing else. JOIN and
+// JOIN_AT have the same shape: their chunk a running chunk number.
 Status checkWatermarkFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
   RS_RETURN_IF_ERROR(requireZero(h.type, "payloadLength", h.payloadLength));
   RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
@@ -205,7 +207,7 @@ Status checkWatermarkFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
 }
 
 // FAILOVER and LOST: a dead set of 1..kMaxDeadReducers u16 entries; FAILOVER's chunk is the
-// sender's commit watermark, LOST's is 0.
+// sender's commit watermark, LOST's is 0; seq is the set's generation.
 Status checkDeadSetFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
   if (h.payloadLength == 0 || h.payloadLength % kDeadSetEntryBytes != 0 ||
       h.payloadLength > kMaxDeadReducers * kDeadSetEntryBytes) {
@@ -215,7 +217,7 @@ Status checkDeadSetFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
                                   dec(kDeadSetEntryBytes) + ".." +
                                   dec(kMaxDeadReducers * kDeadSetEntryBytes) + ")");
   }
-  RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
+  // seq: the dead set's generation (proto/FAILOVER.md, "A reducer comes back"), any value.
   if (h.type == FrameType::kLost) RS_RETURN_IF_ERROR(requireZero(h.type, "chunk", h.chunk));
   RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
   return requireNoData(h, dtype, op);
@@ -278,6 +280,9 @@ std::string_view frameTypeName(FrameType t) {
     case FrameType::kLost: return "LOST";
     case FrameType::kFinal: return "FINAL";
     case FrameType::kCommitted: return "COMMITTED";
+    case FrameType::kJoinOffer: return "JOIN_OFFER";
+    case FrameType::kJoin: return "JOIN";
+    case FrameType::kJoinAt: return "JOIN_AT";
   }
   return "UNKNOWN";
 }
@@ -345,6 +350,11 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
                          " frame (only HELLO may carry it)");
     }
   }
+  if ((flags & kFlagLane) != 0 && (flags & kFlagRejoin) != 0) {
+    return headerError("flags " + hex(flags, 4) +
+                       " (lane and rejoin together: a lane goes to a survivor, a rejoin to the "
+                       "reducer that was lost)");
+  }
   const uint16_t reserved = get16(data + kOffReserved);
   if (reserved != 0) {
     return headerError("reserved " + hex(reserved, 4) + " at bytes 62..63 (expected 0)");
@@ -397,7 +407,12 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
       break;
     case FrameType::kReceived:
     case FrameType::kCommit:
+    case FrameType::kJoin:
+    case FrameType::kJoinAt:
       RS_RETURN_IF_ERROR(checkWatermarkFrame(h, dtype, op));
+      break;
+    case FrameType::kJoinOffer:  // header only, nothing in it but the group and the rank
+      RS_RETURN_IF_ERROR(checkFixedFrame(h, dtype, op, 0));
       break;
     case FrameType::kFailover:
     case FrameType::kLost:

@@ -55,9 +55,18 @@ enum class FrameType : uint8_t {
   // Worker -> survivor on a lane, header only: this member saw the chunk committed. The header
   // names the chunk as its REDUCE does (so that any entry can open the chunk's slot).
   kCommitted = 14,
+  // A reducer comes back (proto/FAILOVER.md, "A reducer comes back"; core/wire/rejoin_frames.h),
+  // each header only, on stream 0 of a joining group. Reducer -> worker: every member's streams
+  // are in, answer with your next chunk.
+  kJoinOffer = 15,
+  // Worker -> reducer: in `chunk`, the first running chunk number of its next collective.
+  kJoin = 16,
+  // Reducer -> worker: in `chunk`, T, the largest answer: this reducer is live again from
+  // chunk T on.
+  kJoinAt = 17,
 };
 inline constexpr uint8_t kMinFrameType = 1;
-inline constexpr uint8_t kMaxFrameType = 14;
+inline constexpr uint8_t kMaxFrameType = 17;
 
 // Decoders reject unknown bits so that a future flag never changes meaning silently.
 // kFlagDeterministic (HELLO only): this member asks for deterministic mode (RS_DETERMINISTIC):
@@ -72,8 +81,12 @@ inline constexpr uint16_t kFlagFp64Accumulator = 0x0002;
 // streamIndex is a lane's index on this survivor, at least streamCount, numbered under the dead
 // set that the lane's first frame, FAILOVER, names. Without it streamIndex < streamCount.
 inline constexpr uint16_t kFlagLane = 0x0004;
+// kFlagRejoin (HELLO only): the member had this reducer in its dead set and redials it to take
+// it back (proto/FAILOVER.md, "A reducer comes back"): the stream joins, or creates, a joining
+// group, which a stream without the flag cannot join. Never with kFlagLane.
+inline constexpr uint16_t kFlagRejoin = 0x0008;
 inline constexpr uint16_t kHelloOnlyFlags =
-    kFlagDeterministic | kFlagFp64Accumulator | kFlagLane;
+    kFlagDeterministic | kFlagFp64Accumulator | kFlagLane | kFlagRejoin;
 inline constexpr uint16_t kKnownFlags = kHelloOnlyFlags;
 
 struct FrameHeader {

@@ -48,8 +48,8 @@ class RawLink {
     expectHelloAck(socket_);
   }
 
-  void failover(const std::vector<uint32_t>& dead, uint64_t watermark) {
-    auto frame = wire::failoverFrame(group_, rank_, watermark, dead);
+  void failover(const std::vector<uint32_t>& dead, uint64_t watermark, uint64_t generation = 0) {
+    auto frame = wire::failoverFrame(group_, rank_, watermark, dead, generation);
     REQUIRE(frame.isOk());
     asio::write(socket_, asio::buffer(frame->header));
     asio::write(socket_, asio::buffer(frame->payload));
@@ -124,6 +124,7 @@ class RawLink {
     INFO("frame type " << wire::frameTypeName(h.type));
     REQUIRE(h.type == wire::FrameType::kLost);
     CHECK(h.rank == rank_);
+    lostGeneration = h.seq;
     std::vector<uint8_t> payload(h.payloadLength);
     asio::read(socket_, asio::buffer(payload));
     std::vector<uint32_t> dead;
@@ -165,6 +166,8 @@ class RawLink {
     return n == 0 && ec == asio::error::eof;
   }
 
+  uint64_t lostGeneration = 0;  // of the last LOST read (its seq)
+
   static float finalValue(uint32_t i) { return 1000.0f + static_cast<float>(i); }
   // The result of a chunk whose entries from ranks 0 and 1 had no final prefix.
   static std::vector<float> sumOfBoth() {
@@ -199,10 +202,12 @@ struct Survivor {
   RawLink lane(uint32_t rank, uint16_t index) {
     return RawLink(io, port, group, 2, rank, 0, reducers, index, /*lane=*/true);
   }
-  // Both members read LOST with `dead` on their streams.
-  void expectLost(const std::vector<uint32_t>& dead) {
+  // Both members read LOST with `dead` (of `generation`) on their streams.
+  void expectLost(const std::vector<uint32_t>& dead, uint64_t generation = 0) {
     CHECK(stream0.readLost() == dead);
     CHECK(stream1.readLost() == dead);
+    CHECK(stream0.lostGeneration == generation);
+    CHECK(stream1.lostGeneration == generation);
   }
 };
 
@@ -295,6 +300,32 @@ TEST_CASE("a survivor that learns a larger dead set tells every member, retires 
   late.failover({1}, 1);
   CHECK(late.readLost() == std::vector<uint32_t>{1, 2});
   CHECK(late.closedAfterNothing());
+}
+
+TEST_CASE("a dead set of a newer generation replaces the survivor's, smaller or not: its older "
+          "lanes are retired, and a FAILOVER of the older generation is stale",
+          "[failover][rejoin]") {
+  // Reducers 0, 1, 2; the survivor is reducer 0. Reducers 1 and 2 were lost (generation 0);
+  // then reducer 1 was taken back (generation 1) and reducer 2 is still lost. A union would
+  // put reducer 1 back into the set: generations keep it out (proto/FAILOVER.md, "A reducer
+  // comes back").
+  SurvivorOfThree s;
+  RawLink old = s.lane(0, 1);  // reducer 1's stream 0 under {1, 2}: index 1 + 0
+  old.failover({1, 2}, 1);
+  s.expectLost({1, 2}, 0);
+  RawLink fresh = s.lane(1, 1);  // reducer 2's stream 0 under {2}: index 1 + 0
+  fresh.failover({2}, 2, /*generation=*/1);
+  s.expectLost({2}, 1);
+  // The lane of generation 0 is retired with the newer set, then ends.
+  CHECK(old.readLost() == std::vector<uint32_t>{2});
+  CHECK(old.lostGeneration == 1);
+  CHECK(old.closedAfterNothing());
+  // A stale FAILOVER (generation 0, naming reducer 1 lost) changes nothing: the same answer.
+  RawLink stale = s.lane(0, 1);
+  stale.failover({1}, 1, 0);
+  CHECK(stale.readLost() == std::vector<uint32_t>{2});
+  CHECK(stale.lostGeneration == 1);
+  CHECK(stale.closedAfterNothing());
 }
 
 TEST_CASE("a member that closes a lane of the smaller dead set before the survivor learns the "

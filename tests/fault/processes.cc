@@ -105,6 +105,12 @@ std::string lineStartingWith(const Child& c, const std::string& prefix) {
   return "";
 }
 
+int doneCount(const Child& c) {
+  int n = 0;
+  for (size_t p = 0; (p = c.out.find("\ndone ", p)) != std::string::npos; ++p) ++n;
+  return n + (c.out.compare(0, 5, "done ") == 0 ? 1 : 0);
+}
+
 void continueChild(Child& c) {
   if (c.exited) return;
   c.stopped = false;
@@ -133,12 +139,13 @@ bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds d
 }
 
 Result<Reducer> startReducer(const std::string& bin, const std::string& dir, int index,
-                             const std::vector<std::string>& flags) {
+                             const std::vector<std::string>& flags, uint16_t dataPort) {
   Reducer r;
   const std::string portFile = dir + "/r" + std::to_string(index) + ".port";
-  r.log = dir + "/reducer" + std::to_string(index) + ".log";
+  r.log = dir + "/reducer" + std::to_string(index) + (dataPort != 0 ? "-restarted" : "") + ".log";
   ::unlink(portFile.c_str());
-  std::vector<std::string> argv = {bin, "--data-listen", "127.0.0.1:0", "--grpc-listen",
+  std::vector<std::string> argv = {bin, "--data-listen",
+                                   "127.0.0.1:" + std::to_string(dataPort), "--grpc-listen",
                                    "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
                                    "--port-file", portFile, "--stats-interval", "0"};
   argv.insert(argv.end(), flags.begin(), flags.end());

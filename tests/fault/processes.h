@@ -37,6 +37,8 @@ Result<Child> spawnChild(const std::string& name, const std::vector<std::string>
 void pollChild(Child& c);
 // A line of its output that starts with `prefix`, or "".
 std::string lineStartingWith(const Child& c, const std::string& prefix);
+// The collectives a fault_worker reported done so far (its "done <i>" lines).
+int doneCount(const Child& c);
 void continueChild(Child& c);
 void stopChild(Child& c);  // SIGSTOP (pollChild then sees the stop)
 // SIGKILL, then reaps it within `deadline` (false if it could not be reaped).
@@ -46,7 +48,8 @@ bool killChild(Child& c, std::chrono::milliseconds deadline = std::chrono::milli
 bool waitFor(const std::function<bool()>& condition, std::chrono::milliseconds deadline,
              const std::function<void()>& poll = {});
 
-// A reduction-server process on loopback ports it picks, with metrics on.
+// A reduction-server process on loopback ports it picks (its data port `dataPort` where one is
+// given: a reducer restarted under its address), with metrics on.
 struct Reducer {
   Child proc;
   uint16_t dataPort = 0;
@@ -54,7 +57,7 @@ struct Reducer {
   std::string log;
 };
 Result<Reducer> startReducer(const std::string& bin, const std::string& dir, int index,
-                             const std::vector<std::string>& flags);
+                             const std::vector<std::string>& flags, uint16_t dataPort = 0);
 
 // One scrape of http://127.0.0.1:<port>/metrics: series (name{labels}) -> value.
 using Metrics = std::map<std::string, double>;

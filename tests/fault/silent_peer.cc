@@ -251,13 +251,7 @@ void silentMember(Driver& d) {
              unresponsive);
   if (silent + unresponsive != 1) fail("rs_members_lost_total is not 1\n" + d.describe());
   // The healthy group went on through it, exact: 20 more collectives after the failure.
-  auto doneCount = [](const Child& c) {
-    size_t n = 0;
-    for (size_t at = c.out.find("done "); at != std::string::npos; at = c.out.find("done ", at + 1))
-      ++n;
-    return n;
-  };
-  const size_t before = doneCount(d.healthy[0]);
+  const int before = doneCount(d.healthy[0]);
   d.await("the healthy group's 20 collectives after the failure", [&] {
     for (auto& h : d.healthy)
       if (h.exited) fail(fmt::format("{} exited {}\n{}", h.name, h.exitCode, d.describe()));

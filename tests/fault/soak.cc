@@ -139,13 +139,6 @@ std::string describe(const Group& g) {
   return s;
 }
 
-// Counts the collectives a member completed ("done <i>" lines).
-int doneCount(const Child& c) {
-  int n = 0;
-  for (size_t p = 0; (p = c.out.find("\ndone ", p)) != std::string::npos; ++p) ++n;
-  return n + (c.out.compare(0, 5, "done ") == 0 ? 1 : 0);
-}
-
 // Checks a finished group's outcome; returns the all-reduces it completed (its longest member).
 int judge(const Group& g) {
   int completed = 0;

@@ -12,6 +12,8 @@
 //     lets through, is the pool's secret only for no job, and differs between jobs;
 //   - the same for the payloads (challenge, hello, hello-ack and a dead set re-encode
 //     identically; a decoded error message passes through encodeErrorMessage unchanged);
+//   - the rejoin frames (JOIN_OFFER, JOIN, JOIN_AT) are headers alone, and no HELLO carries both
+//     the lane and the rejoin flag;
 //   - a FINAL's prefix is whole elements within its chunk, and the REDUCE behind it
 //     (remainderHeader) decodes and tiles the rest of the chunk exactly;
 //   - encodeErrorMessage of any bytes is something decodeErrorMessage accepts, and an ERROR or
@@ -41,6 +43,7 @@
 #include "core/wire/crc32c.h"
 #include "core/wire/failover_frames.h"
 #include "core/wire/frame.h"
+#include "core/wire/rejoin_frames.h"
 
 using namespace rs::wire;
 
@@ -62,6 +65,8 @@ void checkRejected(const rs::Status& s, const char* prefix) {
 void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
   require((h.flags & ~kKnownFlags) == 0, "no unknown flags");
   require(h.flags == 0 || h.type == FrameType::kHello, "HELLO's flags only on HELLO");
+  require((h.flags & kFlagLane) == 0 || (h.flags & kFlagRejoin) == 0,
+          "a HELLO opens a lane or rejoins, never both");
   switch (h.type) {
     case FrameType::kReduce:
     case FrameType::kResult:
@@ -118,18 +123,26 @@ void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
       break;
     case FrameType::kReceived:
     case FrameType::kCommit:
+    case FrameType::kJoin:
+    case FrameType::kJoinAt:
       require(h.payloadLength == 0 && h.seq == 0 && h.elemOffset == 0 && h.elemCount == 0 &&
                   h.status == 0,
-              "RECEIVED and COMMIT are a header alone, their watermark in chunk");
+              "RECEIVED, COMMIT, JOIN and JOIN_AT are a header alone, their number in chunk");
+      break;
+    case FrameType::kJoinOffer:
+      require(h.payloadLength == 0 && h.seq == 0 && h.chunk == 0 && h.elemOffset == 0 &&
+                  h.elemCount == 0 && h.status == 0,
+              "a JOIN_OFFER is a header naming a group and rank alone");
       break;
     case FrameType::kFailover:
     case FrameType::kLost:
       require(h.payloadLength >= kDeadSetEntryBytes &&
                   h.payloadLength <= kMaxDeadReducers * kDeadSetEntryBytes &&
-                  h.payloadLength % kDeadSetEntryBytes == 0 && h.seq == 0 &&
+                  h.payloadLength % kDeadSetEntryBytes == 0 &&
                   h.elemOffset == 0 && h.elemCount == 0 && h.status == 0 &&
                   (h.type == FrameType::kFailover || h.chunk == 0),
-              "FAILOVER and LOST carry a dead set (FAILOVER a watermark too)");
+              "FAILOVER and LOST carry a dead set and its generation (FAILOVER a watermark "
+              "too)");
       break;
     default:
       require(false, "decoded type in range");
@@ -423,6 +436,14 @@ void writeSeeds(const std::string& dir) {
   writeSeed(dir, "failover", decodedSeed(failover->header), failover->payload);
   auto lost = lostFrame(group, 2, dead);
   writeSeed(dir, "lost", decodedSeed(lost->header), lost->payload);
+  auto lostAfterRejoin = lostFrame(group, 2, dead, /*generation=*/1);
+  writeSeed(dir, "lost_generation", decodedSeed(lostAfterRejoin->header),
+            lostAfterRejoin->payload);
+
+  // A restarted reducer taken back (proto/FAILOVER.md, "A reducer comes back").
+  writeSeed(dir, "join_offer", joinOfferHeader(group, 2), {});
+  writeSeed(dir, "join", joinHeader(group, 2, 1200), {});
+  writeSeed(dir, "join_at", joinAtHeader(group, 2, 1224), {});
 
   // A lane's HELLO: stream index 5 of 4 streams (lane (1, 1) under D = {1, 3}).
   hello.streamIndex = 5;
@@ -436,6 +457,12 @@ void writeSeeds(const std::string& dir) {
   h.payloadLength = kHelloPayloadSize;
   helloBytes = encodeHello(hello);
   writeSeed(dir, "hello_lane", h, {helloBytes.begin(), helloBytes.end()});
+
+  // A redial of a lost reducer: stream 1 of 4, with the rejoin flag.
+  hello.streamIndex = 1;
+  h.flags = kFlagRejoin;
+  helloBytes = encodeHello(hello);
+  writeSeed(dir, "hello_rejoin", h, {helloBytes.begin(), helloBytes.end()});
 
   // Chunk 29's final prefix, 3 of its 8 fp32 elements.
   const FrameHeader final = finalHeader({.group = group,

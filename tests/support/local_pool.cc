@@ -33,6 +33,7 @@ LocalPool::LocalPool(int reducers, const server::ServerConfig& config) {
     auto s = std::make_unique<server::Server>(config);
     if (Status st = s->start(); !st.isOk())
       throw std::runtime_error("reducer " + std::to_string(i) + ": " + st.toString());
+    ports_.push_back(s->dataPort());
     servers_.push_back(std::move(s));
   }
 }
@@ -44,11 +45,21 @@ LocalPool::~LocalPool() {
 
 std::vector<Endpoint> LocalPool::endpoints() const {
   std::vector<Endpoint> out;
-  for (const auto& s : servers_) out.push_back({"127.0.0.1", s->dataPort()});
+  for (uint16_t port : ports_) out.push_back({"127.0.0.1", port});
   return out;
 }
 
 void LocalPool::stopReducer(int i) { servers_[static_cast<size_t>(i)]->stop(); }
+
+void LocalPool::restartReducer(int i, server::ServerConfig config) {
+  auto& slot = servers_[static_cast<size_t>(i)];
+  config.dataListen = "127.0.0.1:" + std::to_string(ports_[static_cast<size_t>(i)]);
+  slot->stop();
+  auto s = std::make_unique<server::Server>(config);
+  if (Status st = s->start(); !st.isOk())
+    throw std::runtime_error("reducer " + std::to_string(i) + " restarted: " + st.toString());
+  slot = std::move(s);
+}
 
 client::ClientOptions testClientOptions(const std::vector<Endpoint>& reducers,
                                         uint32_t streams) {

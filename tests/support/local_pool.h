@@ -29,9 +29,13 @@ class LocalPool {
   int size() const { return static_cast<int>(servers_.size()); }
   // Stops reducer i (its streams close, as when the process dies).
   void stopReducer(int i);
+  // Starts a new reducer in place of stopped reducer i, on its port (as Kubernetes or Vertex
+  // AI restart a replica under its address), with `config` (its data address is the port's).
+  void restartReducer(int i, server::ServerConfig config = testServerConfig());
 
  private:
   std::vector<std::unique_ptr<server::Server>> servers_;
+  std::vector<uint16_t> ports_;  // each reducer's data port, kept across a restart
 };
 
 client::ClientOptions testClientOptions(const std::vector<Endpoint>& reducers,

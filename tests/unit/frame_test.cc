@@ -133,6 +133,14 @@ FrameHeader deadSetHeader(FrameType type) {
   return h;
 }
 
+// JOIN_OFFER: a header naming the group and rank alone (JOIN and JOIN_AT: watermarkHeader's
+// shape, a running chunk number in chunk).
+FrameHeader joinOfferHeader() {
+  FrameHeader h = heartbeatHeader();
+  h.type = FrameType::kJoinOffer;
+  return h;
+}
+
 std::vector<FrameHeader> validHeaders() {
   return {reduceHeader(),
           resultHeader(),
@@ -147,7 +155,10 @@ std::vector<FrameHeader> validHeaders() {
           deadSetHeader(FrameType::kFailover),
           deadSetHeader(FrameType::kLost),
           finalHeader(),
-          committedHeader()};
+          committedHeader(),
+          joinOfferHeader(),
+          watermarkHeader(FrameType::kJoin),
+          watermarkHeader(FrameType::kJoinAt)};
 }
 
 void requireSameHeader(const FrameHeader& a, const FrameHeader& b) {
@@ -391,10 +402,13 @@ TEST_CASE("frame: frameTypeName") {
   REQUIRE(frameTypeName(FrameType::kCommit) == "COMMIT");
   REQUIRE(frameTypeName(FrameType::kFailover) == "FAILOVER");
   REQUIRE(frameTypeName(FrameType::kLost) == "LOST");
+  REQUIRE(frameTypeName(FrameType::kJoinOffer) == "JOIN_OFFER");
+  REQUIRE(frameTypeName(FrameType::kJoin) == "JOIN");
+  REQUIRE(frameTypeName(FrameType::kJoinAt) == "JOIN_AT");
   REQUIRE(frameTypeName(FrameType::kFinal) == "FINAL");
   REQUIRE(frameTypeName(FrameType::kCommitted) == "COMMITTED");
   REQUIRE(frameTypeName(static_cast<FrameType>(0)) == "UNKNOWN");
-  REQUIRE(frameTypeName(static_cast<FrameType>(15)) == "UNKNOWN");
+  REQUIRE(frameTypeName(static_cast<FrameType>(18)) == "UNKNOWN");
 }
 
 // --- Malformed: fields every type shares -----------------------------------------------
@@ -440,9 +454,9 @@ TEST_CASE("frame: unsupported version") {
 }
 
 TEST_CASE("frame: frame type out of range") {
-  for (uint64_t t : {0, 15, 16, 255}) {
+  for (uint64_t t : {0, 18, 19, 255}) {
     requireProtocolError(decode(patched(reduceHeader(), 5, t, 1)),
-                         "unknown type " + std::to_string(t) + " (expected 1..14)");
+                         "unknown type " + std::to_string(t) + " (expected 1..17)");
   }
 }
 
@@ -453,16 +467,17 @@ TEST_CASE("frame: every unknown flag bit is rejected") {
     Status s = decode(patched(reduceHeader(), 6, flag, 2));
     requireProtocolError(s, "unknown flag bits");
   }
-  requireProtocolError(decode(patched(reduceHeader(), 6, 0x8008, 2)),
-                       "unknown flag bits 0x8008 in flags 0x8008 (known bits 0x0007)");
+  requireProtocolError(decode(patched(reduceHeader(), 6, 0x8010, 2)),
+                       "unknown flag bits 0x8010 in flags 0x8010 (known bits 0x000f)");
   requireProtocolError(decode(patched(helloHeader(), 6, 0x8001, 2)),
                        "unknown flag bits 0x8000 in flags 0x8001");
 }
 
 TEST_CASE("frame: HELLO's flags ride on HELLO only, alone or together") {
   const uint16_t both = kFlagDeterministic | kFlagFp64Accumulator;
-  for (uint16_t flags : {kFlagDeterministic, kFlagFp64Accumulator, kFlagLane, both,
-                         static_cast<uint16_t>(both | kFlagLane)}) {
+  for (uint16_t flags : {kFlagDeterministic, kFlagFp64Accumulator, kFlagLane, kFlagRejoin, both,
+                         static_cast<uint16_t>(both | kFlagLane),
+                         static_cast<uint16_t>(both | kFlagRejoin)}) {
     FrameHeader hello = helloHeader();
     hello.flags = flags;
     FrameHeader back;
@@ -473,7 +488,8 @@ TEST_CASE("frame: HELLO's flags ride on HELLO only, alone or together") {
   const std::pair<uint16_t, std::string> named[] = {
       {kFlagDeterministic, "flag 0x0001 (deterministic)"},
       {kFlagFp64Accumulator, "flag 0x0002 (fp64 accumulator)"},
-      {kFlagLane, "flag 0x0004 (lane)"}};
+      {kFlagLane, "flag 0x0004 (lane)"},
+      {kFlagRejoin, "flag 0x0008 (rejoin)"}};
   for (const auto& [flag, name] : named) {
     for (const FrameHeader& h : validHeaders()) {
       if (h.type == FrameType::kHello) continue;
@@ -481,8 +497,11 @@ TEST_CASE("frame: HELLO's flags ride on HELLO only, alone or together") {
                            name + " on a " + std::string(frameTypeName(h.type)) + " frame");
     }
   }
-  requireProtocolError(decode(patched(helloHeader(), 6, 0x0008, 2)),
-                       "unknown flag bits 0x0008 in flags 0x0008 (known bits 0x0007)");
+  requireProtocolError(decode(patched(helloHeader(), 6, 0x0010, 2)),
+                       "unknown flag bits 0x0010 in flags 0x0010 (known bits 0x000f)");
+  // A lane goes to a survivor, a rejoin to the reducer that was lost: never both.
+  requireProtocolError(decode(patched(helloHeader(), 6, kFlagLane | kFlagRejoin, 2)),
+                       "flags 0x000c (lane and rejoin together");
 }
 
 TEST_CASE("frame: reserved bytes must be zero") {
@@ -538,10 +557,10 @@ TEST_CASE("frame: with a fresh checksum, a flipped bit is caught by a field chec
         REQUIRE(s.code() == StatusCode::kProtocolError);
       }
       // Magic, version, flags and reserved bits never pass, but the deterministic, fp64
-      // accumulator and lane flags (bits 48, 49, 50) on a HELLO. (A type bit may name another
+      // accumulator, lane and rejoin flags (bits 48 to 51) on a HELLO. (A type bit may name another
       // valid type; then that type's rules decide.)
       const size_t byte = bit / 8;
-      const bool helloFlag = h.type == FrameType::kHello && bit >= 48 && bit <= 50;
+      const bool helloFlag = h.type == FrameType::kHello && bit >= 48 && bit <= 51;
       if ((byte < 5 || byte == 6 || byte == 7 || byte == 62 || byte == 63) && !helloFlag)
         REQUIRE_FALSE(s.isOk());
     }
@@ -776,8 +795,9 @@ TEST_CASE("frame: ERROR and ABORT data fields must be zero, seq and chunk may be
 
 // --- Malformed: RECEIVED and COMMIT ---------------------------------------------------
 
-TEST_CASE("frame: RECEIVED and COMMIT are a header alone, chunk is the watermark") {
-  for (FrameType t : {FrameType::kReceived, FrameType::kCommit}) {
+TEST_CASE("frame: RECEIVED, COMMIT, JOIN and JOIN_AT are a header alone, chunk is their number") {
+  for (FrameType t : {FrameType::kReceived, FrameType::kCommit, FrameType::kJoin,
+                      FrameType::kJoinAt}) {
     FrameHeader h = watermarkHeader(t);
     requireZeroFields(h, {{"payloadLength", 64, 4},
                           {"seq", 32, 8},
@@ -870,8 +890,7 @@ TEST_CASE("frame: FAILOVER and LOST carry a dead set of 1 to 1024 reducers") {
                                           " (expected a dead set: 1..1024 reducers of 2 bytes, "
                                           "2..2048)");
     }
-    requireZeroFields(deadSetHeader(t), {{"seq", 32, 8},
-                                         {"elemOffset", 48, 8},
+    requireZeroFields(deadSetHeader(t), {{"elemOffset", 48, 8},
                                          {"elemCount", 56, 4},
                                          {"status", 28, 4},
                                          {"dtype", 60, 1},
@@ -884,6 +903,25 @@ TEST_CASE("frame: FAILOVER and LOST carry a dead set of 1 to 1024 reducers") {
   failover.chunk = 0;
   REQUIRE(decode(failover).isOk());
   requireZeroFields(deadSetHeader(FrameType::kLost), {{"chunk", 40, 8}});
+  // seq is the set's generation (proto/FAILOVER.md, "A reducer comes back"): any.
+  for (FrameType t : {FrameType::kFailover, FrameType::kLost}) {
+    FrameHeader h = deadSetHeader(t);
+    h.seq = kU64Max;
+    FrameHeader out;
+    REQUIRE(decode(encodeHeader(h), &out).isOk());
+    requireSameHeader(out, h);
+  }
+}
+
+TEST_CASE("frame: JOIN_OFFER is a header naming a group and rank alone") {
+  requireZeroFields(joinOfferHeader(), {{"payloadLength", 64, 4},
+                                        {"seq", 32, 8},
+                                        {"chunk", 40, 8},
+                                        {"elemOffset", 48, 8},
+                                        {"elemCount", 56, 4},
+                                        {"status", 28, 4},
+                                        {"dtype", 60, 1},
+                                        {"op", 61, 1}});
 }
 
 // --- Payloads --------------------------------------------------------------------------

@@ -95,12 +95,18 @@ struct ClientOptions {
   // them (RS_RETAIN_BYTES; proto/FAILOVER.md, "What each member keeps"); 0: automatic,
   // effectiveRetainBytes(). At the bound a collective waits for commits before it completes.
   uint64_t retainBytes = 0;
+  // Taking a lost reducer back (RS_REJOIN_MS; proto/FAILOVER.md, "A reducer comes back"): while
+  // exactly one reducer of the list is lost, this member redials its address, the first time
+  // rejoin/16 after the loss and then at twice the last wait, at most `rejoin` apart; a reducer
+  // restarted there is taken back by every member at an agreed chunk. 0: never redial.
+  std::chrono::milliseconds rejoin{30000};
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
   // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LOSS_DETECT_MS, RS_LINK_GBPS, RS_REDUCER_LINK_GBPS,
   // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1), RS_FP32_ACCUMULATOR (fp32|fp64),
-  // RS_RETAIN_BYTES; the secret from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
+  // RS_RETAIN_BYTES, RS_REJOIN_MS; the secret from RS_SECRET_FILE or RS_SECRET, the job name
+  // from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.
@@ -159,6 +165,18 @@ struct RetentionStats {
   uint64_t commitFrames = 0;
 };
 
+// The reducers this member goes on without, and what came and went (proto/FAILOVER.md):
+// Communicator::failover().
+struct FailoverStats {
+  uint32_t lostNow = 0;          // reducers of the list in the dead set now
+  uint64_t generation = 0;       // rejoins taken (the dead set's generation)
+  uint64_t rejoins = 0;          // reducers taken back
+  uint64_t rejoinsCancelled = 0; // redials that reached a reducer and were cancelled
+  // A redial's streams are all in now: the reducer waits for the other members, or this member
+  // for JOIN_AT.
+  bool redialUp = false;
+};
+
 class CommunicatorCore;
 class RequestState;
 
@@ -205,6 +223,8 @@ class Communicator {
   Status health() const;
   // What this member keeps of uncommitted results, now and so far.
   RetentionStats retention() const;
+  // The reducers lost now, and the rejoins so far.
+  FailoverStats failover() const;
 
   const GroupSpec& group() const;
   const ClientOptions& options() const;
