@@ -309,7 +309,7 @@ TEST_CASE("a dead set of a newer generation replaces the survivor's, smaller or 
   // then reducer 1 was taken back (generation 1) and reducer 2 is still lost. A union would
   // put reducer 1 back into the set: generations keep it out (proto/FAILOVER.md, "A reducer
   // comes back").
-  SurvivorOfThree s;
+  Survivor s(3);
   RawLink old = s.lane(0, 1);  // reducer 1's stream 0 under {1, 2}: index 1 + 0
   old.failover({1, 2}, 1);
   s.expectLost({1, 2}, 0);

@@ -115,15 +115,15 @@ TEST_CASE("failover frames: FAILOVER and LOST decode to what they were built fro
   REQUIRE(lost->payload == failover->payload);
 
   // The generation rides in seq (proto/FAILOVER.md, "A reducer comes back"): 0 unless asked.
-  REQUIRE(decoded(failover->header).seq == 0);
+  REQUIRE(decodedHeader(failover->header).seq == 0);
   auto later = failoverFrame(group, 3, 4711, dead, 2);
   REQUIRE(later.isOk());
-  REQUIRE(decoded(later->header).seq == 2);
+  REQUIRE(decodedHeader(later->header).seq == 2);
   REQUIRE(later->payload == failover->payload);
   auto lostLater = lostFrame(group, 5, dead, 7);
   REQUIRE(lostLater.isOk());
-  REQUIRE(decoded(lostLater->header).seq == 7);
-  REQUIRE(decoded(lostLater->header).chunk == 0);
+  REQUIRE(decodedHeader(lostLater->header).seq == 7);
+  REQUIRE(decodedHeader(lostLater->header).chunk == 0);
 
   requireError(failoverFrame(group, 3, 0, {}).status(), StatusCode::kInvalidArgument,
                "dead set: no reducers");

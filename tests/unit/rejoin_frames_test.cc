@@ -15,7 +15,7 @@ using namespace rs::wire;
 
 namespace {
 
-FrameHeader decoded(const HeaderBytes& bytes) {
+FrameHeader roundTripped(const HeaderBytes& bytes) {
   FrameHeader h;
   Status s = decodeHeader(bytes.data(), bytes.size(), DecodeLimits{}, &h);
   INFO(s.toString());
@@ -39,7 +39,7 @@ const GroupId kGroup{0x1234, 0x5678};
 
 TEST_CASE("rejoin frames: JOIN_OFFER, JOIN(n) and JOIN_AT(T) decode to what they were built "
           "from") {
-  FrameHeader offer = decoded(encodeHeader(joinOfferHeader(kGroup, 5)));
+  FrameHeader offer = roundTripped(encodeHeader(joinOfferHeader(kGroup, 5)));
   CHECK(offer.type == FrameType::kJoinOffer);
   CHECK(offer.group == kGroup);
   CHECK(offer.rank == 5);
@@ -47,11 +47,11 @@ TEST_CASE("rejoin frames: JOIN_OFFER, JOIN(n) and JOIN_AT(T) decode to what they
   CHECK(offer.payloadLength == 0);
 
   for (uint64_t n : {uint64_t{0}, uint64_t{1200}, UINT64_MAX}) {
-    FrameHeader join = decoded(encodeHeader(joinHeader(kGroup, 2, n)));
+    FrameHeader join = roundTripped(encodeHeader(joinHeader(kGroup, 2, n)));
     CHECK(join.type == FrameType::kJoin);
     CHECK(join.rank == 2);
     CHECK(join.chunk == n);
-    FrameHeader at = decoded(encodeHeader(joinAtHeader(kGroup, 7, n)));
+    FrameHeader at = roundTripped(encodeHeader(joinAtHeader(kGroup, 7, n)));
     CHECK(at.type == FrameType::kJoinAt);
     CHECK(at.rank == 7);
     CHECK(at.chunk == n);
