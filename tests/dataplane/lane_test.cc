@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/transport/link_share.h"
 #include "core/wire/failover_frames.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/raw_member.h"
@@ -186,7 +187,8 @@ class RawLink {
 // members, each with its stream to it and its lane for reducer 1's chunks: lane 1 (K + 0 x K +
 // 0), which carries the odd chunks (c mod 2 = 1).
 struct Survivor {
-  LocalPool pool{1};
+  explicit Survivor(const server::ServerConfig& config = testServerConfig()) : pool(1, config) {}
+  LocalPool pool;
   const uint16_t port = pool.endpoints()[0].port;
   asio::io_context io;
   const GroupId group = GroupId::random();
@@ -254,6 +256,37 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
   lane1.received(5);
   CHECK(lane0.readCommit() == 5);
   CHECK(lane1.readCommit() == 5);
+}
+
+TEST_CASE("a survivor's lane is paced with its streams: the result it owes counts on the host's "
+          "link from the entry until it is written",
+          "[failover][pacing]") {
+  // A rate of this test's own, so that the reducer's LinkShare (one per rate in a process) is
+  // the one held here. Lanes were never busy: unpaced beside the paced streams, their bursts
+  // overflowed the survivor's link after a loss (bench/RESULTS.md, "The rate after a loss").
+  server::ServerConfig config = testServerConfig();
+  config.linkGbps = 0.0777;
+  const std::shared_ptr<transport::LinkShare> link = transport::LinkShare::forProcess(
+      transport::LinkShare::bytesPerSecondFromGbps(config.linkGbps));
+  Survivor s(config);
+  auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
+  lane0.failover({1}, 1);
+  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
+  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+  lane1.failover({1}, 3);
+  CHECK(lane0.readCommit() == 1);
+  CHECK(lane1.readCommit() == 1);
+
+  // Rank 0's entry of chunk 3 is in, rank 1's not: the survivor owes rank 0 the whole chunk.
+  const uint64_t chunkBytes = RawLink::kCount * sizeof(float);
+  lane0.entry(3, 2);
+  CHECK(waitUntil([&] { return link->busyStreams() == 1; }));
+  CHECK(link->bytesUnderWay() == chunkBytes);
+  lane1.entry(3, 0);
+  // Both results written: nothing under way, nothing busy.
+  lane0.readResult(3);
+  lane1.readResult(3);
+  CHECK(waitUntil([&] { return link->busyStreams() == 0 && link->bytesUnderWay() == 0; }));
 }
 
 TEST_CASE("a survivor sends no result to a member whose entry was whole, and commits a chunk "

@@ -364,4 +364,58 @@ TEST_CASE("a member sends each reducer its 1/W of the reducers' link rate, not o
               expectedResult(DataType::kFloat32, ReduceOp::kSum, kWorld, i));
 }
 
+TEST_CASE("a member's lane counts on the host's link as its streams do", "[link_share][failover]") {
+  // Two reducers, one stream each; reducer 1 is lost, so chunk 3 of rank 0's second all-reduce
+  // (home 1) goes on its lane to reducer 0 beside chunk 2 on its stream. Rank 0 alone starts
+  // it; reducer 0 holds both chunks until rank 1's parts come, so both connections stay busy
+  // with their chunks' bytes. Lanes were never counted: unpaced beside the paced streams, their
+  // bursts overflowed the survivor's link after a loss (bench/RESULTS.md, "The rate after a
+  // loss").
+  constexpr int kWorld = 2;
+  constexpr double kGbps = 0.0779;  // this test's own rate: its LinkShare is the members'
+  LocalPool pool(2);
+  auto options = testClientOptions(pool.endpoints(), 1);
+  options.linkGbps = kGbps;
+  const GroupId id = GroupId::random();
+  std::unique_ptr<client::Communicator> comms[kWorld];
+  REQUIRE(runRanks(kWorld, [&](int rank) -> Status {
+            auto comm = client::Communicator::connect(
+                options, {id, static_cast<uint32_t>(kWorld), static_cast<uint32_t>(rank)});
+            if (!comm) return comm.status();
+            comms[rank] = std::move(*comm);
+            return Status::ok();
+          }).toString() == "OK");
+
+  constexpr uint64_t kCount = 256 << 10;  // two chunks of 512 KiB, one per reducer
+  std::vector<AlignedBuffer> send, recv;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    send.emplace_back(kCount * 4);
+    recv.emplace_back(kCount * 4);
+    for (uint64_t i = 0; i < kCount; ++i)
+      storeAs(DataType::kFloat32, send.back().data(), i, exactInput(rank, i, ReduceOp::kSum));
+  }
+  pool.stopReducer(1);
+  // The first all-reduce after the loss moves reducer 1's chunk to the lane.
+  REQUIRE(runRanks(kWorld, [&](int rank) -> Status {
+            return comms[rank]->allReduce(send[rank].data(), recv[rank].data(), kCount,
+                                          DataType::kFloat32, ReduceOp::kSum);
+          }).toString() == "OK");
+
+  auto link = LinkShare::forProcess(LinkShare::bytesPerSecondFromGbps(kGbps));
+  auto first = comms[0]->allReduceAsync(send[0].data(), recv[0].data(), kCount,
+                                        DataType::kFloat32, ReduceOp::kSum);
+  REQUIRE(first.isOk());
+  CHECK(waitUntil([&] { return link->busyStreams() == 2; }));
+  CHECK(link->bytesUnderWay() == kCount * 4);
+
+  REQUIRE(comms[1]->allReduce(send[1].data(), recv[1].data(), kCount, DataType::kFloat32,
+                              ReduceOp::kSum).toString() == "OK");
+  REQUIRE((*first)->wait().toString() == "OK");
+  CHECK(waitUntil([&] { return link->busyStreams() == 0 && link->bytesUnderWay() == 0; }));
+  for (int rank = 0; rank < kWorld; ++rank)
+    for (uint64_t i = 0; i < kCount; i += 997)
+      REQUIRE(loadAs(DataType::kFloat32, recv[rank].data(), i) ==
+              expectedResult(DataType::kFloat32, ReduceOp::kSum, kWorld, i));
+}
+
 }  // namespace rs::test
