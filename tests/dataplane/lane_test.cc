@@ -196,6 +196,19 @@ struct Survivor {
   RawLink stream1{io, port, group, 2, 1, 0, 2};
   RawLink lane0{io, port, group, 2, 0, 0, 2, /*streamIndex=*/1, /*lane=*/true};
   RawLink lane1{io, port, group, 2, 1, 0, 2, 1, true};
+
+  // Both FAILOVERs: rank 0 saw nothing of reducer 1 committed (its watermark is chunk 1), rank
+  // 1 saw chunk 1 committed (3): the agreed point is chunk 3, and chunk 1 is dropped and
+  // committed. The first FAILOVER named a reducer the survivor did not know lost: every member
+  // hears it.
+  void agreeAtChunk3() {
+    lane0.failover({1}, 1);
+    CHECK(stream0.readLost() == std::vector<uint32_t>{1});
+    CHECK(stream1.readLost() == std::vector<uint32_t>{1});
+    lane1.failover({1}, 3);
+    CHECK(lane0.readCommit() == 1);
+    CHECK(lane1.readCommit() == 1);
+  }
 };
 
 // Reducer 0 of three, the only one running (reducers 1 and 2 are lost: never dialled), and two
@@ -227,15 +240,7 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
           "[failover]") {
   Survivor s;
   auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
-  // Rank 0 saw nothing of reducer 1 committed (its watermark is chunk 1), rank 1 saw chunk 1
-  // committed (3): the agreed point is chunk 3, and chunk 1 is dropped and committed.
-  lane0.failover({1}, 1);
-  // The first FAILOVER named a reducer the survivor did not know lost: every member hears it.
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
-  lane1.failover({1}, 3);
-  CHECK(lane0.readCommit() == 1);
-  CHECK(lane1.readCommit() == 1);
+  s.agreeAtChunk3();
 
   lane0.entry(1, RawLink::kCount);  // below the agreed point: read and dropped
   lane0.entry(3, 3);                // rank 0 had 3 elements of chunk 3's result
@@ -270,12 +275,7 @@ TEST_CASE("a survivor's lane is paced with its streams: the result it owes count
       transport::LinkShare::bytesPerSecondFromGbps(config.linkGbps));
   Survivor s(config);
   auto& [pool, port, io, group, stream0, stream1, lane0, lane1] = s;
-  lane0.failover({1}, 1);
-  CHECK(stream0.readLost() == std::vector<uint32_t>{1});
-  CHECK(stream1.readLost() == std::vector<uint32_t>{1});
-  lane1.failover({1}, 3);
-  CHECK(lane0.readCommit() == 1);
-  CHECK(lane1.readCommit() == 1);
+  s.agreeAtChunk3();
 
   // Rank 0's entry of chunk 3 is in, rank 1's not: the survivor owes rank 0 the whole chunk.
   const uint64_t chunkBytes = RawLink::kCount * sizeof(float);
