@@ -12,10 +12,13 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/wire/rejoin_frames.h"
+#include "tests/support/fake_reducer.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/wait_until.h"
 
@@ -234,6 +237,63 @@ TEST_CASE("the restarted reducer lost again before JOIN_AT cancels the rejoin: t
   checkExactAndAlike(plan, run);
   CHECK(run.after[0].rejoins == 0);
   CHECK(run.after[0].lostNow == 1);
+}
+
+TEST_CASE("a reducer lost after a member's JOIN, before JOIN_AT, ends that member's hold: it "
+          "goes on without the reducer, exact",
+          "[rejoin]") {
+  // In the stopped reducer's place, on its port, a fake that offers the rejoin on every
+  // redial's stream 0 at once, reads the member's JOIN and then ends the connection: lost with
+  // the member holding its collectives. Each member's hold ends (a cancel), and it redials later.
+  Plan plan;
+  plan.world = 2;
+  plan.reducers = 2;
+  plan.collectives = 6;
+  LocalPool pool(plan.reducers);
+  std::atomic<int> joins{0};
+  std::optional<FakeReducer> fake;
+  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+    if (k == 0) pool.stopReducer(1);
+    if (k == 1) {
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                "every member lost reducer 1");
+      fake.emplace(
+          [&](FakeReducer::Socket& s) {
+            const std::vector<uint8_t> challenge = challengeFrame();
+            writeBytes(s, challenge.data(), challenge.size());
+            const wire::FrameHeader hello = readHeaderOf(s);
+            std::vector<uint8_t> payload(hello.payloadLength);
+            asio::read(s, asio::buffer(payload));
+            wire::HelloPayload p;
+            if (!wire::decodeHello(payload.data(), payload.size(), &p).isOk() ||
+                (hello.flags & wire::kFlagRejoin) == 0)
+              throw std::runtime_error("not a rejoin HELLO");
+            const std::vector<uint8_t> ack = helloAckFrame(8u << 20);
+            writeBytes(s, ack.data(), ack.size());
+            if (p.streamIndex != 0) return readUntilClosed(s);
+            const wire::HeaderBytes offer =
+                wire::encodeHeader(wire::joinOfferHeader(hello.group, hello.rank));
+            writeBytes(s, offer.data(), offer.size());
+            if (readHeaderOf(s).type == wire::FrameType::kJoin) ++joins;
+            ::shutdown(s.native_handle(), SHUT_RDWR);  // lost before JOIN_AT
+          },
+          0, pool.endpoints()[1].port);
+    }
+    if (k == 2)
+      mustReach(waitUntil([&] {
+                  return everyMember(members, [](const FailoverStats& f) {
+                    return f.rejoinsCancelled >= 1;
+                  });
+                }),
+                "every member's hold cancelled");
+  });
+  checkExactAndAlike(plan, run);
+  CHECK(joins.load() >= 2);
+  for (int rank = 0; rank < plan.world; ++rank) {
+    INFO("rank " << rank);
+    CHECK(run.after[rank].rejoins == 0);
+    CHECK(run.after[rank].lostNow == 1);
+  }
 }
 
 }  // namespace rs::test

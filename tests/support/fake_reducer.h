@@ -34,14 +34,15 @@ class FakeReducer {
 
   // `receiveBuffer` > 0: the SO_RCVBUF of every accepted connection (set on the listener, so
   // that the window is that small from the start): a fake that stops reading then holds a
-  // member's upload back after about that many bytes.
-  explicit FakeReducer(Serve serve, int receiveBuffer = 0)
+  // member's upload back after about that many bytes. `port`: where it listens (0: any), e.g.
+  // the port of a reducer stopped in its place.
+  explicit FakeReducer(Serve serve, int receiveBuffer = 0, uint16_t port = 0)
       : serve_(std::move(serve)), acceptor_(io_) {
     acceptor_.open(asio::ip::tcp::v4());
     acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true));
     if (receiveBuffer > 0)
       acceptor_.set_option(asio::socket_base::receive_buffer_size(receiveBuffer));
-    acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
+    acceptor_.bind({asio::ip::make_address("127.0.0.1"), port});
     acceptor_.listen();
     acceptThread_ = std::thread([this] { acceptLoop(); });
   }
