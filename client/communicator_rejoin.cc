@@ -97,7 +97,7 @@ void CommunicatorCore::redial(uint64_t attempt) {
       const size_t io = ioIndexOf(static_cast<size_t>(r) * streams_ + s);
       rejoin_.streams.push_back(std::make_shared<Connection>(
           *this, options_, group_, *ios_[io], *ackTimers_[io], r, s, options_.reducers[r],
-          nullptr, std::nullopt, Handshake::Redial{timeout}));
+          reducerLinks_[r], std::nullopt, Handshake::Redial{timeout}));
     }
     start = rejoin_.streams;
     std::lock_guard state(mu_);
