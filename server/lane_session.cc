@@ -146,6 +146,13 @@ void Session::handleEntry() {
     frameLeft_ = in_.payloadLength;
     return dropEntryPayload({}, 0);
   }
+  // The member awaits a result unless its entry is whole: this side owes it one from the
+  // entry's header on, also while the entry waits for a slot (as a stream's chunk does, from
+  // handleReduce), so that its HEARTBEATs go then too.
+  const bool whole = in_.type == wire::FrameType::kCommitted ||
+                     (in_.type == wire::FrameType::kFinal &&
+                      wire::finalPrefix(in_) == in_.elemCount);
+  if (!whole && chunksInFlight_++ == 0 && liveness_) liveness_->start();
   acquireAndBegin();
 }
 
@@ -159,8 +166,6 @@ void Session::beginEntry(std::shared_ptr<Slot> slot, Fold fold) {
   }
   const uint32_t prefix = in_.type == wire::FrameType::kFinal ? wire::finalPrefix(in_) : 0;
   slot->startEntry(rank_, prefix);
-  // The member awaits a result unless its entry is whole: this side owes it one from now on.
-  if (prefix < in_.elemCount && chunksInFlight_++ == 0 && liveness_) liveness_->start();
   slot_ = std::move(slot);
   tailBytes_ = 0;
   frameLeft_ = in_.payloadLength;

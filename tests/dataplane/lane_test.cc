@@ -31,7 +31,7 @@ class RawLink {
  public:
   RawLink(asio::io_context& io, uint16_t port, const GroupId& group, uint32_t world,
           uint32_t rank, uint32_t reducer, uint32_t reducers, uint16_t streamIndex = 0,
-          bool lane = false)
+          bool lane = false, uint32_t lossDetectMs = 0)
       : socket_(rawSocket(io, port)), group_(group), rank_(rank) {
     const wire::ChallengePayload challenge = readChallenge(socket_);
     wire::HelloPayload hello;
@@ -40,6 +40,7 @@ class RawLink {
     hello.streamCount = 1;
     hello.reducerIndex = static_cast<uint16_t>(reducer);
     hello.reducerCount = static_cast<uint16_t>(reducers);
+    hello.lossDetectMs = lossDetectMs;
     auto made = wire::helloFrame(group, rank, hello, {}, challenge.nonce,
                                  lane ? wire::kFlagLane : uint16_t{0});
     REQUIRE(made.isOk());
@@ -145,9 +146,10 @@ class RawLink {
     REQUIRE(h.type == wire::FrameType::kCommit);
     return h.chunk;
   }
-  // The next frame, a whole chunk's RESULT (one part), and its values.
+  // The next frame but HEARTBEATs, a whole chunk's RESULT (one part), and its values.
   std::vector<float> readResult(uint64_t chunk) {
-    const wire::FrameHeader h = next();
+    wire::FrameHeader h = next();
+    while (h.type == wire::FrameType::kHeartbeat) h = next();
     INFO("frame type " << wire::frameTypeName(h.type));
     REQUIRE(h.type == wire::FrameType::kResult);
     CHECK(h.chunk == chunk);
@@ -207,9 +209,9 @@ struct SurvivorOfThree {
   const GroupId group = GroupId::random();
   RawLink stream0{io, port, group, 2, 0, 0, 3};
   RawLink stream1{io, port, group, 2, 1, 0, 3};
-  // Rank `rank`'s lane at `index`.
-  RawLink lane(uint32_t rank, uint16_t index) {
-    return RawLink(io, port, group, 2, rank, 0, 3, index, /*lane=*/true);
+  // Rank `rank`'s lane at `index`, asking for the loss bound `lossDetectMs` (0: the reducer's).
+  RawLink lane(uint32_t rank, uint16_t index, uint32_t lossDetectMs = 0) {
+    return RawLink(io, port, group, 2, rank, 0, 3, index, /*lane=*/true, lossDetectMs);
   }
   // Both members read LOST with `dead` on their streams.
   void expectLost(const std::vector<uint32_t>& dead) {
@@ -452,6 +454,58 @@ TEST_CASE("a lane waiting for its agreed point sends HEARTBEATs, so that its mem
   REQUIRE(came);
   REQUIRE(type.has_value());
   CHECK(*type == wire::FrameType::kHeartbeat);
+}
+
+TEST_CASE("a lane whose entry waits for a slot sends HEARTBEATs, so that its member does not "
+          "take the survivor for lost while the slot is held for another member's entry",
+          "[failover]") {
+  // Reducers 0, 1, 2; the survivor is reducer 0, with reducers 1 and 2 lost, on one thread with
+  // a quota of one slot a group. Rank 1's entry for chunk 1 (lane 1: reducer 1's stream 0)
+  // opens the group's one slot, which waits for rank 0's entry of chunk 1, not sent yet. Rank
+  // 0's entry for chunk 2 (lane 2: reducer 2's stream 0) is parked on the quota: its only
+  // entry on that lane, whose result it awaits. The survivor owes it that result from the
+  // entry's header on, as a stream's chunk that waits for a slot. That lane's loss bound is
+  // 200 ms; the others keep the hang guard's, as these raw members send no HEARTBEATs of their
+  // own.
+  server::ServerConfig config = testServerConfig();
+  config.ioThreads = 1;
+  config.maxSlotsPerGroup = 1;
+  SurvivorOfThree s(config);
+  auto& plane = s.pool.reducer(0).dataPlane();
+  RawLink first0 = s.lane(0, 1);
+  RawLink first1 = s.lane(1, 1);
+  RawLink second0 = s.lane(0, 2, /*lossDetectMs=*/200);
+  RawLink second1 = s.lane(1, 2);
+  first0.failover({1, 2}, 1);
+  s.expectLost({1, 2});
+  first1.failover({1, 2}, 1);
+  second0.failover({1, 2}, 2);
+  second1.failover({1, 2}, 2);
+  first1.entry(1, 0);
+  REQUIRE(waitUntil([&] { return plane.stats().slotsOpen == 1; }));
+  second0.entry(2, 0);
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }));
+  // The next frame on rank 0's second lane, read on a thread of its own so that a survivor
+  // that sends nothing fails the test at the state deadline instead of hanging it.
+  std::atomic<bool> read{false};
+  std::optional<wire::FrameType> type;
+  std::thread reader([&] {
+    try {
+      type = second0.next().type;
+    } catch (const std::exception&) {  // shut down below: nothing came
+    }
+    read = true;
+  });
+  const bool came = waitUntil([&] { return read.load(); });
+  if (!came) second0.shutdown();
+  reader.join();
+  REQUIRE(came);
+  REQUIRE(type.has_value());
+  CHECK(*type == wire::FrameType::kHeartbeat);
+  // Rank 0's entry of chunk 1 completes the slot; the parked entry of chunk 2 then takes it.
+  first0.entry(1, 0);
+  CHECK(first0.readResult(1) == RawLink::sumOfBoth());
+  CHECK(first1.readResult(1) == RawLink::sumOfBoth());
 }
 
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
