@@ -119,6 +119,22 @@ class RawLink {
   }
 
   wire::FrameHeader next() { return readFrameHeader(socket_); }
+  // The next frame's type, read on a thread of its own so that a survivor that sends nothing
+  // fails the test at the state deadline instead of hanging it; none when nothing came.
+  std::optional<wire::FrameType> nextTypeBy() {
+    std::atomic<bool> read{false};
+    std::optional<wire::FrameType> type;
+    std::thread reader([&] {
+      try {
+        type = next().type;
+      } catch (const std::exception&) {  // shut down below: nothing came
+      }
+      read = true;
+    });
+    if (!waitUntil([&] { return read.load(); })) shutdown();
+    reader.join();
+    return type;
+  }
   // The next frame, a LOST, and its dead set.
   std::vector<uint32_t> readLost() {
     const wire::FrameHeader h = next();
@@ -437,21 +453,7 @@ TEST_CASE("a lane waiting for its agreed point sends HEARTBEATs, so that its mem
   lane0.failover({1}, 1);
   s.expectLost({1});
   lane0.entry(4, 0);
-  // The next frame on the lane, read on a thread of its own so that a survivor that sends
-  // nothing fails the test at the state deadline instead of hanging it.
-  std::atomic<bool> read{false};
-  std::optional<wire::FrameType> type;
-  std::thread reader([&] {
-    try {
-      type = lane0.next().type;
-    } catch (const std::exception&) {  // shut down below: nothing came
-    }
-    read = true;
-  });
-  const bool came = waitUntil([&] { return read.load(); });
-  if (!came) lane0.shutdown();
-  reader.join();
-  REQUIRE(came);
+  const std::optional<wire::FrameType> type = lane0.nextTypeBy();
   REQUIRE(type.has_value());
   CHECK(*type == wire::FrameType::kHeartbeat);
 }
@@ -485,21 +487,7 @@ TEST_CASE("a lane whose entry waits for a slot sends HEARTBEATs, so that its mem
   REQUIRE(waitUntil([&] { return plane.stats().slotsOpen == 1; }));
   second0.entry(2, 0);
   REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }));
-  // The next frame on rank 0's second lane, read on a thread of its own so that a survivor
-  // that sends nothing fails the test at the state deadline instead of hanging it.
-  std::atomic<bool> read{false};
-  std::optional<wire::FrameType> type;
-  std::thread reader([&] {
-    try {
-      type = second0.next().type;
-    } catch (const std::exception&) {  // shut down below: nothing came
-    }
-    read = true;
-  });
-  const bool came = waitUntil([&] { return read.load(); });
-  if (!came) second0.shutdown();
-  reader.join();
-  REQUIRE(came);
+  const std::optional<wire::FrameType> type = second0.nextTypeBy();
   REQUIRE(type.has_value());
   CHECK(*type == wire::FrameType::kHeartbeat);
   // Rank 0's entry of chunk 1 completes the slot; the parked entry of chunk 2 then takes it.
