@@ -236,6 +236,14 @@ struct SurvivorOfThree {
   }
 };
 
+// A survivor on one io thread with a quota of one slot a group: a second chunk parks.
+server::ServerConfig oneSlotAGroup() {
+  server::ServerConfig config = testServerConfig();
+  config.ioThreads = 1;
+  config.maxSlotsPerGroup = 1;
+  return config;
+}
+
 }  // namespace
 
 TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry on a lane, "
@@ -384,10 +392,7 @@ TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slo
   // parked request for chunk 10 must not be granted the slot that chunk 4's freed: it would
   // open a slot under the retired lane that nothing fills, holding the quota until the
   // collective timeout.
-  server::ServerConfig config = testServerConfig();
-  config.ioThreads = 1;
-  config.maxSlotsPerGroup = 1;
-  SurvivorOfThree s(config);
+  SurvivorOfThree s(oneSlotAGroup());
   auto& plane = s.pool.reducer(0).dataPlane();
   RawLink old0 = s.lane(0, 1);
   RawLink old1 = s.lane(1, 1);
@@ -469,10 +474,7 @@ TEST_CASE("a lane whose entry waits for a slot sends HEARTBEATs, so that its mem
   // entry's header on, as a stream's chunk that waits for a slot. That lane's loss bound is
   // 200 ms; the others keep the hang guard's, as these raw members send no HEARTBEATs of their
   // own.
-  server::ServerConfig config = testServerConfig();
-  config.ioThreads = 1;
-  config.maxSlotsPerGroup = 1;
-  SurvivorOfThree s(config);
+  SurvivorOfThree s(oneSlotAGroup());
   auto& plane = s.pool.reducer(0).dataPlane();
   RawLink first0 = s.lane(0, 1);
   RawLink first1 = s.lane(1, 1);
