@@ -139,6 +139,18 @@ void Session::handleEntry() {
     frameLeft_ = in_.payloadLength;
     return dropEntryPayload({}, 0);
   }
+  // The member awaits a result unless its entry is whole: this side owes it one from the
+  // entry's header on, also while the entry waits for a slot (as a stream's chunk does, from
+  // handleReduce), so that its HEARTBEATs go then too.
+  const bool whole = in_.type == wire::FrameType::kCommitted ||
+                     (in_.type == wire::FrameType::kFinal &&
+                      wire::finalPrefix(in_) == in_.elemCount);
+  if (!whole) {
+    if (chunksInFlight_++ == 0 && liveness_) liveness_->start();
+    // The whole chunk's RESULT goes back on this lane: paced with the streams that share the
+    // link (bench/RESULTS.md, "The rate after a loss").
+    pacer_.busy(uint64_t{in_.elemCount} * dataTypeSize(in_.dtype));
+  }
   acquireAndBegin();
 }
 
@@ -152,13 +164,6 @@ void Session::beginEntry(std::shared_ptr<Slot> slot, Fold fold) {
   }
   const uint32_t prefix = in_.type == wire::FrameType::kFinal ? wire::finalPrefix(in_) : 0;
   slot->startEntry(rank_, prefix);
-  // The member awaits a result unless its entry is whole: this side owes it one from now on.
-  if (prefix < in_.elemCount) {
-    if (chunksInFlight_++ == 0 && liveness_) liveness_->start();
-    // The whole chunk's RESULT goes back on this lane: paced with the streams that share the
-    // link (bench/RESULTS.md, "The rate after a loss").
-    pacer_.busy(uint64_t{in_.elemCount} * dataTypeSize(in_.dtype));
-  }
   slot_ = std::move(slot);
   tailBytes_ = 0;
   frameLeft_ = in_.payloadLength;

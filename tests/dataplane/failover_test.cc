@@ -17,6 +17,7 @@
 #include "client/communicator_core.h"
 #include "core/common/splitmix.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
@@ -31,6 +32,7 @@ struct FailoverRun {
   int world = 3;
   int collectives = 24;
   uint64_t count = 300000;  // elements: chunks on every reducer and stream, many in flight
+  std::chrono::milliseconds lossDetect{0};  // the members' RS_LOSS_DETECT_MS (0: the reducer's)
 };
 
 client::ClientOptions optionsFor(const LocalPool& pool, const FailoverRun& run) {
@@ -38,6 +40,7 @@ client::ClientOptions optionsFor(const LocalPool& pool, const FailoverRun& run) 
   options.deterministic = run.deterministic;
   options.minChunkBytes = 16 << 10;
   options.maxChunkBytes = 64 << 10;
+  options.lossDetect = run.lossDetect;
   return options;
 }
 
@@ -58,7 +61,8 @@ struct MembersOutcome {
 };
 MembersOutcome runMembers(const LocalPool& pool, const FailoverRun& run,
                           const std::function<void(int k)>& afterEach,
-                          std::atomic<int>* collectivesDone = nullptr) {
+                          std::atomic<int>* collectivesDone = nullptr,
+                          const std::function<void(int rank, int k)>& beforeEach = {}) {
   MembersOutcome out;
   out.results.assign(run.world, std::vector<std::vector<uint8_t>>(run.collectives));
   const GroupId id = GroupId::random();
@@ -73,6 +77,7 @@ MembersOutcome runMembers(const LocalPool& pool, const FailoverRun& run,
     for (int k = 0; k < run.collectives; ++k) {
       for (uint64_t i = 0; i < run.count; ++i)
         storeAs(run.type, buf.data(), i, inputOf(run, rank, k, i));
+      if (beforeEach) beforeEach(rank, k);
       Status s = (*comm)->allReduce(buf.data(), buf.data(), run.count, run.type, ReduceOp::kSum);
       if (!s.isOk()) return Status(s.code(), fmt::format("collective {}: {}", k, s.message()));
       out.results[rank][k] = buf;
@@ -275,6 +280,42 @@ TEST_CASE("a collective submitted while a stream finds its reducer lost, before 
   CHECK(bufs[0] == bufs[1]);
   member1->shutdown();
   member0->shutdown();
+}
+
+TEST_CASE("a lane's chunk that waits longer than the loss bound for another member's entry: "
+          "no member takes the live survivor for lost, and every collective is exact and alike",
+          "[failover]") {
+  // Reducer 2 of 3 is lost after collective 0; its chunks go on lanes to reducers 0 and 1 from
+  // collective 1 on. In collective 3 rank 2 submits only once ranks 0 and 1 have waited three
+  // loss bounds inside it: their lane entries (and their streams' chunks) wait that long at the
+  // survivors for rank 2's. A survivor owes them results all that while and must say that it
+  // lives (HEARTBEAT); a member that takes it for lost moves its share and closes its streams
+  // to it, which fails the group there. The hold is a stimulus, not a measurement: on a slower
+  // machine it is only longer than the bound by more.
+  server::ServerConfig config = testServerConfig();
+  config.lossDetectMs = 300;
+  LocalPool pool(3, config);
+  FailoverRun run;
+  run.collectives = 5;
+  run.lossDetect = std::chrono::milliseconds(300);
+  LogCapture log;
+  std::atomic<int> inside{0};  // ranks 0 and 1 inside collective 3
+  const auto hold = [&](int rank, int k) {
+    if (k != 3) return;
+    if (rank != 2) {
+      ++inside;
+      return;
+    }
+    if (!waitUntil([&] { return inside.load() == 2; })) return;  // the run fails on its own
+    std::this_thread::sleep_for(3 * run.lossDetect);
+  };
+  const MembersOutcome out = runMembers(
+      pool, run, [&](int k) { if (k == 0) pool.stopReducer(2); }, nullptr, hold);
+  // Reducer 2 is the only one lost, on every member.
+  CHECK(log.count("reducers 2 of 3 lost") >= 1);
+  CHECK_FALSE(log.contains("reducers 0,2 of 3 lost"));
+  CHECK_FALSE(log.contains("reducers 1,2 of 3 lost"));
+  checkResults(run, out);
 }
 
 TEST_CASE("every reducer lost is the clear error of before", "[failover]") {

@@ -32,7 +32,7 @@ class RawLink {
  public:
   RawLink(asio::io_context& io, uint16_t port, const GroupId& group, uint32_t world,
           uint32_t rank, uint32_t reducer, uint32_t reducers, uint16_t streamIndex = 0,
-          bool lane = false)
+          bool lane = false, uint32_t lossDetectMs = 0)
       : socket_(rawSocket(io, port)), group_(group), rank_(rank) {
     const wire::ChallengePayload challenge = readChallenge(socket_);
     wire::HelloPayload hello;
@@ -41,6 +41,7 @@ class RawLink {
     hello.streamCount = 1;
     hello.reducerIndex = static_cast<uint16_t>(reducer);
     hello.reducerCount = static_cast<uint16_t>(reducers);
+    hello.lossDetectMs = lossDetectMs;
     auto made = wire::helloFrame(group, rank, hello, {}, challenge.nonce,
                                  lane ? wire::kFlagLane : uint16_t{0});
     REQUIRE(made.isOk());
@@ -119,6 +120,22 @@ class RawLink {
   }
 
   wire::FrameHeader next() { return readFrameHeader(socket_); }
+  // The next frame's type, read on a thread of its own so that a survivor that sends nothing
+  // fails the test at the state deadline instead of hanging it; none when nothing came.
+  std::optional<wire::FrameType> nextTypeBy() {
+    std::atomic<bool> read{false};
+    std::optional<wire::FrameType> type;
+    std::thread reader([&] {
+      try {
+        type = next().type;
+      } catch (const std::exception&) {  // shut down below: nothing came
+      }
+      read = true;
+    });
+    if (!waitUntil([&] { return read.load(); })) shutdown();
+    reader.join();
+    return type;
+  }
   // The next frame, a LOST, and its dead set.
   std::vector<uint32_t> readLost() {
     const wire::FrameHeader h = next();
@@ -147,9 +164,10 @@ class RawLink {
     REQUIRE(h.type == wire::FrameType::kCommit);
     return h.chunk;
   }
-  // The next frame, a whole chunk's RESULT (one part), and its values.
+  // The next frame but HEARTBEATs, a whole chunk's RESULT (one part), and its values.
   std::vector<float> readResult(uint64_t chunk) {
-    const wire::FrameHeader h = next();
+    wire::FrameHeader h = next();
+    while (h.type == wire::FrameType::kHeartbeat) h = next();
     INFO("frame type " << wire::frameTypeName(h.type));
     REQUIRE(h.type == wire::FrameType::kResult);
     CHECK(h.chunk == chunk);
@@ -198,10 +216,11 @@ struct Survivor {
   const GroupId group = GroupId::random();
   RawLink stream0{io, port, group, 2, 0, 0, reducers};
   RawLink stream1{io, port, group, 2, 1, 0, reducers};
-  // Rank `rank`'s lane at `index`. Of two reducers, lane 1 (K + 0 x K + 0) carries reducer 1's
-  // chunks, the odd ones (c mod 2 = 1).
-  RawLink lane(uint32_t rank, uint16_t index) {
-    return RawLink(io, port, group, 2, rank, 0, reducers, index, /*lane=*/true);
+  // Rank `rank`'s lane at `index`, asking for the loss bound `lossDetectMs` (0: the reducer's).
+  // Of two reducers, lane 1 (K + 0 x K + 0) carries reducer 1's chunks, the odd ones (c mod 2 =
+  // 1).
+  RawLink lane(uint32_t rank, uint16_t index, uint32_t lossDetectMs = 0) {
+    return RawLink(io, port, group, 2, rank, 0, reducers, index, /*lane=*/true, lossDetectMs);
   }
   // Both members read LOST with `dead` (of `generation`) on their streams.
   void expectLost(const std::vector<uint32_t>& dead, uint64_t generation = 0) {
@@ -222,6 +241,14 @@ void agreeAtChunk3(Survivor& s, RawLink& lane0, RawLink& lane1) {
   lane1.failover({1}, 3);
   CHECK(lane0.readCommit() == 1);
   CHECK(lane1.readCommit() == 1);
+}
+
+// A survivor on one io thread with a quota of one slot a group: a second chunk parks.
+server::ServerConfig oneSlotAGroup() {
+  server::ServerConfig config = testServerConfig();
+  config.ioThreads = 1;
+  config.maxSlotsPerGroup = 1;
+  return config;
 }
 
 }  // namespace
@@ -423,10 +450,7 @@ TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slo
   // parked request for chunk 10 must not be granted the slot that chunk 4's freed: it would
   // open a slot under the retired lane that nothing fills, holding the quota until the
   // collective timeout.
-  server::ServerConfig config = testServerConfig();
-  config.ioThreads = 1;
-  config.maxSlotsPerGroup = 1;
-  Survivor s(3, config);
+  Survivor s(3, oneSlotAGroup());
   auto& plane = s.pool.reducer(0).dataPlane();
   RawLink old0 = s.lane(0, 1);
   RawLink old1 = s.lane(1, 1);
@@ -492,23 +516,44 @@ TEST_CASE("a lane waiting for its agreed point sends HEARTBEATs, so that its mem
   lane0.failover({1}, 1);
   s.expectLost({1});
   lane0.entry(4, 0);
-  // The next frame on the lane, read on a thread of its own so that a survivor that sends
-  // nothing fails the test at the state deadline instead of hanging it.
-  std::atomic<bool> read{false};
-  std::optional<wire::FrameType> type;
-  std::thread reader([&] {
-    try {
-      type = lane0.next().type;
-    } catch (const std::exception&) {  // shut down below: nothing came
-    }
-    read = true;
-  });
-  const bool came = waitUntil([&] { return read.load(); });
-  if (!came) lane0.shutdown();
-  reader.join();
-  REQUIRE(came);
+  const std::optional<wire::FrameType> type = lane0.nextTypeBy();
   REQUIRE(type.has_value());
   CHECK(*type == wire::FrameType::kHeartbeat);
+}
+
+TEST_CASE("a lane whose entry waits for a slot sends HEARTBEATs, so that its member does not "
+          "take the survivor for lost while the slot is held for another member's entry",
+          "[failover]") {
+  // Reducers 0, 1, 2; the survivor is reducer 0, with reducers 1 and 2 lost, on one thread with
+  // a quota of one slot a group. Rank 1's entry for chunk 1 (lane 1: reducer 1's stream 0)
+  // opens the group's one slot, which waits for rank 0's entry of chunk 1, not sent yet. Rank
+  // 0's entry for chunk 2 (lane 2: reducer 2's stream 0) is parked on the quota: its only
+  // entry on that lane, whose result it awaits. The survivor owes it that result from the
+  // entry's header on, as a stream's chunk that waits for a slot. That lane's loss bound is
+  // 200 ms; the others keep the hang guard's, as these raw members send no HEARTBEATs of their
+  // own.
+  Survivor s(3, oneSlotAGroup());
+  auto& plane = s.pool.reducer(0).dataPlane();
+  RawLink first0 = s.lane(0, 1);
+  RawLink first1 = s.lane(1, 1);
+  RawLink second0 = s.lane(0, 2, /*lossDetectMs=*/200);
+  RawLink second1 = s.lane(1, 2);
+  first0.failover({1, 2}, 1);
+  s.expectLost({1, 2});
+  first1.failover({1, 2}, 1);
+  second0.failover({1, 2}, 2);
+  second1.failover({1, 2}, 2);
+  first1.entry(1, 0);
+  REQUIRE(waitUntil([&] { return plane.stats().slotsOpen == 1; }));
+  second0.entry(2, 0);
+  REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }));
+  const std::optional<wire::FrameType> type = second0.nextTypeBy();
+  REQUIRE(type.has_value());
+  CHECK(*type == wire::FrameType::kHeartbeat);
+  // Rank 0's entry of chunk 1 completes the slot; the parked entry of chunk 2 then takes it.
+  first0.entry(1, 0);
+  CHECK(first0.readResult(1) == RawLink::sumOfBoth());
+  CHECK(first1.readResult(1) == RawLink::sumOfBoth());
 }
 
 TEST_CASE("a lane for a group the survivor does not serve is refused, and an entry a lane does "
