@@ -257,8 +257,6 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
           "after the agreed point, and commits them there",
           "[failover]") {
   Survivor s(2);
-  RawLink& stream0 = s.stream0;
-  RawLink& stream1 = s.stream1;
   RawLink lane0 = s.lane(0, 1);
   RawLink lane1 = s.lane(1, 1);
   agreeAtChunk3(s, lane0, lane1);
