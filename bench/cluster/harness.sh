@@ -12,6 +12,12 @@
 #                                        <addr>:2222 (gRPC :2223), ARGS added ({addr}: the
 #                                        host's), each waited for; sets HARNESS_REDUCERS
 #                                        (host:port,...) and RED_PIDS
+#   harness_restart_reducer J            reducer J again, under the same address, port and ARGS
+#                                        as harness_start_reducers gave it (a restarted replica):
+#                                        the old process killed (KILL) and waited for if alive,
+#                                        the new one's output in OUT/reducer<J>.restarted.log;
+#                                        sets RED_PIDS[J] and HARNESS_LISTENING_AT (epoch us: its
+#                                        port file written, once it listens)
 #   harness_stop_reducers                kills them (KILL) and waits until they are gone
 #   harness_new_group                    a fresh group id
 
@@ -50,36 +56,62 @@ harness_guard() {  # out
 }
 
 harness_start_reducers() {  # bin out args...
-  local bin=$1 out=$2 j t a
-  shift 2
+  local j
+  HARNESS_REDUCER_ARGS=("$@")
   HARNESS_REDUCERS="" RED_PIDS=()
   for ((j = 0; j < CLUSTER_REDUCERS; j++)); do
-    a=$(cluster_addr "r$j")
-    rm -f "$out/reducer$j.port"
-    cluster_exec "r$j" "$bin" --data-listen "$a:2222" --grpc-listen "$a:2223" \
-      --port-file "$out/reducer$j.port" --stats-interval 0 "${@//\{addr\}/$a}" >"$out/reducer$j.log" 2>&1 &
-    HARNESS_REDUCERS+="${HARNESS_REDUCERS:+,}$a:2222"
+    harness_launch_reducer "$j" "$2/reducer$j.log"
+    HARNESS_REDUCERS+="${HARNESS_REDUCERS:+,}$(cluster_addr "r$j"):2222"
   done
-  for ((j = 0; j < CLUSTER_REDUCERS; j++)); do
-    for ((t = 0; t < 200; t++)); do [[ -s $out/reducer$j.port ]] && break; sleep 0.1; done
-    [[ -s $out/reducer$j.port ]] || die "reducer $j did not start (see $out/reducer$j.log)"
-    # The server is the only process in its host ($! would be the subshell around cluster_exec).
-    mapfile -t -O "${#RED_PIDS[@]}" RED_PIDS < <(ip netns pids "$(cluster_ns "r$j")")
-  done
-  ((${#RED_PIDS[@]} == CLUSTER_REDUCERS)) ||
-    die "expected $CLUSTER_REDUCERS reducer processes, found ${RED_PIDS[*]}"
+  for ((j = 0; j < CLUSTER_REDUCERS; j++)); do harness_await_reducer "$j"; done
 }
 
-harness_stop_reducers() {
-  local pid t alive
-  for pid in "${RED_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+harness_restart_reducer() {  # j
+  local j=$1
+  harness_kill_wait "${RED_PIDS[j]}"
+  harness_launch_reducer "$j" "${HARNESS_REDUCER_ARGS[1]}/reducer$j.restarted.log"
+  harness_await_reducer "$j"
+  # shellcheck disable=SC2034  # the caller's
+  HARNESS_LISTENING_AT=$(stat -c %.6Y "${HARNESS_REDUCER_ARGS[1]}/reducer$j.port" | tr -d .)
+}
+
+# Reducer j on <addr>:2222 in its host, with harness_start_reducers' bin, out and args.
+harness_launch_reducer() {  # j log
+  local j=$1 log=$2 bin=${HARNESS_REDUCER_ARGS[0]} out=${HARNESS_REDUCER_ARGS[1]} a
+  local -a args=("${HARNESS_REDUCER_ARGS[@]:2}")
+  a=$(cluster_addr "r$j")
+  rm -f "$out/reducer$j.port"
+  cluster_exec "r$j" "$bin" --data-listen "$a:2222" --grpc-listen "$a:2223" \
+    --port-file "$out/reducer$j.port" --stats-interval 0 "${args[@]//\{addr\}/$a}" >"$log" 2>&1 &
+}
+
+# Waits (20 s at most) for reducer j's port file; RED_PIDS[j] is its process.
+harness_await_reducer() {  # j
+  local j=$1 out=${HARNESS_REDUCER_ARGS[1]} t
+  local -a pids
+  for ((t = 0; t < 200; t++)); do [[ -s $out/reducer$j.port ]] && break; sleep 0.1; done
+  [[ -s $out/reducer$j.port ]] || die "reducer $j did not start (see $out/reducer$j*.log)"
+  # The server is the only process in its host ($! would be the subshell around cluster_exec).
+  mapfile -t pids < <(ip netns pids "$(cluster_ns "r$j")")
+  ((${#pids[@]} == 1)) || die "expected one reducer process in r$j, found ${pids[*]:-none}"
+  RED_PIDS[j]=${pids[0]}
+}
+
+# Kills the given processes (KILL) and waits, 10 s at most, until they are gone.
+harness_kill_wait() {  # pid...
+  local pid t alive=0
+  for pid in "$@"; do kill -KILL "$pid" 2>/dev/null || true; done
   for ((t = 0; t < 100; t++)); do
     alive=0
-    for pid in "${RED_PIDS[@]}"; do cluster_pid_alive "$pid" && alive=1; done
+    for pid in "$@"; do cluster_pid_alive "$pid" && alive=1; done
     ((alive)) || break
     sleep 0.1
   done
-  ((alive == 0)) || die "reducers ${RED_PIDS[*]} still running 10 s after KILL"
+  ((alive == 0)) || die "processes $* still running 10 s after KILL"
+}
+
+harness_stop_reducers() {
+  harness_kill_wait "${RED_PIDS[@]}"
   RED_PIDS=()
 }
 
