@@ -122,10 +122,13 @@ restart() {  # mode
   RESTARTED_AT=$HARNESS_LISTENING_AT
 }
 
-# Bytes each reducer host has received on its link, in index order (a restarted case's share).
+# Bytes each reducer host has received on its link, in index order (a restarted case's share):
+# what the switch's port to it sent, read in one call.
 reducer_rx() {
-  local j
-  for ((j = 0; j < R; j++)); do echo -n " $(cluster_exec "r$j" cat /sys/class/net/eth0/statistics/rx_bytes)"; done
+  ip -n "$(cluster_ns sw)" -s -o link show | awk -v r="$R" '{
+    name = $2; sub(/[@:].*/, "", name)
+    n = split($0, seg, "\\\\"); for (i = 1; i < n; i++) if (seg[i] ~ /TX:/) { split(seg[i + 1], f, " "); tx[name] = f[1] }
+  } END { for (j = 0; j < r; j++) printf " %s", tx["r" j] + 0 }'
 }
 
 # Epoch us of a log line's stamp (the project's text format: 2026-11-27T10:49:12.123456 ...).
@@ -222,8 +225,9 @@ run_case() {  # mode size iters k
   while IFS= read -r -u "$feed" line; do
     if [[ $line =~ ^#\ iteration\ ([0-9]+)\ [0-9]+\ [0-9]+\ ([0-9]+)\  ]]; then
       healthy+=("${BASH_REMATCH[2]}")
-      # Restarted: what each reducer host took in up to the end of each of rank 0's iterations.
-      ((RESTART_AFTER)) && echo "${BASH_REMATCH[1]}$(reducer_rx)" >>"$OUT/$tag.rx"
+      # Restarted: what each reducer host took in up to the end of each of rank 0's iterations
+      # after the loss (after: nothing may stand between iteration K's line and the loss).
+      ((RESTART_AFTER && BASH_REMATCH[1] > k)) && echo "${BASH_REMATCH[1]}$(reducer_rx)" >>"$OUT/$tag.rx"
       # Into iteration K+1 by a fraction of rank 0's median of the iterations before K, worked
       # out ahead so that nothing but the wait stands between iteration K's line and the loss.
       if [[ ${BASH_REMATCH[1]} == $((k - 1)) ]]; then
