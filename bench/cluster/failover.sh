@@ -182,19 +182,20 @@ rejoin_rows() {  # tag mode size iters hit lost restarted healthy_median
       -v lost="$lost" -v restarted="$restarted" -v joinat="${joinat:-0}" -v chunks="${chunks[*]}" \
       -v first="$first" -v last="$last" -v sw="$(printf '%s\n' "${switched[@]}" | sort -n | tail -1)" \
       -v lf="$(printf '%s\n' "${lostfor[@]}" | sort -n | tr '\n' ' ')" -v cw="$cancelled_w" -v cr="$cancelled_r" \
-      -v share="$share" -v trj="$(awk -v i="$last" '$1 == i { print $2 }' "$OUT/$tag.iterations")" 'function med(list, n, v) {
+      -v share="$share" -v trj="$(awk -v i="$last" '$1 >= i && $1 < i + 3 { print $2 }' "$OUT/$tag.iterations" | tr '\n' ' ')" 'function med(list, n, v) {
     n = split(list, v, " "); if (!n) return -1
     return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
   BEGIN {
     nd = split(deg, x, " "); na = split(aft, y, " "); md = med(deg); ma = med(aft)
     n = split(chunks, c, " "); same = 1; for (i = 2; i <= n; i++) if (c[i] != c[1]) same = 0
     nl = split(lf, l, " ")
-    printf "| %s | %s | %.1f | %s | %s | %d (%.1f s) | %s | %s, %s | %.0f | %s-%s | %.1f | %s | %s | %s | %s | %d / %d |\n",
+    nr = split(trj, rj, " "); rjs = ""; for (i = 1; i <= nr; i++) rjs = rjs sprintf("%s%.1f", i > 1 ? ", " : "", rj[i] / 1000)
+    printf "| %s | %s | %.1f | %s | %s | %d (%.1f s) | %s | %s, %s | %.0f | %s-%s | %s | %s | %s | %s | %s | %d / %d |\n",
       mode, size, mb / 1000, nd ? sprintf("%.1f (%d)", md / 1000, nd) : "-", nd ? sprintf("%.2f", md / mb) : "-",
       ra, (restarted - lost) / 1e6, joinat ? sprintf("%.0f", (joinat - restarted) / 1000) : "none",
       same ? c[1] : "differ: " chunks, first == last ? first : first "-" last, (sw - restarted) / 1000,
-      l[1], l[nl], trj / 1000, na ? sprintf("%.1f (%d)", ma / 1000, na) : "-", na ? sprintf("%.2f", ma / mb) : "-",
-      na ? sprintf("%.1f", (trj - ma) / 1000) : "-", share, cw, cr }' >>"$OUT/rejoin.md"
+      l[1], l[nl], rjs, na ? sprintf("%.1f (%d)", ma / 1000, na) : "-", na ? sprintf("%.2f", ma / mb) : "-",
+      na ? sprintf("%.1f", (rj[1] - ma) / 1000) : "-", share, cw, cr }' >>"$OUT/rejoin.md"
 }
 
 # One case: fresh reducers and group, W workers, the loss after iteration K. Appends a row to
@@ -350,11 +351,12 @@ done
     echo "JOIN_AT, the restarted reducer's \"rejoined\" line; the rejoin, the chunk T of the workers' \"taken"
     echo "back at chunk T\" lines and the iteration that switch was in (the first to end after it, per worker);"
     echo "the slowest worker's switch; lost for, the workers' own figure (the loss adopted to the switch);"
-    echo "after, the iterations after the rejoin one; its share, the bytes its host received over the mean of"
-    echo "the other reducer hosts' (at rank 0's iteration ends) while degraded and after the rejoin iteration;"
+    echo "after, the iterations after the rejoin one (the two right after it included); its share, the bytes"
+    echo "its host received over the mean of the other reducer hosts' (at rank 0's iteration ends) while"
+    echo "degraded and after the rejoin iteration;"
     echo "cancelled, the workers' and the reducer's cancel lines."
     echo
-    echo "| loss | size | healthy median, ms | degraded: median, ms (iterations) | degraded / healthy | restarted after iteration (s after the loss) | restart to JOIN_AT, ms | rejoin: chunk, iteration | restart to the last switch, ms | lost for, ms (workers) | rejoin iteration, ms | after the rejoin: median, ms (iterations) | after / healthy | rejoin iteration - after median, ms | its share of the bytes: degraded / after | cancelled (workers / reducer) |"
+    echo "| loss | size | healthy median, ms | degraded: median, ms (iterations) | degraded / healthy | restarted after iteration (s after the loss) | restart to JOIN_AT, ms | rejoin: chunk, iteration | restart to the last switch, ms | lost for, ms (workers) | the rejoin iteration and the two after it, ms | after the rejoin: median, ms (iterations) | after / healthy | rejoin iteration - after median, ms | its share of the bytes: degraded / after | cancelled (workers / reducer) |"
     echo "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|"
     cat "$OUT/rejoin.md"
     echo
