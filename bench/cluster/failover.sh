@@ -212,8 +212,9 @@ run_case() {  # mode size iters k
                  timeout -k 10 "$STEP_TIMEOUT"
                  "$PERF_BIN" --reducers "$HARNESS_REDUCERS" --world "$W" --group "$group" -b "$size" -e "$size"
                  -n "$iters" -w "$WARMUP" -d fp32 -o sum --streams "$STREAMS" --iteration-log)
-  # The members' rejoin line ("taken back at chunk T") is at info.
-  ((RESTART_AFTER)) && perf+=(--log-level info)
+  # Restarted: the members' rejoin line ("taken back at chunk T") is at info; the hosts' bytes
+  # from this case only.
+  if ((RESTART_AFTER)); then perf+=(--log-level info); : >"$OUT/$tag.rx"; fi
   for ((i = W - 1; i >= 1; i--)); do
     cluster_exec "w$i" "${perf[@]}" --rank "$i" >"$OUT/$tag.rank$i.log" 2>"$OUT/$tag.rank$i.err" &
     pids+=($!)
