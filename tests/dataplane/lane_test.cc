@@ -263,6 +263,15 @@ void agreeAtChunk3(Survivor& s, RawLink& lane0, RawLink& lane1) {
   CHECK(lane1.readCommit() == 1);
 }
 
+// Both members' FAILOVER on their lanes of one index under `dead`, at `watermark`: rank 0's
+// names a loss the survivor did not know, and every member hears LOST before rank 1's goes.
+void failoverBoth(Survivor& s, RawLink& lane0, RawLink& lane1, const std::vector<uint32_t>& dead,
+                  uint64_t watermark) {
+  lane0.failover(dead, watermark);
+  s.expectLost(dead);
+  lane1.failover(dead, watermark);
+}
+
 // A survivor on one io thread with a quota of one slot a group: a second chunk parks.
 server::ServerConfig oneSlotAGroup() {
   server::ServerConfig config = testServerConfig();
@@ -510,9 +519,7 @@ TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slo
   auto& plane = s.pool.reducer(0).dataPlane();
   RawLink old0 = s.lane(0, 1);
   RawLink old1 = s.lane(1, 1);
-  old0.failover({1}, 1);
-  s.expectLost({1});
-  old1.failover({1}, 1);
+  failoverBoth(s, old0, old1, {1}, 1);
   old0.entry(4, 0);
   old0.entry(10, 0);
   REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }));
@@ -549,9 +556,7 @@ TEST_CASE("a lane chunk whose staging copies exceed the thread's pool fails the 
   Survivor s(3, config);
   RawLink lane0 = s.lane(0, 1);
   RawLink lane1 = s.lane(1, 1);
-  lane0.failover({1}, 1);
-  s.expectLost({1});
-  lane1.failover({1}, 1);
+  failoverBoth(s, lane0, lane1, {1}, 1);
   lane0.largeEntry(4, 4096);
   const std::string reason = s.stream1.readAbort();
   CHECK_THAT(reason, Catch::Matchers::Contains("chunk 4 needs 32768 bytes (a failover lane's "
@@ -594,9 +599,7 @@ TEST_CASE("a lane whose entry waits for a slot sends HEARTBEATs, so that its mem
   RawLink first1 = s.lane(1, 1);
   RawLink second0 = s.lane(0, 2, /*lossDetectMs=*/200);
   RawLink second1 = s.lane(1, 2);
-  first0.failover({1, 2}, 1);
-  s.expectLost({1, 2});
-  first1.failover({1, 2}, 1);
+  failoverBoth(s, first0, first1, {1, 2}, 1);
   second0.failover({1, 2}, 2);
   second1.failover({1, 2}, 2);
   first1.entry(1, 0);
