@@ -37,7 +37,7 @@ Status CommunicatorCore::start() {
                           : std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
     ackTimers_.push_back(
-        std::make_unique<AckTimer>(*ios_.back(), kAckDelay, &Connection::acknowledgeNow));
+        std::make_unique<AckTimer>(*ios_.back(), ackDelay_, &Connection::acknowledgeNow));
   }
   if (caller) progress_ = std::make_unique<CallerProgress>(*ios_.front());
   // Each reducer's link as this member may use it: the group's W members share it. Its rate is
@@ -278,18 +278,23 @@ void CommunicatorCore::onResultsIn(std::shared_ptr<RequestState> request) {
          .compressed = r.compressed});
   }
   RetentionStore::Outcome outcome;
+  std::vector<std::shared_ptr<Connection>> lanes;
   {
     // A failover reads the buffers of the collectives not yet kept (communicator_failover.cc).
     std::lock_guard lock(submitMu_);
     request->markKept();
     outcome = retention_.keep(std::move(collective));
+    if (outcome == RetentionStore::Outcome::kWaiting)
+      for (const auto& [key, lane] : lanes_) lanes.push_back(lane);
   }
   switch (outcome) {
     case RetentionStore::Outcome::kKept:
       return;
     case RetentionStore::Outcome::kWaiting:
-      // It waits for commits: this member's own acknowledgements go now, not at the ack delay.
-      for (auto& c : connections_) asio::post(c->executorContext(), [c] { c->acknowledgeNow(); });
+      // It waits for commits: this member's own acknowledgements go now, not at the ack delay,
+      // on its streams and on its lanes (whose commits free a lost reducer's chunks).
+      for (auto* group : {&connections_, &lanes})
+        for (auto& c : *group) asio::post(c->executorContext(), [c] { c->acknowledgeNow(); });
       return;
     case RetentionStore::Outcome::kClosed: {
       // The communicator failed meanwhile: fail it with the others.

@@ -77,6 +77,9 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   const RetentionStore& retentionStore() const { return retention_; }
   // Tests only, set before start(): runs on the io thread of a connection that found its
   // reducer lost, before the loss is adopted, so that a test can put a submit in that window.
+  // Tests only, set before start(): how long a RECEIVED that no REDUCE carried waits to go
+  // alone (kAckDelay).
+  void setAckDelayForTest(std::chrono::milliseconds delay) { ackDelay_ = delay; }
   void setOnReducerLostForTest(std::function<void()> hook) {
     onReducerLostForTest_ = std::move(hook);
   }
@@ -206,6 +209,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   std::vector<std::weak_ptr<RequestState>> inFlight_;
   CommitLedger ledger_;
   std::function<void()> onReducerLostForTest_;
+  std::chrono::milliseconds ackDelay_ = kAckDelay;
 
   // Rejoin, under submitMu_ (communicator_rejoin.cc).
   uint64_t generation_ = 0;  // rejoins taken: the dead set's generation (cluster::DeadView)

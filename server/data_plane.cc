@@ -31,7 +31,8 @@ Status DataPlane::start(asio::io_context& control) {
         [this](const std::shared_ptr<Group>& group, const cluster::DeadView& dead) {
           loseReducers(group, dead);
         },
-        [this](const std::shared_ptr<Group>& group) { offerRejoin(group); });
+        [this](const std::shared_ptr<Group>& group) { offerRejoin(group); },
+        [this](const std::shared_ptr<Group>& group, uint32_t rank) { reportLeft(group, rank); });
     threads_.push_back(std::move(t));
   }
   for (auto& t : threads_) {
@@ -101,6 +102,13 @@ void DataPlane::loseReducers(const std::shared_ptr<Group>& group, const cluster:
   for (auto& t : threads_)
     asio::post(t->io, [shard = t->shard.get(), id = group->id(), dead] {
       shard->groupLost(id, dead);
+    });
+}
+
+void DataPlane::reportLeft(const std::shared_ptr<Group>& group, uint32_t rank) {
+  for (auto& t : threads_)
+    asio::post(t->io, [shard = t->shard.get(), id = group->id(), rank] {
+      shard->memberLeftReducer(id, rank);
     });
 }
 

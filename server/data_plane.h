@@ -80,6 +80,9 @@ class DataPlane {
   void loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadView& dead);
   // Every stream of a joining group is in: its stream 0's thread offers the rejoin.
   void offerRejoin(const std::shared_ptr<Group>& group);
+  // `rank` left this reducer: every io thread looks at its lanes for chunks that wait for it
+  // (Shard::memberLeftReducer). Any thread.
+  void reportLeft(const std::shared_ptr<Group>& group, uint32_t rank);
 
  private:
   struct IoThread {

@@ -27,6 +27,7 @@ Group::Group(GroupId id, GroupParams params, uint32_t threadOffset, uint32_t eff
       name_("group " + id.toString().substr(0, 8)),
       joining_(params.rejoin),
       streamsToJoin_(int64_t{params.worldSize} * params.streamCount),
+      left_(params.worldSize, false),
       streamConnected_(static_cast<size_t>(params.worldSize) * params.streamCount, false),
       declared_(params.worldSize, false) {}
 
@@ -51,6 +52,18 @@ std::optional<cluster::DeadView> Group::learnDead(const cluster::DeadView& dead)
 std::optional<cluster::DeadView> Group::dead() const {
   std::lock_guard lock(mu_);
   return dead_;
+}
+
+bool Group::markLeft(uint32_t rank) {
+  std::lock_guard lock(mu_);
+  if (left_[rank]) return false;
+  left_[rank] = true;
+  return true;
+}
+
+bool Group::hasLeft(uint32_t rank) const {
+  std::lock_guard lock(mu_);
+  return left_[rank];
 }
 
 Status Group::abortReason() const {

@@ -122,6 +122,13 @@ class Group {
   }
   uint32_t lossBoundMs() const { return lossBoundMs_.load(std::memory_order_relaxed); }
 
+  // A member that ended one of its streams here between frames has left this reducer: its
+  // process or host closed its connections, or it took this reducer for lost. It opens no lane
+  // here after that, and sends nothing more on a lane it closed (Shard::failIfLaneMemberLeft).
+  // markLeft is true the first time for the rank. Any thread.
+  bool markLeft(uint32_t rank);
+  bool hasLeft(uint32_t rank) const;
+
  private:
   friend class GroupRegistry;
   const GroupId id_;
@@ -137,6 +144,7 @@ class Group {
   const std::chrono::steady_clock::time_point createdAt_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   Status abortReason_;
+  std::vector<bool> left_;  // [rank]: markLeft
   std::optional<cluster::DeadView> dead_;  // none until a FAILOVER names a loss
   GroupCounters counters_;
   // Guarded by the registry's mutex.

@@ -52,9 +52,9 @@ uint64_t bookkeepingBytes(uint32_t worldSize, uint32_t streams) {
   // Per (rank, stream): its session pointer in its shard's member table, its acknowledged
   // watermark in the stream's CommitCounter, the registry's connected flag, the shard's
   // departed flag and the counter's has-acknowledged flag (bits, rounded up to bytes below) and
-  // the peer entry. Per rank: the declared flag.
+  // the peer entry. Per rank: the declared and left flags.
   return memberStreams * (sizeof(std::shared_ptr<int>) + sizeof(uint64_t) + kPeerEntryBytes) +
-         (3 * memberStreams + worldSize + 7) / 8;
+         (3 * memberStreams + 2 * uint64_t{worldSize} + 7) / 8;
 }
 
 }  // namespace rs::server

@@ -218,8 +218,9 @@ class Session final : public std::enable_shared_from_this<Session>,
   // inside an entry, while it waited for the agreed point or a slot. A member closes every lane
   // of a dead set when it adopts a larger one, which this reducer learns only from the FAILOVER
   // on the new lanes, after the close (proto/FAILOVER.md, "A second loss"): not an error. The
-  // session closes; that FAILOVER retires the lane and its slots, and a member that is gone
-  // instead fails the group through its streams, or at the collective timeout.
+  // session closes; that FAILOVER retires the lane and its slots. A member that is gone instead
+  // fails the group through its streams here, whose end is checked against its lanes' open
+  // chunks (Shard::failIfLaneMemberLeft).
   void laneEnded(const std::string& what);
   // JOIN (rejoin_session.cc): the member's answer to JOIN_OFFER.
   void handleJoin();

@@ -30,7 +30,7 @@ std::shared_ptr<Session> sessionOf(const Admission::Request& request) {
 
 Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
              GroupRegistry& registry, AbortGroup abortGroup, LoseReducers loseReducers,
-             OfferRejoin offerRejoin)
+             OfferRejoin offerRejoin, ReportLeft reportLeft)
     : io_(io),
       config_(config),
       index_(index),
@@ -38,6 +38,7 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
       abortGroup_(std::move(abortGroup)),
       loseReducers_(std::move(loseReducers)),
       offerRejoin_(std::move(offerRejoin)),
+      reportLeft_(std::move(reportLeft)),
       pool_(std::make_shared<SlotPool>(registry.memory())),
       admission_(*this, *pool_, {config.maxSlotsPerGroup, config.maxChunkBytes}, stats_),
       timeoutTimer_(io),
@@ -270,9 +271,12 @@ bool Shard::waiting(const Admission::Request& request) {
 
 std::shared_ptr<Slot> Shard::open(const Admission::Request& request, AlignedBuffer buffer) {
   const auto session = sessionOf(request);  // waiting() said it waits
-  std::optional<uint16_t> lane;
-  if (session->isLane()) lane = session->streamIndex();
-  return openSlot(*findGroup(request.header.group), request.header, std::move(buffer), lane);
+  GroupShard& gs = *findGroup(request.header.group);
+  if (!session->isLane()) return openSlot(gs, request.header, std::move(buffer), std::nullopt);
+  std::shared_ptr<Slot> slot =
+      openSlot(gs, request.header, std::move(buffer), session->streamIndex());
+  failIfLaneMemberLeft(gs, session->streamIndex());
+  return slot;
 }
 
 bool Shard::resume(const Admission::Request& request, std::shared_ptr<Slot> opened) {
@@ -568,6 +572,34 @@ void Shard::retireLane(GroupShard& gs, uint16_t index, const cluster::DeadView& 
   scheduleWaiterService();
 }
 
+void Shard::memberLeftReducer(const GroupId& id, uint32_t rank) {
+  GroupShard* gs = findGroup(id);
+  if (gs == nullptr) return;
+  for (const auto& [index, lane] : gs->lanes)
+    if (!lane.members[rank]) failIfLaneMemberLeft(*gs, index);
+}
+
+void Shard::failIfLaneMemberLeft(GroupShard& gs, uint16_t index) {
+  auto lane = gs.lanes.find(index);
+  // Before its agreed point a lane has no chunk open, and not every member's session yet.
+  if (gs.group->aborted() || lane == gs.lanes.end() || !lane->second.point.complete()) return;
+  const LaneShard& ls = lane->second;
+  for (uint32_t rank = 0; rank < ls.members.size(); ++rank) {
+    if (ls.members[rank] || !gs.group->hasLeft(rank)) continue;
+    for (const auto& [chunk, slot] : gs.open) {
+      if (!slot->lane() || slot->stream() != index || slot->memberDone(rank)) continue;
+      memberGone(gs.group,
+                 abortedError(fmt::format(
+                     "rank {} left this reducer (its lane {} and its streams here ended) while "
+                     "chunk {} (seq {}), resent for lost reducer {} stream {}, waited for its "
+                     "entry",
+                     rank, index, chunk, slot->seq(), ls.lane.deadHome, ls.lane.stream)),
+                 false);
+      return;
+    }
+  }
+}
+
 void Shard::abortGroup(const GroupId& id, const Status& reason) {
   auto it = groups_.find(id);
   if (it == groups_.end()) return;
@@ -596,7 +628,8 @@ void Shard::memberLeft(Session& session) {
   GroupShard* gs = findGroup(session.group()->id());
   if (gs == nullptr) return;
   // A member closes its lanes when it adopts a larger dead set (its FAILOVER under it retires
-  // this lane here), or with the rest of its streams when it leaves.
+  // this lane here), or with the rest of its streams when it leaves (then the lane's end is
+  // judged in detach, with the streams').
   if (session.isLane()) return;
   // A chunk still open on the stream fails the group at once, whether or not this member had
   // sent its part: it can never receive the result, and the slot would stay held until the
@@ -614,6 +647,9 @@ void Shard::memberLeft(Session& session) {
   }
   gs->departed[session.streamIndex()][session.rank()] = true;
   rs::logger().debug("{}: left", session.name());
+  // Its lanes' chunks here wait for it too (on any thread): only once a lane was opened.
+  if (gs->group->markLeft(session.rank()) && gs->group->dead())
+    reportLeft_(gs->group, session.rank());
 }
 
 void Shard::detach(Session& session) {
@@ -631,9 +667,11 @@ void Shard::detach(Session& session) {
   if (gs == nullptr) return;
   if (session.isLane()) {
     std::erase_if(gs->pendingLanes, [&](const auto& s) { return s.get() == &session; });
-    if (auto lane = gs->lanes.find(session.streamIndex()); lane != gs->lanes.end())
-      if (lane->second.members[session.rank()].get() == &session)
-        lane->second.members[session.rank()].reset();
+    if (auto lane = gs->lanes.find(session.streamIndex());
+        lane != gs->lanes.end() && lane->second.members[session.rank()].get() == &session) {
+      lane->second.members[session.rank()].reset();
+      failIfLaneMemberLeft(*gs, session.streamIndex());
+    }
   } else {
     auto members = gs->members.find(session.streamIndex());
     if (members != gs->members.end() && members->second[session.rank()].get() == &session)

@@ -51,12 +51,16 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // Every stream of a joining group is in: the thread of its stream 0 offers the rejoin there
   // (offerRejoin). Any thread.
   using OfferRejoin = std::function<void(const std::shared_ptr<Group>&)>;
+  // A member left this reducer (Group::markLeft): every io thread looks at its lanes for chunks
+  // that wait for it (memberLeftReducer). Any thread.
+  using ReportLeft = std::function<void(const std::shared_ptr<Group>&, uint32_t rank)>;
 
   // `registry` is told when a stream closes; `abortGroup` fails a group everywhere;
-  // `loseReducers` spreads a grown dead set. The slot pool takes its budget from the registry's
-  // MemoryBudget.
+  // `loseReducers` spreads a grown dead set; `reportLeft` a member gone. The slot pool takes its
+  // budget from the registry's MemoryBudget.
   Shard(asio::io_context& io, const ServerConfig& config, uint32_t index, GroupRegistry& registry,
-        AbortGroup abortGroup, LoseReducers loseReducers, OfferRejoin offerRejoin);
+        AbortGroup abortGroup, LoseReducers loseReducers, OfferRejoin offerRejoin,
+        ReportLeft reportLeft);
   ~Shard();
 
   asio::io_context& io() { return io_; }
@@ -80,6 +84,9 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // A joining group's streams are all in (proto/FAILOVER.md, "A reducer comes back"): JOIN_OFFER
   // to every member's stream 0 here.
   void offerRejoin(const GroupId& id);
+  // `rank` left this reducer (Group::markLeft): the group fails if a lane's chunk here still
+  // waits for its entry and its lane ended (failIfLaneMemberLeft).
+  void memberLeftReducer(const GroupId& id, uint32_t rank);
   // Closes every session (shutdown).
   void closeAll(const Status& reason);
 
@@ -154,6 +161,13 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // LOST(dead) to the group's streams here, once, and its lanes of an older dead set retired.
   void applyLost(GroupShard& gs, const cluster::DeadView& dead);
   void retireLane(GroupShard& gs, uint16_t index, const cluster::DeadView& dead);
+  // A lane's chunk needs every member's entry. A member whose session on the lane ended after
+  // its FAILOVER and that left this reducer (Group::hasLeft: its streams here ended too) sends
+  // none: the chunk can never complete, and the group fails now (memberGone, as for a stream
+  // that ends with its chunk open), not at the collective timeout. A lane's end alone is no such
+  // sign: a member closes its lanes under a smaller dead set when it adopts a larger one and
+  // keeps its streams (proto/FAILOVER.md, "A second loss").
+  void failIfLaneMemberLeft(GroupShard& gs, uint16_t index);
   // A member gone from this reducer: `silent` (lost: silent or unresponsive for the bound),
   // or its stream ended or broke inside a chunk. The group cannot complete here. A silent
   // member's group is failed (ABORT) only after the group's loss bound, and a stream's end
@@ -187,6 +201,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
   const AbortGroup abortGroup_;
   const LoseReducers loseReducers_;
   const OfferRejoin offerRejoin_;
+  const ReportLeft reportLeft_;
   std::shared_ptr<SlotPool> pool_;
   ShardStats stats_;
   std::unordered_map<GroupId, GroupShard, GroupIdHash> groups_;

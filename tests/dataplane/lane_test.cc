@@ -13,6 +13,7 @@
 #include <asio/write.hpp>
 #include <atomic>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -123,18 +124,19 @@ class RawLink {
   // The next frame's type, read on a thread of its own so that a survivor that sends nothing
   // fails the test at the state deadline instead of hanging it; none when nothing came.
   std::optional<wire::FrameType> nextTypeBy() {
-    std::atomic<bool> read{false};
-    std::optional<wire::FrameType> type;
-    std::thread reader([&] {
-      try {
-        type = next().type;
-      } catch (const std::exception&) {  // shut down below: nothing came
-      }
-      read = true;
+    return readBy<wire::FrameType>([&] { return next().type; });
+  }
+  // The next frame's reason if it is an ABORT, read as nextTypeBy reads; none when nothing or
+  // another frame came.
+  std::optional<std::string> abortBy() {
+    return readBy<std::string>([&]() -> std::string {
+      const wire::FrameHeader h = next();
+      if (h.type != wire::FrameType::kAbort)
+        throw std::runtime_error(std::string(wire::frameTypeName(h.type)));
+      std::string reason(h.payloadLength, '\0');
+      asio::read(socket_, asio::buffer(reason));
+      return reason;
     });
-    if (!waitUntil([&] { return read.load(); })) shutdown();
-    reader.join();
-    return type;
   }
   // The next frame, a LOST, and its dead set.
   std::vector<uint32_t> readLost() {
@@ -199,6 +201,24 @@ class RawLink {
   }
 
  private:
+  // read() on a thread of its own, the socket shut down at the state deadline; none when it
+  // threw (nothing came, or not what read() wanted).
+  template <typename T, typename Read>
+  std::optional<T> readBy(Read read) {
+    std::atomic<bool> done{false};
+    std::optional<T> value;
+    std::thread reader([&] {
+      try {
+        value = read();
+      } catch (const std::exception&) {
+      }
+      done = true;
+    });
+    if (!waitUntil([&] { return done.load(); })) shutdown();
+    reader.join();
+    return value;
+  }
+
   asio::ip::tcp::socket socket_;
   GroupId group_;
   uint32_t rank_;
@@ -241,6 +261,15 @@ void agreeAtChunk3(Survivor& s, RawLink& lane0, RawLink& lane1) {
   lane1.failover({1}, 3);
   CHECK(lane0.readCommit() == 1);
   CHECK(lane1.readCommit() == 1);
+}
+
+// Both members' FAILOVER on their lanes of one index under `dead`, at `watermark`: rank 0's
+// names a loss the survivor did not know, and every member hears LOST before rank 1's goes.
+void failoverBoth(Survivor& s, RawLink& lane0, RawLink& lane1, const std::vector<uint32_t>& dead,
+                  uint64_t watermark) {
+  lane0.failover(dead, watermark);
+  s.expectLost(dead);
+  lane1.failover(dead, watermark);
 }
 
 // A survivor on one io thread with a quota of one slot a group: a second chunk parks.
@@ -438,6 +467,44 @@ TEST_CASE("a member that closes a lane of the smaller dead set before the surviv
   CHECK(new1a.readCommit() == 4);
 }
 
+TEST_CASE("a member gone from a survivor while only a lane's chunk there waits for its entry "
+          "fails the group at once, whichever of its lane and its stream ends first",
+          "[failover]") {
+  // Of two reducers, reducer 1 lost; rank 1's entry of chunk 3 opens its slot on lane 1, and
+  // rank 0 dies before sending its own: its host ends its lane and its stream here. A lane's end
+  // alone is no error (a member closes its lanes under a smaller dead set when it adopts a
+  // larger one, keeping its streams: the test above); with its streams here ended too, the
+  // member has left, and the chunk can never complete. Nothing else is open here, so before
+  // this was checked the group waited for the collective timeout.
+  const std::string how = GENERATE(as<std::string>{}, "its lane ends first",
+                                   "its stream ends first", "both end before the chunk's entry");
+  INFO(how);
+  Survivor s(2);
+  auto& plane = s.pool.reducer(0).dataPlane();
+  RawLink lane0 = s.lane(0, 1);
+  RawLink lane1 = s.lane(1, 1);
+  agreeAtChunk3(s, lane0, lane1);
+  REQUIRE(plane.stats().connectionsOpen == 4);
+  if (how == "both end before the chunk's entry") {
+    lane0.close();
+    s.stream0.close();
+    REQUIRE(waitUntil([&] { return plane.stats().connectionsOpen == 2; }));
+    lane1.entry(3, 0);
+  } else {
+    lane1.entry(3, 0);
+    REQUIRE(waitUntil([&] { return plane.stats().slotsOpen == 1; }));
+    RawLink& first = how == "its lane ends first" ? lane0 : s.stream0;
+    RawLink& second = how == "its lane ends first" ? s.stream0 : lane0;
+    first.close();
+    REQUIRE(waitUntil([&] { return plane.stats().connectionsOpen == 3; }));
+    second.close();
+  }
+  const std::optional<std::string> reason = s.stream1.abortBy();
+  REQUIRE(reason.has_value());
+  CHECK_THAT(*reason, Catch::Matchers::Contains("rank 0 left this reducer"));
+  CHECK_THAT(*reason, Catch::Matchers::Contains("chunk 3"));
+}
+
 TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slot opens for "
           "them, and the lanes under the larger dead set reduce their chunks",
           "[failover]") {
@@ -452,9 +519,7 @@ TEST_CASE("a survivor drops the slot requests a retired lane left parked: no slo
   auto& plane = s.pool.reducer(0).dataPlane();
   RawLink old0 = s.lane(0, 1);
   RawLink old1 = s.lane(1, 1);
-  old0.failover({1}, 1);
-  s.expectLost({1});
-  old1.failover({1}, 1);
+  failoverBoth(s, old0, old1, {1}, 1);
   old0.entry(4, 0);
   old0.entry(10, 0);
   REQUIRE(waitUntil([&] { return plane.stats().parkedSessions == 1; }));
@@ -491,9 +556,7 @@ TEST_CASE("a lane chunk whose staging copies exceed the thread's pool fails the 
   Survivor s(3, config);
   RawLink lane0 = s.lane(0, 1);
   RawLink lane1 = s.lane(1, 1);
-  lane0.failover({1}, 1);
-  s.expectLost({1});
-  lane1.failover({1}, 1);
+  failoverBoth(s, lane0, lane1, {1}, 1);
   lane0.largeEntry(4, 4096);
   const std::string reason = s.stream1.readAbort();
   CHECK_THAT(reason, Catch::Matchers::Contains("chunk 4 needs 32768 bytes (a failover lane's "
@@ -536,9 +599,7 @@ TEST_CASE("a lane whose entry waits for a slot sends HEARTBEATs, so that its mem
   RawLink first1 = s.lane(1, 1);
   RawLink second0 = s.lane(0, 2, /*lossDetectMs=*/200);
   RawLink second1 = s.lane(1, 2);
-  first0.failover({1, 2}, 1);
-  s.expectLost({1, 2});
-  first1.failover({1, 2}, 1);
+  failoverBoth(s, first0, first1, {1, 2}, 1);
   second0.failover({1, 2}, 2);
   second1.failover({1, 2}, 2);
   first1.entry(1, 0);

@@ -372,6 +372,25 @@ TEST_CASE("loss: each stream's bound is the member's ask capped by --loss-detect
   CHECK(agreed(0, 1000) == 0);         // off on the reducer: off
 }
 
+TEST_CASE("loss: a member refuses a HEARTBEAT that names another member", "[loss]") {
+  // Takes the chunk, then a HEARTBEAT for rank 3 of the group where the member is rank 0: a
+  // protocol error, as a RESULT naming it would be, never a sign of life.
+  FakeReducer fake = chunkTakingReducer(
+      4000, [](FakeReducer::Socket& s, const wire::FrameHeader& reduce, std::vector<uint8_t>&) {
+        const wire::HeaderBytes beat = wire::heartbeatFrame(reduce.group, 3);
+        writeBytes(s, beat.data(), beat.size());
+        readUntilClosed(s);
+      });
+  const GroupId id = GroupId::random();
+  auto comm = client::Communicator::connect(oneStream({fake.endpoint()}), {id, 1, 0});
+  REQUIRE(comm.status().toString() == "OK");
+  std::vector<float> buf(1000, 1.0f);
+  const Status s = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                                      ReduceOp::kSum);
+  CHECK_FALSE(s.isOk());
+  CHECK_THAT(s.message(), Contains("HEARTBEAT for group " + id.toString() + " rank 3"));
+}
+
 TEST_CASE("loss: the reducer reads a member's HEARTBEAT between frames, and refuses one that "
           "names another member",
           "[loss]") {

@@ -131,6 +131,22 @@ bool everyMember(const std::vector<client::Communicator*>& members,
   return true;
 }
 
+// mustReach: every member's failover counters satisfy `pred`.
+void everyMemberReaches(const std::vector<client::Communicator*>& members,
+                        const std::function<bool(const FailoverStats&)>& pred,
+                        const std::string& state) {
+  mustReach(waitUntil([&] { return everyMember(members, pred); }), state);
+}
+
+// The cancel cases' start, between collectives: reducer 1 stopped after collective 0; after
+// collective 1, once every member lost it, true (the case's next step comes then).
+bool lostAfterFirst(LocalPool& pool, int k, const std::vector<client::Communicator*>& members) {
+  if (k == 0) pool.stopReducer(1);
+  if (k != 1) return false;
+  everyMemberReaches(members, lostOne, "every member lost reducer 1");
+  return true;
+}
+
 // Two members and two reducers; rank 1 never redials (RS_REJOIN_MS=0), so no rejoin completes.
 Plan oneNeverRedials() {
   Plan plan;
@@ -156,8 +172,7 @@ TEST_CASE("a reducer lost and restarted on its port is taken back: later collect
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 1) pool.stopReducer(1);
     if (k == 2) {
-      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
-                "everyMember(members, lostOne)");
+      everyMemberReaches(members, lostOne, "every member lost reducer 1");
       pool.restartReducer(1);
     }
     if (k == 3) {
@@ -190,10 +205,7 @@ TEST_CASE("a member that never redials cancels the rejoin at the group's loss bo
   const Plan plan = oneNeverRedials();
   LocalPool pool(plan.reducers);
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
-    if (k == 0) pool.stopReducer(1);
-    if (k == 1) {
-      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
-                "everyMember(members, lostOne)");
+    if (lostAfterFirst(pool, k, members)) {
       // Its wait for rank 1 ends at the group's loss bound: this reducer's --loss-detect-ms.
       server::ServerConfig config = testServerConfig();
       config.lossDetectMs = 300;
@@ -221,10 +233,7 @@ TEST_CASE("the restarted reducer lost again before JOIN_AT cancels the rejoin: t
   const Plan plan = oneNeverRedials();
   LocalPool pool(plan.reducers);
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
-    if (k == 0) pool.stopReducer(1);
-    if (k == 1) {
-      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
-                "everyMember(members, lostOne)");
+    if (lostAfterFirst(pool, k, members)) {
       pool.restartReducer(1);
       // Rank 0's two streams are in: the reducer waits for rank 1's, and is lost meanwhile.
       mustReach(waitUntil([&] { return members[0]->failover().redialUp; }),
@@ -253,10 +262,7 @@ TEST_CASE("a reducer lost after a member's JOIN, before JOIN_AT, ends that membe
   std::atomic<int> joins{0};
   std::optional<FakeReducer> fake;
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
-    if (k == 0) pool.stopReducer(1);
-    if (k == 1) {
-      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
-                "every member lost reducer 1");
+    if (lostAfterFirst(pool, k, members)) {
       fake.emplace(
           [&](FakeReducer::Socket& s) {
             const std::vector<uint8_t> challenge = challengeFrame();
@@ -280,12 +286,9 @@ TEST_CASE("a reducer lost after a member's JOIN, before JOIN_AT, ends that membe
           0, pool.endpoints()[1].port);
     }
     if (k == 2)
-      mustReach(waitUntil([&] {
-                  return everyMember(members, [](const FailoverStats& f) {
-                    return f.rejoinsCancelled >= 1;
-                  });
-                }),
-                "every member's hold cancelled");
+      everyMemberReaches(
+          members, [](const FailoverStats& f) { return f.rejoinsCancelled >= 1; },
+          "every member's hold cancelled");
   });
   checkExactAndAlike(plan, run);
   CHECK(joins.load() >= 2);

@@ -203,6 +203,61 @@ TEST_CASE("a member at its retention bound waits for commits before it completes
   core->shutdown();
 }
 
+TEST_CASE("a member at its retention bound acknowledges its lanes' results at once too: a lost "
+          "reducer's chunk it keeps is committed without the ack delay",
+          "[retention][failover]") {
+  // Two reducers, two members, one chunk of 1000 fp32 a collective, two streams each: chunk c
+  // is reducer c mod 2's, on its stream (c / 2) mod 2. Reducer 1 is stopped after collective
+  // 0, so chunks 1 and 3 move to reducer 0 on two lanes, (1, 0) and (1, 1). Rank 0 keeps one
+  // chunk at most and its ack delay is an hour. Collective 1's result (chunk 1, lane (1, 0)) is
+  // kept, uncommitted; collective 3's (chunk 3, lane (1, 1)) needs that room, so it waits for
+  // chunk 1's commit, which needs rank 0's RECEIVED on lane (1, 0): no REDUCE goes there to
+  // carry it, so only the store's wait sends it at once (before, it did so on the normal
+  // streams only, and the lane's waited for the ack delay).
+  constexpr uint32_t kCount = 1000;
+  LocalPool pool(2);
+  const GroupId group = GroupId::random();
+  auto options = testClientOptions(pool.endpoints(), 2);
+  options.minChunkBytes = options.maxChunkBytes = kCount * sizeof(float);
+  std::vector<std::shared_ptr<client::CommunicatorCore>> cores;
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    auto rankOptions = options;
+    if (rank == 0) rankOptions.retainBytes = kCount * sizeof(float);
+    cores.push_back(
+        std::make_shared<client::CommunicatorCore>(rankOptions, client::GroupSpec{group, 2, rank}));
+  }
+  cores[0]->setAckDelayForTest(std::chrono::hours(1));
+  for (auto& core : cores) REQUIRE(core->start().toString() == "OK");
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(kCount));
+  auto allReduce = [&](int k) {
+    INFO("collective " << k);
+    std::vector<std::shared_ptr<client::RequestState>> requests;
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      for (uint32_t i = 0; i < kCount; ++i) bufs[rank][i] = static_cast<float>(rank + i);
+      auto r = cores[rank]->submit(bufs[rank].data(), bufs[rank].data(), kCount,
+                                   DataType::kFloat32, ReduceOp::kSum, std::chrono::milliseconds(0));
+      REQUIRE(r.isOk());
+      requests.push_back(*r);
+    }
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      REQUIRE(cores[rank]->waitFor(*requests[rank],
+                                   std::chrono::steady_clock::now() + kStateDeadline));
+      Status st;
+      requests[rank]->done(&st);
+      REQUIRE(st.toString() == "OK");
+      uint64_t wrong = 0;
+      for (uint32_t i = 0; i < kCount; ++i) wrong += bufs[rank][i] != static_cast<float>(2 * i + 1);
+      CHECK(wrong == 0);
+    }
+  };
+  allReduce(0);
+  pool.stopReducer(1);
+  for (int k = 1; k < 4; ++k) allReduce(k);
+  CHECK(cores[0]->failover().lostNow == 1);
+  CHECK(cores[0]->retention().waits >= 1);
+  for (auto& core : cores) core->shutdown();
+}
+
 TEST_CASE("a member acknowledges each collective's results before it sends any chunk of the "
           "next, in front of it or alone after the ack delay",
           "[retention]") {

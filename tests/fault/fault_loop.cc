@@ -70,8 +70,6 @@ constexpr std::array<const char*, 2> kKindNames = {"worker", "reducer"};
 constexpr std::array<const char*, 4> kMomentNames = {"before-send", "mid-chunk", "after-sent",
                                                      "results-in-flight"};
 
-[[noreturn]] void fail(const std::string& why) { failRun(why); }
-
 struct Driver {
   std::string serverBin, workerBin, dir;
   std::mt19937_64 rng;
@@ -87,21 +85,11 @@ struct Driver {
 
   void startReducer(int i) {
     auto r = rs::test::startReducer(serverBin, dir, i, reducerFlags());
-    if (!r) fail(r.status().message());
+    if (!r) failRun(r.status().message());
     reducers[static_cast<size_t>(i)] = std::move(*r);
   }
 
-  std::string reducerList() const {
-    std::string out;
-    for (const auto& r : reducers) out += fmt::format("{}127.0.0.1:{}", out.empty() ? "" : ",", r.dataPort);
-    return out;
-  }
-
-  Metrics scrape(int i) {
-    auto m = scrapeMetrics(reducers[static_cast<size_t>(i)].metricsPort);
-    if (!m) fail(fmt::format("reducer {}: {}\n{}", i, m.status().message(), tail(reducers[static_cast<size_t>(i)].log)));
-    return *m;
-  }
+  Metrics scrape(int i) { return scrapeOrFail(reducers, i); }
   double counter(int i, const char* name) { return metric(scrape(i), name); }
   double received() {
     double s = 0;
@@ -109,49 +97,25 @@ struct Driver {
     return s;
   }
 
-  std::string randomGroup() {
-    return fmt::format("{:016x}{:016x}", rng(), rng());
-  }
-
-  void pollAll() {
-    for (auto& w : workers) pollChild(w);
-    for (auto& r : reducers) pollChild(r.proc);
-  }
-
-  std::string describe() {
-    std::string s;
-    for (auto& w : workers) s += fmt::format("--- {} (pid {}, exit {}):\n{}", w.name, w.pid, w.exitCode, w.out);
-    for (auto& r : reducers) s += fmt::format("--- {} log tail:\n{}\n", r.proc.name, tail(r.log));
-    return s;
-  }
-
+  void pollAll() { pollRun({&workers}, reducers); }
+  std::string describe() { return describeRun({&workers}, reducers); }
   void await(const std::string& what, const std::function<bool()>& condition) {
-    if (!waitFor(condition, kStateDeadline, [&] { pollAll(); }))
-      fail(fmt::format("timed out waiting for {}\n{}", what, describe()));
+    awaitOrFail(what, condition, kStateDeadline, [&] { pollAll(); }, [&] { return describe(); });
   }
 
   void spawnWorkers(const std::string& group, int iters, int stopBefore, uint64_t faultCount,
                     Variant variant) {
-    workers.clear();
-    const std::vector<std::string> env = {
-        "RS_REDUCERS=" + reducerList(), "RS_SECRET_FILE=" + dir + "/secret",
-        fmt::format("RS_TIMEOUT_MS={}", kTimeoutMs), "RS_CONNECT_TIMEOUT_MS=10000",
-        "RS_STREAMS=1", "RS_CLIENT_IO_THREADS=1", "RS_MAX_CHUNK=512KiB",
-        fmt::format("RS_DETERMINISTIC={}", variant.deterministic ? 1 : 0)};
-    for (int r = 0; r < kWorkers; ++r) {
-      std::vector<std::string> argv = {workerBin, "--group", group, "--world",
-                                       std::to_string(kWorkers), "--rank", std::to_string(r),
-                                       "--counts", fmt::format("{},{}", kCount, faultCount), "--iters",
-                                       std::to_string(iters), "--type",
+    const std::vector<std::string> env = workerEnv(
+        reducers, dir, kTimeoutMs,
+        {"RS_STREAMS=1", "RS_MAX_CHUNK=512KiB",
+         fmt::format("RS_DETERMINISTIC={}", variant.deterministic ? 1 : 0)});
+    workers = rs::test::spawnWorkers(workerBin, dir, "worker", group, kWorkers, env, [&](int) {
+      std::vector<std::string> args = {"--counts", fmt::format("{},{}", kCount, faultCount),
+                                       "--iters", std::to_string(iters), "--type",
                                        std::string(dataTypeName(variant.type))};
-      if (stopBefore >= 0) {
-        argv.push_back("--stop-before");
-        argv.push_back(std::to_string(stopBefore));
-      }
-      auto c = spawnChild(fmt::format("worker{}", r), argv, env, true, dir + "/workers.log");
-      if (!c) fail(c.status().message());
-      workers.push_back(std::move(*c));
-    }
+      for (std::string& a : stopBeforeArgs(stopBefore)) args.push_back(std::move(a));
+      return args;
+    });
     clockFrom.assign(kWorkers, Clock::now());
   }
 
@@ -171,10 +135,10 @@ struct Driver {
     await(fmt::format("worker {} to stop", w), [&] { return workers[static_cast<size_t>(w)].stopped; });
   }
   void killWorker(int w) {
-    if (!killChild(workers[static_cast<size_t>(w)])) fail("a killed worker was not reaped");
+    if (!killChild(workers[static_cast<size_t>(w)])) failRun("a killed worker was not reaped");
   }
   void killReducer(int k) {
-    if (!killChild(reducers[static_cast<size_t>(k)].proc)) fail("a killed reducer was not reaped");
+    if (!killChild(reducers[static_cast<size_t>(k)].proc)) failRun("a killed reducer was not reaped");
   }
   void markKilled(Clock::time_point at) {
     for (auto& c : clockFrom) c = std::max(c, at);
@@ -203,7 +167,7 @@ milliseconds checkFinished(Driver& d, const std::string& round) {
       },
       milliseconds(kTimeoutMs) + kMargin, [&] { d.pollAll(); });
   if (!allDone)
-    fail(fmt::format("{}: the fault collective did not end on every worker within {} ms + {} ms "
+    failRun(fmt::format("{}: the fault collective did not end on every worker within {} ms + {} ms "
                      "of the fault\n{}",
                      round, kTimeoutMs, kMargin.count(), d.describe()));
   milliseconds slowest{0};
@@ -216,11 +180,11 @@ milliseconds checkFinished(Driver& d, const std::string& round) {
     if (!ended) {
       const std::string what = d.describe();
       killChild(c);
-      fail(fmt::format("{}: worker {} hung: not finished within {} ms + {} ms of the fault\n{}",
+      failRun(fmt::format("{}: worker {} hung: not finished within {} ms + {} ms of the fault\n{}",
                        round, w, kTimeoutMs, kMargin.count(), what));
     }
     if (c.exitCode != 0 || !d.hasLine(w, "finished"))
-      fail(fmt::format("{}: worker {} exited {} after a reducer was lost: losing a reducer is not "
+      failRun(fmt::format("{}: worker {} exited {} after a reducer was lost: losing a reducer is not "
                        "an error\n{}",
                        round, w, c.exitCode, d.describe()));
     slowest = std::max(slowest, std::chrono::duration_cast<milliseconds>(
@@ -243,12 +207,12 @@ milliseconds checkSurvivors(Driver& d, int victimWorker, const std::string& roun
     if (!ended) {
       const std::string what = d.describe();
       killChild(c);
-      fail(fmt::format("{}: worker {} hung: no exit within {} ms + {} ms of the fault\n{}", round,
+      failRun(fmt::format("{}: worker {} hung: no exit within {} ms + {} ms of the fault\n{}", round,
                        w, kTimeoutMs, kMargin.count(), what));
     }
     const std::string error = lineStartingWith(c, "error ");
     if (c.exitCode != 3 || error.size() < 12)
-      fail(fmt::format("{}: worker {} exited {} without a clear error\n{}", round, w, c.exitCode,
+      failRun(fmt::format("{}: worker {} exited {} without a clear error\n{}", round, w, c.exitCode,
                        d.describe()));
     if (sample->empty()) *sample = error.substr(error.find(' ', 6) + 1);
     slowest = std::max(slowest, std::chrono::duration_cast<milliseconds>(
@@ -259,12 +223,9 @@ milliseconds checkSurvivors(Driver& d, int victimWorker, const std::string& roun
 
 int run(int argc, char** argv) {
   Driver d;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--server") d.serverBin = argv[i + 1];
-    else if (flag == "--worker") d.workerBin = argv[i + 1];
-  }
-  if (d.serverBin.empty() || d.workerBin.empty()) fail("usage: fault_loop --server BIN --worker BIN");
+  const DriverArgs args = parseDriverArgs(argc, argv, "fault_loop --server BIN --worker BIN");
+  d.serverBin = args.serverBin;
+  d.workerBin = args.workerBin;
   const uint64_t seed = std::getenv("RS_FAULT_SEED") ? std::strtoull(std::getenv("RS_FAULT_SEED"), nullptr, 10)
                                                     : std::random_device{}();
   const int rounds = std::getenv("RS_FAULT_ROUNDS") ? std::atoi(std::getenv("RS_FAULT_ROUNDS")) : 104;
@@ -307,11 +268,11 @@ int run(int argc, char** argv) {
     // A fresh group: its first all-reduce must be exact; then every member stops before the second.
     const uint64_t faultCount = moment == kMidChunk ? kCount : kSmallCount;
     const double kBytes = static_cast<double>(faultCount * dataTypeSize(variant.type));
-    d.spawnWorkers(d.randomGroup(), 3, 1, faultCount, variant);
+    d.spawnWorkers(randomGroupId(d.rng), 3, 1, faultCount, variant);
     d.await(name + ": the fresh group's first all-reduce and every member stopped", [&] {
       for (int w = 0; w < kWorkers; ++w) {
         auto& c = d.workers[static_cast<size_t>(w)];
-        if (c.exited) fail(fmt::format("{}: worker {} exited {} before the fault\n{}", name, w, c.exitCode, d.describe()));
+        if (c.exited) failRun(fmt::format("{}: worker {} exited {} before the fault\n{}", name, w, c.exitCode, d.describe()));
         if (!c.stopped || !d.hasLine(w, "done 0")) return false;
       }
       return true;
@@ -332,7 +293,7 @@ int run(int argc, char** argv) {
         case kMidChunk:  // the victim alone sends; the lead limit holds it inside its chunks
           d.resume(victim);
           d.awaitReceived(base, 1, name + ": the victim's first bytes");
-          if (d.received() - base >= kBytes) fail(name + ": the victim was not held mid-chunk");
+          if (d.received() - base >= kBytes) failRun(name + ": the victim was not held mid-chunk");
           d.killWorker(victim);
           d.markKilled(Clock::now());
           d.resumeAllBut(victim);
@@ -407,7 +368,7 @@ int run(int argc, char** argv) {
       pollChild(d.reducers[static_cast<size_t>(i)].proc);
       if (kind == kReducer && i == victim) continue;
       if (d.reducers[static_cast<size_t>(i)].proc.exited)
-        fail(fmt::format("{}: reducer {} died (exit {})\n{}", name, i,
+        failRun(fmt::format("{}: reducer {} died (exit {})\n{}", name, i,
                          d.reducers[static_cast<size_t>(i)].proc.exitCode, d.describe()));
     }
     // The reducers that lived let go of the failed group: no group, no slot memory held.
@@ -422,7 +383,7 @@ int run(int argc, char** argv) {
   }
 
   // A last fresh group, untouched: exact results on every member.
-  d.spawnWorkers(d.randomGroup(), 5, -1, kCount, kVariants[0]);
+  d.spawnWorkers(randomGroupId(d.rng), 5, -1, kCount, kVariants[0]);
   d.await("the last fresh group", [&] {
     for (auto& w : d.workers)
       if (!w.exited) return false;
@@ -430,7 +391,7 @@ int run(int argc, char** argv) {
   });
   for (int w = 0; w < kWorkers; ++w)
     if (d.workers[static_cast<size_t>(w)].exitCode != 0 || !d.hasLine(w, "finished"))
-      fail("the last fresh group did not finish exactly\n" + d.describe());
+      failRun("the last fresh group did not finish exactly\n" + d.describe());
   // The reducers hold nothing of the groups that were killed.
   for (int i = 0; i < kReducers; ++i)
     d.await(fmt::format("reducer {} to hold no groups and no slot memory", i), [&] {

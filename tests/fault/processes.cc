@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -252,6 +254,98 @@ std::string makeRunDir(const std::string& prefix, uint64_t a, uint64_t b) {
   std::fclose(f);
   ::chmod(secret.c_str(), 0600);
   return dir;
+}
+
+DriverArgs parseDriverArgs(int argc, char** argv, const std::string& usage,
+                           const std::vector<std::pair<std::string, std::string*>>& more) {
+  DriverArgs args;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--server") args.serverBin = argv[i + 1];
+    else if (flag == "--worker") args.workerBin = argv[i + 1];
+    for (const auto& [name, value] : more)
+      if (flag == name) *value = argv[i + 1];
+  }
+  if (args.serverBin.empty() || args.workerBin.empty()) failRun("usage: " + usage);
+  return args;
+}
+
+std::string reducerList(const std::vector<Reducer>& reducers) {
+  std::string out;
+  for (const auto& r : reducers)
+    out += fmt::format("{}127.0.0.1:{}", out.empty() ? "" : ",", r.dataPort);
+  return out;
+}
+
+Metrics scrapeOrFail(const std::vector<Reducer>& reducers, int i) {
+  const Reducer& r = reducers[static_cast<size_t>(i)];
+  auto m = scrapeMetrics(r.metricsPort);
+  if (!m) failRun(fmt::format("reducer {}: {}\n{}", i, m.status().message(), tail(r.log)));
+  return *m;
+}
+
+std::string randomGroupId(std::mt19937_64& rng) {
+  const uint64_t high = rng();
+  return fmt::format("{:016x}{:016x}", high, rng());
+}
+
+std::vector<std::string> workerEnv(const std::vector<Reducer>& reducers, const std::string& dir,
+                                   int timeoutMs, const std::vector<std::string>& more) {
+  std::vector<std::string> env = {"RS_REDUCERS=" + reducerList(reducers),
+                                  "RS_SECRET_FILE=" + dir + "/secret",
+                                  fmt::format("RS_TIMEOUT_MS={}", timeoutMs),
+                                  "RS_CONNECT_TIMEOUT_MS=10000", "RS_CLIENT_IO_THREADS=1"};
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
+std::vector<std::string> stopBeforeArgs(int collective) {
+  if (collective < 0) return {};
+  return {"--stop-before", std::to_string(collective)};
+}
+
+std::vector<Child> spawnWorkers(const std::string& bin, const std::string& dir,
+                                const std::string& name, const std::string& group, int world,
+                                const std::vector<std::string>& env,
+                                const std::function<std::vector<std::string>(int rank)>& argsOf) {
+  std::vector<Child> out;
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::string> argv = {bin,           "--group", group, "--world",
+                                     std::to_string(world), "--rank",  std::to_string(r)};
+    const std::vector<std::string> args = argsOf(r);
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto c = spawnChild(name + std::to_string(r), argv, env, true, dir + "/workers.log");
+    if (!c) failRun(c.status().message());
+    out.push_back(std::move(*c));
+  }
+  return out;
+}
+
+std::string describeRun(const std::vector<const std::vector<Child>*>& groups,
+                        const std::vector<Reducer>& reducers, size_t outTail) {
+  std::string s;
+  for (const std::vector<Child>* group : groups)
+    for (const Child& w : *group)
+      s += fmt::format("--- {} (pid {}, exit {}){}:\n{}", w.name, w.pid, w.exitCode,
+                       outTail != 0 ? ", last lines" : "",
+                       outTail != 0 && w.out.size() > outTail ? w.out.substr(w.out.size() - outTail)
+                                                              : w.out);
+  for (const Reducer& r : reducers)
+    s += fmt::format("--- {} log tail:\n{}\n", r.proc.name, tail(r.log));
+  return s;
+}
+
+void pollRun(const std::vector<std::vector<Child>*>& groups, std::vector<Reducer>& reducers) {
+  for (std::vector<Child>* group : groups)
+    for (Child& w : *group) pollChild(w);
+  for (Reducer& r : reducers) pollChild(r.proc);
+}
+
+void awaitOrFail(const std::string& what, const std::function<bool()>& condition,
+                 std::chrono::milliseconds deadline, const std::function<void()>& poll,
+                 const std::function<std::string()>& describe) {
+  if (!waitFor(condition, deadline, poll))
+    failRun(fmt::format("timed out waiting for {}\n{}", what, describe()));
 }
 
 }  // namespace rs::test

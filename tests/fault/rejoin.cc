@@ -36,11 +36,9 @@ constexpr uint64_t kCount = 256 << 10;  // fp32 per worker and collective: 1 MiB
 constexpr int kMeasured = 40;           // collectives per phase measured
 constexpr milliseconds kStateDeadline{60000};  // a hang guard, not a speed
 
-[[noreturn]] void fail(const std::string& why) { failRun(why); }
-
 struct Driver {
   std::string serverBin, workerBin, dir;
-  int rejoinMs = 200;
+  std::string rejoinMs = "200";
   std::mt19937_64 rng{std::random_device{}()};
   std::vector<Reducer> reducers;
   std::vector<Child> workers;
@@ -49,32 +47,18 @@ struct Driver {
     return {"--io-threads", "2", "--secret-file", dir + "/secret", "--log-level", "info"};
   }
   double counter(int i, const std::string& series) {
-    auto m = scrapeMetrics(reducers[static_cast<size_t>(i)].metricsPort);
-    if (!m) fail(fmt::format("reducer {}: {}\n{}", i, m.status().message(),
-                             tail(reducers[static_cast<size_t>(i)].log)));
-    return metric(*m, series);
+    return metric(scrapeOrFail(reducers, i), series);
   }
-  void pollAll() {
-    for (auto& w : workers) pollChild(w);
-    for (auto& r : reducers) pollChild(r.proc);
-  }
-  std::string describe() {
-    std::string s;
-    for (auto& w : workers)
-      s += fmt::format("--- {} (pid {}, exit {}), last lines:\n{}", w.name, w.pid, w.exitCode,
-                       w.out.substr(w.out.size() > 600 ? w.out.size() - 600 : 0));
-    for (auto& r : reducers) s += fmt::format("--- {} log tail:\n{}\n", r.proc.name, tail(r.log));
-    return s;
-  }
+  std::string describe() { return describeRun({&workers}, reducers, 600); }
   void await(const std::string& what, const std::function<bool()>& condition) {
-    if (!waitFor(condition, kStateDeadline, [&] {
-          pollAll();
+    awaitOrFail(what, condition, kStateDeadline, [&] {
+          pollRun({&workers}, reducers);
           for (auto& w : workers)
             if (w.exited)
-              fail(fmt::format("{} exited {} while waiting for {}\n{}", w.name, w.exitCode, what,
-                               describe()));
-        }))
-      fail(fmt::format("timed out waiting for {}\n{}", what, describe()));
+              failRun(fmt::format("{} exited {} while waiting for {}\n{}", w.name, w.exitCode,
+                                  what, describe()));
+        },
+        [&] { return describe(); });
   }
   // Every worker has finished at least `n` collectives (each exact, or it would have exited).
   int slowest() {
@@ -96,36 +80,24 @@ struct Driver {
 
 int run(int argc, char** argv) {
   Driver d;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--server") d.serverBin = argv[i + 1];
-    else if (flag == "--worker") d.workerBin = argv[i + 1];
-    else if (flag == "--rejoin-ms") d.rejoinMs = std::atoi(argv[i + 1]);
-  }
-  if (d.serverBin.empty() || d.workerBin.empty())
-    fail("usage: rejoin --server BIN --worker BIN [--rejoin-ms N]");
+  const DriverArgs args = parseDriverArgs(argc, argv,
+                                          "rejoin --server BIN --worker BIN [--rejoin-ms N]",
+                                          {{"--rejoin-ms", &d.rejoinMs}});
+  d.serverBin = args.serverBin;
+  d.workerBin = args.workerBin;
   d.dir = makeRunDir("rs-rejoin", d.rng(), d.rng());
   for (int i = 0; i < kReducers; ++i) {
     auto r = startReducer(d.serverBin, d.dir, i, d.reducerFlags());
-    if (!r) fail(r.status().message());
+    if (!r) failRun(r.status().message());
     d.reducers.push_back(std::move(*r));
   }
-  std::string list;
-  for (auto& r : d.reducers) list += (list.empty() ? "" : ",") + fmt::format("127.0.0.1:{}", r.dataPort);
-  const std::string group = fmt::format("{:016x}{:016x}", d.rng(), d.rng());
-  const std::vector<std::string> env = {
-      "RS_REDUCERS=" + list, "RS_SECRET_FILE=" + d.dir + "/secret", "RS_TIMEOUT_MS=60000",
-      "RS_CONNECT_TIMEOUT_MS=10000", "RS_STREAMS=2", "RS_CLIENT_IO_THREADS=1",
-      "RS_MAX_CHUNK=128KiB", fmt::format("RS_REJOIN_MS={}", d.rejoinMs)};
-  for (int r = 0; r < kWorkers; ++r) {
-    auto c = spawnChild(fmt::format("worker{}", r),
-                        {d.workerBin, "--group", group, "--world", std::to_string(kWorkers),
-                         "--rank", std::to_string(r), "--count", std::to_string(kCount),
-                         "--iters", "1000000"},
-                        env, true, d.dir + "/workers.log");
-    if (!c) fail(c.status().message());
-    d.workers.push_back(std::move(*c));
-  }
+  const std::vector<std::string> env =
+      workerEnv(d.reducers, d.dir, 60000,
+                {"RS_STREAMS=2", "RS_MAX_CHUNK=128KiB", "RS_REJOIN_MS=" + d.rejoinMs});
+  d.workers = spawnWorkers(d.workerBin, d.dir, "worker", randomGroupId(d.rng), kWorkers, env,
+                           [](int) -> std::vector<std::string> {
+                             return {"--count", std::to_string(kCount), "--iters", "1000000"};
+                           });
   fmt::print("rejoin: {} workers, {} reducers, {} MiB fp32 sums, RS_REJOIN_MS {}\n", kWorkers,
              kReducers, kCount * 4 >> 20, d.rejoinMs);
   d.await("every worker's first collective", [&] { return d.slowest() >= 1; });
@@ -142,7 +114,7 @@ int run(int argc, char** argv) {
 
   const uint16_t port = d.reducers[kVictim].dataPort;
   auto restarted = startReducer(d.serverBin, d.dir, kVictim, d.reducerFlags(), port);
-  if (!restarted) fail("restarting reducer 1 on its port: " + restarted.status().message());
+  if (!restarted) failRun("restarting reducer 1 on its port: " + restarted.status().message());
   d.reducers[kVictim] = std::move(*restarted);
   const auto restartedAt = Clock::now();  // its port file is written: it listens
   d.await("the restarted reducer's JOIN_AT (rs_rejoins_total)",

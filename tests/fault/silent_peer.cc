@@ -55,8 +55,6 @@ constexpr milliseconds kStateDeadline{30000};
 constexpr uint64_t kCount = 256 << 10;
 constexpr uint64_t kLargeCount = 4 << 20;
 
-[[noreturn]] void fail(const std::string& why) { failRun(why); }
-
 struct Driver {
   std::string serverBin, workerBin, dir;
   std::mt19937_64 rng{std::random_device{}()};
@@ -72,27 +70,15 @@ struct Driver {
                              "--loss-detect-ms", std::to_string(kReducerLossMs),
                              "--collective-timeout-ms", std::to_string(kTimeoutMs), "--piece",
                              "64KiB", "--max-lead", "64KiB", "--log-level", "warn"});
-      if (!r) fail(r.status().message());
+      if (!r) failRun(r.status().message());
       reducers.push_back(std::move(*r));
     }
   }
   void stopReducers() {
     for (auto& r : reducers) killChild(r.proc);
   }
-  std::string address(int reducer) const {
-    return fmt::format("127.0.0.1:{}", reducers[static_cast<size_t>(reducer)].dataPort);
-  }
-  std::string reducerList() const {
-    std::string out;
-    for (size_t i = 0; i < reducers.size(); ++i)
-      out += (i == 0 ? "" : ",") + address(static_cast<int>(i));
-    return out;
-  }
   double counter(int i, const std::string& series) {
-    auto m = scrapeMetrics(reducers[static_cast<size_t>(i)].metricsPort);
-    if (!m) fail(fmt::format("reducer {}: {}\n{}", i, m.status().message(),
-                             tail(reducers[static_cast<size_t>(i)].log)));
-    return metric(*m, series);
+    return metric(scrapeOrFail(reducers, i), series);
   }
 
   // `world` workers of a fresh group: `iters` collectives of `counts` ("a,b": the first a, the
@@ -100,51 +86,26 @@ struct Driver {
   // loss bound `lossMs` (0: the reducers').
   std::vector<Child> spawnGroup(const std::string& name, int world, int iters,
                                 const std::string& counts, int stopBefore, int lossMs) {
-    const std::string group = fmt::format("{:016x}{:016x}", rng(), rng());
-    const std::vector<std::string> env = {
-        "RS_REDUCERS=" + reducerList(), "RS_SECRET_FILE=" + dir + "/secret",
-        fmt::format("RS_TIMEOUT_MS={}", kTimeoutMs), "RS_CONNECT_TIMEOUT_MS=10000",
-        "RS_STREAMS=1", "RS_CLIENT_IO_THREADS=1", "RS_MAX_CHUNK=512KiB",
-        fmt::format("RS_LOSS_DETECT_MS={}", lossMs)};
-    std::vector<Child> out;
-    for (int r = 0; r < world; ++r) {
-      std::vector<std::string> argv = {workerBin, "--group", group, "--world",
-                                       std::to_string(world), "--rank", std::to_string(r),
-                                       "--counts", counts, "--iters",
-                                       std::to_string(iters)};
-      if (stopBefore >= 0) {
-        argv.push_back("--stop-before");
-        argv.push_back(std::to_string(stopBefore));
-      }
-      auto c = spawnChild(fmt::format("{}{}", name, r), argv, env, true, dir + "/workers.log");
-      if (!c) fail(c.status().message());
-      out.push_back(std::move(*c));
-    }
-    return out;
+    const std::vector<std::string> env =
+        workerEnv(reducers, dir, kTimeoutMs,
+                  {"RS_STREAMS=1", "RS_MAX_CHUNK=512KiB", fmt::format("RS_LOSS_DETECT_MS={}", lossMs)});
+    return spawnWorkers(workerBin, dir, name, randomGroupId(rng), world, env, [&](int) {
+      std::vector<std::string> args = {"--counts", counts, "--iters", std::to_string(iters)};
+      for (std::string& a : stopBeforeArgs(stopBefore)) args.push_back(std::move(a));
+      return args;
+    });
   }
 
-  void pollAll() {
-    for (auto& w : workers) pollChild(w);
-    for (auto& w : healthy) pollChild(w);
-    for (auto& r : reducers) pollChild(r.proc);
-  }
-  std::string describe() {
-    std::string s;
-    for (auto* group : {&workers, &healthy})
-      for (auto& w : *group)
-        s += fmt::format("--- {} (pid {}, exit {}):\n{}", w.name, w.pid, w.exitCode, w.out);
-    for (auto& r : reducers) s += fmt::format("--- {} log tail:\n{}\n", r.proc.name, tail(r.log));
-    return s;
-  }
+  void pollAll() { pollRun({&workers, &healthy}, reducers); }
+  std::string describe() { return describeRun({&workers, &healthy}, reducers); }
   void await(const std::string& what, const std::function<bool()>& condition) {
-    if (!waitFor(condition, kStateDeadline, [&] { pollAll(); }))
-      fail(fmt::format("timed out waiting for {}\n{}", what, describe()));
+    awaitOrFail(what, condition, kStateDeadline, [&] { pollAll(); }, [&] { return describe(); });
   }
   // Every worker of the group ran its first collective exactly and stopped before the second.
   void awaitFirstDoneAndStopped() {
     await("the group's first all-reduce and every member stopped", [&] {
       for (auto& w : workers) {
-        if (w.exited) fail(fmt::format("{} exited {} before the fault\n{}", w.name, w.exitCode, describe()));
+        if (w.exited) failRun(fmt::format("{} exited {} before the fault\n{}", w.name, w.exitCode, describe()));
         if (!w.stopped || lineStartingWith(w, "done 0").empty()) return false;
       }
       return true;
@@ -162,20 +123,20 @@ struct Driver {
       const milliseconds limit = milliseconds(kLossMs) + kMargin;
       if (!waitFor([&] { return c.exited; }, limit + milliseconds(kTimeoutMs),
                    [&] { pollAll(); }))
-        fail(fmt::format("{}: {} hung\n{}", scenario, c.name, describe()));
+        failRun(fmt::format("{}: {} hung\n{}", scenario, c.name, describe()));
       const auto took = std::chrono::duration_cast<milliseconds>(c.exitedAt - from);
       const std::string error = lineStartingWith(c, "error ");
       fmt::print("  {}: {} failed {} ms after {}: {}\n", scenario, c.name, took.count(), fromWhat,
                  error);
       if (c.exitCode != 3 || error.empty())
-        fail(fmt::format("{}: {} exited {} without an error\n{}", scenario, c.name, c.exitCode,
+        failRun(fmt::format("{}: {} exited {} without an error\n{}", scenario, c.name, c.exitCode,
                          describe()));
       for (const std::string& part : parts)
         if (error.find(part) == std::string::npos)
-          fail(fmt::format("{}: {}'s error does not name '{}'\n{}", scenario, c.name, part,
+          failRun(fmt::format("{}: {}'s error does not name '{}'\n{}", scenario, c.name, part,
                            describe()));
       if (took > limit)
-        fail(fmt::format("{}: {} took {} ms, beyond the bound ({} ms) and the margin", scenario,
+        failRun(fmt::format("{}: {} took {} ms, beyond the bound ({} ms) and the margin", scenario,
                          c.name, took.count(), kLossMs));
     }
   }
@@ -199,23 +160,23 @@ void silentReducer(Driver& d) {
     Child& c = d.workers[static_cast<size_t>(w)];
     const milliseconds limit = milliseconds(kLossMs) + kMargin;
     if (!waitFor([&] { return c.exited; }, limit + milliseconds(kTimeoutMs), [&] { d.pollAll(); }))
-      fail(fmt::format("silent reducer: {} hung\n{}", c.name, d.describe()));
+      failRun(fmt::format("silent reducer: {} hung\n{}", c.name, d.describe()));
     const auto took = std::chrono::duration_cast<milliseconds>(c.exitedAt - stoppedAt);
     fmt::print("  silent reducer: {} finished {} ms after the stop\n", c.name, took.count());
     if (c.exitCode != 0 || lineStartingWith(c, "finished").empty())
-      fail(fmt::format("silent reducer: {} exited {}: losing a reducer is not an error\n{}",
+      failRun(fmt::format("silent reducer: {} exited {}: losing a reducer is not an error\n{}",
                        c.name, c.exitCode, d.describe()));
     if (took > limit)
-      fail(fmt::format("silent reducer: {} took {} ms, beyond the bound ({} ms) and the margin",
+      failRun(fmt::format("silent reducer: {} took {} ms, beyond the bound ({} ms) and the margin",
                        c.name, took.count(), kLossMs));
   }
   if (d.counter(1, "rs_failovers_total") < 1)
-    fail("silent reducer: reducer 1 counted no failover\n" + d.describe());
+    failRun("silent reducer: reducer 1 counted no failover\n" + d.describe());
   // The other reducer lives and lets go of the group.
   d.await("reducer 1 to hold no groups", [&] {
     return d.counter(1, "rs_groups") == 0 && d.counter(1, "rs_slot_memory_in_use_bytes") == 0;
   });
-  if (d.reducers[1].proc.exited) fail("reducer 1 died\n" + d.describe());
+  if (d.reducers[1].proc.exited) failRun("reducer 1 died\n" + d.describe());
   d.stopReducers();  // SIGKILL ends the stopped one too
 }
 
@@ -249,17 +210,17 @@ void silentMember(Driver& d) {
   const double unresponsive = d.counter(0, "rs_members_lost_total{reason=\"unresponsive\"}");
   fmt::print("  silent member: rs_members_lost_total silent {} unresponsive {}\n", silent,
              unresponsive);
-  if (silent + unresponsive != 1) fail("rs_members_lost_total is not 1\n" + d.describe());
+  if (silent + unresponsive != 1) failRun("rs_members_lost_total is not 1\n" + d.describe());
   // The healthy group went on through it, exact: 20 more collectives after the failure.
   const int before = doneCount(d.healthy[0]);
   d.await("the healthy group's 20 collectives after the failure", [&] {
     for (auto& h : d.healthy)
-      if (h.exited) fail(fmt::format("{} exited {}\n{}", h.name, h.exitCode, d.describe()));
+      if (h.exited) failRun(fmt::format("{} exited {}\n{}", h.name, h.exitCode, d.describe()));
     return doneCount(d.healthy[0]) >= before + 20 && doneCount(d.healthy[1]) >= before + 20;
   });
   for (auto& h : d.healthy)
     if (!lineStartingWith(h, "wrong").empty() || !lineStartingWith(h, "error").empty())
-      fail(fmt::format("{} was not exact\n{}", h.name, d.describe()));
+      failRun(fmt::format("{} was not exact\n{}", h.name, d.describe()));
   fmt::print("  silent member: the healthy group completed {} exact collectives, {} of them "
              "after the failure\n",
              doneCount(d.healthy[0]), doneCount(d.healthy[0]) - before);
@@ -270,13 +231,9 @@ void silentMember(Driver& d) {
 
 int run(int argc, char** argv) {
   Driver d;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--server") d.serverBin = argv[i + 1];
-    else if (flag == "--worker") d.workerBin = argv[i + 1];
-  }
-  if (d.serverBin.empty() || d.workerBin.empty())
-    fail("usage: silent_peer --server BIN --worker BIN");
+  const DriverArgs args = parseDriverArgs(argc, argv, "silent_peer --server BIN --worker BIN");
+  d.serverBin = args.serverBin;
+  d.workerBin = args.workerBin;
   d.dir = makeRunDir("rs-silent-peer", d.rng(), d.rng());
   fmt::print("silent_peer: RS_LOSS_DETECT_MS {} (--loss-detect-ms {}), collective timeout {} ms, "
              "{} workers\n",

@@ -41,8 +41,6 @@ constexpr int kTimeoutMs = 5000;  // a hang guard: members of a group wait for e
 // collectives or hundreds of connections would cross it, and allocator caching would not.
 constexpr long kRssMarginKb = 24 << 10;
 
-[[noreturn]] void fail(const std::string& why) { failRun(why); }
-
 enum Fate { kClean, kLeave, kKill };
 constexpr const char* kFateNames[] = {"clean", "leave", "kill"};
 
@@ -73,9 +71,9 @@ struct Soak {
   Sample sample(int i) {
     Reducer& r = reducers[static_cast<size_t>(i)];
     pollChild(r.proc);
-    if (r.proc.exited) fail(fmt::format("reducer {} died (exit {})\n{}", i, r.proc.exitCode, tail(r.log)));
+    if (r.proc.exited) failRun(fmt::format("reducer {} died (exit {})\n{}", i, r.proc.exitCode, tail(r.log)));
     auto m = scrapeMetrics(r.metricsPort);
-    if (!m) fail(m.status().message());
+    if (!m) failRun(m.status().message());
     Sample s;
     s.fds = openFds(r.proc.pid);
     s.rssKb = statusKb(r.proc.pid, "VmRSS");
@@ -83,12 +81,6 @@ struct Soak {
     s.slotBytes = metric(*m, "rs_slot_memory_in_use_bytes");
     s.groups = metric(*m, "rs_groups");
     return s;
-  }
-
-  std::string reducerList() const {
-    std::string out;
-    for (const auto& r : reducers) out += fmt::format("{}127.0.0.1:{}", out.empty() ? "" : ",", r.dataPort);
-    return out;
   }
 
   Group start(int index) {
@@ -105,28 +97,22 @@ struct Soak {
       g.victim = static_cast<int>(rng() % static_cast<uint64_t>(g.world));
       g.killAfter = static_cast<int>(rng() % static_cast<uint64_t>(g.iters - 1));
     }
-    const std::string group = fmt::format("{:016x}{:016x}", rng(), rng());
+    const std::string group = randomGroupId(rng);
     const uint64_t countSeed = 1 + rng() % 1000000;
-    const std::vector<std::string> env = {
-        "RS_REDUCERS=" + reducerList(), "RS_SECRET_FILE=" + dir + "/secret",
-        fmt::format("RS_TIMEOUT_MS={}", kTimeoutMs), "RS_CONNECT_TIMEOUT_MS=10000",
-        fmt::format("RS_STREAMS={}", 1 + rng() % 2), "RS_CLIENT_IO_THREADS=1",
-        "RS_MIN_CHUNK=4KiB", "RS_MAX_CHUNK=8KiB"};
-    for (int r = 0; r < g.world; ++r) {
-      const int iters = r == g.leaver ? g.leaveAfter : g.iters;
-      std::vector<std::string> argv = {
-          workerBin, "--group", group, "--world", std::to_string(g.world), "--rank",
-          std::to_string(r), "--count", std::to_string(kMaxCount), "--iters",
-          std::to_string(iters), "--count-seed", std::to_string(countSeed)};
-      if (r == g.victim) {  // it stops itself there; the driver then kills it
-        argv.push_back("--stop-before");
-        argv.push_back(std::to_string(g.killAfter + 1));
-      }
-      auto c = spawnChild(fmt::format("group{}-rank{}", index, r), argv, env, true,
-                          dir + "/workers.log");
-      if (!c) fail(c.status().message());
-      g.members.push_back(std::move(*c));
-    }
+    const std::vector<std::string> env =
+        workerEnv(reducers, dir, kTimeoutMs,
+                  {fmt::format("RS_STREAMS={}", 1 + rng() % 2), "RS_MIN_CHUNK=4KiB",
+                   "RS_MAX_CHUNK=8KiB"});
+    g.members = spawnWorkers(
+        workerBin, dir, fmt::format("group{}-rank", index), group, g.world, env, [&](int r) {
+          std::vector<std::string> args = {"--count", std::to_string(kMaxCount), "--iters",
+                                           std::to_string(r == g.leaver ? g.leaveAfter : g.iters),
+                                           "--count-seed", std::to_string(countSeed)};
+          // The victim stops itself there; the driver then kills it.
+          for (std::string& a : stopBeforeArgs(r == g.victim ? g.killAfter + 1 : -1))
+            args.push_back(std::move(a));
+          return args;
+        });
     return g;
   }
 };
@@ -145,26 +131,23 @@ int judge(const Group& g) {
   for (int r = 0; r < g.world; ++r) {
     const Child& c = g.members[static_cast<size_t>(r)];
     completed = std::max(completed, doneCount(c));
-    if (c.exitCode == 4) fail("wrong result\n" + describe(g));
+    if (c.exitCode == 4) failRun("wrong result\n" + describe(g));
     bool ok = false;
     switch (g.fate) {
       case kClean: ok = c.exitCode == 0 && !lineStartingWith(c, "finished").empty(); break;
       case kLeave: ok = r == g.leaver ? c.exitCode == 0 : c.exitCode == 3; break;
       case kKill: ok = r == g.victim ? c.exitCode == 128 + 9 : c.exitCode == 3; break;
     }
-    if (!ok) fail(fmt::format("rank {}: unexpected outcome\n{}", r, describe(g)));
+    if (!ok) failRun(fmt::format("rank {}: unexpected outcome\n{}", r, describe(g)));
   }
   return completed;
 }
 
 int run(int argc, char** argv) {
   Soak s;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--server") s.serverBin = argv[i + 1];
-    else if (flag == "--worker") s.workerBin = argv[i + 1];
-  }
-  if (s.serverBin.empty() || s.workerBin.empty()) fail("usage: soak --server BIN --worker BIN");
+  const DriverArgs args = parseDriverArgs(argc, argv, "soak --server BIN --worker BIN");
+  s.serverBin = args.serverBin;
+  s.workerBin = args.workerBin;
   const uint64_t seed = std::getenv("RS_SOAK_SEED") ? std::strtoull(std::getenv("RS_SOAK_SEED"), nullptr, 10)
                                                    : std::random_device{}();
   const int groups = std::getenv("RS_SOAK_GROUPS") ? std::atoi(std::getenv("RS_SOAK_GROUPS")) : 320;
@@ -179,7 +162,7 @@ int run(int argc, char** argv) {
                           {"--io-threads", "2", "--secret-file", s.dir + "/secret",
                            "--collective-timeout-ms", std::to_string(kTimeoutMs),
                            "--memory-limit", "64MiB", "--log-level", "warn"});
-    if (!r) fail(r.status().message());
+    if (!r) failRun(r.status().message());
     s.reducers.push_back(std::move(*r));
   }
   std::vector<Sample> before, peak(kReducers);
@@ -208,7 +191,7 @@ int run(int argc, char** argv) {
       Group& g = *it;
       for (auto& m : g.members) pollChild(m);
       if (g.fate == kKill && !g.killed && g.members[static_cast<size_t>(g.victim)].stopped) {
-        if (!killChild(g.members[static_cast<size_t>(g.victim)])) fail("a killed worker was not reaped");
+        if (!killChild(g.members[static_cast<size_t>(g.victim)])) failRun("a killed worker was not reaped");
         g.killed = true;
       }
       const bool over = std::all_of(g.members.begin(), g.members.end(), [](const Child& c) { return c.exited; });
@@ -216,7 +199,7 @@ int run(int argc, char** argv) {
       if (!over && Clock::now() - g.startedAt > std::chrono::seconds(60)) {
         const std::string what = describe(g);
         for (auto& m : g.members) killChild(m);
-        fail("a group did not end within 60 s: a hang\n" + what);
+        failRun("a group did not end within 60 s: a hang\n" + what);
       }
       if (!over) {
         ++it;
@@ -233,7 +216,7 @@ int run(int argc, char** argv) {
     if (Clock::now() - t0 > std::chrono::seconds(240)) {
       std::string what;
       for (const auto& g : active) what += describe(g);
-      fail("the soak did not end within 240 s: a hang?\n" + what);
+      failRun("the soak did not end within 240 s: a hang?\n" + what);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -254,7 +237,7 @@ int run(int argc, char** argv) {
         std::chrono::seconds(30));
     const Sample& a = after[static_cast<size_t>(i)];
     if (!settled)
-      fail(fmt::format("reducer {} did not return to its start: fds {} (start {}), slot memory {} "
+      failRun(fmt::format("reducer {} did not return to its start: fds {} (start {}), slot memory {} "
                        "(start {}), groups {}\n{}", i, a.fds, b.fds, a.slotBytes, b.slotBytes,
                        a.groups, tail(s.reducers[static_cast<size_t>(i)].log)));
   }
@@ -275,8 +258,8 @@ int run(int argc, char** argv) {
                p.slotBytes, a.slotBytes, b.groups, p.groups, a.groups);
     if (a.rssKb > b.rssKb + kRssMarginKb) rssOk = false;
   }
-  if (allReduces < 1000) fail(fmt::format("only {} all-reduces completed", allReduces));
-  if (!rssOk) fail("a reducer's RSS ended above its start + the margin");
+  if (allReduces < 1000) failRun(fmt::format("only {} all-reduces completed", allReduces));
+  if (!rssOk) failRun("a reducer's RSS ended above its start + the margin");
   fmt::print("soak: descriptors and slot memory back at their start, RSS within its bound "
              "(seed {})\n", seed);
   for (auto& r : s.reducers) killChild(r.proc);

@@ -27,6 +27,15 @@ namespace {
 
 constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
 
+// A control frame of `type` naming `group` and `rank`, its other fields zero.
+FrameHeader controlHeader(FrameType type, GroupId group, uint32_t rank) {
+  FrameHeader h;
+  h.type = type;
+  h.group = group;
+  h.rank = rank;
+  return h;
+}
+
 FrameHeader reduceHeader() {
   FrameHeader h;
   h.type = FrameType::kReduce;
@@ -42,9 +51,16 @@ FrameHeader reduceHeader() {
   return h;
 }
 
-FrameHeader resultHeader() {
+// reduceHeader()'s chunk in a frame of `type` with `payloadLength` bytes.
+FrameHeader chunkFrame(FrameType type, uint32_t payloadLength) {
   FrameHeader h = reduceHeader();
-  h.type = FrameType::kResult;
+  h.type = type;
+  h.payloadLength = payloadLength;
+  return h;
+}
+
+FrameHeader resultHeader() {
+  FrameHeader h = chunkFrame(FrameType::kResult, 0);
   h.dtype = DataType::kBfloat16;
   h.op = ReduceOp::kAvg;
   h.payloadLength = h.elemCount * 2;
@@ -77,18 +93,11 @@ FrameHeader challengeHeader() {
 }
 
 FrameHeader heartbeatHeader() {
-  FrameHeader h;
-  h.type = FrameType::kHeartbeat;
-  h.group = GroupId{11, 12};
-  h.rank = 4;
-  return h;
+  return controlHeader(FrameType::kHeartbeat, GroupId{11, 12}, 4);
 }
 
 FrameHeader errorHeader(FrameType type = FrameType::kError) {
-  FrameHeader h;
-  h.type = type;
-  h.group = GroupId{9, 10};
-  h.rank = 1;
+  FrameHeader h = controlHeader(type, GroupId{9, 10}, 1);
   h.status = static_cast<uint32_t>(StatusCode::kResourceExhausted);
   h.seq = 12;  // names the failed collective
   h.chunk = 99;
@@ -98,36 +107,20 @@ FrameHeader errorHeader(FrameType type = FrameType::kError) {
 
 // RECEIVED and COMMIT: the header alone, the watermark in chunk.
 FrameHeader watermarkHeader(FrameType type) {
-  FrameHeader h;
-  h.type = type;
-  h.group = GroupId{11, 12};
-  h.rank = 6;
+  FrameHeader h = controlHeader(type, GroupId{11, 12}, 6);
   h.chunk = 4711;
   return h;
 }
 
 // FINAL: the chunk of reduceHeader() with its first 1000 elements final.
-FrameHeader finalHeader() {
-  FrameHeader h = reduceHeader();
-  h.type = FrameType::kFinal;
-  h.payloadLength = 1000 * 4;
-  return h;
-}
+FrameHeader finalHeader() { return chunkFrame(FrameType::kFinal, 1000 * 4); }
 
 // COMMITTED: the chunk of reduceHeader(), seen committed.
-FrameHeader committedHeader() {
-  FrameHeader h = reduceHeader();
-  h.type = FrameType::kCommitted;
-  h.payloadLength = 0;
-  return h;
-}
+FrameHeader committedHeader() { return chunkFrame(FrameType::kCommitted, 0); }
 
 // FAILOVER (the watermark in chunk) and LOST: a dead set of three reducers.
 FrameHeader deadSetHeader(FrameType type) {
-  FrameHeader h;
-  h.type = type;
-  h.group = GroupId{13, 14};
-  h.rank = 2;
+  FrameHeader h = controlHeader(type, GroupId{13, 14}, 2);
   h.chunk = type == FrameType::kFailover ? 4711 : 0;
   h.payloadLength = 3 * kDeadSetEntryBytes;
   return h;
@@ -186,6 +179,13 @@ Status decode(const FrameHeader& h, DecodeLimits limits = DecodeLimits{}) {
   return decode(encodeHeader(h), nullptr, limits);
 }
 
+// `h` decodes from its bytes as itself.
+void requireRoundTrip(const FrameHeader& h) {
+  FrameHeader out;
+  REQUIRE(decode(encodeHeader(h), &out).isOk());
+  requireSameHeader(out, h);
+}
+
 // Little-endian stores into encoded bytes, then a fresh checksum, so that a test reaches the
 // field check it means to test rather than the checksum.
 void put(HeaderBytes& b, size_t off, uint64_t v, size_t width) {
@@ -232,6 +232,16 @@ void requireZeroFields(const FrameHeader& h, std::initializer_list<Field> fields
     requireProtocolError(decode(patched(h, f.off, 1, f.width)), prefix + f.name + " 1 (expected 0)");
     requireProtocolError(decode(patched(h, f.off + f.width - 1, 0x80, 1)), prefix + f.name);
   }
+}
+
+// A frame that names its chunk as a REDUCE does (FINAL, COMMITTED) is refused as a REDUCE
+// would be for an unknown dtype or op, no elements, or a status.
+void requireDataFrameRules(const FrameHeader& h) {
+  const std::string prefix = std::string(frameTypeName(h.type)) + " frame: ";
+  requireProtocolError(decode(patched(h, 60, 12, 1)), prefix + "dtype 12");
+  requireProtocolError(decode(patched(h, 61, 5, 1)), prefix + "op 5");
+  requireProtocolError(decode(patched(h, 56, 0, 4)), prefix + "elemCount 0");
+  requireProtocolError(decode(patched(h, 28, 1, 4)), prefix + "status 1");
 }
 
 }  // namespace
@@ -349,9 +359,7 @@ TEST_CASE("frame: REDUCE and RESULT round-trip every dtype and op") {
         h.op = static_cast<ReduceOp>(o);
         h.elemCount = 1000;
         h.payloadLength = static_cast<uint32_t>(1000 * rs::dataTypeSize(h.dtype));
-        FrameHeader out;
-        REQUIRE(decode(encodeHeader(h), &out).isOk());
-        requireSameHeader(out, h);
+        requireRoundTrip(h);
       }
     }
   }
@@ -367,9 +375,7 @@ TEST_CASE("frame: extreme field values round-trip") {
   h.elemCount = 1;
   h.payloadLength = 1;
   h.elemOffset = kU64Max - 1;  // the last element that still fits
-  FrameHeader out;
-  REQUIRE(decode(encodeHeader(h), &out).isOk());
-  requireSameHeader(out, h);
+  requireRoundTrip(h);
 
   FrameHeader zero = reduceHeader();
   zero.group = GroupId{};
@@ -377,8 +383,7 @@ TEST_CASE("frame: extreme field values round-trip") {
   zero.seq = 0;
   zero.chunk = 0;
   zero.elemOffset = 0;
-  REQUIRE(decode(encodeHeader(zero), &out).isOk());
-  requireSameHeader(out, zero);
+  requireRoundTrip(zero);
 }
 
 TEST_CASE("frame: a failed decode leaves the output untouched") {
@@ -717,9 +722,7 @@ TEST_CASE("frame: HEARTBEAT is a header alone") {
   FrameHeader h = heartbeatHeader();
   h.rank = 0xFFFFFFFF;
   h.group = GroupId{kU64Max, kU64Max};
-  FrameHeader out;
-  REQUIRE(decode(encodeHeader(h), &out).isOk());
-  requireSameHeader(out, h);
+  requireRoundTrip(h);
 }
 
 TEST_CASE("frame: HELLO, HELLO_ACK, CHALLENGE and HEARTBEAT data fields must be zero") {
@@ -811,9 +814,7 @@ TEST_CASE("frame: RECEIVED, COMMIT, JOIN and JOIN_AT are a header alone, chunk i
       h.chunk = chunk;
       h.rank = 0xFFFFFFFF;
       h.group = GroupId{kU64Max, 0};
-      FrameHeader out;
-      REQUIRE(decode(encodeHeader(h), &out).isOk());
-      requireSameHeader(out, h);
+      requireRoundTrip(h);
     }
   }
 }
@@ -822,11 +823,9 @@ TEST_CASE("frame: RECEIVED, COMMIT, JOIN and JOIN_AT are a header alone, chunk i
 
 TEST_CASE("frame: FINAL names the whole chunk and carries 1 to elemCount whole elements") {
   FrameHeader h = finalHeader();  // 262144 fp32 elements, 1000 final
-  FrameHeader out;
   for (uint32_t prefix : {1u, 1000u, 262143u, 262144u}) {
     h.payloadLength = prefix * 4;
-    REQUIRE(decode(encodeHeader(h), &out).isOk());
-    requireSameHeader(out, h);
+    requireRoundTrip(h);
   }
   const std::string expected =
       "FINAL frame: payloadLength {} (expected the final prefix: 1 to elemCount 262144 whole "
@@ -849,27 +848,18 @@ TEST_CASE("frame: FINAL names the whole chunk and carries 1 to elemCount whole e
   requireProtocolError(decode(encodeHeader(fp8), nullptr, DecodeLimits{4096}),
                        "elemCount 2049 of fp8e4m3 counts as 4098 bytes");
   // The rest are the data frames' rules.
-  requireProtocolError(decode(patched(finalHeader(), 60, 12, 1)), "FINAL frame: dtype 12");
-  requireProtocolError(decode(patched(finalHeader(), 61, 5, 1)), "FINAL frame: op 5");
-  requireProtocolError(decode(patched(finalHeader(), 56, 0, 4)), "FINAL frame: elemCount 0");
-  requireProtocolError(decode(patched(finalHeader(), 28, 1, 4)), "FINAL frame: status 1");
+  requireDataFrameRules(finalHeader());
   requireProtocolError(decode(patched(finalHeader(), 48, kU64Max, 8)), "overflows 64 bits");
 }
 
 TEST_CASE("frame: COMMITTED names its chunk as the chunk's REDUCE does, with no payload") {
-  FrameHeader out;
-  REQUIRE(decode(encodeHeader(committedHeader()), &out).isOk());
-  requireSameHeader(out, committedHeader());
+  requireRoundTrip(committedHeader());
   for (uint32_t length : {1u, 4u, 262144u * 4}) {
     requireProtocolError(decode(patched(committedHeader(), 64, length, 4)),
                          "COMMITTED frame: payloadLength " + std::to_string(length) +
                              " (expected 0)");
   }
-  requireProtocolError(decode(patched(committedHeader(), 56, 0, 4)),
-                       "COMMITTED frame: elemCount 0");
-  requireProtocolError(decode(patched(committedHeader(), 60, 12, 1)), "COMMITTED frame: dtype 12");
-  requireProtocolError(decode(patched(committedHeader(), 61, 5, 1)), "COMMITTED frame: op 5");
-  requireProtocolError(decode(patched(committedHeader(), 28, 1, 4)), "COMMITTED frame: status 1");
+  requireDataFrameRules(committedHeader());
   requireProtocolError(decode(encodeHeader(committedHeader()), nullptr, DecodeLimits{4096}),
                        "COMMITTED frame: a chunk of 1048576 bytes (expected at most 4096");
 }
@@ -878,11 +868,9 @@ TEST_CASE("frame: FAILOVER and LOST carry a dead set of 1 to 1024 reducers") {
   for (FrameType t : {FrameType::kFailover, FrameType::kLost}) {
     const std::string name(frameTypeName(t));
     FrameHeader h = deadSetHeader(t);
-    FrameHeader out;
     for (uint32_t length : {2u, 2048u}) {
       h.payloadLength = length;
-      REQUIRE(decode(encodeHeader(h), &out).isOk());
-      requireSameHeader(out, h);
+      requireRoundTrip(h);
     }
     for (uint32_t length : {0u, 1u, 3u, 2049u, 2050u, 0xFFFFFFFEu}) {
       h.payloadLength = length;
@@ -907,9 +895,7 @@ TEST_CASE("frame: FAILOVER and LOST carry a dead set of 1 to 1024 reducers") {
   for (FrameType t : {FrameType::kFailover, FrameType::kLost}) {
     FrameHeader h = deadSetHeader(t);
     h.seq = kU64Max;
-    FrameHeader out;
-    REQUIRE(decode(encodeHeader(h), &out).isOk());
-    requireSameHeader(out, h);
+    requireRoundTrip(h);
   }
 }
 
