@@ -16,7 +16,7 @@ bool RetentionStore::committedLocked(const Chunk& c) const {
 }
 
 std::shared_ptr<std::byte[]> RetentionStore::takeBufferLocked(size_t bytes) {
-  if (const auto it = free_.find(bytes); it != free_.end()) {
+  if (const auto it = free_.lower_bound(bytes); it != free_.end() && it->first == bytes) {
     std::shared_ptr<std::byte[]> data = std::move(it->second);
     stats_.freeBytes -= bytes;
     free_.erase(it);
@@ -38,7 +38,9 @@ void RetentionStore::recycleLocked(Held&& held) {
   if (held.data.use_count() != 1) return;
   if (stats_.heldBytes + stats_.freeBytes + held.bytes > capacity_) return;
   stats_.freeBytes += held.bytes;
-  free_.emplace(held.bytes, std::move(held.data));
+  // First among its size (free_ is a multimap), so that the next copy takes the buffer freed
+  // last, warm in cache, as the allocator would have given it.
+  free_.emplace_hint(free_.lower_bound(held.bytes), held.bytes, std::move(held.data));
 }
 
 bool RetentionStore::tryKeepLocked(const Collective& collective) {

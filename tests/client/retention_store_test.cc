@@ -185,6 +185,25 @@ TEST_CASE("retention store: a committed result's buffer takes the next copy of i
   CHECK(s.heldBytes + s.freeBytes <= 300);
 }
 
+TEST_CASE("retention store: of free buffers of one size, the next copy takes the one freed last") {
+  RetentionStore store(1000, 1);
+  Results a(0, 0, 100, {0, 0});
+  REQUIRE(store.keep(a.collective()) == Outcome::kKept);
+  std::vector<RetentionStore::Kept> kept = store.uncommittedFrom(0, 0);
+  REQUIRE(kept.size() == 2);
+  const std::byte* freedLast = kept[1].data.get();
+  kept.clear();  // failover holds none of them
+  store.commit(0, 0);
+  store.commit(0, 1);  // chunk 1's buffer is freed last
+  Results b(1, 2, 100, {0});
+  REQUIRE(store.keep(b.collective()) == Outcome::kKept);
+  CHECK(store.stats().reusedChunks == 1);
+  const std::vector<RetentionStore::Kept> now = store.uncommittedFrom(0, 2);
+  REQUIRE(now.size() == 1);
+  CHECK(now[0].data.get() == freedLast);
+  CHECK(store.copyOf(2) == b.original(0));
+}
+
 TEST_CASE("retention store: a timeout's debts name the lanes with chunks kept or waiting") {
   RetentionStore store(100, 3);
   Results a(0, 0, 60, {1});
