@@ -285,10 +285,11 @@ int runWorker(const Options& o) {
     // What keeping uncommitted results cost this member (proto/FAILOVER.md).
     const client::RetentionStats r = (*comm)->retention();
     const double chunks = static_cast<double>(std::max<uint64_t>(1, r.chunks));
-    fmt::print("# Retention (rank {}): {} of {} chunks copied ({} bytes), peak {} of {} bytes, "
-               "{} collectives waited; RECEIVED {:.2f} and COMMIT {:.2f} frames a chunk "
-               "({} B each)\n#\n",
-               o.rank, r.keptChunks, r.chunks, r.keptBytes, r.peakBytes, r.capacityBytes, r.waits,
+    fmt::print("# Retention (rank {}): {} of {} chunks copied ({} bytes; {} into reused buffers), "
+               "peak {} of {} bytes, {} collectives waited; RECEIVED {:.2f} and COMMIT {:.2f} "
+               "frames a chunk ({} B each)\n#\n",
+               o.rank, r.keptChunks, r.chunks, r.keptBytes, r.reusedChunks, r.peakBytes,
+               r.capacityBytes, r.waits,
                static_cast<double>(r.receivedFrames) / chunks,
                static_cast<double>(r.commitFrames) / chunks, wire::kHeaderSize);
   }

@@ -15,6 +15,34 @@ bool RetentionStore::committedLocked(const Chunk& c) const {
   return upTo && c.chunk <= *upTo;
 }
 
+std::shared_ptr<std::byte[]> RetentionStore::takeBufferLocked(size_t bytes) {
+  if (const auto it = free_.lower_bound(bytes); it != free_.end() && it->first == bytes) {
+    std::shared_ptr<std::byte[]> data = std::move(it->second);
+    stats_.freeBytes -= bytes;
+    free_.erase(it);
+    ++stats_.reusedChunks;
+    return data;
+  }
+  // Sizes that stopped coming give way, the largest first.
+  while (!free_.empty() && stats_.heldBytes + stats_.freeBytes + bytes > capacity_) {
+    const auto largest = std::prev(free_.end());
+    stats_.freeBytes -= largest->first;
+    free_.erase(largest);
+  }
+  // Not zeroed: every byte is copied over at once.
+  return std::shared_ptr<std::byte[]>(new std::byte[bytes]);
+}
+
+void RetentionStore::recycleLocked(Held&& held) {
+  // use_count 1: failover took no share of it (uncommittedFrom), and none can be taken now.
+  if (held.data.use_count() != 1) return;
+  if (stats_.heldBytes + stats_.freeBytes + held.bytes > capacity_) return;
+  stats_.freeBytes += held.bytes;
+  // First among its size (free_ is a multimap), so that the next copy takes the buffer freed
+  // last, warm in cache, as the allocator would have given it.
+  free_.emplace_hint(free_.lower_bound(held.bytes), held.bytes, std::move(held.data));
+}
+
 bool RetentionStore::tryKeepLocked(const Collective& collective) {
   uint64_t need = 0;
   for (const Chunk& c : collective.chunks)
@@ -22,16 +50,14 @@ bool RetentionStore::tryKeepLocked(const Collective& collective) {
   if (need > 0 && stats_.heldBytes + need > capacity_) return false;
   for (const Chunk& c : collective.chunks) {
     if (committedLocked(c)) continue;
-    // Not zeroed: every byte is copied over at once.
-    Held held{std::shared_ptr<std::byte[]>(new std::byte[c.bytes]), c.bytes, c.header,
-              c.compressed};
+    Held held{takeBufferLocked(c.bytes), c.bytes, c.header, c.compressed};
     std::memcpy(held.data.get(), c.data, c.bytes);
     lanes_[c.lane].emplace(c.chunk, std::move(held));  // a chunk is in one collective only
+    stats_.heldBytes += c.bytes;
     ++stats_.heldChunks;
     ++stats_.keptChunks;
   }
   stats_.chunks += collective.chunks.size();
-  stats_.heldBytes += need;
   stats_.keptBytes += need;
   stats_.peakBytes = std::max(stats_.peakBytes, stats_.heldBytes);
   return true;
@@ -64,6 +90,7 @@ void RetentionStore::commit(uint32_t lane, uint64_t chunk) {
     for (auto it = held.begin(); it != end; ++it) {
       stats_.heldBytes -= it->second.bytes;
       --stats_.heldChunks;
+      recycleLocked(std::move(it->second));
     }
     held.erase(held.begin(), end);
     while (!closed_ && !waiting_.empty() && tryKeepLocked(waiting_.front())) {

@@ -17,6 +17,13 @@
 // that stream (client/connection.h), so every commit a waiting collective needs comes from
 // frames already on their way.
 //
+// Buffers are reused: a result dropped at its commit leaves its buffer for the next copy of the
+// same size (a job all-reduces the same buckets step after step), within the bound (kept + free
+// <= capacity), so a steady stream of collectives copies into memory already mapped: a buffer
+// from new[] that the allocator had handed back to the system costs a page fault and a zeroed
+// page per 4 KiB at its copy (bench/RESULTS.md, "Retention buffers reused"). A buffer failover
+// still holds (Kept) is never reused.
+//
 // A chunk lives on one lane, the (reducer, stream) that carries it; a lane's COMMIT(c) covers
 // every chunk up to c on it. Thread-safe: the io thread that completes a collective keeps it,
 // the io threads of the lanes commit, anyone reads the stats. A collective's completion runs
@@ -106,6 +113,11 @@ class RetentionStore {
     bool compressed = false;
   };
   bool committedLocked(const Chunk& c) const;
+  // A buffer of `bytes`: a free one of that size, else a new one, for which free ones give way
+  // where kept + free + it would pass the bound.
+  std::shared_ptr<std::byte[]> takeBufferLocked(size_t bytes);
+  // `held`'s buffer back to the free ones, if nobody else holds it and the bound has room.
+  void recycleLocked(Held&& held);
   // Copies `collective`'s uncommitted chunks if they fit; false (and nothing copied) if not.
   bool tryKeepLocked(const Collective& collective);
 
@@ -114,6 +126,7 @@ class RetentionStore {
   std::vector<std::map<uint64_t, Held>> lanes_;  // per lane: chunk -> its kept result
   std::vector<std::optional<uint64_t>> committed_;
   std::deque<Collective> waiting_;
+  std::multimap<size_t, std::shared_ptr<std::byte[]>> free_;  // by size; stats_.freeBytes
   bool closed_ = false;
   RetentionStats stats_;
 };

@@ -142,6 +142,68 @@ TEST_CASE("retention store: closing hands back the waiting requests unfinished a
   CHECK(store.stats().heldBytes == 0);
 }
 
+TEST_CASE("retention store: a committed result's buffer takes the next copy of its size, never "
+          "while failover still holds it, and kept + free stay within the bound") {
+  RetentionStore store(300, 1);
+  Results a(0, 0, 100, {0, 0});
+  REQUIRE(store.keep(a.collective()) == Outcome::kKept);
+  // Failover holds chunk 1's result (uncommittedFrom shares it) across the commit.
+  std::vector<RetentionStore::Kept> held = store.uncommittedFrom(0, 1);
+  REQUIRE(held.size() == 1);
+  const std::byte* heldBuffer = held[0].data.get();
+  store.commit(0, 1);
+  RetentionStats s = store.stats();
+  CHECK(s.heldBytes == 0);
+  CHECK(s.freeBytes == 100);  // chunk 0's buffer; chunk 1's is failover's
+
+  Results b(1, 2, 100, {0, 0});
+  REQUIRE(store.keep(b.collective()) == Outcome::kKept);
+  s = store.stats();
+  CHECK(s.reusedChunks == 1);
+  CHECK(s.freeBytes == 0);
+  // Failover's copy is untouched; the new copies are b's results.
+  CHECK(std::vector<std::byte>(heldBuffer, heldBuffer + 100) == a.original(1));
+  for (const RetentionStore::Kept& k : store.uncommittedFrom(0, 2))
+    CHECK(k.data.get() != heldBuffer);
+  CHECK(store.copyOf(2) == b.original(0));
+  CHECK(store.copyOf(3) == b.original(1));
+  held.clear();
+
+  // Another size: the free buffers give way where kept + free + it would pass 300.
+  store.commit(0, 3);
+  CHECK(store.stats().freeBytes == 200);
+  Results c(2, 4, 250, {0});
+  REQUIRE(store.keep(c.collective()) == Outcome::kKept);
+  s = store.stats();
+  CHECK(s.reusedChunks == 1);
+  CHECK(s.heldBytes == 250);
+  CHECK(s.heldBytes + s.freeBytes <= 300);
+  CHECK(store.copyOf(4) == c.original(0));
+  store.commit(0, 4);
+  s = store.stats();
+  CHECK(s.freeBytes == 250);
+  CHECK(s.heldBytes + s.freeBytes <= 300);
+}
+
+TEST_CASE("retention store: of free buffers of one size, the next copy takes the one freed last") {
+  RetentionStore store(1000, 1);
+  Results a(0, 0, 100, {0, 0});
+  REQUIRE(store.keep(a.collective()) == Outcome::kKept);
+  std::vector<RetentionStore::Kept> kept = store.uncommittedFrom(0, 0);
+  REQUIRE(kept.size() == 2);
+  const std::byte* freedLast = kept[1].data.get();
+  kept.clear();  // failover holds none of them
+  store.commit(0, 0);
+  store.commit(0, 1);  // chunk 1's buffer is freed last
+  Results b(1, 2, 100, {0});
+  REQUIRE(store.keep(b.collective()) == Outcome::kKept);
+  CHECK(store.stats().reusedChunks == 1);
+  const std::vector<RetentionStore::Kept> now = store.uncommittedFrom(0, 2);
+  REQUIRE(now.size() == 1);
+  CHECK(now[0].data.get() == freedLast);
+  CHECK(store.copyOf(2) == b.original(0));
+}
+
 TEST_CASE("retention store: a timeout's debts name the lanes with chunks kept or waiting") {
   RetentionStore store(100, 3);
   Results a(0, 0, 60, {1});

@@ -157,6 +157,8 @@ struct RetentionStats {
   uint64_t chunks = 0;         // chunks of the collectives completed through it
   uint64_t keptBytes = 0;      // copied in since the communicator started (uncommitted chunks)
   uint64_t keptChunks = 0;
+  uint64_t reusedChunks = 0;   // of those, copied into a buffer a committed result left
+  uint64_t freeBytes = 0;      // such buffers waiting for the next copy (held + free <= bound)
   uint64_t waits = 0;          // collectives that waited for commits before completing
   uint64_t waiting = 0;        // collectives waiting now
   // What commits cost on the wire, 72 bytes a frame: RECEIVED frames sent, COMMIT frames
