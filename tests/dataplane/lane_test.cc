@@ -240,10 +240,11 @@ class RawLink {
   uint64_t lostGeneration = 0;  // of the last LOST read (its seq)
 
   static float finalValue(uint32_t i) { return 1000.0f + static_cast<float>(i); }
-  // The result of a chunk whose entries from ranks 0 and 1 had no final prefix.
-  static std::vector<float> sumOfBoth() {
-    std::vector<float> sum(kCount);
-    for (uint32_t i = 0; i < kCount; ++i) sum[i] = contribution(0, i) + contribution(1, i);
+  // The result of a chunk of `count` elements whose entries from ranks 0 and 1 had no final
+  // prefix.
+  static std::vector<float> sumOfBoth(uint32_t count = kCount) {
+    std::vector<float> sum(count);
+    for (uint32_t i = 0; i < count; ++i) sum[i] = contribution(0, i) + contribution(1, i);
     return sum;
   }
   static float contribution(uint32_t rank, uint32_t i) {
@@ -295,6 +296,21 @@ void agreeAtChunk3(Survivor& s, RawLink& lane0, RawLink& lane1) {
   CHECK(lane1.readCommit() == 1);
 }
 
+// Of two reducers, reducer 1 lost, on lanes 1 of both members, each with its watermark at
+// chunk 1: nothing is dropped. Its chunk 1 is of kLargeCount fp32 (64 KiB: a RESULT part is a
+// sixteenth of it, cut_through.h).
+struct AgreedAtChunk1 {
+  static constexpr uint32_t kLargeCount = 16384;
+  AgreedAtChunk1() {
+    lane0.failover({1}, 1);
+    s.expectLost({1});
+    lane1.failover({1}, 1);
+  }
+  Survivor s{2};
+  RawLink lane0 = s.lane(0, 1);
+  RawLink lane1 = s.lane(1, 1);
+};
+
 // A survivor on one io thread with a quota of one slot a group: a second chunk parks.
 server::ServerConfig oneSlotAGroup() {
   server::ServerConfig config = testServerConfig();
@@ -337,17 +353,14 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
 TEST_CASE("a lane's moved chunk whose every entry is a whole REDUCE cuts through: its result "
           "parts go out to every member before every member's whole entry is in, exact",
           "[failover]") {
-  // Chunk 1 of 16384 fp32 (64 KiB: a RESULT part is a sixteenth of it, cut_through.h), every
-  // entry a plain REDUCE, as every chunk of the collectives after the one a loss hit is. Rank 0
-  // sends its whole entry, rank 1 its header and the first half, and holds. Resolved whole, the
-  // result would wait for rank 1's second half (proto/FAILOVER.md, "What it costs").
-  constexpr uint32_t kLarge = 16384;
-  Survivor s(2);
-  RawLink lane0 = s.lane(0, 1);
-  RawLink lane1 = s.lane(1, 1);
-  lane0.failover({1}, 1);
-  s.expectLost({1});
-  lane1.failover({1}, 1);
+  // Every entry of chunk 1 a plain REDUCE, as every chunk of the collectives after the one a
+  // loss hit is. Rank 0 sends its whole entry, rank 1 its header and the first half, and holds.
+  // Resolved whole, the result would wait for rank 1's second half (proto/FAILOVER.md, "What it
+  // costs").
+  AgreedAtChunk1 agreed;
+  constexpr uint32_t kLarge = AgreedAtChunk1::kLargeCount;
+  RawLink& lane0 = agreed.lane0;
+  RawLink& lane1 = agreed.lane1;
   lane0.reducePiece(1, kLarge, 0, kLarge);
   lane1.reducePiece(1, kLarge, 0, kLarge / 2);
   // Both members read a first part of the result while rank 1 holds, within its first half.
@@ -359,11 +372,8 @@ TEST_CASE("a lane's moved chunk whose every entry is a whole REDUCE cuts through
   lane1.reducePiece(1, kLarge, kLarge / 2, kLarge);
   REQUIRE(lane0.readPartsUpTo(1, kLarge, &got0));
   REQUIRE(lane1.readPartsUpTo(1, kLarge, &got1));
-  std::vector<float> expected(kLarge);
-  for (uint32_t i = 0; i < kLarge; ++i)
-    expected[i] = RawLink::contribution(0, i) + RawLink::contribution(1, i);
-  CHECK(got0 == expected);
-  CHECK(got1 == expected);
+  CHECK(got0 == RawLink::sumOfBoth(kLarge));
+  CHECK(got1 == RawLink::sumOfBoth(kLarge));
   lane0.received(1);
   lane1.received(1);
   CHECK(lane0.readCommit() == 1);
@@ -376,20 +386,13 @@ TEST_CASE("a lane's moved chunk with a final prefix among its entries is resolve
   // Rank 0's entry, a plain REDUCE, comes first and whole; rank 1 had a quarter of the result
   // (the collective the loss hit). [0, r*) must be rank 1's final bits, never a sum of them:
   // the chunk is resolved from every entry (proto/FAILOVER.md, "Resolving a resent chunk").
-  constexpr uint32_t kLarge = 16384;
-  Survivor s(2);
-  RawLink lane0 = s.lane(0, 1);
-  RawLink lane1 = s.lane(1, 1);
-  lane0.failover({1}, 1);
-  s.expectLost({1});
-  lane1.failover({1}, 1);
-  lane0.entry(1, 0, kLarge);
-  lane1.entry(1, kLarge / 4, kLarge);
-  std::vector<float> expected(kLarge);
-  for (uint32_t i = 0; i < kLarge; ++i)
-    expected[i] = i < kLarge / 4 ? RawLink::finalValue(i)
-                                 : RawLink::contribution(0, i) + RawLink::contribution(1, i);
-  for (RawLink* lane : {&lane0, &lane1}) {
+  AgreedAtChunk1 agreed;
+  constexpr uint32_t kLarge = AgreedAtChunk1::kLargeCount;
+  agreed.lane0.entry(1, 0, kLarge);
+  agreed.lane1.entry(1, kLarge / 4, kLarge);
+  std::vector<float> expected = RawLink::sumOfBoth(kLarge);
+  for (uint32_t i = 0; i < kLarge / 4; ++i) expected[i] = RawLink::finalValue(i);
+  for (RawLink* lane : {&agreed.lane0, &agreed.lane1}) {
     std::vector<float> got;
     const std::optional<wire::FrameHeader> h = lane->nextPartBy(&got);
     REQUIRE(h);
