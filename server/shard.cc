@@ -312,9 +312,9 @@ void Shard::contributed(Slot& slot) {
   if (it == gs->open.end() || it->second.get() != &slot) return;
   std::shared_ptr<Slot> self = it->second;
   if (slot.lane()) {
+    sendLaneReady(*gs, self);
     if (!slot.complete()) return;
     gs->open.erase(it);
-    resolveLaneSlot(*gs, self);
     completeSlot(*gs, slot);
     return;
   }
@@ -433,25 +433,32 @@ void Shard::memberGone(const std::shared_ptr<Group>& group, const Status& reason
   verdicts_.emplace(group->id(), std::move(timer));
 }
 
-void Shard::resolveLaneSlot(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
+void Shard::sendLaneReady(GroupShard& gs, const std::shared_ptr<Slot>& slot) {
   auto lane = gs.lanes.find(slot->stream());
   if (lane == gs.lanes.end()) return;  // retired: its members resend under the new dead set
   LaneShard& ls = lane->second;
-  Result<bool> resolved = slot->resolveLane();
-  if (!resolved) {
-    stats_.countRejection(FrameRejection::kDisagreement);
-    failGroup(gs.group, Status(resolved.status().code(),
-                               fmt::format("reducers {} lost: {}", ls.dead.dead.toString(),
-                                           resolved.status().message())));
-    return;
+  std::optional<Slot::Part> part;
+  if (slot->cutsThrough()) {
+    part = slot->releaseReady();
+  } else if (slot->complete()) {
+    Result<bool> resolved = slot->resolveLane();
+    if (!resolved) {
+      stats_.countRejection(FrameRejection::kDisagreement);
+      failGroup(gs.group, Status(resolved.status().code(),
+                                 fmt::format("reducers {} lost: {}", ls.dead.dead.toString(),
+                                             resolved.status().message())));
+      return;
+    }
+    if (*resolved) part = Slot::Part{0, slot->elemCount()};
   }
-  if (*resolved) {
+  if (part) {
     for (uint32_t rank = 0; rank < ls.members.size(); ++rank) {
       const auto& member = ls.members[rank];
       if (member && !member->closed() && slot->needsResult(rank))
-        member->sendResult(slot, 0, slot->elemCount());
+        member->sendResult(slot, part->from, part->to);
     }
   }
+  if (!slot->complete()) return;
   stats_.chunksResent.fetch_add(1, std::memory_order_relaxed);
   ls.commits.resultSent(slot->chunk());
   sendLaneCommit(ls);

@@ -153,9 +153,11 @@ class Shard final : public SessionOwner, private Admission::Owner {
   std::shared_ptr<Slot> openSlot(GroupShard& gs, const wire::FrameHeader& header,
                                  AlignedBuffer buffer, std::optional<uint16_t> lane);
   void sendReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);
-  // A lane's slot whose every entry is in: resolved, its result sent to those who lack it, and
-  // committed on the lane. An inconsistent chunk fails the group.
-  void resolveLaneSlot(GroupShard& gs, const std::shared_ptr<Slot>& slot);
+  // A lane's slot after an entry's piece or marker (slot.h, lane mode): one that cuts through
+  // sends the parts every entry completed, any other is resolved once every entry is in; the
+  // members that lack the result get it, and a chunk whose result is all out (or needed none)
+  // counts toward the lane's commit. An inconsistent chunk fails the group.
+  void sendLaneReady(GroupShard& gs, const std::shared_ptr<Slot>& slot);
   // Sends the lane's COMMIT, if it rose, to the lane's members.
   void sendLaneCommit(LaneShard& lane);
   // LOST(dead) to the group's streams here, once, and its lanes of an older dead set retired.

@@ -46,7 +46,7 @@ Slot::Slot(std::shared_ptr<SlotPool> pool, AlignedBuffer buffer, const wire::Fra
       accumulator_(std::move(buffer)),
       stateBytes_(setup.stateBytes),
       members_(setup.worldSize),
-      inputs_(setup.deterministic ? setup.worldSize : 0),
+      inputs_(setup.deterministic || setup.lane ? setup.worldSize : 0),
       created_(std::chrono::steady_clock::now()),
       deadline_(created_ + setup.timeout) {}
 
@@ -90,6 +90,7 @@ void Slot::startReceiving(uint32_t rank) { members_[rank].state = MemberState::k
 void Slot::startEntry(uint32_t rank, uint32_t finalPrefix) {
   startReceiving(rank);
   members_[rank].finalPrefix = finalPrefix;
+  entryBegun(finalPrefix == 0);
 }
 
 void Slot::markCommitted(uint32_t rank) {
@@ -98,6 +99,14 @@ void Slot::markCommitted(uint32_t rank) {
   m.received = elemCount_;
   m.committed = true;
   ++membersDone_;
+  entryBegun(false);
+}
+
+void Slot::entryBegun(bool whole) {
+  // Each member begins one entry (admit refuses a second), so the choice is made once, when
+  // the last begins, before any of its elements is folded.
+  entryNotWhole_ = entryNotWhole_ || !whole;
+  cutsThrough_ = ++entriesBegun_ == members_.size() && !entryNotWhole_;
 }
 
 Result<bool> Slot::resolveLane() {
@@ -158,7 +167,7 @@ bool Slot::holdBack(uint32_t rank) {
 }
 
 std::optional<Slot::Part> Slot::releaseReady() {
-  if (lane_) return std::nullopt;  // resolved whole (resolveLane)
+  if (lane_ && !cutsThrough_) return std::nullopt;  // resolved whole (resolveLane)
   // Members fold in whatever their sockets delivered, so the common prefix grows in uneven
   // steps: a part goes out once it has grown by minPartElems (or the chunk is complete),
   // which keeps the frame count per chunk bounded while the download still trails the upload

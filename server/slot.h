@@ -37,9 +37,13 @@
 //
 // Lane mode (proto/FAILOVER.md): a lost reducer's chunk resent to this survivor. Each member's
 // entry is its final prefix and its contribution (or the COMMITTED marker), staged as in
-// deterministic mode whatever the group's, and the chunk is resolved whole once every entry is
-// in (resolveLane, core/failover/resent_chunk.h), in place over rank 0's region: no
-// cut-through (the longest prefix is known only then) and no lead limit.
+// deterministic mode whatever the group's. Once every member's entry has begun (its first
+// frame says its prefix), the slot knows which of two it is. Every entry a whole REDUCE (no
+// prefix, no marker: every chunk after the collective a loss hit) is a normal chunk: it cuts
+// through (cutsThrough), releaseReady reducing the staged entries in rank order as in
+// deterministic mode, the resolve's arithmetic, so the bits are those of a whole resolve. Any
+// other is resolved whole once every entry is in (resolveLane, core/failover/resent_chunk.h),
+// in place over rank 0's region: the longest prefix is known only then. No lead limit on lanes.
 #pragma once
 
 #include <chrono>
@@ -113,6 +117,9 @@ class Slot {
   void startEntry(uint32_t rank, uint32_t finalPrefix);
   // Lane mode: `rank`'s entry is the COMMITTED marker: it is done, with nothing to fold.
   void markCommitted(uint32_t rank);
+  // Lane mode: every member's entry has begun, each a whole REDUCE: its parts are released as
+  // they complete (releaseReady), and no resolve follows.
+  bool cutsThrough() const { return cutsThrough_; }
   // Lane mode, once complete(): resolves the chunk (resent_chunk.h) in place. True: the whole
   // chunk's result is ready (released() is elemCount) for the members that needsResult; false:
   // nobody needs one. An error (entries that disagree) fails the chunk.
@@ -199,6 +206,8 @@ class Slot {
     bool committed = false;    // lane mode: its entry is the COMMITTED marker
   };
   std::string ranksIn(MemberState state) const;
+  // Lane mode: one more member's entry began; `whole` when it is a REDUCE of the whole chunk.
+  void entryBegun(bool whole);
   // Deterministic mode: where rank r stages its contribution (rank 0's region, at the front,
   // receives the result in place, so resultData is the same in both modes).
   std::byte* staging(uint32_t rank) { return accumulator_.data() + rank * stagingStride_; }
@@ -234,6 +243,11 @@ class Slot {
   std::vector<Member> members_;
   std::vector<const void*> inputs_;  // deterministic: the staged prefixes reduceInputs reads
   uint32_t membersDone_ = 0;
+  // Lane mode: entries begun, whether one of them had a final prefix or was COMMITTED, and so
+  // whether the chunk cuts through (once every entry began and none had).
+  uint32_t entriesBegun_ = 0;
+  bool entryNotWhole_ = false;
+  bool cutsThrough_ = false;
   // Elements [0, released) are finalized in place, wire-typed at the front of the accumulator
   // (element i at i * elemSize), and handed out as RESULT parts.
   uint64_t released_ = 0;

@@ -2,9 +2,10 @@
 // members on real loopback sockets: lanes join a group under a dead set; the survivor waits for
 // every member's FAILOVER, drops the entries below the agreed point and commits them; it
 // resolves each resent chunk from every member's entry (final prefix and contribution, or
-// COMMITTED), sends the result only to the members that lack it, and commits on the lane; a
-// FAILOVER naming a reducer it did not know lost makes it tell every member (LOST), and the
-// lanes of an older dead set are retired with LOST.
+// COMMITTED), or cuts through one whose every entry is a whole REDUCE, sends the result only to
+// the members that lack it, and commits on the lane; a FAILOVER naming a reducer it did not
+// know lost makes it tell every member (LOST), and the lanes of an older dead set are retired
+// with LOST.
 #include <catch2/catch.hpp>
 
 #include <asio/io_context.hpp>
@@ -57,34 +58,45 @@ class RawLink {
     asio::write(socket_, asio::buffer(frame->header));
     asio::write(socket_, asio::buffer(frame->payload));
   }
-  // Chunk `chunk`'s fp32 fields: kCount elements at offset 0 of collective seq = chunk.
+  // Chunk `chunk`'s fp32 fields: `count` elements at offset 0 of collective seq = chunk.
   static constexpr uint32_t kCount = 8;
-  wire::ChunkFields fields(uint64_t chunk) const {
+  wire::ChunkFields fields(uint64_t chunk, uint32_t count = kCount) const {
     return {.group = group_,
             .rank = rank_,
             .seq = chunk,
             .chunk = chunk,
             .elemOffset = 0,
-            .elemCount = kCount,
+            .elemCount = count,
             .dtype = DataType::kFloat32,
             .op = ReduceOp::kSum};
   }
-  // An entry: elements [0, prefix) final (finalValue), the rest this member's contribution
-  // (contribution(rank, i)); a plain REDUCE when prefix is 0.
-  void entry(uint64_t chunk, uint32_t prefix) {
-    std::vector<float> values(kCount);
-    for (uint32_t i = 0; i < kCount; ++i)
+  // An entry of a chunk of `count` elements: [0, prefix) final (finalValue), the rest this
+  // member's contribution (contribution(rank, i)); a plain REDUCE when prefix is 0.
+  void entry(uint64_t chunk, uint32_t prefix, uint32_t count = kCount) {
+    std::vector<float> values(count);
+    for (uint32_t i = 0; i < count; ++i)
       values[i] = i < prefix ? finalValue(i) : contribution(rank_, i);
     if (prefix > 0) {
-      const wire::FrameHeader final = wire::finalHeader(fields(chunk), prefix);
+      const wire::FrameHeader final = wire::finalHeader(fields(chunk, count), prefix);
       asio::write(socket_, asio::buffer(wire::encodeHeader(final)));
       asio::write(socket_, asio::buffer(values.data(), prefix * sizeof(float)));
-      if (prefix == kCount) return;
+      if (prefix == count) return;
       asio::write(socket_, asio::buffer(wire::encodeHeader(wire::remainderHeader(final))));
     } else {
-      asio::write(socket_, asio::buffer(wire::encodeHeader(wire::reduceHeader(fields(chunk)))));
+      asio::write(socket_,
+                  asio::buffer(wire::encodeHeader(wire::reduceHeader(fields(chunk, count)))));
     }
-    asio::write(socket_, asio::buffer(values.data() + prefix, (kCount - prefix) * sizeof(float)));
+    asio::write(socket_, asio::buffer(values.data() + prefix, (count - prefix) * sizeof(float)));
+  }
+  // Elements [from, to) of a plain REDUCE entry of a chunk of `count` elements, its header
+  // first when `from` is 0: an entry sent in pieces, or half of it and then held.
+  void reducePiece(uint64_t chunk, uint32_t count, uint32_t from, uint32_t to) {
+    if (from == 0)
+      asio::write(socket_,
+                  asio::buffer(wire::encodeHeader(wire::reduceHeader(fields(chunk, count)))));
+    std::vector<float> values(to - from);
+    for (uint32_t i = from; i < to; ++i) values[i - from] = contribution(rank_, i);
+    asio::write(socket_, asio::buffer(values));
   }
   // A plain REDUCE entry of `count` elements (not kCount) for chunk: its header first, then
   // its payload, which the survivor may stop reading.
@@ -138,6 +150,37 @@ class RawLink {
       return reason;
     });
   }
+  // The next frame but HEARTBEATs, read on a thread of its own (as nextTypeBy): none when
+  // nothing came by the state deadline; when it is a RESULT, its payload is appended to
+  // `values`.
+  std::optional<wire::FrameHeader> nextPartBy(std::vector<float>* values) {
+    return readBy<wire::FrameHeader>([&] {
+      wire::FrameHeader h = next();
+      while (h.type == wire::FrameType::kHeartbeat) h = next();
+      if (h.type == wire::FrameType::kResult) {
+        std::vector<float> got(h.elemCount);
+        asio::read(socket_, asio::buffer(got));
+        values->insert(values->end(), got.begin(), got.end());
+      }
+      return h;
+    });
+  }
+  // RESULT parts of `chunk`, front to back, appended to `values` until it holds `upTo`
+  // elements or more; false (with the reason logged) if anything else came, or nothing.
+  bool readPartsUpTo(uint64_t chunk, size_t upTo, std::vector<float>* values) {
+    while (values->size() < upTo) {
+      const size_t at = values->size();
+      const std::optional<wire::FrameHeader> h = nextPartBy(values);
+      if (!h || h->type != wire::FrameType::kResult || h->chunk != chunk ||
+          h->elemOffset != at) {
+        UNSCOPED_INFO("rank " << rank_ << " at element " << at << " of chunk " << chunk << ": "
+                              << (h ? wire::frameTypeName(h->type) : "nothing") << " for chunk "
+                              << (h ? h->chunk : 0) << " at " << (h ? h->elemOffset : 0));
+        return false;
+      }
+    }
+    return true;
+  }
   // The next frame, a LOST, and its dead set.
   std::vector<uint32_t> readLost() {
     const wire::FrameHeader h = next();
@@ -190,10 +233,11 @@ class RawLink {
   uint64_t lostGeneration = 0;  // of the last LOST read (its seq)
 
   static float finalValue(uint32_t i) { return 1000.0f + static_cast<float>(i); }
-  // The result of a chunk whose entries from ranks 0 and 1 had no final prefix.
-  static std::vector<float> sumOfBoth() {
-    std::vector<float> sum(kCount);
-    for (uint32_t i = 0; i < kCount; ++i) sum[i] = contribution(0, i) + contribution(1, i);
+  // The result of a chunk of `count` elements whose entries from ranks 0 and 1 had no final
+  // prefix.
+  static std::vector<float> sumOfBoth(uint32_t count = kCount) {
+    std::vector<float> sum(count);
+    for (uint32_t i = 0; i < count; ++i) sum[i] = contribution(0, i) + contribution(1, i);
     return sum;
   }
   static float contribution(uint32_t rank, uint32_t i) {
@@ -272,6 +316,17 @@ void failoverBoth(Survivor& s, RawLink& lane0, RawLink& lane1, const std::vector
   lane1.failover(dead, watermark);
 }
 
+// Of two reducers, reducer 1 lost, on lanes 1 of both members, each with its watermark at
+// chunk 1: nothing is dropped. Its chunk 1 is of kLargeCount fp32 (64 KiB: a RESULT part is a
+// sixteenth of it, cut_through.h).
+struct AgreedAtChunk1 {
+  static constexpr uint32_t kLargeCount = 16384;
+  AgreedAtChunk1() { failoverBoth(s, lane0, lane1, {1}, 1); }
+  Survivor s{2};
+  RawLink lane0 = s.lane(0, 1);
+  RawLink lane1 = s.lane(1, 1);
+};
+
 // A survivor on one io thread with a quota of one slot a group: a second chunk parks.
 server::ServerConfig oneSlotAGroup() {
   server::ServerConfig config = testServerConfig();
@@ -309,6 +364,59 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
   lane1.received(5);
   CHECK(lane0.readCommit() == 5);
   CHECK(lane1.readCommit() == 5);
+}
+
+TEST_CASE("a lane's moved chunk whose every entry is a whole REDUCE cuts through: its result "
+          "parts go out to every member before every member's whole entry is in, exact",
+          "[failover]") {
+  // Every entry of chunk 1 a plain REDUCE, as every chunk of the collectives after the one a
+  // loss hit is. Rank 0 sends its whole entry, rank 1 its header and the first half, and holds.
+  // Resolved whole, the result would wait for rank 1's second half (proto/FAILOVER.md, "What it
+  // costs").
+  AgreedAtChunk1 agreed;
+  constexpr uint32_t kLarge = AgreedAtChunk1::kLargeCount;
+  RawLink& lane0 = agreed.lane0;
+  RawLink& lane1 = agreed.lane1;
+  lane0.reducePiece(1, kLarge, 0, kLarge);
+  lane1.reducePiece(1, kLarge, 0, kLarge / 2);
+  // Both members read a first part of the result while rank 1 holds, within its first half.
+  std::vector<float> got0, got1;
+  REQUIRE(lane0.readPartsUpTo(1, 1, &got0));
+  REQUIRE(lane1.readPartsUpTo(1, 1, &got1));
+  CHECK(got0.size() <= kLarge / 2);
+  CHECK(got1.size() <= kLarge / 2);
+  lane1.reducePiece(1, kLarge, kLarge / 2, kLarge);
+  REQUIRE(lane0.readPartsUpTo(1, kLarge, &got0));
+  REQUIRE(lane1.readPartsUpTo(1, kLarge, &got1));
+  CHECK(got0 == RawLink::sumOfBoth(kLarge));
+  CHECK(got1 == RawLink::sumOfBoth(kLarge));
+  lane0.received(1);
+  lane1.received(1);
+  CHECK(lane0.readCommit() == 1);
+  CHECK(lane1.readCommit() == 1);
+}
+
+TEST_CASE("a lane's moved chunk with a final prefix among its entries is resolved whole: one "
+          "RESULT of the whole chunk once every entry is in, even after another's whole REDUCE",
+          "[failover]") {
+  // Rank 0's entry, a plain REDUCE, comes first and whole; rank 1 had a quarter of the result
+  // (the collective the loss hit). [0, r*) must be rank 1's final bits, never a sum of them:
+  // the chunk is resolved from every entry (proto/FAILOVER.md, "Resolving a resent chunk").
+  AgreedAtChunk1 agreed;
+  constexpr uint32_t kLarge = AgreedAtChunk1::kLargeCount;
+  agreed.lane0.entry(1, 0, kLarge);
+  agreed.lane1.entry(1, kLarge / 4, kLarge);
+  std::vector<float> expected = RawLink::sumOfBoth(kLarge);
+  for (uint32_t i = 0; i < kLarge / 4; ++i) expected[i] = RawLink::finalValue(i);
+  for (RawLink* lane : {&agreed.lane0, &agreed.lane1}) {
+    std::vector<float> got;
+    const std::optional<wire::FrameHeader> h = lane->nextPartBy(&got);
+    REQUIRE(h);
+    REQUIRE(h->type == wire::FrameType::kResult);
+    CHECK(h->elemOffset == 0);
+    CHECK(h->elemCount == kLarge);  // one part: resolved whole
+    CHECK(got == expected);
+  }
 }
 
 TEST_CASE("a survivor's lane is paced with its streams: the result it owes counts on the host's "

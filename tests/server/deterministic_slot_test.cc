@@ -29,6 +29,7 @@ struct ChunkShape {
   bool deterministic = false;
   uint64_t maxLeadBytes = 0;
   uint64_t minPartBytes = 256;
+  bool lane = false;  // a lost reducer's chunk on a survivor: every entry a whole REDUCE
 };
 
 wire::FrameHeader header(uint32_t rank, const ChunkShape& s) {
@@ -47,7 +48,7 @@ wire::FrameHeader header(uint32_t rank, const ChunkShape& s) {
 
 std::unique_ptr<Slot> openShapedSlot(const std::shared_ptr<SlotPool>& pool, const ChunkShape& s) {
   auto buffer =
-      pool->tryAcquire(Slot::bufferBytes(s.count, s.dtype, s.world, s.deterministic));
+      pool->tryAcquire(Slot::bufferBytes(s.count, s.dtype, s.world, s.deterministic || s.lane));
   REQUIRE(buffer);
   Slot::Setup setup;
   setup.worldSize = s.world;
@@ -55,6 +56,7 @@ std::unique_ptr<Slot> openShapedSlot(const std::shared_ptr<SlotPool>& pool, cons
   setup.maxLeadBytes = s.maxLeadBytes;
   setup.minPartBytes = s.minPartBytes;
   setup.deterministic = s.deterministic;
+  setup.lane = s.lane;
   return std::make_unique<Slot>(pool, std::move(*buffer), header(0, s), setup);
 }
 
@@ -119,14 +121,16 @@ Bytes rankOrderSum(const ChunkShape& s, const std::vector<Bytes>& in) {
 // Feeds the contributions as Session does (a split element stays at the staging buffer's front
 // for the next read) in an order drawn from `seed`: even seeds interleave the members at random
 // in pieces of 1..maxPiece bytes, odd ones send whole members one after another in a shuffled
-// order. A member over the lead limit is not read until a release wakes it. Returns the result.
+// order. A member over the lead limit is not read until a release wakes it. Returns the result;
+// `early` (if given) says whether a part left before the chunk was complete.
 Bytes feed(const ChunkShape& s, const std::vector<Bytes>& in, uint32_t seed, size_t maxPiece,
-           const std::shared_ptr<SlotPool>& pool) {
+           const std::shared_ptr<SlotPool>& pool, bool* early = nullptr) {
   auto slot = openShapedSlot(pool, s);
   for (uint32_t r = 0; r < s.world; ++r) {
     FrameRejection why{};
     if (r != 0) REQUIRE(slot->admit(header(r, s), r, &why).isOk());
-    slot->startReceiving(r);
+    if (s.lane) slot->startEntry(r, 0);
+    else slot->startReceiving(r);
   }
   std::mt19937 rng(seed);
   std::uniform_int_distribution<size_t> pieceBytes(1, maxPiece);
@@ -164,6 +168,7 @@ Bytes feed(const ChunkShape& s, const std::vector<Bytes>& in, uint32_t seed, siz
       std::memcpy(result.data() + part->from * size, slot->resultData(part->from),
                   (part->to - part->from) * size);
       received = part->to;
+      if (early && !slot->complete()) *early = true;
     }
     if (received != before)
       slot->wakeHeldBack([&](uint32_t rank) { held[rank] = slot->holdBack(rank); });
@@ -265,6 +270,80 @@ TEST_CASE("deterministic slot: cut-through and the lead limit work as in the nor
   const Bytes expected = rankOrderSum(s, in);
   CHECK(std::memcmp(slot->resultData(0), expected.data(), 512) == 0);
   CHECK_FALSE(slot->complete());
+}
+
+TEST_CASE("lane slot: entries with no final prefix cut through, with the bits of the whole "
+          "resolve and of the lost reducer") {
+  // A lost reducer's chunk on a survivor whose every entry is a whole REDUCE (proto/FAILOVER.md,
+  // "What it costs"): its parts leave as every member's contribution to them comes, in any
+  // arrival order, and they are the rank-order sum, the bits of the resolve from whole entries
+  // and of the lost reducer's deterministic slot, whatever the group's mode.
+  auto pool = std::make_shared<SlotPool>(64 << 20);
+  for (DataType t : {DataType::kFloat32, DataType::kBfloat16}) {
+    for (uint32_t world : {2u, 3u, 8u}) {
+      for (bool deterministic : {false, true}) {
+        ChunkShape s{t, 2053, world, deterministic};
+        const auto in = contributions(s, world * 13);
+        const Bytes expected = rankOrderSum(s, in);
+        s.lane = true;
+        bool early = false;
+        for (uint32_t seed = 0; seed < 8; ++seed) {
+          INFO(dataTypeName(t) << " world " << world << " deterministic " << deterministic
+                               << " arrival order " << seed);
+          CHECK(feed(s, in, seed, 700, pool, &early) == expected);
+        }
+        CHECK(early);  // cut through: a part before the last entry was whole
+        Result<failover::ResentChunk> chunk =
+            failover::ResentChunk::create({5, world, s.count, t, ReduceOp::kSum});
+        REQUIRE(chunk.isOk());
+        for (uint32_t r = 0; r < world; ++r) REQUIRE(chunk->add(r, {false, 0, in[r]}).isOk());
+        Bytes resolved(expected.size());
+        REQUIRE(chunk->resolve(resolved).isOk());
+        CHECK(resolved == expected);
+      }
+    }
+  }
+  CHECK(pool->inUse() == 0);
+}
+
+TEST_CASE("lane slot: a final prefix among the entries keeps the whole resolve, whichever entry "
+          "comes last") {
+  // Until every member's entry has begun, the slot cannot know that none has a final prefix:
+  // the elements of a FINAL are final bits, not a contribution to sum. So nothing leaves until
+  // the chunk is complete, and then the whole chunk is resolved (resent_chunk.h).
+  auto pool = std::make_shared<SlotPool>(64 << 20);
+  for (uint32_t finalRank : {0u, 2u}) {
+    INFO("the FINAL is rank " << finalRank << "'s");
+    ChunkShape s{DataType::kFloat32, 1024, 3, false, 0, 256, /*lane=*/true};
+    const auto in = contributions(s, 21);
+    const Bytes expected = rankOrderSum(s, in);
+    const uint32_t prefix = 300;
+    std::vector<Bytes> entries(in);
+    std::memcpy(entries[finalRank].data(), expected.data(), prefix * sizeof(float));
+    auto slot = openShapedSlot(pool, s);
+    for (uint32_t r = 1; r < 3; ++r) {
+      FrameRejection why{};
+      REQUIRE(slot->admit(header(r, s), r, &why).isOk());
+    }
+    // The other ranks' entries begin and come whole first; the FINAL's rank begins last.
+    for (uint32_t r = 0; r < 3; ++r) {
+      if (r == finalRank) continue;
+      slot->startEntry(r, 0);
+      REQUIRE(slot->fold(r, entries[r].data(), entries[r].size()) == entries[r].size());
+      CHECK_FALSE(slot->releaseReady());
+    }
+    slot->startEntry(finalRank, prefix);
+    for (size_t at = 0; at < entries[finalRank].size(); at += 512) {
+      REQUIRE(slot->fold(finalRank, entries[finalRank].data() + at, 512) == 512);
+      CHECK_FALSE(slot->releaseReady());
+    }
+    REQUIRE(slot->complete());
+    const Result<bool> resolved = slot->resolveLane();
+    REQUIRE(resolved.isOk());
+    REQUIRE(*resolved);
+    CHECK(std::memcmp(slot->resultData(0), expected.data(), expected.size()) == 0);
+  }
+  CHECK(pool->inUse() == 0);
 }
 
 TEST_CASE("deterministic slot: the staging copies are charged to the pool") {
