@@ -83,6 +83,10 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   void setOnReducerLostForTest(std::function<void()> hook) {
     onReducerLostForTest_ = std::move(hook);
   }
+  // Tests only: this member takes `reducer` for lost on its stream 0, as it would on finding
+  // it silent past the loss bound, while the reducer lives (a stall of the machine longer
+  // than the bound). Posted to the stream's io thread.
+  void takeForLostForTest(uint32_t reducer);
   const ClientOptions& options() const { return options_; }
   const GroupSpec& group() const { return group_; }
 

@@ -24,6 +24,17 @@ void CommunicatorCore::onReducerLost(Connection& connection, const Status& reaso
   adopt({connection.reducerIndex()}, reason);
 }
 
+void CommunicatorCore::takeForLostForTest(uint32_t reducer) {
+  std::shared_ptr<Connection> c;
+  {
+    std::lock_guard lock(submitMu_);
+    c = connections_.at(reducer * streams_);
+  }
+  asio::post(c->executorContext(), [c] {
+    c->takeForLostForTest(unavailableError(c->name() + ": taken for lost by a test"));
+  });
+}
+
 void CommunicatorCore::onLost(Connection& connection, const std::vector<uint32_t>& dead,
                               uint64_t generation) {
   std::string names;
@@ -53,6 +64,9 @@ void CommunicatorCore::onLost(Connection& connection, const std::vector<uint32_t
 
 void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& why) {
   std::vector<std::shared_ptr<Connection>> retire;
+  std::vector<std::shared_ptr<Connection>> moveAway;  // the streams of the newly lost
+  std::optional<cluster::DeadSet> adopted;
+  uint64_t generation = 0;
   Status cannot;
   {
     std::lock_guard lock(submitMu_);
@@ -77,14 +91,17 @@ void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& wh
     } else {
       for (uint32_t d = 0; d < reducers_; ++d) {
         if (!next->contains(d) || (dead_ && dead_->contains(d))) continue;
-        for (uint32_t s = 0; s < streams_; ++s) retire.push_back(connections_[d * streams_ + s]);
+        for (uint32_t s = 0; s < streams_; ++s)
+          moveAway.push_back(connections_[d * streams_ + s]);
       }
       for (auto& [index, lane] : lanes_) retire.push_back(std::move(lane));
       lanes_.clear();
       dead_ = *next;
+      adopted = *next;
+      generation = generation_;
       lostNow_.store(dead_->size(), std::memory_order_relaxed);
       adopting_ = true;
-      retiring_ += retire.size();
+      retiring_ += retire.size() + moveAway.size();
       // A rejoin in progress ends: the dead set is no longer the one reducer it redials (after
       // JOIN_AT this is "the race left" of proto/FAILOVER.md, "A reducer comes back"). The
       // next redial is scheduled once the adoption is done.
@@ -99,6 +116,12 @@ void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& wh
   }
   if (!cannot.isOk()) return fail(cannot);
   for (auto& c : retire) asio::post(c->executorContext(), [c] { c->retire(); });
+  // Each tells its reducer that this member moves away from it: one that lives after all (a
+  // stall past the bound, a path cut one way) then drops the group, rather than fail it for
+  // the members that still read it (proto/FAILOVER.md, "A live reducer taken for lost").
+  for (auto& c : moveAway)
+    asio::post(c->executorContext(),
+               [c, dead = *adopted, generation] { c->moveAway(dead, generation); });
 }
 
 std::shared_ptr<Connection> CommunicatorCore::routeLocked(const ChunkTransfer& t) {

@@ -6,7 +6,10 @@
 #include "client/reducer_frames.h"
 #include "client/request_state.h"
 #include "core/cluster/sharding.h"
+#include "core/common/log.h"
 #include "core/reduce/convert.h"
+#include "core/transport/farewell.h"
+#include "core/wire/failover_frames.h"
 #include "core/wire/control_frames.h"
 #include "core/wire/rejoin_frames.h"
 
@@ -337,7 +340,9 @@ void Connection::submit(std::vector<ChunkTransfer> chunks) {
 void Connection::startWrites() { feedWriter(); }
 
 void Connection::feedWriter() {
-  if (closed_ || !stream_) return;  // not handshaken yet: onHandshaken feeds it
+  // Not handshaken yet: onHandshaken feeds it. Lost (retired, its moveAway() on its way):
+  // nothing more goes to that reducer; what is held is resent elsewhere.
+  if (closed_ || retired_ || !stream_) return;
   // A RECEIVED due precedes every REDUCE frame handed over after it, and rides with them.
   if (receivedDue() && !held_.empty()) enqueueReceived();
   while (!held_.empty() && unwrittenBytes_ < kWriteAhead) {
@@ -512,18 +517,47 @@ void Connection::peerSilent(std::chrono::milliseconds silence) {
 }
 
 void Connection::lost(const Status& why) {
-  if (closed_) return;
+  if (closed_ || retired_) return;
   if (endsAsRedial(why)) return close();
   if (liveness_) liveness_->cancel();
   retired_ = true;  // what it held is resent, unless the owner fails instead
+  // The owner posts moveAway() to every stream of the reducer it adopts as lost, this one
+  // included, or close() to every connection when it fails: either ends this one.
   owner_.onReducerLost(*this, why);
-  close();
 }
 
 void Connection::retire() {
   if (closed_) return;
   retired_ = true;
   close();
+}
+
+void Connection::moveAway(const cluster::DeadSet& dead, uint64_t generation) {
+  if (closed_) return;
+  if (stream_ && !lane_ && !redial_ && !writer_.failed()) sayMovedAway(dead, generation);
+  retire();
+}
+
+// The word goes after the frame in flight, finished from a copy (the caller's buffers are
+// free once this connection drained), on the stream handed to a Farewell, which lingers for
+// the reducer to read it: at most the stream's loss bound.
+void Connection::sayMovedAway(const cluster::DeadSet& dead, uint64_t generation) {
+  std::vector<uint32_t> list;
+  for (uint32_t i = 0; i < dead.size(); ++i) list.push_back(dead.nthDead(i));
+  Result<wire::DeadSetFrame> frame =
+      wire::failoverFrame(group_.id, group_.rank, /*watermark=*/0, list, generation);
+  if (!frame) return;  // a DeadSet always encodes
+  std::string bytes = writer_.restOfFrame(*stream_);
+  bytes.append(reinterpret_cast<const char*>(frame->header.data()), frame->header.size());
+  bytes.append(reinterpret_cast<const char*>(frame->payload.data()), frame->payload.size());
+  Result<std::unique_ptr<transport::Stream>> handed = stream_->handOver();
+  if (!handed) {
+    rs::logger().debug("{}: cannot tell the reducer that this member moves away: {}", name_,
+                       handed.status().message());
+    return;
+  }
+  transport::Farewell::send(io_, std::move(*handed), std::move(bytes),
+                            liveness_ ? liveness_->bound() : kReasonGrace);
 }
 
 void Connection::readFailed(const Status& why) {

@@ -192,6 +192,13 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // Closes for failover (its reducer is lost, or its lane's dead set is old): the chunks it
   // held are handed back to be resent (onDrained, retired()).
   void retire();
+  // Retires a stream of a reducer this member adopts as lost (with `dead`, the dead set that
+  // holds it, under `generation`), telling the reducer first: a FAILOVER on the stream, which
+  // a reducer that is live after all takes for this member's move away from it, and drops the
+  // group without failing it (proto/WIRE.md, "Failover"). A lane or a redial just retires.
+  void moveAway(const cluster::DeadSet& dead, uint64_t generation);
+  // Tests: this member takes the reducer for lost, as it would on finding it silent.
+  void takeForLostForTest(const Status& why) { lost(why); }
   bool retired() const { return retired_; }
   const std::optional<LaneSpec>& lane() const { return lane_; }
   // Tells the reducer that this member gives up (an ABORT frame, sent only if it can go out
@@ -265,6 +272,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   transport::Liveness::Sample livenessSample() const override;
   uint64_t sendHeartbeat() override;
   void peerSilent(std::chrono::milliseconds silence) override;
+  void sayMovedAway(const cluster::DeadSet& dead, uint64_t generation);
   // The reducer is lost: the owner decides what that means, and this connection closes.
   void lost(const Status& why);
   // A read that timed out is the transport's net under the heartbeats (keep-alive from the

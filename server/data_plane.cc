@@ -25,8 +25,8 @@ Status DataPlane::start(asio::io_context& control) {
     auto t = std::make_unique<IoThread>();
     t->shard = std::make_unique<Shard>(
         t->io, config_, static_cast<uint32_t>(i), registry_,
-        [this](const std::shared_ptr<Group>& group, const Status& reason) {
-          abortGroup(group, reason);
+        [this](const std::shared_ptr<Group>& group, const Status& reason, bool movedAway) {
+          abortGroup(group, reason, movedAway);
         },
         [this](const std::shared_ptr<Group>& group, const cluster::DeadView& dead) {
           loseReducers(group, dead);
@@ -84,9 +84,21 @@ void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
   });
 }
 
-void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& reason) {
+void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& reason,
+                           bool movedAway) {
   if (stopping_.load(std::memory_order_acquire)) return;
-  if (!group->markAborted(reason)) return;
+  if (!group->markAborted(reason, movedAway)) return;
+  if (movedAway) {
+    rs::logger().warn("{} dropped here: {}: the group goes on on the survivors; its members "
+                      "still on this reducer take the end of its streams for this reducer's "
+                      "loss (proto/FAILOVER.md, \"A live reducer taken for lost\")",
+                      group->name(), reason.message());
+    for (auto& t : threads_)
+      asio::post(t->io, [shard = t->shard.get(), id = group->id(), reason] {
+        shard->abortGroup(id, reason);
+      });
+    return;
+  }
   // A joining group that fails is a rejoin cancelled (proto/FAILOVER.md, "A reducer comes back").
   if (group->joining()) rejoinsCancelled_.fetch_add(1, std::memory_order_relaxed);
   groupAborts_[static_cast<size_t>(abortReasonFor(reason.code()))].fetch_add(
@@ -149,6 +161,7 @@ DataPlaneStats DataPlane::stats() const {
     for (size_t r = 0; r < kNumMemberLosses; ++r) s.membersLost[r] += st.membersLost[r].load(kRelaxed);
     s.failovers += st.failovers.load(kRelaxed);
     s.chunksResent += st.chunksResent.load(kRelaxed);
+    s.groupsMovedAway += st.groupsMovedAway.load(kRelaxed);
     s.rejoins += st.rejoins.load(kRelaxed);
     s.slotBytesLimit += t->shard->poolLimit();
     s.bookkeepingBytes += st.slotStateBytes.load(kRelaxed);

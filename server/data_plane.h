@@ -43,7 +43,7 @@ struct DataPlaneStats {
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
   uint64_t heartbeatsSent = 0, heartbeatsReceived = 0;
   std::array<uint64_t, kNumMemberLosses> membersLost{};
-  uint64_t failovers = 0, chunksResent = 0;  // ShardStats' failover counters
+  uint64_t failovers = 0, chunksResent = 0, groupsMovedAway = 0;  // ShardStats' failover counters
   uint64_t rejoins = 0, rejoinsCancelled = 0;
   // Bookkeeping charged against --memory-limit: per group (MemoryBudget) and per slot.
   uint64_t bookkeepingBytes = 0;
@@ -74,7 +74,8 @@ class DataPlane {
   // it (proto/FAILOVER.md); its io threads close their streams one after another, and a member
   // that adopted the loss early closes its other streams here, which must not be taken for a
   // member leaving in the middle of a chunk, nor tell the members still reading here to abort.
-  void abortGroup(const std::shared_ptr<Group>& group, const Status& reason);
+  void abortGroup(const std::shared_ptr<Group>& group, const Status& reason,
+                  bool movedAway = false);
   // The group's dead set grew to `dead`: every io thread tells its members there and retires
   // its older lanes (Shard::groupLost). Any thread.
   void loseReducers(const std::shared_ptr<Group>& group, const cluster::DeadView& dead);

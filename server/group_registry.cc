@@ -31,10 +31,11 @@ Group::Group(GroupId id, GroupParams params, uint32_t threadOffset, uint32_t eff
       streamConnected_(static_cast<size_t>(params.worldSize) * params.streamCount, false),
       declared_(params.worldSize, false) {}
 
-bool Group::markAborted(const Status& reason) {
+bool Group::markAborted(const Status& reason, bool movedAway) {
   std::lock_guard lock(mu_);
   if (aborted_.load(std::memory_order_relaxed)) return false;
   abortReason_ = reason;
+  movedAway_.store(movedAway, std::memory_order_release);
   aborted_.store(true, std::memory_order_release);
   return true;
 }
@@ -298,8 +299,9 @@ bool GroupRegistry::anyDeclaredLocked(const Group& g) {
 
 void GroupRegistry::eraseLocked(const Group& g) {
   // A joining group cancelled (proto/FAILOVER.md, "A reducer comes back") leaves no tombstone:
-  // its members redial it later.
-  if (g.aborted() && !g.joining()) {
+  // its members redial it later; nor does one that its members moved away from, which they
+  // may take back by a rejoin.
+  if (g.aborted() && !g.joining() && !g.movedAway()) {
     if (tombstones_.size() >= kMaxTombstones) {
       // Drop expired ones first; if none expired, the oldest-inserted is as good as any.
       auto now = std::chrono::steady_clock::now();

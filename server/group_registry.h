@@ -105,9 +105,14 @@ class Group {
     return createdAt_ + std::chrono::milliseconds(bound);
   }
 
-  // The first caller wins and returns true; the reason is kept for late arrivals.
-  bool markAborted(const Status& reason);
+  // The first caller wins and returns true; the reason is kept for late arrivals. `movedAway`:
+  // not a failure, but a member that moved away from this reducer (Shard::memberMovedAway).
+  bool markAborted(const Status& reason, bool movedAway = false);
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  // Dropped because a member moved away: no ABORT, and no tombstone (a later rejoin of the
+  // group may create it again here, as on a restarted reducer). Set before aborted() reads
+  // true.
+  bool movedAway() const { return movedAway_.load(std::memory_order_acquire); }
   Status abortReason() const;
 
   GroupCounters& counters() { return counters_; }
@@ -137,6 +142,7 @@ class Group {
   const uint32_t timeoutMs_;
   const std::string name_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> movedAway_{false};
   std::atomic<uint32_t> lossBoundMs_{0};
   std::atomic<bool> joining_;
   std::atomic<uint64_t> rejoinAt_{0};

@@ -39,6 +39,15 @@ void Session::onFailoverPayload(const std::error_code& ec) {
   if (!dead)
     return reject(FrameRejection::kMalformed,
                   protocolError("FAILOVER: " + dead.status().message()));
+  if (!isLane()) {
+    if (!dead->contains(p.reducerIndex))
+      return reject(FrameRejection::kMisrouted,
+                    protocolError(fmt::format("FAILOVER on a stream names reducers {} lost, "
+                                              "but not this one ({}), which it moves away from",
+                                              dead->toString(), p.reducerIndex)));
+    // The member's last frame here: the group is dropped, and this session closes with it.
+    return owner_.memberMovedAway(*this, *dead);
+  }
   if (dead->contains(p.reducerIndex))
     return reject(FrameRejection::kMisrouted,
                   protocolError(fmt::format("FAILOVER names reducers {} lost, this one ({}) "

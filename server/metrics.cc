@@ -178,6 +178,10 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
             "reducer's chunks (proto/FAILOVER.md).", asDouble(p.failovers));
   f.counter("rs_chunks_resent_total", "Chunks of lost reducers that members resent to this "
             "reducer on lanes and it resolved.", asDouble(p.chunksResent));
+  f.counter("rs_groups_moved_away_total", "Groups dropped by this reducer, without failing "
+            "them, because a member took it for lost and moved away from it (said so with a "
+            "FAILOVER on its stream): the group goes on on the survivors (proto/FAILOVER.md, "
+            "'A live reducer taken for lost').", asDouble(p.groupsMovedAway));
   f.counter("rs_rejoins_total", "Groups that took this reducer back after it was restarted: "
             "every member's JOIN came and JOIN_AT went (proto/FAILOVER.md, 'A reducer comes "
             "back').", asDouble(p.rejoins));

@@ -118,7 +118,8 @@ void Session::onHeader(const std::error_code& ec) {
       handleEntry();
       return;
     case wire::FrameType::kFailover:
-      if (!isLane() || laneState_ != LaneState::kAwaitFailover) break;
+      // On a normal stream: the member moves away from this reducer (memberMovedAway).
+      if (isLane() && laneState_ != LaneState::kAwaitFailover) break;
       handleFailover();
       return;
     case wire::FrameType::kReceived:

@@ -73,6 +73,10 @@ class SessionOwner {
   // The member behind `session` is lost (`how`; `reason` says what was seen): the one place
   // that decides what a lost member means (today: the session fails, and its group with it).
   virtual void memberLost(Session& session, MemberLoss how, const Status& reason) = 0;
+  // The member behind `session` moved away from this reducer: it takes the reducers of `dead`
+  // for lost, this one among them (a FAILOVER on its stream, proto/WIRE.md "Failover"). The
+  // group goes on on the survivors, so it is dropped here without failing it.
+  virtual void memberMovedAway(Session& session, const cluster::DeadSet& dead) = 0;
 
   // Lanes (proto/FAILOVER.md; a lane's side of a session is in lane_session.cc).
   enum class LaneVerdict {

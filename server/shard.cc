@@ -390,7 +390,26 @@ void Shard::failGroup(const std::shared_ptr<Group>& group, const Status& reason)
 
 void Shard::failGroupNow(const std::shared_ptr<Group>& group, const Status& reason) {
   group->counters().errors.fetch_add(1, std::memory_order_relaxed);
-  abortGroup_(group, reason);
+  abortGroup_(group, reason, false);
+}
+
+// A member that moved away from this reducer said so before it closed its streams here: it
+// took this reducer for lost (silent past its bound while this reducer lived: a stall of
+// either machine longer than the bound, a path cut one way), and its FAILOVER on its lanes
+// moves this reducer's share to the survivors for every member. An ABORT from here would
+// reach the members that have not moved yet and fail them, so the group is dropped without
+// one: its streams here close, and each member still on them takes their end for this
+// reducer's loss and moves as well (proto/FAILOVER.md, "A live reducer taken for lost").
+void Shard::memberMovedAway(Session& session, const cluster::DeadSet& dead) {
+  const std::shared_ptr<Group>& group = session.group();
+  if (group->aborted()) return;
+  stats_.groupsMovedAway.fetch_add(1, std::memory_order_relaxed);
+  abortGroup_(group,
+              unavailableError(fmt::format("rank {} moved away from this reducer (it takes "
+                                           "reducers {} of {} for lost)",
+                                           session.rank(), dead.toString(),
+                                           group->params().reducerCount)),
+              true);
 }
 
 // The one place where a member is lost (silent, or unresponsive).
@@ -619,13 +638,18 @@ void Shard::abortGroup(const GroupId& id, const Status& reason) {
                                            std::memory_order_relaxed);
   stats_.slotsOpen.fetch_sub(static_cast<int64_t>(gs.open.size()), std::memory_order_relaxed);
   gs.open.clear();
+  // Moved away: the members take the streams' end for this reducer's loss, not an ABORT.
+  const bool movedAway = gs.group->movedAway();
+  auto end = [&](const std::shared_ptr<Session>& session) {
+    if (!session) return;
+    if (movedAway) session->close(reason);
+    else session->abort(reason);
+  };
   for (auto& [stream, members] : gs.members)
-    for (auto& session : members)
-      if (session) session->abort(reason);
-  for (auto& session : gs.pendingLanes) session->abort(reason);
+    for (auto& session : members) end(session);
+  for (auto& session : gs.pendingLanes) end(session);
   for (auto& [index, lane] : gs.lanes)
-    for (auto& session : lane.members)
-      if (session) session->abort(reason);
+    for (auto& session : lane.members) end(session);
   // Its memory returns as its sessions let go of its slots.
   admission_.abort(id);
   scheduleWaiterService();

@@ -43,7 +43,10 @@ namespace rs::server {
 class Shard final : public SessionOwner, private Admission::Owner {
  public:
   // Aborts a group on every io thread (the data plane's broadcast). Any thread.
-  using AbortGroup = std::function<void(const std::shared_ptr<Group>&, const Status&)>;
+  // `movedAway`: a member moved away from this reducer; the group goes on on the survivors,
+  // and is dropped here without an ABORT (memberMovedAway).
+  using AbortGroup =
+      std::function<void(const std::shared_ptr<Group>&, const Status&, bool movedAway)>;
   // The group's dead set grew: every io thread tells the group's members here (LOST) and
   // retires its lanes of an older one (groupLost). Any thread.
   using LoseReducers =
@@ -76,7 +79,8 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // bound is `lossDetectMs` (0: none).
   void attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
               uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs);
-  // Fails every open slot of the group on this thread and sends ABORT to its sessions here.
+  // Fails every open slot of the group on this thread and sends ABORT to its sessions here;
+  // closes them without one where the group was dropped because a member moved away.
   void abortGroup(const GroupId& id, const Status& reason);
   // The group's dead set is `dead` (or larger): LOST to its streams here, once, and its lanes
   // here of an older dead set retired.
@@ -100,6 +104,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
   void detach(Session& session) override;
   void failGroup(const std::shared_ptr<Group>& group, const Status& reason) override;
   void memberLost(Session& session, MemberLoss how, const Status& reason) override;
+  void memberMovedAway(Session& session, const cluster::DeadSet& dead) override;
   LaneVerdict laneFailover(const std::shared_ptr<Session>& session, const cluster::DeadView& dead,
                            uint64_t watermark, Status* error) override;
   bool laneDrops(Session& session, uint64_t chunk) override;

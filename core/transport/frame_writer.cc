@@ -31,6 +31,7 @@ bool FrameWriter::flush(Stream& stream) {
     if (f.payload.size != 0) gather_[buffers++] = f.payload;
   }
   writing_ = true;
+  writeStartedAt_ = stream.bytesSent();
   // The handler captures only `this`, so std::function keeps it without allocating.
   IoHandler done = [this](const std::error_code& ec, size_t) { onWriteDone(ec); };
   stream.asyncWriteAll(gather_.data(), buffers, hold_ ? hold_(std::move(done)) : std::move(done));
@@ -48,6 +49,26 @@ void FrameWriter::onWriteDone(const std::error_code& error) {
 }
 
 void FrameWriter::dropQueued() { queue_.clear(); }
+
+std::string FrameWriter::restOfFrame(const Stream& stream) const {
+  if (!writing_) return {};
+  uint64_t done = stream.bytesSent() - writeStartedAt_;
+  for (const Frame& f : inFlight_) {
+    const uint64_t size = f.header.size() + f.payload.size;
+    if (done >= size) {
+      done -= size;
+      continue;
+    }
+    if (done == 0) return {};  // between two frames of the write
+    std::string rest;
+    if (done < f.header.size())
+      rest.assign(reinterpret_cast<const char*>(f.header.data()) + done, f.header.size() - done);
+    const uint64_t from = done > f.header.size() ? done - f.header.size() : 0;
+    rest.append(static_cast<const char*>(f.payload.data) + from, f.payload.size - from);
+    return rest;
+  }
+  return {};  // all of it handed over
+}
 
 void FrameWriter::close() {
   closed_ = true;

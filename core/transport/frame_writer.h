@@ -70,6 +70,11 @@ class FrameWriter {
 
   bool writing() const { return writing_; }
   size_t queued() const { return queue_.size(); }
+  // The bytes of the frame that the write in flight on `stream` is in the middle of, from the
+  // first not yet handed to the stream to the frame's end (empty between frames): a copy, for
+  // a last word that must follow whole frames after the owner let go of its buffers
+  // (farewell.h).
+  std::string restOfFrame(const Stream& stream) const;
   bool failed() const { return failed_; }
 
  private:
@@ -81,6 +86,7 @@ class FrameWriter {
   std::vector<Frame> inFlight_;  // the write in flight; capacity kMaxFramesPerWrite, never moves
   std::vector<Frame> done_;      // the write that just ended, while OnWritten runs
   std::array<ConstBuffer, 2 * kMaxFramesPerWrite> gather_{};
+  uint64_t writeStartedAt_ = 0;  // the stream's bytesSent() when the write in flight started
   bool writing_ = false;
   bool failed_ = false;
   bool closed_ = false;

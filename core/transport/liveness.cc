@@ -15,10 +15,19 @@ std::chrono::milliseconds Liveness::heartbeatAfter() const { return bound_ / 3; 
 void Liveness::begin(Clock::time_point now) {
   heardAt_ = now;
   sentAt_ = now;
+  checkedAt_ = now;
   active_ = true;
 }
 
 Liveness::Verdict Liveness::check(Clock::time_point now, const Sample& sample) {
+  // A check more than an interval late was held up itself: its thread, its process or its
+  // machine did not run. Bytes that reached this host meanwhile count all the same (`arrived`),
+  // so a peer that lived is not lost for this side's stall; but a machine stopped as a whole
+  // (both ends on one loaded host, a virtual machine descheduled) stopped the peer's
+  // heartbeats too, and that quiet is not the peer's: the lateness does not count as silence.
+  const Clock::duration late = now - checkedAt_ - checkInterval();
+  if (late > checkInterval()) heardAt_ = std::min(now, heardAt_ + late);
+  checkedAt_ = now;
   if (sample.arrived != arrived_) {
     arrived_ = sample.arrived;
     heardAt_ = now;

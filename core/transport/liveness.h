@@ -18,6 +18,13 @@
 // once), which leaves half the bound to the network and to both ends' schedulers; and a peer
 // is declared lost after between B and B + B/6 of silence, never less. (Timers that fire late
 // add their lateness to both.)
+//
+// A check that comes more than an interval late finds this side held up itself (its thread,
+// its process, its machine): the peer's bytes that reached the host meanwhile count anyway, and
+// the lateness past one interval does not count as the peer's silence, so a stall of the whole
+// machine (the peer's heartbeats stopped with it) never loses a peer. A peer really gone is
+// still found: after B of silence counted at checks that ran, later by what this side lost to
+// its own stalls.
 #pragma once
 
 #include <chrono>
@@ -72,6 +79,7 @@ class Liveness {
   uint64_t sent_ = 0;
   Clock::time_point heardAt_{};  // the last byte seen, or the start of the wait
   Clock::time_point sentAt_{};   // the last byte sent, or the start of what is owed
+  Clock::time_point checkedAt_{};  // the last check, or begin()
   bool active_ = false;
 };
 

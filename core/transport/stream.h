@@ -91,6 +91,15 @@ class Stream {
   // returned one carries on with the same connection (and the same tuning) on `target`.
   virtual Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) = 0;
 
+  // Hands the connection to a new stream on the same io context, for a last word after this
+  // stream's owner let go of it (farewell.h): this stream's pending operations end with
+  // operation_aborted, and it is left closed without ending the connection (no FIN, no reset).
+  // A write in flight stops where it is: what it had not handed over is the new owner's to
+  // send (FrameWriter::restOfFrame). A transport that cannot returns an error.
+  virtual Result<std::unique_ptr<Stream>> handOver() {
+    return unavailableError("this transport cannot hand a stream over");
+  }
+
   // Caps the rate this stream sends at (bytes per second; 0: no cap), so that the streams of
   // one host together fit its link (link_share.h). A transport that cannot pace ignores it.
   virtual void setPacingRate(uint64_t /*bytesPerSecond*/) {}

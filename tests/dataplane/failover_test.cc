@@ -318,6 +318,69 @@ TEST_CASE("a lane's chunk that waits longer than the loss bound for another memb
   checkResults(run, out);
 }
 
+TEST_CASE("a member that takes a live reducer for lost moves it for everyone: the reducer "
+          "drops the group without an ABORT, and every collective is exact and alike",
+          "[failover]") {
+  // A stall of a loaded machine longer than the loss bound makes one member take a live
+  // reducer for lost (bench/RESULTS.md, "A lane taken for lost on a loaded machine"). Here
+  // rank 0 does so for reducer 1 right after submitting collective 2, while the reducer
+  // lives and serves ranks 1 and 2. Rank 0 says so on its streams to it (FAILOVER) before
+  // closing them; the reducer drops the group without failing it, ranks 1 and 2 take the end
+  // of their streams (or the survivors' LOST) for its loss, and the group goes on on
+  // reducers 0 and 2. Before, the reducer aborted the group at the streams' end, and the
+  // ABORT failed ranks 1 and 2.
+  constexpr int kWorld = 3;
+  constexpr int kCollectives = 6;
+  constexpr uint64_t kCount = 200000;  // chunks on every reducer and stream, many in flight
+  LocalPool pool(3);
+  LogCapture log;
+  const GroupId id = GroupId::random();
+  auto options = testClientOptions(pool.endpoints(), 2);
+  options.minChunkBytes = 16 << 10;
+  options.maxChunkBytes = 64 << 10;
+  std::vector<std::shared_ptr<client::CommunicatorCore>> cores;
+  for (int rank = 0; rank < kWorld; ++rank)
+    cores.push_back(std::make_shared<client::CommunicatorCore>(
+        options, client::GroupSpec{id, kWorld, static_cast<uint32_t>(rank)}));
+  std::vector<std::vector<std::vector<float>>> results(
+      kWorld, std::vector<std::vector<float>>(kCollectives));
+  const Status status = runRanks(kWorld, [&](int rank) -> Status {
+    client::CommunicatorCore& core = *cores[rank];
+    RS_RETURN_IF_ERROR(core.start());
+    std::vector<float> buf(kCount);
+    for (int k = 0; k < kCollectives; ++k) {
+      for (uint64_t i = 0; i < kCount; ++i)
+        buf[i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
+      auto request = core.submit(buf.data(), buf.data(), kCount, DataType::kFloat32,
+                                 ReduceOp::kSum, std::chrono::milliseconds(0));
+      if (!request) return request.status();
+      if (rank == 0 && k == 2) core.takeForLostForTest(1);
+      if (!core.waitFor(**request, std::chrono::steady_clock::now() + kStateDeadline))
+        return internalError(fmt::format("rank {} collective {}: no end", rank, k));
+      Status st;
+      (*request)->done(&st);
+      if (!st.isOk())
+        return Status(st.code(), fmt::format("rank {} collective {}: {}", rank, k, st.message()));
+      results[rank][k] = buf;
+    }
+    return Status::ok();
+  });
+  for (auto& core : cores) core->shutdown();
+  REQUIRE(status.toString() == "OK");
+  for (int k = 0; k < kCollectives; ++k) {
+    INFO("collective " << k);
+    for (int rank = 1; rank < kWorld; ++rank) REQUIRE(results[rank][k] == results[0][k]);
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < kCount; ++i)
+      wrong += results[0][k][i] !=
+               expectedResult(DataType::kFloat32, ReduceOp::kSum, kWorld, i + k);
+    CHECK(wrong == 0);
+  }
+  CHECK(log.contains("rank 0 moved away from this reducer"));
+  CHECK_FALSE(log.contains("reducers 0,1 of 3 lost"));
+  CHECK_FALSE(log.contains("reducers 1,2 of 3 lost"));
+}
+
 TEST_CASE("every reducer lost is the clear error of before", "[failover]") {
   FailoverRun run;
   run.collectives = 4;

@@ -2,7 +2,9 @@
 // kMaxFramesPerWrite frames go out in several gather writes, a frame queued first goes in the
 // next write, a payload's owner lives until the
 // write that carries it has ended, dropped frames are released at once and never sent, and a
-// failed or closed stream ends the write in flight through its handler (drain stays exact).
+// failed or closed stream ends the write in flight through its handler (drain stays exact); a
+// stream handed over inside a frame carries, on a Farewell, the frame's rest and a last word,
+// and ends without a reset once the peer ended its side.
 //
 // The writer's io_context runs on the test thread; the peer reads with blocking calls on a
 // thread of its own. A 64 MiB payload cannot fit in the two sockets' buffers (at most 4 MiB
@@ -16,10 +18,12 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <thread>
 #include <vector>
 
+#include "core/transport/farewell.h"
 #include "core/transport/pending_ops.h"
 #include "core/transport/tcp/tcp_stream.h"
 #include "core/wire/control_frames.h"
@@ -59,6 +63,7 @@ struct WriterLoopback {
   asio::ip::tcp::socket peer{peerIo};
   std::vector<Received> received;
   std::thread reader;
+  std::atomic<bool> readDone{false};  // the reader thread has stopped reading
 
   WriterLoopback() {
     asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
@@ -82,6 +87,10 @@ struct WriterLoopback {
   // assertions are not thread-safe, so it only records; the test checks after joinReader().
   void startReading(size_t max) {
     reader = std::thread([this, max] {
+      struct Done {
+        std::atomic<bool>& flag;
+        ~Done() { flag = true; }
+      } done{readDone};
       std::vector<uint8_t> payload;
       while (received.size() < max) {
         wire::HeaderBytes bytes;
@@ -106,6 +115,17 @@ struct WriterLoopback {
     if (reader.joinable()) reader.join();
   }
 };
+
+// How Connection counts: every write is one pending operation until its handler has run.
+FrameWriter::Hold countedBy(PendingOps& ops) {
+  return [&ops](IoHandler h) -> IoHandler {
+    ops.add();
+    return [&ops, h = std::move(h)](const std::error_code& ec, size_t n) {
+      h(ec, n);
+      ops.done();
+    };
+  };
+}
 
 // What OnWritten saw, write by write.
 struct Completions {
@@ -297,15 +317,8 @@ TEST_CASE("frame writer: closing ends the write in flight through its handler, d
   PendingOps ops;
   Completions seen;
   std::weak_ptr<void> big, queued, late;
-  // How Connection counts: every write is one pending operation until its handler has run.
   FrameWriter writer(
-      [&](IoHandler h) -> IoHandler {
-        ops.add();
-        return [&ops, h = std::move(h)](const std::error_code& ec, size_t n) {
-          h(ec, n);
-          ops.done();
-        };
-      },
+      countedBy(ops),
       [&](const std::error_code& ec, FrameWriter::Written frames) {
         seen.batches.push_back(frames.size());
         seen.errors.push_back(ec);
@@ -332,6 +345,58 @@ TEST_CASE("frame writer: closing ends the write in flight through its handler, d
   CHECK(seen.batches == std::vector<size_t>{1});
   CHECK(big.expired());
   CHECK_FALSE(writer.flush(*p.stream));
+}
+
+TEST_CASE("frame writer: a stream handed over inside a frame carries the frame's rest and a last "
+          "word on a Farewell, which ends without a reset once the peer ended its side",
+          "[transport]") {
+  WriterLoopback p;
+  PendingOps ops;
+  FrameWriter writer(
+      countedBy(ops),
+      [](const std::error_code&, FrameWriter::Written) {});
+  writer.enqueue(makeFrame(1, kBigPayload));
+  REQUIRE(writer.flush(*p.stream));
+  // The kernel took what its buffers hold of the 64 MiB frame; the peer reads nothing yet.
+  const uint64_t sent = p.stream->bytesSent();
+  REQUIRE(sent > 0);
+  REQUIRE(sent < wire::kHeaderSize + kBigPayload);
+  std::string bytes = writer.restOfFrame(*p.stream);
+  CHECK(bytes.size() == wire::kHeaderSize + kBigPayload - sent);
+  const Frame word = makeFrame(7, 100);
+  bytes.append(reinterpret_cast<const char*>(word.header.data()), word.header.size());
+  bytes.append(static_cast<const char*>(word.payload.data), word.payload.size);
+  writer.close();
+  Result<std::unique_ptr<Stream>> handed = p.stream->handOver();
+  REQUIRE(handed.isOk());
+  p.stream->close();  // the old stream only: the connection goes on
+  Farewell::send(p.io, std::move(*handed), std::move(bytes), test::kStateDeadline);
+
+  p.startReading(2);
+  REQUIRE(p.runUntil([&] { return p.readDone.load(); }));
+  p.joinReader();
+  // The peer ends its side; the farewell, which read everything, closes with a FIN.
+  p.peer.shutdown(asio::ip::tcp::socket::shutdown_send);
+  std::error_code end;
+  std::atomic<bool> ended{false};
+  std::thread waiter([&] {
+    uint8_t one = 0;
+    p.peer.read_some(asio::buffer(&one, 1), end);
+    ended = true;
+  });
+  const bool closed = p.runUntil([&] { return ended.load(); });
+  if (!closed) p.peer.close();
+  waiter.join();
+  REQUIRE(closed);
+  REQUIRE(p.received.size() == 2);
+  CHECK(p.received[0].chunk == 1);
+  CHECK(p.received[0].bytes == kBigPayload);
+  CHECK(p.received[0].intact);
+  CHECK(p.received[1].chunk == 7);
+  CHECK(p.received[1].bytes == 100);
+  CHECK(p.received[1].intact);
+  CHECK(end == asio::error::eof);  // not a reset
+  CHECK(ops.count() == 0);         // the old stream's write ended through its handler
 }
 
 }  // namespace rs::transport

@@ -51,6 +51,7 @@ MetricsSnapshot sample() {
   s.plane.membersLost[static_cast<size_t>(MemberLoss::kSilent)] = 13;
   s.plane.failovers = 14;
   s.plane.chunksResent = 15;
+  s.plane.groupsMovedAway = 16;
   LatencyHistogram h;
   h.observe(30us);
   h.observe(3ms);
@@ -92,7 +93,8 @@ TEST_CASE("metrics: names follow Prometheus naming, and no label can carry a gro
         "rs_groups", "rs_group_members", "rs_connections_open", "rs_connections_accepted_total",
         "rs_frames_rejected_total", "rs_group_aborts_total", "rs_handshake_failures_total",
         "rs_grpc_calls_refused_total", "rs_members_lost_total", "rs_heartbeats_sent_total",
-        "rs_heartbeats_received_total", "rs_failovers_total", "rs_chunks_resent_total"})
+        "rs_heartbeats_received_total", "rs_failovers_total", "rs_chunks_resent_total",
+        "rs_groups_moved_away_total"})
     CHECK(names.count(wanted) == 1);
 }
 
@@ -133,6 +135,7 @@ TEST_CASE("metrics: the exposition carries the counters' values and every label 
       "rs_heartbeats_received_total 12",
       "rs_failovers_total 14",
       "rs_chunks_resent_total 15",
+      "rs_groups_moved_away_total 16",
   });
   const rs::BuildInfo& b = rs::buildInfo();
   CHECK(text.find("rs_build_info{version=\"" + std::string(b.version) + "\",commit=\"" +

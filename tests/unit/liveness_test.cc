@@ -27,6 +27,14 @@ Liveness::Sample waiting(uint64_t arrived = 0) {
   return {.arrived = arrived, .sent = 0, .owing = false, .waiting = true, .canSend = true};
 }
 
+// Checks on time, every interval (1000 ms) from `from` to `to`, each finding nothing to do.
+void quietChecks(Liveness& l, int64_t from, int64_t to, const Liveness::Sample& sample) {
+  for (int64_t t = from; t <= to; t += 1000) {
+    INFO("at " << t << " ms");
+    REQUIRE(l.check(timeAt(t), sample) == Verdict::kNothing);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("liveness: the intervals are fractions of the bound") {
@@ -105,6 +113,7 @@ TEST_CASE("liveness: quiet while nothing was owed does not count") {
 TEST_CASE("liveness: a peer silent for the bound while awaited is lost, not a moment sooner") {
   Liveness l(kBound);
   l.begin(timeAt(0));
+  quietChecks(l, 1000, 11000, waiting());
   CHECK(l.check(timeAt(11999), waiting()) == Verdict::kNothing);
   CHECK(l.silence(timeAt(11999)) == milliseconds(11999));
   CHECK(l.check(timeAt(12000), waiting()) == Verdict::kLost);
@@ -114,7 +123,9 @@ TEST_CASE("liveness: a peer silent for the bound while awaited is lost, not a mo
 TEST_CASE("liveness: any byte from the peer keeps it alive") {
   Liveness l(kBound);
   l.begin(timeAt(0));
+  quietChecks(l, 1000, 4000, waiting());
   CHECK(l.check(timeAt(5000), waiting(101)) == Verdict::kNothing);  // one byte
+  quietChecks(l, 6000, 16000, waiting(101));
   CHECK(l.check(timeAt(16999), waiting(101)) == Verdict::kNothing);
   CHECK(l.check(timeAt(17000), waiting(101)) == Verdict::kLost);
   CHECK(l.silence(timeAt(17000)) == kBound);
@@ -123,14 +134,51 @@ TEST_CASE("liveness: any byte from the peer keeps it alive") {
 TEST_CASE("liveness: a wait this side holds up does not count, and one that resumes starts over") {
   Liveness l(kBound);
   l.begin(timeAt(0));
-  CHECK(l.check(timeAt(11000), waiting()) == Verdict::kNothing);
+  quietChecks(l, 1000, 11000, waiting());
   // This side stops reading (a parked or held-back reducer session): the peer can send nothing.
   for (int64_t t = 12000; t <= 60000; t += 1000) REQUIRE(l.check(timeAt(t), {}) == Verdict::kNothing);
   CHECK(l.active() == false);
   // Reading again: the silence counts from the last check that found no wait.
   CHECK(l.check(timeAt(61000), waiting()) == Verdict::kNothing);
+  quietChecks(l, 62000, 71000, waiting());
   CHECK(l.check(timeAt(71999), waiting()) == Verdict::kNothing);
   CHECK(l.check(timeAt(72000), waiting()) == Verdict::kLost);
+}
+
+TEST_CASE("liveness: a check that comes late was held up itself: its lateness is not the "
+          "peer's silence") {
+  Liveness l(kBound);
+  l.begin(timeAt(0));
+  quietChecks(l, 1000, 5000, waiting());
+  // This side did not run for 20 s (its machine stopped, and the peer's heartbeats with it):
+  // no byte came, and the peer is not lost for it. The lateness past one interval (19 s) does
+  // not count: 6 s of silence so far.
+  CHECK(l.check(timeAt(25000), waiting()) == Verdict::kNothing);
+  CHECK(l.silence(timeAt(25000)) == milliseconds(6000));
+  // Checks on time again: the peer that stays silent is lost at the bound counted so.
+  quietChecks(l, 26000, 30000, waiting());
+  CHECK(l.check(timeAt(31000), waiting()) == Verdict::kLost);
+  CHECK(l.silence(timeAt(31000)) == kBound);
+  // A check late by no more than an interval is not a stall: all of its wait counts.
+  Liveness m(kBound);
+  m.begin(timeAt(0));
+  quietChecks(m, 1000, 9000, waiting());
+  CHECK(m.check(timeAt(10999), waiting()) == Verdict::kNothing);
+  CHECK(m.check(timeAt(12000), waiting()) == Verdict::kLost);
+}
+
+TEST_CASE("liveness: a peer gone is found also while every check comes late") {
+  // Every check 2.5 intervals after the last: each counts 1000 ms of the silence, not 2500.
+  Liveness l(kBound);
+  l.begin(timeAt(0));
+  int64_t t = 0;
+  Verdict v = Verdict::kNothing;
+  while (v == Verdict::kNothing && t < 100000) {
+    t += 2500;
+    v = l.check(timeAt(t), waiting());
+  }
+  CHECK(v == Verdict::kLost);
+  CHECK(t == 30000);  // twelve checks: the bound's twelve intervals
 }
 
 TEST_CASE("liveness: stays active while anything is owed either way") {

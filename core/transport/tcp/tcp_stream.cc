@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <asio/execution/context.hpp>
 #include <asio/post.hpp>
+#include <asio/query.hpp>
 #include <asio/read.hpp>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
@@ -45,6 +47,17 @@ Result<std::unique_ptr<Stream>> TcpStream::moveTo(asio::io_context& target) {
   result->bytesSent_ = bytesSent_;
   result->bytesRead_ = bytesRead_;
   return std::unique_ptr<Stream>(std::move(result));
+}
+
+// Asio's release() ends the pending operations (operation_aborted) and gives up the socket
+// without closing it; the watch's epoll set, if any, closes with this stream.
+Result<std::unique_ptr<Stream>> TcpStream::handOver() {
+  ++watch_;
+  std::error_code ec;
+  if (peerWatch_) peerWatch_->close(ec);
+  auto& io = static_cast<asio::io_context&>(
+      asio::query(socket_.get_executor(), asio::execution::context));
+  return moveTo(io);
 }
 
 void TcpStream::asyncReadExactly(void* data, size_t size, IoHandler handler) {

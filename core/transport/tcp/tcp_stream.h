@@ -31,6 +31,7 @@ class TcpStream final : public Stream {
   bool watchPeerGone(WaitHandler handler) override;
   void stopWatchingPeer() override;
   Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) override;
+  Result<std::unique_ptr<Stream>> handOver() override;
   void setPacingRate(uint64_t bytesPerSecond) override;
   void setLossBound(std::chrono::milliseconds bound, bool unreadSendsToo) override;
   void shutdownSend() override;
