@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +46,7 @@
 #include <atomic>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -53,6 +55,7 @@
 
 #include "core/common/aligned_buffer.h"
 #include "core/wire/control_frames.h"
+#include "tests/nccl_plugin/attendance.h"
 #include "tests/nccl_plugin/plugin_api.h"
 #include "tests/support/verify_pattern.h"
 
@@ -138,10 +141,15 @@ int initAndCheckDevices(PluginApi& api, void** netCtx, void** collCtx, bool firs
   return ndev;
 }
 
-bool waitDone(PluginApi& api, bool coll, void* req, int* size, ncclResult_t* result) {
+// `attendance`: told of each test() call (what the thread did before the first: the harness's).
+bool waitDone(PluginApi& api, bool coll, void* req, int* size, ncclResult_t* result,
+              Attendance* attendance = nullptr) {
   const auto deadline = Clock::now() + kPeerDeadline;
   int done = 0;
+  const char* since = "the harness's own steps";
   while (Clock::now() < deadline) {
+    if (attendance) attendance->beat(since);
+    since = "test()";
     *result = coll ? api.collTest(req, &done, size) : api.netTest(req, &done, size);
     if (*result != ncclSuccess || done) return true;
   }
@@ -331,6 +339,55 @@ constexpr int kRound = 16;  // more than the 8 in flight
 constexpr size_t kLoopCounts[] = {24576, 24576 + 7};
 constexpr size_t kLoopSlotBytes = 128 << 10;
 
+// DIR/progress-<rank> written from a thread of its own: the thread that drives the plugin must
+// not wait on the file system (a rename there waited 0.4 s beside a loaded machine's writers,
+// the member unread meanwhile), as NCCL's proxy thread never does. Only the latest count goes.
+class ProgressFile {
+ public:
+  ProgressFile(std::string dir, int rank)
+      : dir_(std::move(dir)), name_("progress-" + std::to_string(rank)),
+        thread_([this] { run(); }) {}
+  ~ProgressFile() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void set(size_t completed) {
+    {
+      std::lock_guard lock(mu_);
+      completed_ = completed;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void run() {
+    size_t written = 0;
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stopping_ || completed_ != written; });
+      if (completed_ != written) {
+        written = completed_;
+        lock.unlock();
+        const std::string text = std::to_string(written) + "\n";
+        publish(dir_, name_, text.data(), text.size());
+        lock.lock();
+        continue;
+      }
+      return;  // stopping, and the last count is out
+    }
+  }
+  const std::string dir_, name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t completed_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once the rest is set
+};
+
 void runCollnetReducerLost(PluginApi& api, const Args& a) {
   void *netCtx = nullptr, *collCtx = nullptr;
   initAndCheckDevices(api, &netCtx, &collCtx, true);
@@ -356,12 +413,14 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
   std::vector<double> seconds;  // each all-reduce's, from its iallreduce to its test()'s done
   double stall = 0;  // the slowest of those in flight when this rank found the loss
   bool failed = false;
+  Attendance attendance;
+  ProgressFile progressFile(a.dir, a.rank);
   auto drainOne = [&] {
     const Timed t = inFlight.front();
     inFlight.pop_front();
     ncclResult_t r;
     int size = -1;
-    const bool finished = waitDone(api, true, t.p.req, &size, &r);
+    const bool finished = waitDone(api, true, t.p.req, &size, &r, &attendance);
     EXPECT(finished, "all-reduce %zu: test() did not finish within %lld s (a hang)",
            seconds.size(), static_cast<long long>(kPeerDeadline.count()));
     EXPECT(r == ncclSuccess, "all-reduce %zu: test() returned %d", seconds.size(), r);
@@ -372,8 +431,7 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
     seconds.push_back(std::chrono::duration<double>(Clock::now() - t.issued).count());
     if (loggedWarnings().size() > t.warnings) stall = std::max(stall, seconds.back());
     checkResult(t.p, recv, a.world);
-    const std::string progress = std::to_string(seconds.size()) + "\n";
-    publish(a.dir, "progress-" + std::to_string(a.rank), progress.data(), progress.size());
+    progressFile.set(seconds.size());
   };
   bool stop = false;
   const auto deadline = Clock::now() + kPeerDeadline;
@@ -415,6 +473,12 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
     }
   }
   while (!inFlight.empty() && !failed) drainOne();
+  // For run_harness.sh, which reruns a case that failed while a rank waited for a CPU for half
+  // its loss bound: "<longest wait for a CPU in one stretch, ms> <longest stretch, ms>".
+  std::fprintf(stderr, "rank %d: %s\n", a.rank, attendance.summary().c_str());
+  const std::string attended = std::to_string(static_cast<long>(attendance.longestRunQueueMs())) +
+                               " " + std::to_string(static_cast<long>(attendance.longestMs())) + "\n";
+  publish(a.dir, "attendance-" + std::to_string(a.rank), attended.data(), attended.size());
   bool lossLogged = false;
   for (const std::string& line : loggedWarnings())
     lossLogged = lossLogged || line.find("lost: their chunks go to the survivors") != std::string::npos;
