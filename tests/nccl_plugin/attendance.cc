@@ -41,6 +41,11 @@ void Attendance::beat(const char* where) {
   last_ = now;
 }
 
+void Attendance::rest() {
+  last_ = sampledAt_ = Clock::now();
+  sampled_ = runQueueNs();
+}
+
 std::string Attendance::summary() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,

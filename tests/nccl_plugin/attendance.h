@@ -17,6 +17,8 @@ class Attendance {
   Attendance();
   // At each test() call, on the driving thread. `where`: what the thread did since the last.
   void beat(const char* where);
+  // Nothing is in flight, so nothing to attend: the next stretch starts now.
+  void rest();
   // "longest stretch between test() calls 412 ms (in publishing progress), the longest wait
   // for a CPU within one 398 ms"
   std::string summary() const;

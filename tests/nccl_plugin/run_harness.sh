@@ -80,13 +80,14 @@ run "collnet-wire-bf16" collnet-adapter 3 11 RS_WIRE_DTYPE=bf16
 # reducers for all of it, which they rightly take for a loss. Such a failure shows nothing about
 # the plugin: the case runs again, with twice the bound, up to 3 times (each rank reports its
 # longest wait for a CPU between two test() calls; a rank blocked anywhere else is no excuse).
-#   reducer_lost <label> <signal> <loss bound in ms, 0: the default>
+#   reducer_lost <label> <signal> <loss bound in ms, 0: the default> [VAR=value ...]
 reducer_lost() {
   local label=$1 signal=$2 bound=$3 try name
+  shift 3
   for try in 1 2 3; do
     name=$label
     ((try == 1)) || name="$label-try$try"
-    reducer_lost_once "$name" "$signal" "$bound" && return 0
+    reducer_lost_once "$name" "$signal" "$bound" "$@" && return 0
     starved "$bound" || exit 1
     echo "$label: a rank waited $starved_ms ms for a CPU between two test() calls, past half" \
          "the loss bound: starved, not failed; again with twice the bound"
@@ -109,12 +110,13 @@ starved() {
 }
 reducer_lost_once() {
   local label=$1 signal=$2 bound=$3 pool="$tmp/$1-pool" all=$reducers at flags=()
+  shift 3
   ((bound)) && flags=(--loss-detect-ms "$bound")
   mkdir -p "$pool"
   # The job secret from RS_SECRET, exported above.
   start_local_reducers "$server" 3 "$pool" --io-threads 1 --log-level warn ${flags[@]+"${flags[@]}"}
   local trio=("${pids[@]: -3}")
-  launch "$label" collnet-reducer-lost 2 11 RS_LOSS_DETECT_MS="$bound"
+  launch "$label" collnet-reducer-lost 2 11 RS_LOSS_DETECT_MS="$bound" "$@"
   reducers=$all
   local ok=1
   if ! progress_at_least 24; then
@@ -154,6 +156,10 @@ stuck() {
 }
 reducer_lost collnet-reducer-killed KILL 0
 reducer_lost collnet-reducer-stopped STOP 5000
+# The killed case with every file the ranks write 2.5 s late, as a machine's other writers stall
+# a file system: the thread that calls test() must not wait on one (NCCL's proxy thread never
+# does), or its member in caller progress is silent meanwhile, and each all-reduce that long.
+reducer_lost collnet-reducer-killed-slow-files KILL 0 RS_HARNESS_SLOW_FILES_MS=2500
 # Reducers down: a port where nothing listens; connect must fail on every node, promptly.
 dead=$(( $(cut -d' ' -f1 "$tmp/r0.port") ))
 kill -9 "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
