@@ -16,7 +16,8 @@
 //                  stops a reducer; DIR/progress-<rank> counts those completed, DIR/stop ends
 //                  the loop (at a round the ranks agree on); every call must succeed, the
 //                  plugin's log must report the loss, and the loss's stall is printed beside
-//                  the median all-reduce
+//                  the median all-reduce; DIR/attendance-<rank>: how long the thread that calls
+//                  test() went without calling it (attendance.h)
 //   p2p            a ring: listen, connect/accept polled until both are up, 32 isend/irecv in
 //                  flight of many sizes, contents and sizes checked
 //   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node

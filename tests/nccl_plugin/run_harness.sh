@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Drives libnccl-net-reduction-server.so from several processes exactly as NCCL would, beside
 # real reducers on loopback: CollNet and p2p for every exported version (v11, v10, v9, v8), CollNet
-# with RS_WIRE_DTYPE=bf16, v11's CollNet with a reducer lost mid-run (killed, stopped), then
-# misuse (reducers down or hostile, a node dying, foreign handles). Bounded in time; cleans up
-# on exit.
+# with RS_WIRE_DTYPE=bf16, v11's CollNet with a reducer lost mid-run (killed, stopped; with caller
+# progress also killed beside a stalled file system), then misuse (reducers down or hostile, a
+# node dying, foreign handles). Bounded in time; cleans up on exit.
 #   run_harness.sh <plugin_harness> <libnccl-net-reduction-server.so> <reduction-server>
 #   RS_HARNESS_MATRIX=adapter   v11's CollNet run with the smaller matrix too (see below)
 #   RS_HARNESS_VERSIONS="11"    the tables whose CollNet and p2p runs are made (default all four)
