@@ -390,13 +390,8 @@ class LoopFiles {
     std::unique_lock lock(mu_);
     for (;;) {
       cv_.wait(lock, [&] { return stopping_ || completed_ != written || roundDue(); });
-      if (completed_ != written) {
-        written = completed_;
-        lock.unlock();
-        const std::string text = std::to_string(written) + "\n";
-        publish(dir_, "progress-" + std::to_string(rank_), text.data(), text.size());
-        lock.lock();
-      } else if (roundDue()) {
+      // A round's word first: the ranks wait for it, the script only polls the progress.
+      if (roundDue()) {
         const int round = static_cast<int>(seen_.size());
         lock.unlock();
         char seen = 0;
@@ -424,6 +419,12 @@ class LoopFiles {
         }
         if (got) seen_.push_back(seen);
         else gaveUp_ = true;
+      } else if (completed_ != written) {
+        written = completed_;
+        lock.unlock();
+        const std::string text = std::to_string(written) + "\n";
+        publish(dir_, "progress-" + std::to_string(rank_), text.data(), text.size());
+        lock.lock();
       } else {
         return;  // stopping, and the last count is out
       }
