@@ -390,7 +390,9 @@ class LoopFiles {
     std::unique_lock lock(mu_);
     for (;;) {
       cv_.wait(lock, [&] { return stopping_ || completed_ != written || roundDue(); });
-      // A round's word first: the ranks wait for it, the script only polls the progress.
+      // One of each that is due, in turn: the ranks wait for a round's word, the script for the
+      // progress, and while the ranks run one of the two is always due again.
+      const bool idle = !roundDue() && completed_ == written;
       if (roundDue()) {
         const int round = static_cast<int>(seen_.size());
         lock.unlock();
@@ -419,15 +421,15 @@ class LoopFiles {
         }
         if (got) seen_.push_back(seen);
         else gaveUp_ = true;
-      } else if (completed_ != written) {
+      }
+      if (completed_ != written) {
         written = completed_;
         lock.unlock();
         const std::string text = std::to_string(written) + "\n";
         publish(dir_, "progress-" + std::to_string(rank_), text.data(), text.size());
         lock.lock();
-      } else {
-        return;  // stopping, and the last count is out
       }
+      if (idle) return;  // stopping, and the last count is out
     }
   }
   // The next round to read or publish: rank 0 its own once issued, the others the one before
