@@ -16,7 +16,8 @@
 //                  stops a reducer; DIR/progress-<rank> counts those completed, DIR/stop ends
 //                  the loop (at a round the ranks agree on); every call must succeed, the
 //                  plugin's log must report the loss, and the loss's stall is printed beside
-//                  the median all-reduce
+//                  the median all-reduce; DIR/attendance-<rank>: how long the thread that calls
+//                  test() went without calling it (attendance.h)
 //   p2p            a ring: listen, connect/accept polled until both are up, 32 isend/irecv in
 //                  flight of many sizes, contents and sizes checked
 //   collnet-down   the reducers are down: connect must fail with ncclRemoteError, on every node
@@ -38,6 +39,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +47,7 @@
 #include <atomic>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -53,6 +56,7 @@
 
 #include "core/common/aligned_buffer.h"
 #include "core/wire/control_frames.h"
+#include "tests/nccl_plugin/attendance.h"
 #include "tests/nccl_plugin/plugin_api.h"
 #include "tests/support/verify_pattern.h"
 
@@ -69,7 +73,7 @@ struct Args {
   int version = 11, rank = 0, world = 2;
 };
 
-int failures = 0;
+std::atomic<int> failures{0};  // EXPECT counts from any thread
 
 #define EXPECT(cond, ...)                                              \
   do {                                                                 \
@@ -86,7 +90,11 @@ int gRank = 0;
 
 // --- rendezvous through files in a directory shared by the processes --------------------------
 
+// RS_HARNESS_SLOW_FILES_MS: every publish takes that much longer, as on a file system that
+// the machine's other writers stall (run_harness.sh's slow-files case).
 void publish(const std::string& dir, const std::string& name, const void* data, size_t size) {
+  static const int slowMs = std::atoi(std::getenv("RS_HARNESS_SLOW_FILES_MS") ?: "0");
+  if (slowMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slowMs));
   const std::string tmp = dir + "/." + name + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary);
@@ -138,10 +146,15 @@ int initAndCheckDevices(PluginApi& api, void** netCtx, void** collCtx, bool firs
   return ndev;
 }
 
-bool waitDone(PluginApi& api, bool coll, void* req, int* size, ncclResult_t* result) {
+// `attendance`: told of each test() call (what the thread did before the first: the harness's).
+bool waitDone(PluginApi& api, bool coll, void* req, int* size, ncclResult_t* result,
+              Attendance* attendance = nullptr) {
   const auto deadline = Clock::now() + kPeerDeadline;
   int done = 0;
+  const char* since = "the harness's own steps";
   while (Clock::now() < deadline) {
+    if (attendance) attendance->beat(since);
+    since = "test()";
     *result = coll ? api.collTest(req, &done, size) : api.netTest(req, &done, size);
     if (*result != ncclSuccess || done) return true;
   }
@@ -331,6 +344,115 @@ constexpr int kRound = 16;  // more than the 8 in flight
 constexpr size_t kLoopCounts[] = {24576, 24576 + 7};
 constexpr size_t kLoopSlotBytes = 128 << 10;
 
+// The files of the loop (DIR/progress-<rank>, DIR/round-<k>, DIR/stop) read and written on a
+// thread of their own: the thread that drives the plugin must not wait on the file system (a
+// rename there waited 0.4 s beside a loaded machine's writers, its member unread meanwhile), as
+// NCCL's proxy thread never does. Only the latest progress count goes out.
+class LoopFiles {
+ public:
+  // `deadline`: when rank 0 stops the loop without DIR/stop (a failure).
+  LoopFiles(const Args& a, Clock::time_point deadline)
+      : dir_(a.dir), rank_(a.rank), deadline_(deadline), thread_([this] { run(); }) {}
+  ~LoopFiles() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void setCompleted(size_t completed) {
+    {
+      std::lock_guard lock(mu_);
+      completed_ = completed;
+    }
+    cv_.notify_one();
+  }
+  // Round `round` is issued: rank 0 looks for DIR/stop and publishes what it saw as round-<k>;
+  // every rank reads round-<k - 1> then (rank 0 published it before issuing round k).
+  void roundIssued(int round) {
+    {
+      std::lock_guard lock(mu_);
+      issued_ = round;
+    }
+    cv_.notify_one();
+  }
+  // What round-<k> said (1: stop), once read; -1 before, -2 if it never came (a failure).
+  int seen(int round) {
+    std::lock_guard lock(mu_);
+    if (static_cast<size_t>(round) < seen_.size()) return seen_[static_cast<size_t>(round)];
+    return gaveUp_ ? -2 : -1;
+  }
+
+ private:
+  void run() {
+    size_t written = 0;
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stopping_ || completed_ != written || roundDue(); });
+      // One of each that is due, in turn: the ranks wait for a round's word, the script for the
+      // progress, and while the ranks run one of the two is always due again.
+      const bool idle = !roundDue() && completed_ == written;
+      if (roundDue()) {
+        const int round = static_cast<int>(seen_.size());
+        lock.unlock();
+        char seen = 0;
+        bool got = true;
+        if (rank_ == 0) {
+          const bool asked = std::ifstream(dir_ + "/stop").good();
+          EXPECT(asked || Clock::now() < deadline_, "no %s/stop within %lld s", dir_.c_str(),
+                 static_cast<long long>(kPeerDeadline.count()));
+          seen = asked || Clock::now() >= deadline_ ? 1 : 0;
+          publish(dir_, "round-" + std::to_string(round), &seen, 1);
+          lock.lock();
+        } else {
+          got = false;
+          // As fetch(), but a rank that ends meanwhile (a failure) need not wait for it.
+          for (const auto until = Clock::now() + kPeerDeadline; !got;) {
+            std::ifstream f(dir_ + "/round-" + std::to_string(round), std::ios::binary);
+            got = f && f.read(&seen, 1);
+            lock.lock();
+            if (got || stopping_ || Clock::now() >= until) break;
+            cv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stopping_; });
+            lock.unlock();
+          }
+          EXPECT(got || stopping_, "no %s/round-%d from rank 0 within %lld s", dir_.c_str(), round,
+                 static_cast<long long>(kPeerDeadline.count()));
+        }
+        if (got) seen_.push_back(seen);
+        else gaveUp_ = true;
+      }
+      if (completed_ != written) {
+        written = completed_;
+        lock.unlock();
+        const std::string text = std::to_string(written) + "\n";
+        publish(dir_, "progress-" + std::to_string(rank_), text.data(), text.size());
+        lock.lock();
+      }
+      if (idle) return;  // stopping, and the last count is out
+    }
+  }
+  // The next round to read or publish: rank 0 its own once issued, the others the one before
+  // the last issued.
+  bool roundDue() const {
+    if (gaveUp_) return false;
+    const int next = static_cast<int>(seen_.size());
+    return rank_ == 0 ? next <= issued_ : next < issued_;
+  }
+
+  const std::string dir_;
+  const int rank_;
+  const Clock::time_point deadline_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t completed_ = 0;
+  int issued_ = -1;
+  std::vector<char> seen_;  // [round]
+  bool gaveUp_ = false;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once the rest is set
+};
+
 void runCollnetReducerLost(PluginApi& api, const Args& a) {
   void *netCtx = nullptr, *collCtx = nullptr;
   initAndCheckDevices(api, &netCtx, &collCtx, true);
@@ -356,12 +478,13 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
   std::vector<double> seconds;  // each all-reduce's, from its iallreduce to its test()'s done
   double stall = 0;  // the slowest of those in flight when this rank found the loss
   bool failed = false;
-  auto drainOne = [&] {
+  Attendance attendance;
+  const auto deadline = Clock::now() + kPeerDeadline;
+  LoopFiles files(a, deadline);
+  // The front all-reduce's test() finished it (or failed, or never finished): check and count.
+  auto complete = [&](bool finished, ncclResult_t r) {
     const Timed t = inFlight.front();
     inFlight.pop_front();
-    ncclResult_t r;
-    int size = -1;
-    const bool finished = waitDone(api, true, t.p.req, &size, &r);
     EXPECT(finished, "all-reduce %zu: test() did not finish within %lld s (a hang)",
            seconds.size(), static_cast<long long>(kPeerDeadline.count()));
     EXPECT(r == ncclSuccess, "all-reduce %zu: test() returned %d", seconds.size(), r);
@@ -372,11 +495,27 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
     seconds.push_back(std::chrono::duration<double>(Clock::now() - t.issued).count());
     if (loggedWarnings().size() > t.warnings) stall = std::max(stall, seconds.back());
     checkResult(t.p, recv, a.world);
-    const std::string progress = std::to_string(seconds.size()) + "\n";
-    publish(a.dir, "progress-" + std::to_string(a.rank), progress.data(), progress.size());
+    files.setCompleted(seconds.size());
+  };
+  auto drainOne = [&] {
+    ncclResult_t r;
+    int size = -1;
+    const bool finished = waitDone(api, true, inFlight.front().p.req, &size, &r, &attendance);
+    complete(finished, r);
+  };
+  // One test() of the front all-reduce, as NCCL's proxy thread keeps polling what it has in
+  // flight while it waits for something else.
+  auto pollFront = [&] {
+    if (inFlight.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return attendance.rest();
+    }
+    attendance.beat("the harness's own steps");
+    int done = 0, size = -1;
+    const ncclResult_t r = api.collTest(inFlight.front().p.req, &done, &size);
+    if (r != ncclSuccess || done) complete(true, r);
   };
   bool stop = false;
-  const auto deadline = Clock::now() + kPeerDeadline;
   size_t issued = 0;
   for (int round = 0; !stop && !failed; ++round) {
     for (int i = 0; i < kRound && !failed; ++i, ++issued) {
@@ -392,8 +531,11 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
       std::memset(recv + offset, 0xFF, count * dataTypeSize(type));
       void* req = nullptr;
       ncclResult_t r = ncclSuccess;
-      while (req == nullptr && r == ncclSuccess && Clock::now() < deadline)
+      for (const auto refusedUntil = Clock::now() + kPeerDeadline;
+           req == nullptr && r == ncclSuccess && !failed && Clock::now() < refusedUntil;) {
         r = api.collIallreduce(cc, send + offset, recv + offset, count, t, o, smh, rmh, &req);
+        if (req == nullptr && r == ncclSuccess) pollFront();  // "not now": NCCL polls meanwhile
+      }
       EXPECT(r == ncclSuccess, "all-reduce %zu: iallreduce returned %d", issued, r);
       EXPECT(req != nullptr || r != ncclSuccess, "all-reduce %zu: iallreduce refused for %lld s",
              issued, static_cast<long long>(kPeerDeadline.count()));
@@ -401,20 +543,21 @@ void runCollnetReducerLost(PluginApi& api, const Args& a) {
       else inFlight.push_back({{req, offset, count, t, o}, Clock::now(), loggedWarnings().size()});
     }
     if (failed) break;
-    if (a.rank == 0) {
-      const bool asked = std::ifstream(a.dir + "/stop").good();
-      EXPECT(asked || Clock::now() < deadline, "no %s/stop within %lld s", a.dir.c_str(),
-             static_cast<long long>(kPeerDeadline.count()));
-      const char seen = asked || Clock::now() >= deadline ? 1 : 0;
-      publish(a.dir, "round-" + std::to_string(round), &seen, 1);
-    }
+    files.roundIssued(round);
     if (round > 0) {
-      char seen = 0;
-      if (!fetch(a.dir, "round-" + std::to_string(round - 1), &seen, 1)) break;
+      int seen;
+      while ((seen = files.seen(round - 1)) == -1 && !failed) pollFront();
+      if (seen < 0) break;  // fetch() said why
       stop = seen != 0;
     }
   }
   while (!inFlight.empty() && !failed) drainOne();
+  // For run_harness.sh, which reruns a case that failed while a rank waited for a CPU for half
+  // its loss bound: "<longest wait for a CPU in one stretch, ms> <longest stretch, ms>".
+  std::fprintf(stderr, "rank %d: %s\n", a.rank, attendance.summary().c_str());
+  const std::string attended = std::to_string(static_cast<long>(attendance.longestRunQueueMs())) +
+                               " " + std::to_string(static_cast<long>(attendance.longestMs())) + "\n";
+  publish(a.dir, "attendance-" + std::to_string(a.rank), attended.data(), attended.size());
   bool lossLogged = false;
   for (const std::string& line : loggedWarnings())
     lossLogged = lossLogged || line.find("lost: their chunks go to the survivors") != std::string::npos;
