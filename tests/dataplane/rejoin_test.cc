@@ -142,14 +142,31 @@ bool everyMember(const std::vector<client::Communicator*>& members,
   return true;
 }
 
-// Two members and two reducers; rank 1 never redials (RS_REJOIN_MS=0), so no rejoin completes.
-Plan oneNeverRedials() {
+// Two members, two reducers, six collectives.
+Plan twoByTwo() {
   Plan plan;
   plan.world = 2;
   plan.reducers = 2;
   plan.collectives = 6;
+  return plan;
+}
+
+// As twoByTwo; rank 1 never redials (RS_REJOIN_MS=0), so no rejoin completes.
+Plan oneNeverRedials() {
+  Plan plan = twoByTwo();
   plan.rejoin = [](int rank) { return std::chrono::milliseconds(rank == 1 ? 0 : 100); };
   return plan;
+}
+
+// Every collective exact and alike, and every member went on without reducer 1: none taken
+// back, one lost at the end.
+void checkWentOnWithout(const Plan& plan, const Run& run) {
+  checkExactAndAlike(plan, run);
+  for (int rank = 0; rank < plan.world; ++rank) {
+    INFO("rank " << rank);
+    CHECK(run.after[rank].rejoins == 0);
+    CHECK(run.after[rank].lostNow == 1);
+  }
 }
 
 server::DataPlaneStats statsOf(LocalPool& pool, int reducer) {
@@ -201,6 +218,13 @@ struct RedialFake {
 
 bool everyMemberCancelled(const std::vector<client::Communicator*>& members) {
   return everyMember(members, [](const FailoverStats& f) { return f.rejoinsCancelled >= 1; });
+}
+
+// A fake's JOIN_OFFER on a redial's stream 0.
+void offerRejoin(FakeReducer::Socket& s, const Redialled& r) {
+  const wire::HeaderBytes offer =
+      wire::encodeHeader(wire::joinOfferHeader(r.hello.group, r.hello.rank));
+  writeBytes(s, offer.data(), offer.size());
 }
 
 }  // namespace
@@ -303,10 +327,7 @@ TEST_CASE("a reducer lost after a member's JOIN, before JOIN_AT, ends that membe
   // In the stopped reducer's place, on its port, a fake that offers the rejoin on every
   // redial's stream 0 at once, reads the member's JOIN and then ends the connection: lost with
   // the member holding its collectives. Each member's hold ends (a cancel), and it redials later.
-  Plan plan;
-  plan.world = 2;
-  plan.reducers = 2;
-  plan.collectives = 6;
+  const Plan plan = twoByTwo();
   LocalPool pool(plan.reducers);
   std::atomic<int> joins{0};
   std::optional<FakeReducer> fake;
@@ -319,32 +340,21 @@ TEST_CASE("a reducer lost after a member's JOIN, before JOIN_AT, ends that membe
           [&](FakeReducer::Socket& s) {
             const Redialled r = acceptRedial(s);
             if (r.stream != 0) return readUntilClosed(s);
-            const wire::HeaderBytes offer =
-                wire::encodeHeader(wire::joinOfferHeader(r.hello.group, r.hello.rank));
-            writeBytes(s, offer.data(), offer.size());
+            offerRejoin(s, r);
             if (readHeaderOf(s).type == wire::FrameType::kJoin) ++joins;
             ::shutdown(s.native_handle(), SHUT_RDWR);  // lost before JOIN_AT
           },
           0, pool.endpoints()[1].port);
     }
     if (k == 2)
-      mustReach(waitUntil([&] {
-                  return everyMember(members, [](const FailoverStats& f) {
-                    return f.rejoinsCancelled >= 1;
-                  });
-                }),
+      mustReach(waitUntil([&] { return everyMemberCancelled(members); }),
                 "every member's hold cancelled");
   });
-  checkExactAndAlike(plan, run);
+  checkWentOnWithout(plan, run);
   CHECK(joins.load() >= 2);
-  for (int rank = 0; rank < plan.world; ++rank) {
-    INFO("rank " << rank);
-    CHECK(run.after[rank].rejoins == 0);
-    CHECK(run.after[rank].lostNow == 1);
-  }
 }
 
-TEST_CASE("two of four reducers lost in turn are each taken back when restarted: every "
+TEST_CASE("two of four reducers lost in turn each rejoin when restarted, in turn: every "
           "collective exact and alike, and each reduces again",
           "[rejoin]") {
   // Reducer 1 is lost, then reducer 3; 3 is restarted first and taken back while 1 is still
@@ -408,14 +418,11 @@ TEST_CASE("two of four reducers lost in turn are each taken back when restarted:
   CHECK(statsOf(pool, 1).reductions >= 4 * 2);  // collectives 6..9
 }
 
-TEST_CASE("a redial target that accepts and stays silent is given up within the member's "
-          "bounds: before its handshake and after it (no JOIN_OFFER); the members go on "
-          "exact and redial",
+TEST_CASE("a rejoin's redial target that accepts and stays silent is given up within the "
+          "member's bounds, before its handshake and after it (no JOIN_OFFER), and the members "
+          "go on exact and redial",
           "[rejoin]") {
-  Plan plan;
-  plan.world = 2;
-  plan.reducers = 2;
-  plan.collectives = 6;
+  Plan plan = twoByTwo();
   plan.lossDetect = std::chrono::milliseconds(2000);  // the wait for JOIN_OFFER: 4 s
   LocalPool pool(plan.reducers);
   RedialFake silent;
@@ -444,21 +451,13 @@ TEST_CASE("a redial target that accepts and stays silent is given up within the 
       silent.stop();
     }
   });
-  checkExactAndAlike(plan, run);
-  for (int rank = 0; rank < plan.world; ++rank) {
-    INFO("rank " << rank);
-    CHECK(run.after[rank].rejoins == 0);
-    CHECK(run.after[rank].lostNow == 1);
-  }
+  checkWentOnWithout(plan, run);
 }
 
-TEST_CASE("a reducer silent between a member's JOIN and JOIN_AT: the held collective is "
-          "released at the hold's bound, and goes on exact without it",
+TEST_CASE("a reducer silent between a member's JOIN and JOIN_AT: the hold ends at its bound "
+          "as a cancelled rejoin, and the held collective goes on exact without it",
           "[rejoin]") {
-  Plan plan;
-  plan.world = 2;
-  plan.reducers = 2;
-  plan.collectives = 6;
+  Plan plan = twoByTwo();
   plan.lossDetect = std::chrono::milliseconds(2000);  // the hold: 4 s
   LocalPool pool(plan.reducers);
   RedialFake silent;
@@ -472,9 +471,7 @@ TEST_CASE("a reducer silent between a member's JOIN and JOIN_AT: the held collec
       silent.start(pool.endpoints()[1].port, [&](FakeReducer::Socket& s) {
         const Redialled r = acceptRedial(s);
         if (r.stream != 0) return;
-        const wire::HeaderBytes offer =
-            wire::encodeHeader(wire::joinOfferHeader(r.hello.group, r.hello.rank));
-        writeBytes(s, offer.data(), offer.size());
+        offerRejoin(s, r);
         if (readHeaderOf(s).type == wire::FrameType::kJoin) joined |= 1 << r.hello.rank;
       });
       mustReach(waitUntil([&] { return joined.load() == 3; }, kRejoinDeadline),
@@ -486,21 +483,13 @@ TEST_CASE("a reducer silent between a member's JOIN and JOIN_AT: the held collec
       silent.stop();
     }
   });
-  checkExactAndAlike(plan, run);
-  for (int rank = 0; rank < plan.world; ++rank) {
-    INFO("rank " << rank);
-    CHECK(run.after[rank].rejoins == 0);
-    CHECK(run.after[rank].lostNow == 1);
-  }
+  checkWentOnWithout(plan, run);
 }
 
 TEST_CASE("a JOIN_AT below the member's own JOIN (a lying reducer) is a protocol error that "
           "cancels the rejoin: the member closes the redial and goes on exact",
           "[rejoin]") {
-  Plan plan;
-  plan.world = 2;
-  plan.reducers = 2;
-  plan.collectives = 6;
+  const Plan plan = twoByTwo();
   LocalPool pool(plan.reducers);
   RedialFake liar;
   std::atomic<int> lies{0};
@@ -512,9 +501,7 @@ TEST_CASE("a JOIN_AT below the member's own JOIN (a lying reducer) is a protocol
       liar.start(pool.endpoints()[1].port, [&](FakeReducer::Socket& s) {
         const Redialled r = acceptRedial(s);
         if (r.stream != 0) return;
-        const wire::HeaderBytes offer =
-            wire::encodeHeader(wire::joinOfferHeader(r.hello.group, r.hello.rank));
-        writeBytes(s, offer.data(), offer.size());
+        offerRejoin(s, r);
         const wire::FrameHeader join = readHeaderOf(s);
         if (join.type != wire::FrameType::kJoin || join.chunk == 0)
           throw std::runtime_error("no JOIN past chunk 0");
@@ -531,12 +518,7 @@ TEST_CASE("a JOIN_AT below the member's own JOIN (a lying reducer) is a protocol
       liar.stop();
     }
   });
-  checkExactAndAlike(plan, run);
-  for (int rank = 0; rank < plan.world; ++rank) {
-    INFO("rank " << rank);
-    CHECK(run.after[rank].rejoins == 0);
-    CHECK(run.after[rank].lostNow == 1);
-  }
+  checkWentOnWithout(plan, run);
 }
 
 }  // namespace rs::test
