@@ -182,8 +182,8 @@ int run(int argc, char** argv) {
     const auto [afterRate, afterMiB] = d.measure(fmt::format("after reducer {}'s rejoin", victim));
     lines.push_back(fmt::format(
         "  after reducer {}'s rejoin: {:5.1f} collectives/s  {:7.1f} MiB/s per worker; restart to "
-        "JOIN_AT {} ms ({} ms after the last loss); it reduced {} chunks meanwhile, {} rejoins "
-        "cancelled",
+        "JOIN_AT {} ms ({} ms after the last loss); it had reduced {} chunks by the end of "
+        "that measure; {} rejoins cancelled",
         victim, afterRate, afterMiB, ms(joinedAt - restartedAt), ms(restartedAt - lostAt),
         d.counter(victim, reduced), d.counter(victim, "rs_rejoins_cancelled_total")));
   }
