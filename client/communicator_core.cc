@@ -24,7 +24,9 @@ CommunicatorCore::CommunicatorCore(ClientOptions options, GroupSpec group)
       streams_(options_.streamsPerReducer),
       chunking_{options_.minChunkBytes, options_.maxChunkBytes},
       retention_(options_.effectiveRetainBytes(), reducers_ * streams_),
-      ledger_(reducers_, streams_) {}
+      ledger_(reducers_, streams_),
+      rejoin_(reducers_),
+      rejoinTimers_(reducers_) {}
 
 CommunicatorCore::~CommunicatorCore() { shutdown(); }
 
@@ -119,9 +121,16 @@ void CommunicatorCore::poll() {
 void CommunicatorCore::onConnected(Connection& connection) {
   if (connection.rejoining()) {  // a redial's (communicator_rejoin.cc): it waits for JOIN_OFFER
     std::lock_guard lock(submitMu_);
-    for (const auto& c : rejoin_.streams)
-      if (c.get() == &connection && ++rejoin_.connected == streams_)
-        redialUp_.store(true, std::memory_order_relaxed);
+    Rejoin& rejoin = rejoin_[connection.reducerIndex()];
+    for (const auto& c : rejoin.streams) {
+      if (c.get() != &connection || ++rejoin.connected != streams_) continue;
+      refreshRedialUpLocked();
+      // Every stream is in: the reducer offers, or cancels, within its loss bound of the first
+      // HELLO it had. The wait for the offer is bounded as the hold is (the offer may have
+      // come on stream 0 already, which armed the hold's bound).
+      if (rejoin.phase == Rejoin::Phase::kDialing)
+        armRejoinTimerLocked(connection.reducerIndex(), 2 * redialBound());
+    }
     return;
   }
   std::lock_guard lock(mu_);
@@ -169,8 +178,8 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
   Result<std::unique_lock<std::mutex>> submitLock =
       lockForSubmit(timeout.count() > 0 ? timeout : options_.collectiveTimeout);
   if (!submitLock) return submitLock.status();
-  // The rejoin point: the first collective at or past it takes the reducer back.
-  if (rejoin_.phase == Rejoin::Phase::kAt && nextChunk_ >= rejoin_.at) switchToRejoinedLocked();
+  // The rejoin points: the first collective at or past one takes its reducer back.
+  if (rejoinGate_.load(std::memory_order_relaxed)) switchToRejoinedLocked();
   const uint64_t seq = nextSeq_++;
   const uint64_t first = nextChunk_;
   nextChunk_ += plan.numChunks;
@@ -353,10 +362,12 @@ void CommunicatorCore::fail(const Status& reason, bool tellReducers) {
     for (std::shared_ptr<RequestState>& waiting : retention_.close())
       toFail_.push_back(std::move(waiting));
     for (auto& [index, lane] : lanes_) all.push_back(lane);
-    for (auto& c : rejoin_.streams) all.push_back(c);
-    rejoin_.streams.clear();
-    rejoin_.phase = Rejoin::Phase::kIdle;
-    ++rejoin_.attempt;  // the rejoin timer's next call is stale
+    for (Rejoin& rejoin : rejoin_) {
+      for (auto& c : rejoin.streams) all.push_back(c);
+      rejoin.streams.clear();
+      rejoin.phase = Rejoin::Phase::kIdle;
+      ++rejoin.attempt;  // the rejoin timer's next call is stale
+    }
     redialUp_.store(false, std::memory_order_relaxed);
     for (auto* held : {&handedOver_, &deferred_})
       for (ChunkTransfer& c : *held)

@@ -9,9 +9,9 @@
 // survivors on lanes, as do later chunks of its; every reducer lost is the failure of today.
 //
 // A lost reducer restarted under the same address is taken back (communicator_rejoin.cc;
-// proto/FAILOVER.md, "A reducer comes back"): while it is the only one lost, it is redialled
-// with back-off on the io threads, and at the rejoin point the members agreed with it, its K
-// redialled connections become its streams again.
+// proto/FAILOVER.md, "A reducer comes back"): each lost reducer is redialled with back-off on
+// the io threads, and at the rejoin point the members agreed with it, its K redialled
+// connections become its streams again (and the lanes of the smaller dead set open).
 //
 // A request whose results are all in completes once the retention store has kept what its
 // reducers have not committed yet (client/retention_store.h); while the store is full it
@@ -139,29 +139,41 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
 
   // Rejoin (communicator_rejoin.cc; proto/FAILOVER.md, "A reducer comes back"), under
   // submitMu_ unless said otherwise.
-  // The dead set is exactly one reducer and nothing is adopting: the next redial, after the
+  // Nothing is adopting: the next redial of every lost reducer not being redialled, after its
   // back-off.
   void scheduleRedialLocked();
-  // (Re)arms the rejoin timer for `wait` under a new attempt; it calls redial(attempt).
-  void armRejoinTimerLocked(std::chrono::milliseconds wait);
-  // The back-off ran out (io thread): K connections to the lost reducer, with the rejoin flag.
-  void redial(uint64_t attempt);
-  // Ends the redial in progress (its connections closed), and schedules the next while the
-  // dead set is still one reducer. `cancelled`: it reached the reducer (counted and logged).
-  void endRedialLocked(const Status& why, bool cancelled);
+  // (Re)arms `reducer`'s rejoin timer for `wait` under a new attempt; it calls redial.
+  void armRejoinTimerLocked(uint32_t reducer, std::chrono::milliseconds wait);
+  // `reducer`'s timer ran out (io thread): after the back-off, K connections to it with the
+  // rejoin flag; while they wait for JOIN_OFFER or JOIN_AT, the end of that wait (a cancel).
+  void redial(uint32_t reducer, uint64_t attempt);
+  // Ends `reducer`'s redial in progress (its connections closed), and schedules the next while
+  // it is still lost. `cancelled`: it reached the reducer (counted and logged).
+  void endRedialLocked(uint32_t reducer, const Status& why, bool cancelled);
+  // The loss bound of a redial's waits (twice it for JOIN_OFFER, and for JOIN_AT).
+  std::chrono::milliseconds redialBound() const;
   // Before submitMu_: waits while a rejoin holds this member's collectives (between JOIN and
-  // JOIN_AT, and at the rejoin point until the lost reducer's chunks below it are committed).
+  // JOIN_AT, and at a rejoin point until the lost reducers' chunks below it are committed).
   // Returns submitMu_ held, with the gate open; an error when the wait ran past the
   // collective timeout (the communicator is failed with it).
   Result<std::unique_lock<std::mutex>> lockForSubmit(std::chrono::milliseconds timeout);
   // Under mu_: whether a submit may go on (rejoinGate_ set).
   bool gateOpenLocked() const;
-  // At the rejoin point: the redialled connections become the reducer's streams, the lanes go,
-  // the dead set is empty and the generation one more. Then the LOSTs of that generation kept
-  // meanwhile are adopted (posted).
+  // Under mu_: rejoinGate_ from holding_ and switchAt_, waking the waiters.
+  void updateGateLocked();
+  // At the submit that reaches the rejoin point of one or more reducers: their redialled
+  // connections become their streams, the lanes of the dead set close and those of the smaller
+  // one open, and the generation goes up by one per reducer. Then the LOSTs of the new
+  // generation kept meanwhile are adopted (posted).
   void switchToRejoinedLocked();
-  // Whether every chunk of `reducer` below `at` is committed (its lines' watermarks).
-  bool committedBelow(uint32_t reducer, uint64_t at) const;
+  // Whether every chunk below `at` of every reducer of `dead` is committed (their lines'
+  // watermarks).
+  bool committedBelow(const cluster::DeadSet& dead, uint64_t at) const;
+  // Whether the streams of some redial are all in (FailoverStats::redialUp).
+  void refreshRedialUpLocked();
+  // Whether `reducer`'s redial reached it (its streams all in, or further): its end is a
+  // cancel (FailoverStats::rejoinsCancelled), not a redial that failed.
+  bool reachedLocked(uint32_t reducer) const;
   void finishFailedRequests();
 
   const ClientOptions options_;
@@ -220,31 +232,37 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   struct Rejoin {
     enum class Phase { kIdle, kBackingOff, kDialing, kAnswered, kAt };
     Phase phase = Phase::kIdle;
-    uint32_t reducer = 0;
     uint64_t attempt = 0;  // a timer or connection of an earlier attempt is stale
     std::vector<std::shared_ptr<Connection>> streams;  // the redial's, by stream index
-    std::chrono::milliseconds backoff{0};  // the wait before the next redial
+    std::chrono::milliseconds backoff{0};  // the wait before the next redial (0: lost anew)
     uint32_t connected = 0;  // the redial's connections handshaken
     uint64_t answer = 0;  // this member's JOIN
     uint64_t at = 0;      // JOIN_AT's T
     bool lostAfterAt = false;  // its connections ended after JOIN_AT, before the switch
     std::chrono::steady_clock::time_point lostSince;
-    std::chrono::milliseconds bound{0};  // the redial's loss bound (the hold waits 2x)
   };
-  Rejoin rejoin_;
-  std::unique_ptr<asio::steady_timer> rejoinTimer_;  // on ios_[0]: back-off, then the hold
-  // LOSTs of a newer generation than this member's: kept for its switch.
-  std::vector<std::vector<uint32_t>> laterLost_;
+  std::vector<Rejoin> rejoin_;  // [reducer]: idle unless it is lost
+  // [reducer], on ios_[0] only: its back-off, then its wait for JOIN_OFFER or JOIN_AT.
+  std::vector<std::unique_ptr<asio::steady_timer>> rejoinTimers_;
+  // LOSTs of a newer generation than this member's: each adopted at the switch that reaches
+  // its generation.
+  struct KeptLost {
+    uint64_t generation;
+    std::vector<uint32_t> dead;
+  };
+  std::vector<KeptLost> laterLost_;
   // Set while a rejoin may hold a submit: the healthy path reads this and nothing else.
   std::atomic<bool> rejoinGate_{false};
-  // Under mu_: the gate (holding_ from JOIN to JOIN_AT; switchAt_ T until the switch), and the
-  // next chunk number as submit will take it.
-  bool holding_ = false;
+  // Under mu_: the gate (holding_: rejoins between JOIN and JOIN_AT; switchAt_: those with
+  // their T, until their switch, each with the dead set whose chunks below T must be committed
+  // first), and the next chunk number as submit will take it.
+  uint32_t holding_ = 0;
   struct SwitchAt {
     uint32_t reducer;
     uint64_t chunk;
+    cluster::DeadSet dead;
   };
-  std::optional<SwitchAt> switchAt_;
+  std::vector<SwitchAt> switchAt_;
   std::atomic<uint64_t> nextChunkSeen_{0};
   std::atomic<uint64_t> rejoins_{0};
   std::atomic<uint64_t> rejoinsCancelled_{0};

@@ -52,7 +52,7 @@ void CommunicatorCore::onLost(Connection& connection, const std::vector<uint32_t
                           names, generation, generation_);
         return;
       case cluster::Age::kNewer:
-        laterLost_.push_back(dead);
+        laterLost_.push_back({generation, dead});
         return;
       case cluster::Age::kSame:
         break;
@@ -93,6 +93,7 @@ void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& wh
         if (!next->contains(d) || (dead_ && dead_->contains(d))) continue;
         for (uint32_t s = 0; s < streams_; ++s)
           moveAway.push_back(connections_[d * streams_ + s]);
+        rejoin_[d].backoff = std::chrono::milliseconds(0);  // lost anew: its first redial
       }
       for (auto& [index, lane] : lanes_) retire.push_back(std::move(lane));
       lanes_.clear();
@@ -102,12 +103,13 @@ void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& wh
       lostNow_.store(dead_->size(), std::memory_order_relaxed);
       adopting_ = true;
       retiring_ += retire.size() + moveAway.size();
-      // A rejoin in progress ends: the dead set is no longer the one reducer it redials (after
-      // JOIN_AT this is "the race left" of proto/FAILOVER.md, "A reducer comes back"). The
-      // next redial is scheduled once the adoption is done.
-      if (rejoin_.phase != Rejoin::Phase::kIdle)
-        endRedialLocked(unavailableError("another reducer was lost meanwhile"),
-                        rejoin_.phase != Rejoin::Phase::kBackingOff);
+      // Every rejoin in progress ends: its lanes are retired (after JOIN_AT this is "the race
+      // left" of proto/FAILOVER.md, "A reducer comes back"). The next redials are scheduled
+      // once the adoption is done.
+      for (uint32_t r = 0; r < reducers_; ++r)
+        if (rejoin_[r].phase != Rejoin::Phase::kIdle)
+          endRedialLocked(r, unavailableError("another reducer was lost meanwhile"),
+                          reachedLocked(r));
       rs::logger().warn("group {} rank {}: {}; reducers {} of {} lost: their chunks go to the "
                         "survivors (proto/FAILOVER.md)",
                         group_.id.toString().substr(0, 8), group_.rank, why.message(),
@@ -283,7 +285,7 @@ void CommunicatorCore::finishAdoptionLocked() {
   // FAILOVER.
   for (auto& c : opened) asio::post(c->executorContext(), [c] { c->start(); });
   post(std::move(work));
-  // One reducer lost: redial it, with back-off, to take it back (communicator_rejoin.cc).
+  // Redial every lost reducer, with back-off, to take it back (communicator_rejoin.cc).
   scheduleRedialLocked();
 }
 

@@ -167,11 +167,10 @@ void Connection::onHeader(const std::error_code& ec) {
   }
   if (in_.type == wire::FrameType::kJoinOffer || in_.type == wire::FrameType::kJoinAt)
     return onJoinFrame();
-  if (rejoining_)
-    return fail(protocolError(fmt::format("{}: {} frame before this member took the reducer "
-                                          "back (JOIN_AT)",
-                                          name_, wire::frameTypeName(in_.type))));
-  if (in_.type == wire::FrameType::kCommit) return onCommit();
+  // A LOST may come on a redial's stream too: the reducer taken back learns the smaller dead
+  // set from the members that switched first, and tells every member, also one that has its
+  // JOIN_AT and has not switched yet (proto/FAILOVER.md, "Several lost"). The owner's
+  // generations decide what it means.
   if (in_.type == wire::FrameType::kLost) {
     if (in_.group != group_.id || in_.rank != group_.rank)
       return fail(protocolError(fmt::format("{}: LOST for group {} rank {}", name_,
@@ -181,6 +180,11 @@ void Connection::onHeader(const std::error_code& ec) {
                          counted([this](const std::error_code& e, size_t) { onLostPayload(e); }));
     return;
   }
+  if (rejoining_)
+    return fail(protocolError(fmt::format("{}: {} frame before this member took the reducer "
+                                          "back (JOIN_AT)",
+                                          name_, wire::frameTypeName(in_.type))));
+  if (in_.type == wire::FrameType::kCommit) return onCommit();
   if (lane_) popWholeEntries();
   if (in_.type != wire::FrameType::kResult)
     return fail(protocolError(fmt::format("{}: unexpected {} frame", name_,

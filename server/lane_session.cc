@@ -230,10 +230,13 @@ void Session::retire(const cluster::DeadView& dead) {
       laneDead_ ? laneDead_->toString() : "?", dead.toString()));
   if (!frame) return close(why);
   rs::logger().debug("{}: retired: {}", name_, why.message());
+  // A COMMIT still due goes first: after a rejoin, the member that switched first retires the
+  // lanes of the older set here while another has not switched yet, and that one waits for
+  // this COMMIT to take the reducer back (proto/FAILOVER.md, "Several lost").
   closeAfter(transport::ownedFrame(frame->header,
                                    std::string(frame->payload.begin(), frame->payload.end()),
                                    kControlFrame),
-             why);
+             why, /*commitFirst=*/true);
 }
 
 }  // namespace rs::server

@@ -481,11 +481,14 @@ void Session::abort(const Status& reason) {
   closeAfter(transport::ownedFrame(frame.header, std::move(frame.reason)), reason);
 }
 
-void Session::closeAfter(transport::FrameWriter::Frame frame, const Status& reason) {
+void Session::closeAfter(transport::FrameWriter::Frame frame, const Status& reason,
+                         bool commitFirst) {
   if (closed_ || aborting_) return;
   aborting_ = true;
   writer_.dropQueued();  // results of an aborted group (or a retired lane) are void
   slot_.reset();         // its memory returns now, not when the member closes
+  if (commitFirst && commitDue_) writer_.enqueue(commitFrame());
+  commitDue_.reset();
   writer_.enqueue(std::move(frame));
   graceTimer_ = std::make_unique<asio::steady_timer>(io_, kAbortGrace);
   graceTimer_->async_wait([self = shared_from_this(), reason](const std::error_code& ec) {
@@ -513,15 +516,19 @@ void Session::close(const Status& reason) {
 void Session::flush() {
   if (closed_) return;
   if (commitDue_ && !aborting_ && !writer_.writing() && (commitNow_ || writer_.queued() > 0)) {
-    writer_.enqueueFirst({wire::encodeHeader(wire::commitHeader(group_->id(), rank_, *commitDue_)),
-                          {nullptr, 0},
-                          nullptr,
-                          kControlFrame});
+    writer_.enqueueFirst(commitFrame());
     commitDue_.reset();
     commitNow_ = false;
   }
   pacer_.refresh(*stream_);
   writer_.flush(*stream_);
+}
+
+transport::FrameWriter::Frame Session::commitFrame() const {
+  return {wire::encodeHeader(wire::commitHeader(group_->id(), rank_, *commitDue_)),
+          {nullptr, 0},
+          nullptr,
+          kControlFrame};
 }
 
 // The writer releases the frames' slots once this returns.

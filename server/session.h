@@ -210,7 +210,12 @@ class Session final : public std::enable_shared_from_this<Session>,
   bool fromThisLane();
   // Queues `frame` as the last, drops what else was queued, and closes once it is written (or
   // after a short grace period), draining what the member still sends: ABORT or LOST.
-  void closeAfter(transport::FrameWriter::Frame frame, const Status& reason);
+  // `commitFirst`: a COMMIT still due goes ahead of it (a retired lane's: its members hold what
+  // it covers, and one that has not switched yet may wait for it: lane_session.cc, retire).
+  void closeAfter(transport::FrameWriter::Frame frame, const Status& reason,
+                  bool commitFirst = false);
+  // The COMMIT due (commitDue_), as a frame.
+  transport::FrameWriter::Frame commitFrame() const;
   // A protocol or I/O error on this stream: logs it, closes the stream and fails the group's
   // collectives.
   void fail(const Status& reason);

@@ -1,7 +1,5 @@
 #include "core/failover/agreed_point.h"
 
-#include <algorithm>
-
 #include "core/cluster/sharding.h"
 
 namespace rs::failover {
@@ -20,29 +18,28 @@ Status AgreedPoint::add(uint32_t rank, uint64_t watermark) {
   const std::string where = "the FAILOVER of rank " + std::to_string(rank) + " for reducer " +
                             std::to_string(lane_.deadHome) + " stream " +
                             std::to_string(lane_.stream);
-  if (rank >= have_.size())
-    return protocolError(where + ": the group has " + std::to_string(have_.size()) + " members");
-  if (have_[rank]) return protocolError(where + " came twice");
+  switch (watermarks_.refusal(rank)) {
+    case RankTally::Refusal::kOutside:
+      return protocolError(where + ": the group has " +
+                           std::to_string(watermarks_.worldSize()) + " members");
+    case RankTally::Refusal::kTwice:
+      return protocolError(where + " came twice");
+    case RankTally::Refusal::kNone:
+      break;
+  }
   if (cluster::reducerForChunk(watermark, reducers_) != lane_.deadHome ||
       cluster::streamForChunk(watermark, reducers_, streams_) != lane_.stream)
     return protocolError(
         where + " names chunk " + std::to_string(watermark) + ", which belongs to reducer " +
         std::to_string(cluster::reducerForChunk(watermark, reducers_)) + " stream " +
         std::to_string(cluster::streamForChunk(watermark, reducers_, streams_)));
-  have_[rank] = true;
-  ++received_;
-  watermark_ = std::max(watermark_, watermark);
+  watermarks_.add(rank, watermark);
   return Status::ok();
 }
 
 std::string AgreedPoint::missingRanks() const {
-  std::string out;
-  for (size_t r = 0; r < have_.size(); ++r) {
-    if (have_[r]) continue;
-    if (!out.empty()) out += ",";
-    out += std::to_string(r);
-  }
-  return out.empty() ? "none" : out;
+  const std::string missing = watermarks_.missingRanks();
+  return missing.empty() ? "none" : missing;
 }
 
 }  // namespace rs::failover

@@ -10,10 +10,10 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "core/cluster/lane.h"
 #include "core/common/status.h"
+#include "core/failover/rank_tally.h"
 
 namespace rs::failover {
 
@@ -30,23 +30,21 @@ class AgreedPoint {
   // that is not a chunk of the lane's reducer and stream.
   Status add(uint32_t rank, uint64_t watermark);
   // Every member's FAILOVER is in: the lane may be read.
-  bool complete() const { return received_ == have_.size(); }
-  // "2,5": the ranks whose FAILOVER is still missing (for the timeout's message).
+  bool complete() const { return watermarks_.complete(); }
+  // "2,5": the ranks whose FAILOVER is still missing (for the timeout's message), or "none".
   std::string missingRanks() const;
   // F, once complete: entries for chunks below it are dropped.
-  uint64_t watermark() const { return watermark_; }
-  bool drops(uint64_t chunk) const { return chunk < watermark_; }
+  uint64_t watermark() const { return watermarks_.largest(); }
+  bool drops(uint64_t chunk) const { return chunk < watermark(); }
 
  private:
   AgreedPoint(uint32_t worldSize, cluster::Lane lane, uint32_t reducers, uint32_t streams)
-      : lane_(lane), reducers_(reducers), streams_(streams), have_(worldSize, false) {}
+      : lane_(lane), reducers_(reducers), streams_(streams), watermarks_(worldSize) {}
 
   cluster::Lane lane_;
   uint32_t reducers_;
   uint32_t streams_;
-  std::vector<bool> have_;
-  uint32_t received_ = 0;
-  uint64_t watermark_ = 0;
+  RankTally watermarks_;
 };
 
 }  // namespace rs::failover

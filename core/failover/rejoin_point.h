@@ -8,30 +8,28 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "core/common/status.h"
+#include "core/failover/rank_tally.h"
 
 namespace rs::failover {
 
 class RejoinPoint {
  public:
-  explicit RejoinPoint(uint32_t worldSize) : have_(worldSize, false) {}
+  explicit RejoinPoint(uint32_t worldSize) : answers_(worldSize) {}
 
   // Member `rank`'s answer. Errors (its bytes are wrong): a rank outside the group, or a second
   // answer from it.
   Status add(uint32_t rank, uint64_t nextChunk);
   // Every member answered.
-  bool complete() const { return received_ == have_.size(); }
+  bool complete() const { return answers_.complete(); }
   // T, once complete.
-  uint64_t at() const { return at_; }
+  uint64_t at() const { return answers_.largest(); }
   // "2,5": the ranks whose answer is still missing (for the cancel's message).
-  std::string missingRanks() const;
+  std::string missingRanks() const { return answers_.missingRanks(); }
 
  private:
-  std::vector<bool> have_;
-  uint32_t received_ = 0;
-  uint64_t at_ = 0;
+  RankTally answers_;
 };
 
 }  // namespace rs::failover

@@ -4,8 +4,12 @@
 // share again: every collective on every member exact, the same bits on every member, and the
 // restarted reducer's own counters show the chunks it reduced. The cancels that can be driven
 // without timing: a member that never redials (the reducer's wait for it ends at the group's
-// loss bound), and the restarted reducer lost again before JOIN_AT. The members run in lock
-// step; everything waits for states (the reducers' and the members' counters), never for times.
+// loss bound), and the restarted reducer lost again before JOIN_AT. Two of four reducers lost
+// in turn, each taken back in turn (the dead set shrinks from {1,3} to {1}, then to none). The
+// members' own bounds, against fakes on the stopped reducer's port: a redial target silent
+// before its handshake or after it (no JOIN_OFFER), silent during the hold (between JOIN and
+// JOIN_AT), and a JOIN_AT below the member's JOIN. The members run in lock step; everything
+// waits for states (the reducers' and the members' counters), never for times.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -28,6 +32,9 @@ namespace {
 using client::FailoverStats;
 
 constexpr uint64_t kCount = 200000;  // fp32: chunks on every reducer and stream
+// The waits for a rejoin's states, below the lock step's own (kStateDeadline): a member that
+// never reaches one fails the case naming that state, not the lock step.
+constexpr std::chrono::seconds kRejoinDeadline{60};
 
 struct Plan {
   int world = 3;
@@ -37,6 +44,9 @@ struct Plan {
   std::function<std::chrono::milliseconds(int rank)> rejoin = [](int) {
     return std::chrono::milliseconds(100);
   };
+  // RS_LOSS_DETECT_MS (0: the reducers'): a member's waits for a redial's JOIN_OFFER and
+  // JOIN_AT are twice it.
+  std::chrono::milliseconds lossDetect{0};
 };
 
 struct Run {
@@ -63,6 +73,7 @@ Run runLockStep(LocalPool& pool, const Plan& plan,
     options.minChunkBytes = 16 << 10;
     options.maxChunkBytes = 64 << 10;
     options.rejoin = plan.rejoin(rank);
+    options.lossDetect = plan.lossDetect;
     auto comm = client::Communicator::connect(
         options, {id, static_cast<uint32_t>(plan.world), static_cast<uint32_t>(rank)});
     if (!comm) return comm.status();
@@ -131,34 +142,89 @@ bool everyMember(const std::vector<client::Communicator*>& members,
   return true;
 }
 
-// mustReach: every member's failover counters satisfy `pred`.
-void everyMemberReaches(const std::vector<client::Communicator*>& members,
-                        const std::function<bool(const FailoverStats&)>& pred,
-                        const std::string& state) {
-  mustReach(waitUntil([&] { return everyMember(members, pred); }), state);
-}
-
-// The cancel cases' start, between collectives: reducer 1 stopped after collective 0; after
-// collective 1, once every member lost it, true (the case's next step comes then).
-bool lostAfterFirst(LocalPool& pool, int k, const std::vector<client::Communicator*>& members) {
-  if (k == 0) pool.stopReducer(1);
-  if (k != 1) return false;
-  everyMemberReaches(members, lostOne, "every member lost reducer 1");
-  return true;
-}
-
-// Two members and two reducers; rank 1 never redials (RS_REJOIN_MS=0), so no rejoin completes.
-Plan oneNeverRedials() {
+// Two members, two reducers, six collectives.
+Plan twoByTwo() {
   Plan plan;
   plan.world = 2;
   plan.reducers = 2;
   plan.collectives = 6;
+  return plan;
+}
+
+// As twoByTwo; rank 1 never redials (RS_REJOIN_MS=0), so no rejoin completes.
+Plan oneNeverRedials() {
+  Plan plan = twoByTwo();
   plan.rejoin = [](int rank) { return std::chrono::milliseconds(rank == 1 ? 0 : 100); };
   return plan;
 }
 
+// Every collective exact and alike, and every member went on without reducer 1: none taken
+// back, one lost at the end.
+void checkWentOnWithout(const Plan& plan, const Run& run) {
+  checkExactAndAlike(plan, run);
+  for (int rank = 0; rank < plan.world; ++rank) {
+    INFO("rank " << rank);
+    CHECK(run.after[rank].rejoins == 0);
+    CHECK(run.after[rank].lostNow == 1);
+  }
+}
+
 server::DataPlaneStats statsOf(LocalPool& pool, int reducer) {
   return pool.reducer(reducer).dataPlane().stats();
+}
+
+// A fake's side of a redial's handshake: CHALLENGE, the member's HELLO (which must carry the
+// rejoin flag), HELLO_ACK. Returns the HELLO's header and its stream index.
+struct Redialled {
+  wire::FrameHeader hello;
+  uint32_t stream = 0;
+};
+Redialled acceptRedial(FakeReducer::Socket& s) {
+  const std::vector<uint8_t> challenge = challengeFrame();
+  writeBytes(s, challenge.data(), challenge.size());
+  const wire::FrameHeader hello = readHeaderOf(s);
+  std::vector<uint8_t> payload(hello.payloadLength);
+  asio::read(s, asio::buffer(payload));
+  wire::HelloPayload p;
+  if (!wire::decodeHello(payload.data(), payload.size(), &p).isOk() ||
+      (hello.flags & wire::kFlagRejoin) == 0)
+    throw std::runtime_error("not a rejoin HELLO");
+  const std::vector<uint8_t> ack = helloAckFrame(8u << 20);
+  writeBytes(s, ack.data(), ack.size());
+  return {hello, p.streamIndex};
+}
+
+// A fake on a stopped reducer's port, run in `between`: `serve` per redial connection, and the
+// member's close of a connection counted once `serve` returns (the end of a connection that
+// the fake's own teardown caused is not counted).
+struct RedialFake {
+  std::atomic<int> closedByMember{0};
+  std::atomic<bool> tearingDown{false};
+  std::optional<FakeReducer> fake;
+  void start(uint16_t port, std::function<void(FakeReducer::Socket&)> serve) {
+    fake.emplace(
+        [this, serve = std::move(serve)](FakeReducer::Socket& s) {
+          serve(s);
+          readUntilClosed(s);
+          if (!tearingDown) ++closedByMember;
+        },
+        0, port);
+  }
+  void stop() {
+    tearingDown = true;
+    fake.reset();
+  }
+};
+
+bool everyMemberCancelled(const std::vector<client::Communicator*>& members) {
+  return everyMember(members, [](const FailoverStats& f) { return f.rejoinsCancelled >= 1; });
+}
+
+// A fake's JOIN_OFFER on a redial's stream 0.
+void offerRejoin(FakeReducer::Socket& s, const Redialled& r) {
+  const wire::HeaderBytes offer =
+      wire::encodeHeader(wire::joinOfferHeader(r.hello.group, r.hello.rank));
+  writeBytes(s, offer.data(), offer.size());
 }
 
 }  // namespace
@@ -172,7 +238,8 @@ TEST_CASE("a reducer lost and restarted on its port is taken back: later collect
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 1) pool.stopReducer(1);
     if (k == 2) {
-      everyMemberReaches(members, lostOne, "every member lost reducer 1");
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                "everyMember(members, lostOne)");
       pool.restartReducer(1);
     }
     if (k == 3) {
@@ -205,7 +272,10 @@ TEST_CASE("a member that never redials cancels the rejoin at the group's loss bo
   const Plan plan = oneNeverRedials();
   LocalPool pool(plan.reducers);
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
-    if (lostAfterFirst(pool, k, members)) {
+    if (k == 0) pool.stopReducer(1);
+    if (k == 1) {
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                "everyMember(members, lostOne)");
       // Its wait for rank 1 ends at the group's loss bound: this reducer's --loss-detect-ms.
       server::ServerConfig config = testServerConfig();
       config.lossDetectMs = 300;
@@ -233,7 +303,10 @@ TEST_CASE("the restarted reducer lost again before JOIN_AT cancels the rejoin: t
   const Plan plan = oneNeverRedials();
   LocalPool pool(plan.reducers);
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
-    if (lostAfterFirst(pool, k, members)) {
+    if (k == 0) pool.stopReducer(1);
+    if (k == 1) {
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                "everyMember(members, lostOne)");
       pool.restartReducer(1);
       // Rank 0's two streams are in: the reducer waits for rank 1's, and is lost meanwhile.
       mustReach(waitUntil([&] { return members[0]->failover().redialUp; }),
@@ -254,49 +327,198 @@ TEST_CASE("a reducer lost after a member's JOIN, before JOIN_AT, ends that membe
   // In the stopped reducer's place, on its port, a fake that offers the rejoin on every
   // redial's stream 0 at once, reads the member's JOIN and then ends the connection: lost with
   // the member holding its collectives. Each member's hold ends (a cancel), and it redials later.
-  Plan plan;
-  plan.world = 2;
-  plan.reducers = 2;
-  plan.collectives = 6;
+  const Plan plan = twoByTwo();
   LocalPool pool(plan.reducers);
   std::atomic<int> joins{0};
   std::optional<FakeReducer> fake;
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
-    if (lostAfterFirst(pool, k, members)) {
+    if (k == 0) pool.stopReducer(1);
+    if (k == 1) {
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                "every member lost reducer 1");
       fake.emplace(
           [&](FakeReducer::Socket& s) {
-            const std::vector<uint8_t> challenge = challengeFrame();
-            writeBytes(s, challenge.data(), challenge.size());
-            const wire::FrameHeader hello = readHeaderOf(s);
-            std::vector<uint8_t> payload(hello.payloadLength);
-            asio::read(s, asio::buffer(payload));
-            wire::HelloPayload p;
-            if (!wire::decodeHello(payload.data(), payload.size(), &p).isOk() ||
-                (hello.flags & wire::kFlagRejoin) == 0)
-              throw std::runtime_error("not a rejoin HELLO");
-            const std::vector<uint8_t> ack = helloAckFrame(8u << 20);
-            writeBytes(s, ack.data(), ack.size());
-            if (p.streamIndex != 0) return readUntilClosed(s);
-            const wire::HeaderBytes offer =
-                wire::encodeHeader(wire::joinOfferHeader(hello.group, hello.rank));
-            writeBytes(s, offer.data(), offer.size());
+            const Redialled r = acceptRedial(s);
+            if (r.stream != 0) return readUntilClosed(s);
+            offerRejoin(s, r);
             if (readHeaderOf(s).type == wire::FrameType::kJoin) ++joins;
             ::shutdown(s.native_handle(), SHUT_RDWR);  // lost before JOIN_AT
           },
           0, pool.endpoints()[1].port);
     }
     if (k == 2)
-      everyMemberReaches(
-          members, [](const FailoverStats& f) { return f.rejoinsCancelled >= 1; },
-          "every member's hold cancelled");
+      mustReach(waitUntil([&] { return everyMemberCancelled(members); }),
+                "every member's hold cancelled");
+  });
+  checkWentOnWithout(plan, run);
+  CHECK(joins.load() >= 2);
+}
+
+TEST_CASE("two of four reducers lost in turn each rejoin when restarted, in turn: every "
+          "collective exact and alike, and each reduces again",
+          "[rejoin]") {
+  // Reducer 1 is lost, then reducer 3; 3 is restarted first and taken back while 1 is still
+  // lost (the dead set shrinks from {1,3} to {1}: the lanes are numbered anew), then 1.
+  Plan plan;
+  plan.reducers = 4;
+  plan.collectives = 10;
+  LocalPool pool(plan.reducers);
+  const auto lost = [](uint32_t n) {
+    return [n](const FailoverStats& f) { return f.lostNow == n; };
+  };
+  uint64_t reduced3AtSecondRestart = 0;
+  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+    if (k == 0) pool.stopReducer(1);
+    if (k == 1) {
+      mustReach(waitUntil([&] { return everyMember(members, lost(1)); }), "reducer 1 lost");
+      pool.stopReducer(3);
+    }
+    if (k == 2) {
+      mustReach(waitUntil([&] { return everyMember(members, lost(2)); }), "reducers 1, 3 lost");
+      pool.restartReducer(3);
+    }
+    if (k == 3)
+      mustReach(waitUntil([&] { return statsOf(pool, 3).rejoins == 1; }, kRejoinDeadline),
+                "reducer 3's JOIN_AT with reducer 1 still lost");
+    if (k == 4) {
+      // Collective 3 or 4 (whichever started at its T) took reducer 3 back on every member:
+      // reducer 1 is the only one lost.
+      mustReach(everyMember(members,
+                            [](const FailoverStats& f) {
+                              return f.rejoins == 1 && f.generation == 1 && f.lostNow == 1;
+                            }),
+                "every member took reducer 3 back by collective 4");
+      reduced3AtSecondRestart = statsOf(pool, 3).reductions;
+      pool.restartReducer(1);
+    }
+    if (k == 5)
+      mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }, kRejoinDeadline),
+                "reducer 1's JOIN_AT");
   });
   checkExactAndAlike(plan, run);
-  CHECK(joins.load() >= 2);
   for (int rank = 0; rank < plan.world; ++rank) {
     INFO("rank " << rank);
-    CHECK(run.after[rank].rejoins == 0);
-    CHECK(run.after[rank].lostNow == 1);
+    CHECK(run.after[rank].rejoins == 2);
+    CHECK(run.after[rank].generation == 2);
+    CHECK(run.after[rank].lostNow == 0);
+    CHECK(run.after[rank].rejoinsCancelled == 0);
   }
+  // Each restarted reducer reduced its share of the collectives after it was taken back: 3 from
+  // collective 3 or 4 on (with some of reducer 1's chunks while 1 was lost), 1 from collective
+  // 5 or 6 on.
+  for (int r : {1, 3}) {
+    INFO("reducer " << r);
+    const server::DataPlaneStats stats = statsOf(pool, r);
+    CHECK(stats.rejoins == 1);
+    CHECK(stats.rejoinsCancelled == 0);
+    CHECK(stats.protocolErrors == 0);
+  }
+  CHECK(reduced3AtSecondRestart >= 2);  // collective 4: 13 chunks over 4 reducers
+  CHECK(statsOf(pool, 3).reductions > reduced3AtSecondRestart);
+  CHECK(statsOf(pool, 1).reductions >= 4 * 2);  // collectives 6..9
+}
+
+TEST_CASE("a rejoin's redial target that accepts and stays silent is given up within the "
+          "member's bounds, before its handshake and after it (no JOIN_OFFER), and the members "
+          "go on exact and redial",
+          "[rejoin]") {
+  Plan plan = twoByTwo();
+  plan.lossDetect = std::chrono::milliseconds(2000);  // the wait for JOIN_OFFER: 4 s
+  LocalPool pool(plan.reducers);
+  RedialFake silent;
+  const uint16_t port = pool.endpoints()[1].port;
+  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+    if (k == 0) pool.stopReducer(1);
+    if (k == 1) {
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }, kRejoinDeadline),
+                "every member lost reducer 1");
+      // Accepts, and says nothing: no CHALLENGE. The redial's connect timeout ends it.
+      silent.start(port, [](FakeReducer::Socket&) {});
+      mustReach(waitUntil([&] { return silent.closedByMember.load() >= 2 * 2; },
+                          kRejoinDeadline),
+                "every member gave up a silent redial (before its handshake)");
+      silent.stop();
+      // Takes every redial's handshake, then says nothing: no JOIN_OFFER. The member's wait for
+      // it (twice its loss bound) ends it, as a cancel.
+      silent.closedByMember = 0;
+      silent.tearingDown = false;
+      silent.start(port, [](FakeReducer::Socket& s) { acceptRedial(s); });
+      mustReach(waitUntil([&] { return everyMemberCancelled(members); }, kRejoinDeadline),
+                "every member cancelled a redial that never had a JOIN_OFFER");
+      mustReach(waitUntil([&] { return silent.closedByMember.load() >= 2 * 2; },
+                          kRejoinDeadline),
+                "the members closed the silent redials");
+      silent.stop();
+    }
+  });
+  checkWentOnWithout(plan, run);
+}
+
+TEST_CASE("a reducer silent between a member's JOIN and JOIN_AT: the hold ends at its bound "
+          "as a cancelled rejoin, and the held collective goes on exact without it",
+          "[rejoin]") {
+  Plan plan = twoByTwo();
+  plan.lossDetect = std::chrono::milliseconds(2000);  // the hold: 4 s
+  LocalPool pool(plan.reducers);
+  RedialFake silent;
+  std::atomic<int> joined{0};  // a bit per rank whose JOIN the fake read
+  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+    if (k == 0) pool.stopReducer(1);
+    if (k == 1) {
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }, kRejoinDeadline),
+                "every member lost reducer 1");
+      // Offers on every redial's stream 0, reads the JOIN, and is silent from then on.
+      silent.start(pool.endpoints()[1].port, [&](FakeReducer::Socket& s) {
+        const Redialled r = acceptRedial(s);
+        if (r.stream != 0) return;
+        offerRejoin(s, r);
+        if (readHeaderOf(s).type == wire::FrameType::kJoin) joined |= 1 << r.hello.rank;
+      });
+      mustReach(waitUntil([&] { return joined.load() == 3; }, kRejoinDeadline),
+                "every member's JOIN");
+      // Both members hold now: collective 2 waits until their holds end.
+    }
+    if (k == 2) {
+      mustReach(everyMemberCancelled(members), "every member's hold ended as a cancel");
+      silent.stop();
+    }
+  });
+  checkWentOnWithout(plan, run);
+}
+
+TEST_CASE("a JOIN_AT below the member's own JOIN (a lying reducer) is a protocol error that "
+          "cancels the rejoin: the member closes the redial and goes on exact",
+          "[rejoin]") {
+  const Plan plan = twoByTwo();
+  LocalPool pool(plan.reducers);
+  RedialFake liar;
+  std::atomic<int> lies{0};
+  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+    if (k == 0) pool.stopReducer(1);
+    if (k == 1) {
+      mustReach(waitUntil([&] { return everyMember(members, lostOne); }, kRejoinDeadline),
+                "every member lost reducer 1");
+      liar.start(pool.endpoints()[1].port, [&](FakeReducer::Socket& s) {
+        const Redialled r = acceptRedial(s);
+        if (r.stream != 0) return;
+        offerRejoin(s, r);
+        const wire::FrameHeader join = readHeaderOf(s);
+        if (join.type != wire::FrameType::kJoin || join.chunk == 0)
+          throw std::runtime_error("no JOIN past chunk 0");
+        const wire::HeaderBytes at =
+            wire::encodeHeader(wire::joinAtHeader(r.hello.group, r.hello.rank, join.chunk - 1));
+        writeBytes(s, at.data(), at.size());
+        ++lies;
+      });
+      mustReach(waitUntil([&] { return everyMemberCancelled(members); }, kRejoinDeadline),
+                "every member cancelled at the JOIN_AT below its JOIN");
+      mustReach(waitUntil([&] { return lies.load() >= 2 && liar.closedByMember.load() >= 2 * 2; },
+                          kRejoinDeadline),
+                "the members closed the lying reducer's redials");
+      liar.stop();
+    }
+  });
+  checkWentOnWithout(plan, run);
 }
 
 }  // namespace rs::test
