@@ -38,6 +38,7 @@ Status CommunicatorCore::start() {
     ios_.push_back(caller ? std::make_unique<asio::io_context>()
                           : std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*ios_.back()));
+    inboxes_.push_back(std::make_unique<Inbox>());
     ackTimers_.push_back(
         std::make_unique<AckTimer>(*ios_.back(), ackDelay_, &Connection::acknowledgeNow));
   }
@@ -208,7 +209,7 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
                        .compressed = wireType != type});
 
   // Group the chunks by connection: per-connection order is the chunk order because this runs
-  // under submitMu_ and io_context posts are FIFO.
+  // under submitMu_ and post() hands each io thread its batches in that order (its inbox).
   std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work;
   std::vector<size_t> slotOf(connections_.size(), SIZE_MAX);  // a stream's place in work
   const auto* src = static_cast<const std::byte*>(send);
@@ -264,9 +265,22 @@ void CommunicatorCore::post(
     for (auto& [conn, chunks] : batches) conn->batchPosted();
   for (size_t io = 0; io < ios_.size(); ++io) {
     if (perIo[io].empty()) continue;
-    asio::post(*ios_[io], [work = std::move(perIo[io])]() mutable {
-      for (auto& [conn, chunks] : work) conn->submit(std::move(chunks));
-      for (auto& [conn, chunks] : work) conn->startWrites();
+    Inbox& inbox = *inboxes_[io];
+    {
+      std::lock_guard lock(inbox.mu);
+      inbox.batches.push_back(std::move(perIo[io]));
+    }
+    // Each handler takes every batch in the inbox, in order: a later one may run first.
+    asio::post(*ios_[io], [&inbox] {
+      std::deque<std::vector<Batch>> taken;
+      {
+        std::lock_guard lock(inbox.mu);
+        taken.swap(inbox.batches);
+      }
+      for (std::vector<Batch>& work : taken) {
+        for (auto& [conn, chunks] : work) conn->submit(std::move(chunks));
+        for (auto& [conn, chunks] : work) conn->startWrites();
+      }
     });
   }
 }
@@ -437,7 +451,7 @@ std::string CommunicatorCore::retentionDebts(const RequestState& request) const 
 }
 
 void CommunicatorCore::onDrained(Connection& connection, std::vector<ChunkTransfer> unfinished) {
-  std::lock_guard routing(submitMu_);
+  std::unique_lock routing(submitMu_);
   {
     std::lock_guard lock(mu_);
     --live_;
@@ -455,7 +469,13 @@ void CommunicatorCore::onDrained(Connection& connection, std::vector<ChunkTransf
   // that its survivor retired while no adoption runs here, in a rejoin's window, holds its
   // chunks for the next.)
   for (ChunkTransfer& c : unfinished) handedOver_.push_back(std::move(c));
-  if (retiring_ > 0 && --retiring_ == 0) finishAdoptionLocked();
+  if (retiring_ > 0 && --retiring_ == 0) {
+    finishAdoptionLocked();
+    if (onAdoptedForTest_) {
+      routing.unlock();
+      onAdoptedForTest_();
+    }
+  }
 }
 
 void CommunicatorCore::failRequestsOf(std::vector<ChunkTransfer>& chunks) {

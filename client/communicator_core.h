@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -83,6 +84,10 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   void setOnReducerLostForTest(std::function<void()> hook) {
     onReducerLostForTest_ = std::move(hook);
   }
+  // Tests only, set before start(): runs on the io thread whose connection's drain finished an
+  // adoption, once the lanes' chunks are posted and the routing lock is released, before that
+  // handler returns, so that a test can submit from another thread in that window.
+  void setOnAdoptedForTest(std::function<void()> hook) { onAdoptedForTest_ = std::move(hook); }
   // Tests only: this member takes `reducer` for lost on its stream 0, as it would on finding
   // it silent past the loss bound, while the reducer lives (a stall of the machine longer
   // than the bound). Posted to the stream's io thread.
@@ -183,6 +188,18 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   const cluster::ChunkingOptions chunking_;
 
   std::vector<std::unique_ptr<asio::io_context>> ios_;
+  // Per io thread, the batches post() gave it, in the order they were routed (under
+  // submitMu_): its handlers take them from here in that order, whichever handler runs first.
+  // asio's handler order alone is not the routing order: an io_context with the one-thread
+  // hint queues a post made from its own thread privately until the running handler returns,
+  // behind posts that other threads made meanwhile (a lane's resend, posted from the drain
+  // that finished an adoption, behind a later collective's chunks submitted by the caller).
+  struct Inbox {
+    std::mutex mu;
+    std::deque<std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>>>
+        batches;
+  };
+  std::vector<std::unique_ptr<Inbox>> inboxes_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
   std::unique_ptr<CallerProgress> progress_;  // Progress::kCaller only
@@ -225,6 +242,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   std::vector<std::weak_ptr<RequestState>> inFlight_;
   CommitLedger ledger_;
   std::function<void()> onReducerLostForTest_;
+  std::function<void()> onAdoptedForTest_;
   std::chrono::milliseconds ackDelay_ = kAckDelay;
 
   // Rejoin, under submitMu_ (communicator_rejoin.cc).

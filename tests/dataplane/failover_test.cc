@@ -383,6 +383,98 @@ TEST_CASE("a member that takes a live reducer for lost moves it for everyone: th
   CHECK_FALSE(log.contains("reducers 1,2 of 3 lost"));
 }
 
+TEST_CASE("a collective submitted while the drain that finishes an adoption is still on its io "
+          "thread goes on the lane after what is resent: exact and alike on both members",
+          "[failover]") {
+  // One io thread per member, so that the lane to reducer 0 is on the thread of the stream to
+  // reducer 1 whose drain finishes the adoption and posts the resend (collective 0's kept
+  // results of reducer 1, uncommitted behind a long ack delay). Member 0 submits collective 1
+  // from another thread while that handler has not returned: its chunks of reducer 1 must go
+  // on the lane behind the resent ones (asio queues a post from the io thread itself until the
+  // handler returns, behind posts from other threads), or the survivor refuses them.
+  constexpr uint64_t kCount = 100000;  // several chunks on each reducer
+  LocalPool pool(2);
+  const GroupId id = GroupId::random();
+  auto options = testClientOptions(pool.endpoints(), 1);
+  options.minChunkBytes = 16 << 10;
+  options.maxChunkBytes = 64 << 10;
+  options.ioThreads = 1;
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(kCount));
+  auto input = [&](int rank, int k) {
+    for (uint64_t i = 0; i < kCount; ++i)
+      bufs[rank][i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
+  };
+  auto submit = [&](client::CommunicatorCore& core, int rank) {
+    return core.submit(bufs[rank].data(), bufs[rank].data(), kCount, DataType::kFloat32,
+                       ReduceOp::kSum, std::chrono::milliseconds(0));
+  };
+  std::mutex mu;
+  std::optional<Result<std::shared_ptr<client::RequestState>>> inWindow;
+  auto member0 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 0});
+  auto member1 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 1});
+  for (auto* m : {member0.get(), member1.get()})
+    m->setAckDelayForTest(std::chrono::milliseconds(60000));
+  member0->setOnAdoptedForTest([&, core = member0.get()] {
+    std::lock_guard lock(mu);
+    if (inWindow) return;
+    input(0, 1);
+    std::thread caller([&] { inWindow = submit(*core, 0); });  // not the io thread
+    caller.join();
+  });
+  Status started1;
+  std::thread starter([&] { started1 = member1->start(); });
+  REQUIRE(member0->start().toString() == "OK");
+  starter.join();
+  REQUIRE(started1.toString() == "OK");
+  auto finish = [&](client::CommunicatorCore& core, const client::RequestState& request) {
+    REQUIRE(core.waitFor(request, std::chrono::steady_clock::now() + kStateDeadline));
+    Status st;
+    request.done(&st);
+    return st;
+  };
+  auto exact = [&](int rank, int k) {
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < kCount; ++i)
+      wrong += bufs[rank][i] != expectedResult(DataType::kFloat32, ReduceOp::kSum, 2, i + k);
+    return wrong;
+  };
+
+  // Collective 0, healthy; its last results stay uncommitted (no RECEIVED within the delay).
+  input(0, 0);
+  input(1, 0);
+  auto first0 = submit(*member0, 0);
+  auto first1 = submit(*member1, 1);
+  REQUIRE(first0.isOk());
+  REQUIRE(first1.isOk());
+  REQUIRE(finish(*member1, **first1).toString() == "OK");
+  REQUIRE(finish(*member0, **first0).toString() == "OK");
+  CHECK(exact(0, 0) == 0);
+  CHECK(exact(1, 0) == 0);
+
+  // Collective 1: member 0's is submitted in the window, member 1's after.
+  pool.stopReducer(1);
+  REQUIRE(waitUntil([&] {
+    std::lock_guard lock(mu);
+    return inWindow.has_value();
+  }));
+  std::shared_ptr<client::RequestState> second0;
+  {
+    std::lock_guard lock(mu);
+    REQUIRE(inWindow->isOk());
+    second0 = **inWindow;
+  }
+  input(1, 1);
+  auto second1 = submit(*member1, 1);
+  REQUIRE(second1.isOk());
+  CHECK(finish(*member1, **second1).toString() == "OK");
+  CHECK(finish(*member0, *second0).toString() == "OK");
+  CHECK(exact(0, 1) == 0);
+  CHECK(exact(1, 1) == 0);
+  CHECK(bufs[0] == bufs[1]);
+  member1->shutdown();
+  member0->shutdown();
+}
+
 TEST_CASE("every reducer lost is the clear error of before", "[failover]") {
   FailoverRun run;
   run.collectives = 4;
