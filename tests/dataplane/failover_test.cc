@@ -115,6 +115,96 @@ void checkResults(const FailoverRun& run, const MembersOutcome& out) {
   }
 }
 
+// Two members of one group on two reducers, for a collective that member 0 submits from a test
+// hook of its own in a window of reducer 1's loss (into `inWindow`, under `mu`): collective 0
+// healthy, then collective 1, member 0's from the hook and member 1's after it; every result
+// exact and alike. The test makes the members (member() with options()) and sets the hook.
+struct LossWindowPair {
+  static constexpr uint64_t kCount = 100000;  // several chunks on each reducer
+  LocalPool pool{2};
+  const GroupId id = GroupId::random();
+  std::vector<std::vector<float>> bufs =
+      std::vector<std::vector<float>>(2, std::vector<float>(kCount));
+  std::mutex mu;
+  std::optional<Result<std::shared_ptr<client::RequestState>>> inWindow;
+  // After what the hook uses: destroyed (and shut down) first.
+  std::shared_ptr<client::CommunicatorCore> member0;
+  std::shared_ptr<client::CommunicatorCore> member1;
+
+  client::ClientOptions options() const {
+    auto options = testClientOptions(pool.endpoints(), 1);
+    options.minChunkBytes = 16 << 10;
+    options.maxChunkBytes = 64 << 10;
+    return options;
+  }
+  std::shared_ptr<client::CommunicatorCore> member(const client::ClientOptions& options,
+                                                   uint32_t rank) const {
+    return std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, rank});
+  }
+  void input(int rank, int k) {
+    for (uint64_t i = 0; i < kCount; ++i)
+      bufs[rank][i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
+  }
+  Result<std::shared_ptr<client::RequestState>> submit(client::CommunicatorCore& core, int rank) {
+    return core.submit(bufs[rank].data(), bufs[rank].data(), kCount, DataType::kFloat32,
+                       ReduceOp::kSum, std::chrono::milliseconds(0));
+  }
+  static Status finish(client::CommunicatorCore& core, const client::RequestState& request) {
+    REQUIRE(core.waitFor(request, std::chrono::steady_clock::now() + kStateDeadline));
+    Status st;
+    request.done(&st);
+    return st;
+  }
+  uint64_t exact(int rank, int k) const {
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < kCount; ++i)
+      wrong += bufs[rank][i] != expectedResult(DataType::kFloat32, ReduceOp::kSum, 2, i + k);
+    return wrong;
+  }
+
+  // Both members at once (each one's start waits for the other's).
+  void start() {
+    Status started1;
+    std::thread starter([&] { started1 = member1->start(); });
+    REQUIRE(member0->start().toString() == "OK");
+    starter.join();
+    REQUIRE(started1.toString() == "OK");
+  }
+  void healthyCollective0() {
+    input(0, 0);
+    input(1, 0);
+    auto first0 = submit(*member0, 0);
+    auto first1 = submit(*member1, 1);
+    REQUIRE(first0.isOk());
+    REQUIRE(first1.isOk());
+    REQUIRE(finish(*member1, **first1).toString() == "OK");
+    REQUIRE(finish(*member0, **first0).toString() == "OK");
+    CHECK(exact(0, 0) == 0);
+    CHECK(exact(1, 0) == 0);
+  }
+  // Once the test stopped reducer 1: member 0's from the hook, member 1's after it.
+  void collective1InWindow() {
+    REQUIRE(waitUntil([&] {
+      std::lock_guard lock(mu);
+      return inWindow.has_value();
+    }));
+    std::shared_ptr<client::RequestState> second0;
+    {
+      std::lock_guard lock(mu);
+      REQUIRE(inWindow->isOk());
+      second0 = **inWindow;
+    }
+    input(1, 1);
+    auto second1 = submit(*member1, 1);
+    REQUIRE(second1.isOk());
+    CHECK(finish(*member1, **second1).toString() == "OK");
+    CHECK(finish(*member0, *second0).toString() == "OK");
+    CHECK(exact(0, 1) == 0);
+    CHECK(exact(1, 1) == 0);
+    CHECK(bufs[0] == bufs[1]);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a reducer lost between collectives: every later collective completes exact and "
@@ -198,88 +288,30 @@ TEST_CASE("a collective submitted while a stream finds its reducer lost, before 
   // are in (the caller's buffer, still its input, sent as a whole FINAL) and then sent again.
   // Member 1 drives its own I/O (Progress::kCaller), so that nothing tells member 0 of the loss
   // before its stream does.
-  constexpr uint64_t kCount = 100000;  // several chunks on each reducer
-  LocalPool pool(2);
-  const GroupId id = GroupId::random();
-  auto options = testClientOptions(pool.endpoints(), 1);
-  options.minChunkBytes = 16 << 10;
-  options.maxChunkBytes = 64 << 10;
-  std::vector<std::vector<float>> bufs(2, std::vector<float>(kCount));
-  auto input = [&](int rank, int k) {
-    for (uint64_t i = 0; i < kCount; ++i)
-      bufs[rank][i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
-  };
-  auto submit = [&](client::CommunicatorCore& core, int rank) {
-    return core.submit(bufs[rank].data(), bufs[rank].data(), kCount, DataType::kFloat32,
-                       ReduceOp::kSum, std::chrono::milliseconds(0));
-  };
-  std::mutex mu;
-  std::optional<Result<std::shared_ptr<client::RequestState>>> inWindow;
-  // After what the hook uses: destroyed (and shut down) first.
-  auto member0 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 0});
+  LossWindowPair pair;
+  auto options = pair.options();
+  pair.member0 = pair.member(options, 0);
   options.progress = client::ClientOptions::Progress::kCaller;
-  auto member1 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 1});
-  member0->setOnReducerLostForTest([&, core = member0.get()] {
-    std::lock_guard lock(mu);  // after the input was written (under mu, below)
-    if (inWindow) return;
-    inWindow = submit(*core, 0);
+  pair.member1 = pair.member(options, 1);
+  pair.member0->setOnReducerLostForTest([&pair, core = pair.member0.get()] {
+    std::lock_guard lock(pair.mu);  // after the input was written (under mu, below)
+    if (pair.inWindow) return;
+    pair.inWindow = pair.submit(*core, 0);
   });
-  Status started1;
-  std::thread starter([&] { started1 = member1->start(); });
-  REQUIRE(member0->start().toString() == "OK");
-  starter.join();
-  REQUIRE(started1.toString() == "OK");
-  auto finish = [&](client::CommunicatorCore& core, const client::RequestState& request) {
-    REQUIRE(core.waitFor(request, std::chrono::steady_clock::now() + kStateDeadline));
-    Status st;
-    request.done(&st);
-    return st;
-  };
-  auto exact = [&](int rank, int k) {
-    uint64_t wrong = 0;
-    for (uint64_t i = 0; i < kCount; ++i)
-      wrong += bufs[rank][i] != expectedResult(DataType::kFloat32, ReduceOp::kSum, 2, i + k);
-    return wrong;
-  };
+  pair.start();
 
   // Collective 0, healthy.
-  input(0, 0);
-  input(1, 0);
-  auto first0 = submit(*member0, 0);
-  auto first1 = submit(*member1, 1);
-  REQUIRE(first0.isOk());
-  REQUIRE(first1.isOk());
-  REQUIRE(finish(*member1, **first1).toString() == "OK");
-  REQUIRE(finish(*member0, **first0).toString() == "OK");
-  CHECK(exact(0, 0) == 0);
-  CHECK(exact(1, 0) == 0);
+  pair.healthyCollective0();
 
   // Collective 1: member 0's is submitted in the window, member 1's after.
   {
-    std::lock_guard lock(mu);
-    input(0, 1);
+    std::lock_guard lock(pair.mu);
+    pair.input(0, 1);
   }
-  pool.stopReducer(1);
-  REQUIRE(waitUntil([&] {
-    std::lock_guard lock(mu);
-    return inWindow.has_value();
-  }));
-  std::shared_ptr<client::RequestState> second0;
-  {
-    std::lock_guard lock(mu);
-    REQUIRE(inWindow->isOk());
-    second0 = **inWindow;
-  }
-  input(1, 1);
-  auto second1 = submit(*member1, 1);
-  REQUIRE(second1.isOk());
-  CHECK(finish(*member1, **second1).toString() == "OK");
-  CHECK(finish(*member0, *second0).toString() == "OK");
-  CHECK(exact(0, 1) == 0);
-  CHECK(exact(1, 1) == 0);
-  CHECK(bufs[0] == bufs[1]);
-  member1->shutdown();
-  member0->shutdown();
+  pair.pool.stopReducer(1);
+  pair.collective1InWindow();
+  pair.member1->shutdown();
+  pair.member0->shutdown();
 }
 
 TEST_CASE("a lane's chunk that waits longer than the loss bound for another member's entry: "
@@ -392,87 +424,30 @@ TEST_CASE("a collective submitted while the drain that finishes an adoption is s
   // from another thread while that handler has not returned: its chunks of reducer 1 must go
   // on the lane behind the resent ones (asio queues a post from the io thread itself until the
   // handler returns, behind posts from other threads), or the survivor refuses them.
-  constexpr uint64_t kCount = 100000;  // several chunks on each reducer
-  LocalPool pool(2);
-  const GroupId id = GroupId::random();
-  auto options = testClientOptions(pool.endpoints(), 1);
-  options.minChunkBytes = 16 << 10;
-  options.maxChunkBytes = 64 << 10;
+  LossWindowPair pair;
+  auto options = pair.options();
   options.ioThreads = 1;
-  std::vector<std::vector<float>> bufs(2, std::vector<float>(kCount));
-  auto input = [&](int rank, int k) {
-    for (uint64_t i = 0; i < kCount; ++i)
-      bufs[rank][i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
-  };
-  auto submit = [&](client::CommunicatorCore& core, int rank) {
-    return core.submit(bufs[rank].data(), bufs[rank].data(), kCount, DataType::kFloat32,
-                       ReduceOp::kSum, std::chrono::milliseconds(0));
-  };
-  std::mutex mu;
-  std::optional<Result<std::shared_ptr<client::RequestState>>> inWindow;
-  auto member0 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 0});
-  auto member1 = std::make_shared<client::CommunicatorCore>(options, client::GroupSpec{id, 2, 1});
-  for (auto* m : {member0.get(), member1.get()})
+  pair.member0 = pair.member(options, 0);
+  pair.member1 = pair.member(options, 1);
+  for (auto* m : {pair.member0.get(), pair.member1.get()})
     m->setAckDelayForTest(std::chrono::milliseconds(60000));
-  member0->setOnAdoptedForTest([&, core = member0.get()] {
-    std::lock_guard lock(mu);
-    if (inWindow) return;
-    input(0, 1);
-    std::thread caller([&] { inWindow = submit(*core, 0); });  // not the io thread
+  pair.member0->setOnAdoptedForTest([&pair, core = pair.member0.get()] {
+    std::lock_guard lock(pair.mu);
+    if (pair.inWindow) return;
+    pair.input(0, 1);
+    std::thread caller([&] { pair.inWindow = pair.submit(*core, 0); });  // not the io thread
     caller.join();
   });
-  Status started1;
-  std::thread starter([&] { started1 = member1->start(); });
-  REQUIRE(member0->start().toString() == "OK");
-  starter.join();
-  REQUIRE(started1.toString() == "OK");
-  auto finish = [&](client::CommunicatorCore& core, const client::RequestState& request) {
-    REQUIRE(core.waitFor(request, std::chrono::steady_clock::now() + kStateDeadline));
-    Status st;
-    request.done(&st);
-    return st;
-  };
-  auto exact = [&](int rank, int k) {
-    uint64_t wrong = 0;
-    for (uint64_t i = 0; i < kCount; ++i)
-      wrong += bufs[rank][i] != expectedResult(DataType::kFloat32, ReduceOp::kSum, 2, i + k);
-    return wrong;
-  };
+  pair.start();
 
   // Collective 0, healthy; its last results stay uncommitted (no RECEIVED within the delay).
-  input(0, 0);
-  input(1, 0);
-  auto first0 = submit(*member0, 0);
-  auto first1 = submit(*member1, 1);
-  REQUIRE(first0.isOk());
-  REQUIRE(first1.isOk());
-  REQUIRE(finish(*member1, **first1).toString() == "OK");
-  REQUIRE(finish(*member0, **first0).toString() == "OK");
-  CHECK(exact(0, 0) == 0);
-  CHECK(exact(1, 0) == 0);
+  pair.healthyCollective0();
 
   // Collective 1: member 0's is submitted in the window, member 1's after.
-  pool.stopReducer(1);
-  REQUIRE(waitUntil([&] {
-    std::lock_guard lock(mu);
-    return inWindow.has_value();
-  }));
-  std::shared_ptr<client::RequestState> second0;
-  {
-    std::lock_guard lock(mu);
-    REQUIRE(inWindow->isOk());
-    second0 = **inWindow;
-  }
-  input(1, 1);
-  auto second1 = submit(*member1, 1);
-  REQUIRE(second1.isOk());
-  CHECK(finish(*member1, **second1).toString() == "OK");
-  CHECK(finish(*member0, *second0).toString() == "OK");
-  CHECK(exact(0, 1) == 0);
-  CHECK(exact(1, 1) == 0);
-  CHECK(bufs[0] == bufs[1]);
-  member1->shutdown();
-  member0->shutdown();
+  pair.pool.stopReducer(1);
+  pair.collective1InWindow();
+  pair.member1->shutdown();
+  pair.member0->shutdown();
 }
 
 TEST_CASE("every reducer lost is the clear error of before", "[failover]") {
