@@ -327,6 +327,14 @@ struct AgreedAtChunk1 {
   RawLink lane1 = s.lane(1, 1);
 };
 
+// Both members acknowledge `chunk` on their lanes, and the survivor commits it to both.
+void acknowledgeBoth(RawLink& lane0, RawLink& lane1, uint64_t chunk) {
+  lane0.received(chunk);
+  lane1.received(chunk);
+  CHECK(lane0.readCommit() == chunk);
+  CHECK(lane1.readCommit() == chunk);
+}
+
 // A survivor on one io thread with a quota of one slot a group: a second chunk parks.
 server::ServerConfig oneSlotAGroup() {
   server::ServerConfig config = testServerConfig();
@@ -360,10 +368,7 @@ TEST_CASE("a survivor resolves a lost reducer's chunks from every member's entry
   CHECK(lane0.readResult(5) == RawLink::sumOfBoth());
   CHECK(lane1.readResult(5) == RawLink::sumOfBoth());
   // Each acknowledges both (rank 0 its dropped chunk 1 as well, which it held whole).
-  lane0.received(5);
-  lane1.received(5);
-  CHECK(lane0.readCommit() == 5);
-  CHECK(lane1.readCommit() == 5);
+  acknowledgeBoth(lane0, lane1, 5);
 }
 
 TEST_CASE("a lane's moved chunk whose every entry is a whole REDUCE cuts through: its result "
@@ -390,10 +395,7 @@ TEST_CASE("a lane's moved chunk whose every entry is a whole REDUCE cuts through
   REQUIRE(lane1.readPartsUpTo(1, kLarge, &got1));
   CHECK(got0 == RawLink::sumOfBoth(kLarge));
   CHECK(got1 == RawLink::sumOfBoth(kLarge));
-  lane0.received(1);
-  lane1.received(1);
-  CHECK(lane0.readCommit() == 1);
-  CHECK(lane1.readCommit() == 1);
+  acknowledgeBoth(lane0, lane1, 1);
 }
 
 TEST_CASE("a lane's moved chunk with a final prefix among its entries is resolved whole: one "
@@ -468,10 +470,9 @@ TEST_CASE("a survivor sends no result to a member whose entry was whole, and com
   std::vector<float> expected(RawLink::kCount);
   for (uint32_t i = 0; i < RawLink::kCount; ++i) expected[i] = RawLink::finalValue(i);
   CHECK(lane1.readResult(1) == expected);
-  lane0.received(3);  // its entries were whole: held as sent
-  lane1.received(3);
-  CHECK(lane0.readCommit() == 3);  // no RESULT came before it
-  CHECK(lane1.readCommit() == 3);
+  // Chunk 3's entries were whole, held as sent: the first each reads after it acknowledges is
+  // the COMMIT (no RESULT came before it).
+  acknowledgeBoth(lane0, lane1, 3);
 }
 
 TEST_CASE("a survivor that learns a larger dead set tells every member, retires the lanes of the "
@@ -569,10 +570,7 @@ TEST_CASE("a member that closes a lane of the smaller dead set before the surviv
   const std::vector<float> expected = RawLink::sumOfBoth();
   CHECK(new0a.readResult(4) == expected);
   CHECK(new1a.readResult(4) == expected);
-  new0a.received(4);
-  new1a.received(4);
-  CHECK(new0a.readCommit() == 4);
-  CHECK(new1a.readCommit() == 4);
+  acknowledgeBoth(new0a, new1a, 4);
 }
 
 TEST_CASE("a member gone from a survivor while only a lane's chunk there waits for its entry "
