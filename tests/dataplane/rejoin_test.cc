@@ -227,6 +227,23 @@ void offerRejoin(FakeReducer::Socket& s, const Redialled& r) {
   writeBytes(s, offer.data(), offer.size());
 }
 
+// In `between` at collective 1, collective 0 having stopped reducer 1: once every member lost
+// it, `fake` on its port takes every redial, offers the rejoin on each one's stream 0 and hands
+// that stream on to `afterOffer`.
+void offerInPlaceOfReducer1(
+    RedialFake& fake, LocalPool& pool, const std::vector<client::Communicator*>& members,
+    std::function<void(FakeReducer::Socket&, const Redialled&)> afterOffer) {
+  mustReach(waitUntil([&] { return everyMember(members, lostOne); }, kRejoinDeadline),
+            "every member lost reducer 1");
+  fake.start(pool.endpoints()[1].port,
+             [afterOffer = std::move(afterOffer)](FakeReducer::Socket& s) {
+               const Redialled r = acceptRedial(s);
+               if (r.stream != 0) return;
+               offerRejoin(s, r);
+               afterOffer(s, r);
+             });
+}
+
 }  // namespace
 
 TEST_CASE("a reducer lost and restarted on its port is taken back: later collectives exact and "
@@ -465,15 +482,12 @@ TEST_CASE("a reducer silent between a member's JOIN and JOIN_AT: the hold ends a
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
-      mustReach(waitUntil([&] { return everyMember(members, lostOne); }, kRejoinDeadline),
-                "every member lost reducer 1");
       // Offers on every redial's stream 0, reads the JOIN, and is silent from then on.
-      silent.start(pool.endpoints()[1].port, [&](FakeReducer::Socket& s) {
-        const Redialled r = acceptRedial(s);
-        if (r.stream != 0) return;
-        offerRejoin(s, r);
-        if (readHeaderOf(s).type == wire::FrameType::kJoin) joined |= 1 << r.hello.rank;
-      });
+      offerInPlaceOfReducer1(silent, pool, members,
+                             [&](FakeReducer::Socket& s, const Redialled& r) {
+                               if (readHeaderOf(s).type == wire::FrameType::kJoin)
+                                 joined |= 1 << r.hello.rank;
+                             });
       mustReach(waitUntil([&] { return joined.load() == 3; }, kRejoinDeadline),
                 "every member's JOIN");
       // Both members hold now: collective 2 waits until their holds end.
@@ -496,12 +510,7 @@ TEST_CASE("a JOIN_AT below the member's own JOIN (a lying reducer) is a protocol
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
-      mustReach(waitUntil([&] { return everyMember(members, lostOne); }, kRejoinDeadline),
-                "every member lost reducer 1");
-      liar.start(pool.endpoints()[1].port, [&](FakeReducer::Socket& s) {
-        const Redialled r = acceptRedial(s);
-        if (r.stream != 0) return;
-        offerRejoin(s, r);
+      offerInPlaceOfReducer1(liar, pool, members, [&](FakeReducer::Socket& s, const Redialled& r) {
         const wire::FrameHeader join = readHeaderOf(s);
         if (join.type != wire::FrameType::kJoin || join.chunk == 0)
           throw std::runtime_error("no JOIN past chunk 0");
