@@ -50,9 +50,10 @@ void sendCommit(FakeReducer::Socket& s, const wire::FrameHeader& received, uint6
   writeBytes(s, commit.data(), commit.size());
 }
 
-// Options for one collective of 1000 fp32 elements a chunk, on one stream per reducer.
-client::ClientOptions oneChunkOptions(const std::vector<Endpoint>& reducers) {
-  auto options = testClientOptions(reducers, 1);
+// Options for one collective of 1000 fp32 elements a chunk, on `streams` streams per reducer.
+client::ClientOptions oneChunkOptions(const std::vector<Endpoint>& reducers,
+                                      uint32_t streams = 1) {
+  auto options = testClientOptions(reducers, streams);
   options.minChunkBytes = options.maxChunkBytes = 1000 * sizeof(float);
   return options;
 }
@@ -214,11 +215,10 @@ TEST_CASE("a member at its retention bound acknowledges its lanes' results at on
   // chunk 1's commit, which needs rank 0's RECEIVED on lane (1, 0): no REDUCE goes there to
   // carry it, so only the store's wait sends it at once (before, it did so on the normal
   // streams only, and the lane's waited for the ack delay).
-  constexpr uint32_t kCount = 1000;
+  constexpr uint32_t kCount = 1000;  // one chunk a collective (oneChunkOptions)
   LocalPool pool(2);
   const GroupId group = GroupId::random();
-  auto options = testClientOptions(pool.endpoints(), 2);
-  options.minChunkBytes = options.maxChunkBytes = kCount * sizeof(float);
+  const auto options = oneChunkOptions(pool.endpoints(), 2);
   std::vector<std::shared_ptr<client::CommunicatorCore>> cores;
   for (uint32_t rank = 0; rank < 2; ++rank) {
     auto rankOptions = options;
