@@ -42,6 +42,15 @@ struct Results {
   }
 };
 
+// The copies `store` keeps of `lane`'s chunks from `from` on, shared as failover takes them
+// (uncommittedFrom): `count` of them.
+std::vector<RetentionStore::Kept> keptFrom(const RetentionStore& store, uint32_t lane,
+                                           uint64_t from, size_t count) {
+  std::vector<RetentionStore::Kept> kept = store.uncommittedFrom(lane, from);
+  REQUIRE(kept.size() == count);
+  return kept;
+}
+
 }  // namespace
 
 TEST_CASE("retention store: keeps a copy of each uncommitted chunk, finishes the collective, and "
@@ -148,8 +157,7 @@ TEST_CASE("retention store: a committed result's buffer takes the next copy of i
   Results a(0, 0, 100, {0, 0});
   REQUIRE(store.keep(a.collective()) == Outcome::kKept);
   // Failover holds chunk 1's result (uncommittedFrom shares it) across the commit.
-  std::vector<RetentionStore::Kept> held = store.uncommittedFrom(0, 1);
-  REQUIRE(held.size() == 1);
+  std::vector<RetentionStore::Kept> held = keptFrom(store, 0, 1, 1);
   const std::byte* heldBuffer = held[0].data.get();
   store.commit(0, 1);
   RetentionStats s = store.stats();
@@ -189,8 +197,7 @@ TEST_CASE("retention store: of free buffers of one size, the next copy takes the
   RetentionStore store(1000, 1);
   Results a(0, 0, 100, {0, 0});
   REQUIRE(store.keep(a.collective()) == Outcome::kKept);
-  std::vector<RetentionStore::Kept> kept = store.uncommittedFrom(0, 0);
-  REQUIRE(kept.size() == 2);
+  std::vector<RetentionStore::Kept> kept = keptFrom(store, 0, 0, 2);
   const std::byte* freedLast = kept[1].data.get();
   kept.clear();  // failover holds none of them
   store.commit(0, 0);
@@ -198,8 +205,7 @@ TEST_CASE("retention store: of free buffers of one size, the next copy takes the
   Results b(1, 2, 100, {0});
   REQUIRE(store.keep(b.collective()) == Outcome::kKept);
   CHECK(store.stats().reusedChunks == 1);
-  const std::vector<RetentionStore::Kept> now = store.uncommittedFrom(0, 2);
-  REQUIRE(now.size() == 1);
+  const std::vector<RetentionStore::Kept> now = keptFrom(store, 0, 2, 1);
   CHECK(now[0].data.get() == freedLast);
   CHECK(store.copyOf(2) == b.original(0));
 }
