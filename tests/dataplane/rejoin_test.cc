@@ -231,7 +231,7 @@ void offerRejoin(FakeReducer::Socket& s, const Redialled& r) {
 // it, `fake` on its port takes every redial, offers the rejoin on each one's stream 0 and hands
 // that stream on to `afterOffer`.
 void offerInPlaceOfReducer1(
-    RedialFake& fake, LocalPool& pool, const std::vector<client::Communicator*>& members,
+    RedialFake& fake, const LocalPool& pool, const std::vector<client::Communicator*>& members,
     std::function<void(FakeReducer::Socket&, const Redialled&)> afterOffer) {
   mustReach(waitUntil([&] { return everyMember(members, lostOne); }, kRejoinDeadline),
             "every member lost reducer 1");
