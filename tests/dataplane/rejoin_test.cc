@@ -182,6 +182,32 @@ server::DataPlaneStats statsOf(LocalPool& pool, int reducer) {
   return pool.reducer(reducer).dataPlane().stats();
 }
 
+// Waits for reducer 1's JOIN_AT (every member answered its offer); what it had reduced then.
+uint64_t reducedAtJoinAt(LocalPool& pool) {
+  mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }),
+            "statsOf(pool, 1).rejoins == 1");
+  return statsOf(pool, 1).reductions;
+}
+
+// Every collective exact and alike, and every member took reducer 1 back once and lost none;
+// the reducer reduced nothing by its JOIN_AT and from T on its home chunks and no other
+// (`homeChunksFromT`), with no cancel and no protocol error.
+void checkTakenBack(LocalPool& pool, const Plan& plan, const Run& run, uint64_t reducedAtRejoin,
+                    uint64_t homeChunksFromT) {
+  checkExactAndAlike(plan, run);
+  for (int rank = 0; rank < plan.world; ++rank) {
+    INFO("rank " << rank);
+    CHECK(run.after[rank].rejoins == 1);
+    CHECK(run.after[rank].generation == 1);
+    CHECK(run.after[rank].lostNow == 0);
+  }
+  CHECK(reducedAtRejoin == 0);
+  const server::DataPlaneStats restarted = statsOf(pool, 1);
+  CHECK(restarted.reductions == homeChunksFromT);
+  CHECK(restarted.rejoinsCancelled == 0);
+  CHECK(restarted.protocolErrors == 0);
+}
+
 // A fake's side of a redial's handshake: CHALLENGE, the member's HELLO (which must carry the
 // rejoin flag), HELLO_ACK. Returns the HELLO's header and its stream index.
 struct Redialled {
@@ -255,26 +281,12 @@ TEST_CASE("a reducer lost and restarted on its port is taken back: later collect
       // collective 3 takes it back. Waited for here, before collective 3: a JOIN_OFFER that
       // came while collective 3 ran would be answered with collective 4's chunk, and which
       // collective it reduces first would be the scheduler's to say.
-      mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }),
-                "statsOf(pool, 1).rejoins == 1");
-      reducedAtRejoin = statsOf(pool, 1).reductions;
+      reducedAtRejoin = reducedAtJoinAt(pool);
     }
   });
-  checkExactAndAlike(plan, run);
-  for (int rank = 0; rank < plan.world; ++rank) {
-    INFO("rank " << rank);
-    CHECK(run.after[rank].rejoins == 1);
-    CHECK(run.after[rank].generation == 1);
-    CHECK(run.after[rank].lostNow == 0);
-  }
-  // It reduced nothing before JOIN_AT, and from T on its home chunks and no other: collectives
-  // of 13 chunks of 64 KiB (200000 fp32), so T = 39, and of chunks 39..129 (collectives 3..9)
-  // those with c mod 3 == 1, 40 to 127: 30.
-  CHECK(reducedAtRejoin == 0);
-  const server::DataPlaneStats restarted = statsOf(pool, 1);
-  CHECK(restarted.reductions == 30);
-  CHECK(restarted.rejoinsCancelled == 0);
-  CHECK(restarted.protocolErrors == 0);
+  // Collectives of 13 chunks of 64 KiB (200000 fp32), so T = 39; of chunks 39..129
+  // (collectives 3..9) those with c mod 3 == 1, 40 to 127: 30.
+  checkTakenBack(pool, plan, run, reducedAtRejoin, 30);
 }
 
 TEST_CASE("a reducer taken back while two members are in a collective and one is not: the "
@@ -302,23 +314,11 @@ TEST_CASE("a reducer taken back while two members are in a collective and one is
         mustReach(waitUntil([&] { return submitted.load() == 3 * plan.world + plan.world - 1; }),
                   "ranks 1 and 2 submitted collective 3");
         pool.restartReducer(1);
-        mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }),
-                  "statsOf(pool, 1).rejoins == 1");
-        reducedAtRejoin = statsOf(pool, 1).reductions;
+        reducedAtRejoin = reducedAtJoinAt(pool);
       });
-  checkExactAndAlike(plan, run);
-  for (int rank = 0; rank < plan.world; ++rank) {
-    INFO("rank " << rank);
-    CHECK(run.after[rank].rejoins == 1);
-    CHECK(run.after[rank].lostNow == 0);
-  }
-  // Nothing at JOIN_AT, and from T = 52 (collectives of 13 chunks) its home chunks and no other:
-  // of chunks 52..129 (collectives 4..9) those with c mod 3 == 1, 52 to 127: 26.
-  CHECK(reducedAtRejoin == 0);
-  const server::DataPlaneStats restarted = statsOf(pool, 1);
-  CHECK(restarted.reductions == 26);
-  CHECK(restarted.rejoinsCancelled == 0);
-  CHECK(restarted.protocolErrors == 0);
+  // T = 52 (collectives of 13 chunks); of chunks 52..129 (collectives 4..9) those with
+  // c mod 3 == 1, 52 to 127: 26.
+  checkTakenBack(pool, plan, run, reducedAtRejoin, 26);
 }
 
 TEST_CASE("a member that never redials cancels the rejoin at the group's loss bound: the others "
