@@ -61,7 +61,12 @@ class ResetRelay {
     } leave{active_};
     if (stopping_) return;  // fake_'s teardown has the member's side
     asio::ip::tcp::socket up(member.get_executor());
-    up.connect({asio::ip::make_address(upstream_.host), upstream_.port});
+    std::error_code refused;
+    up.connect({asio::ip::make_address(upstream_.host), upstream_.port}, refused);
+    if (refused) {  // the upstream is gone: the member's dial ends as it would have there
+      ::shutdown(member.native_handle(), SHUT_RDWR);
+      return;
+    }
     Direction in(member.native_handle(), up.native_handle());
     Direction out(up.native_handle(), member.native_handle());
     while (!stopping_ && !resetting_ && !(in.ended && in.idle()) && !(out.ended && out.idle()) &&
