@@ -83,9 +83,11 @@ void CommunicatorCore::adopt(const std::vector<uint32_t>& lost, const Status& wh
     } else if (dead_ && *next == *dead_) {
       return;  // known already
     } else if (next->allDead()) {
-      cannot = Status(why.code(), fmt::format("{}; every reducer of the group's list is lost "
-                                              "(reducers {} of {})",
-                                              why.message(), next->toString(), reducers_));
+      // UNAVAILABLE however the last one's loss showed (its streams' end, a reset, silence):
+      // the error is that none is left, not the last connection's.
+      cannot = unavailableError(fmt::format("{}; every reducer of the group's list is lost "
+                                            "(reducers {} of {})",
+                                            why.message(), next->toString(), reducers_));
     } else if (Status fit = cluster::lanesFit(*next, streams_); !fit.isOk()) {
       cannot = Status(why.code(), fmt::format("{}; {}", why.message(), fit.message()));
     } else {

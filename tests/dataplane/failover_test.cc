@@ -3,7 +3,8 @@
 // between collectives or in the middle of a run of them, and every collective on every member
 // completes with every element exact and the same bits on every member; in deterministic mode
 // the bits of a run without the loss. Two of four reducers lost in turn; every reducer lost is
-// the clear error of before.
+// the clear error of before, also where the last one's connections end in a reset (a relay in
+// front of it) after the lanes to it opened.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "core/common/splitmix.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
+#include "tests/support/reset_relay.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
@@ -33,10 +36,11 @@ struct FailoverRun {
   int collectives = 24;
   uint64_t count = 300000;  // elements: chunks on every reducer and stream, many in flight
   std::chrono::milliseconds lossDetect{0};  // the members' RS_LOSS_DETECT_MS (0: the reducer's)
+  std::vector<Endpoint> reducers;           // where the members dial them (empty: the pool's)
 };
 
 client::ClientOptions optionsFor(const LocalPool& pool, const FailoverRun& run) {
-  auto options = testClientOptions(pool.endpoints(), 2);
+  auto options = testClientOptions(run.reducers.empty() ? pool.endpoints() : run.reducers, 2);
   options.deterministic = run.deterministic;
   options.minChunkBytes = 16 << 10;
   options.maxChunkBytes = 64 << 10;
@@ -466,6 +470,37 @@ TEST_CASE("every reducer lost is the clear error of before", "[failover]") {
     }
   });
   INFO(out.status.toString());
+  CHECK(out.status.code() == StatusCode::kUnavailable);
+  CHECK_THAT(out.status.message(), Contains("every reducer of the group's list is lost"));
+  CHECK_THAT(out.status.message(), Contains("collective 2"));
+}
+
+TEST_CASE("every reducer lost is the clear error of before, also where the last one's "
+          "connections are reset after the lanes to it opened",
+          "[failover]") {
+  // Reducer 1 behind a relay. Reducer 0 is stopped between collectives: every member adopts
+  // its loss and opens its lanes to reducer 1. Once every lane is in, every connection to
+  // reducer 1, streams and lanes, is reset (as when its process died with bytes unread): a
+  // read that fails with a reset, an I/O error, is the loss of reducer 1 like its end would
+  // be, and with it every reducer of the list is lost.
+  FailoverRun run;
+  run.collectives = 4;
+  LocalPool pool(2);
+  ResetRelay relay(pool.endpoints()[1]);
+  run.reducers = {pool.endpoints()[0], relay.endpoint()};
+  const MembersOutcome out = runMembers(pool, run, [&](int k) {
+    if (k != 1) return;
+    pool.stopReducer(0);
+    // Every member's K streams, and its K lanes for reducer 0's chunks.
+    const uint64_t streamsAndLanes = 2 * static_cast<uint64_t>(run.world) * 2;
+    if (!waitUntil([&] {
+          return pool.reducer(1).dataPlane().stats().streamsJoined == streamsAndLanes;
+        }))
+      throw std::runtime_error("never reached: every lane to reducer 1 in");
+    relay.resetAll();
+  });
+  INFO(out.status.toString());
+  CHECK(relay.resets() > 0);
   CHECK(out.status.code() == StatusCode::kUnavailable);
   CHECK_THAT(out.status.message(), Contains("every reducer of the group's list is lost"));
   CHECK_THAT(out.status.message(), Contains("collective 2"));

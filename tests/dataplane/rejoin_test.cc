@@ -2,7 +2,9 @@
 // in this process on loopback, real members. A reducer is stopped between collectives and a new
 // one started on its port; every member redials it, and from the agreed chunk on it reduces its
 // share again: every collective on every member exact, the same bits on every member, and the
-// restarted reducer's own counters show the chunks it reduced. The cancels that can be driven
+// restarted reducer's own counters show the chunks it reduced; also where it comes back while
+// two members are in a collective and the third is not (T is then the next collective, which
+// the third reaches after one collective without it). The cancels that can be driven
 // without timing: a member that never redials (the reducer's wait for it ends at the group's
 // loss bound), and the restarted reducer lost again before JOIN_AT. Two of four reducers lost
 // in turn, each taken back in turn (the dead set shrinks from {1,3} to {1}, then to none). The
@@ -55,19 +57,23 @@ struct Run {
   std::vector<FailoverStats> after;                       // [rank], at the end
 };
 
+using Between = std::function<void(int k, const std::vector<client::Communicator*>&)>;
+
 // Every member runs plan.collectives fp32 sums in place, in lock step: once every member
 // finished collective k, between(k, members) runs on rank 0's thread before any member starts
-// collective k + 1.
-Run runLockStep(LocalPool& pool, const Plan& plan,
-                const std::function<void(int k, const std::vector<client::Communicator*>&)>&
-                    between) {
+// collective k + 1. rank0Late(k, members, submitted), where given, runs on rank 0's thread
+// before it submits collective k, while the others may have submitted theirs: `submitted`
+// counts every member's submits so far.
+Run runLockStep(LocalPool& pool, const Plan& plan, const Between& between,
+                const std::function<void(int k, const std::vector<client::Communicator*>&,
+                                         const std::atomic<int>& submitted)>& rank0Late = {}) {
   Run run;
   run.results.assign(plan.world, std::vector<std::vector<float>>(plan.collectives));
   run.after.resize(plan.world);
   const GroupId id = GroupId::random();
   std::mutex mu;
   std::vector<client::Communicator*> members(plan.world, nullptr);
-  std::atomic<int> connected{0}, finished{0}, released{0};
+  std::atomic<int> connected{0}, finished{0}, released{0}, submitted{0};
   run.status = runRanks(plan.world, [&](int rank) -> Status {
     auto options = testClientOptions(pool.endpoints(), 2);
     options.minChunkBytes = 16 << 10;
@@ -89,8 +95,11 @@ Run runLockStep(LocalPool& pool, const Plan& plan,
     for (int k = 0; k < plan.collectives && failed.isOk(); ++k) {
       for (uint64_t i = 0; i < kCount; ++i)
         buf[i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
-      Status s = (*comm)->allReduce(buf.data(), buf.data(), kCount, DataType::kFloat32,
-                                    ReduceOp::kSum);
+      if (rank == 0 && rank0Late) rank0Late(k, members, submitted);
+      auto request = (*comm)->allReduceAsync(buf.data(), buf.data(), kCount, DataType::kFloat32,
+                                             ReduceOp::kSum);
+      ++submitted;
+      Status s = request ? (*request)->wait() : request.status();
       if (!s.isOk()) failed = Status(s.code(), fmt::format("collective {}: {}", k, s.message()));
       else run.results[rank][k] = buf;
       ++finished;
@@ -173,6 +182,32 @@ server::DataPlaneStats statsOf(LocalPool& pool, int reducer) {
   return pool.reducer(reducer).dataPlane().stats();
 }
 
+// Waits for reducer 1's JOIN_AT (every member answered its offer); what it had reduced then.
+uint64_t reducedAtJoinAt(LocalPool& pool) {
+  mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }),
+            "statsOf(pool, 1).rejoins == 1");
+  return statsOf(pool, 1).reductions;
+}
+
+// Every collective exact and alike, and every member took reducer 1 back once and lost none;
+// the reducer reduced nothing by its JOIN_AT and from T on its home chunks and no other
+// (`homeChunksFromT`), with no cancel and no protocol error.
+void checkTakenBack(LocalPool& pool, const Plan& plan, const Run& run, uint64_t reducedAtRejoin,
+                    uint64_t homeChunksFromT) {
+  checkExactAndAlike(plan, run);
+  for (int rank = 0; rank < plan.world; ++rank) {
+    INFO("rank " << rank);
+    CHECK(run.after[rank].rejoins == 1);
+    CHECK(run.after[rank].generation == 1);
+    CHECK(run.after[rank].lostNow == 0);
+  }
+  CHECK(reducedAtRejoin == 0);
+  const server::DataPlaneStats restarted = statsOf(pool, 1);
+  CHECK(restarted.reductions == homeChunksFromT);
+  CHECK(restarted.rejoinsCancelled == 0);
+  CHECK(restarted.protocolErrors == 0);
+}
+
 // A fake's side of a redial's handshake: CHALLENGE, the member's HELLO (which must carry the
 // rejoin flag), HELLO_ACK. Returns the HELLO's header and its stream index.
 struct Redialled {
@@ -251,36 +286,56 @@ TEST_CASE("a reducer lost and restarted on its port is taken back: later collect
           "[rejoin]") {
   Plan plan;
   LocalPool pool(plan.reducers);
-  uint64_t reducedBeforeRejoin = 0;
+  uint64_t reducedAtRejoin = 0;
   const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
     if (k == 1) pool.stopReducer(1);
     if (k == 2) {
       mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
                 "everyMember(members, lostOne)");
       pool.restartReducer(1);
-    }
-    if (k == 3) {
-      // Every member redials it, answers its JOIN_OFFER (here, between collectives, at the same
-      // chunk), and it sends JOIN_AT: the next collective takes it back.
-      mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }),
-                "statsOf(pool, 1).rejoins == 1");
-      reducedBeforeRejoin = statsOf(pool, 1).reductions;
+      // Every member redials it (on its io threads, between collectives), answers its
+      // JOIN_OFFER with collective 3's first chunk, and it sends JOIN_AT(T) for that chunk:
+      // collective 3 takes it back. Waited for here, before collective 3: a JOIN_OFFER that
+      // came while collective 3 ran would be answered with collective 4's chunk, and which
+      // collective it reduces first would be the scheduler's to say.
+      reducedAtRejoin = reducedAtJoinAt(pool);
     }
   });
-  checkExactAndAlike(plan, run);
-  for (int rank = 0; rank < plan.world; ++rank) {
-    INFO("rank " << rank);
-    CHECK(run.after[rank].rejoins == 1);
-    CHECK(run.after[rank].generation == 1);
-    CHECK(run.after[rank].lostNow == 0);
-  }
-  // It reduced nothing before JOIN_AT, and its share of every collective after it: 6
-  // collectives of 13 chunks of 64 KiB (200000 fp32 over 3 reducers), 4 or 5 of each its own.
-  CHECK(reducedBeforeRejoin == 0);
-  const server::DataPlaneStats restarted = statsOf(pool, 1);
-  CHECK(restarted.reductions >= 6 * 4);
-  CHECK(restarted.rejoinsCancelled == 0);
-  CHECK(restarted.protocolErrors == 0);
+  // Collectives of 13 chunks of 64 KiB (200000 fp32), so T = 39; of chunks 39..129
+  // (collectives 3..9) those with c mod 3 == 1, 40 to 127: 30.
+  checkTakenBack(pool, plan, run, reducedAtRejoin, 30);
+}
+
+TEST_CASE("a reducer taken back while two members are in a collective and one is not: the "
+          "rejoin point is the next collective, the member below it runs its collective without "
+          "it, and every member takes it back there, exact and alike",
+          "[rejoin]") {
+  // Ranks 1 and 2 submit collective 3 (their next chunk is collective 4's first) while rank 0
+  // holds back; only then is reducer 1 restarted. Rank 0 answers JOIN with collective 3's first
+  // chunk, the others with collective 4's: T is collective 4's first. Rank 0 runs collective 3
+  // under the dead set (its chunks of reducer 1 on lanes, as the others' already are), and every
+  // member's collective 4 waits for the commit of reducer 1's chunks below T, then switches.
+  Plan plan;
+  LocalPool pool(plan.reducers);
+  uint64_t reducedAtRejoin = 0;
+  const Run run = runLockStep(
+      pool, plan,
+      [&](int k, const auto& members) {
+        if (k == 1) pool.stopReducer(1);
+        if (k == 2)
+          mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
+                    "everyMember(members, lostOne)");
+      },
+      [&](int k, const auto&, const std::atomic<int>& submitted) {
+        if (k != 3) return;
+        mustReach(waitUntil([&] { return submitted.load() == 3 * plan.world + plan.world - 1; }),
+                  "ranks 1 and 2 submitted collective 3");
+        pool.restartReducer(1);
+        reducedAtRejoin = reducedAtJoinAt(pool);
+      });
+  // T = 52 (collectives of 13 chunks); of chunks 52..129 (collectives 4..9) those with
+  // c mod 3 == 1, 52 to 127: 26.
+  checkTakenBack(pool, plan, run, reducedAtRejoin, 26);
 }
 
 TEST_CASE("a member that never redials cancels the rejoin at the group's loss bound: the others "
