@@ -76,11 +76,11 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   FailoverStats failover() const;
   // Test access to what is kept (failover will resend from it).
   const RetentionStore& retentionStore() const { return retention_; }
-  // Tests only, set before start(): runs on the io thread of a connection that found its
-  // reducer lost, before the loss is adopted, so that a test can put a submit in that window.
   // Tests only, set before start(): how long a RECEIVED that no REDUCE carried waits to go
   // alone (kAckDelay).
   void setAckDelayForTest(std::chrono::milliseconds delay) { ackDelay_ = delay; }
+  // Tests only, set before start(): runs on the io thread of a connection that found its
+  // reducer lost, before the loss is adopted, so that a test can put a submit in that window.
   void setOnReducerLostForTest(std::function<void()> hook) {
     onReducerLostForTest_ = std::move(hook);
   }
