@@ -152,12 +152,13 @@ TEST_CASE("loss: a member silent inside its chunk fails its group on the reducer
   constexpr uint32_t kCount = 64 << 10;  // one 256 KiB chunk
   asio::io_context io;
   // Rank 1: half of its chunk, then nothing (a process stopped, a machine gone). Its stream's
-  // bound is the 500 ms it asks for.
+  // bound is the 500 ms it asks for. Rank 0 joins first: joined after the loss, it would be
+  // refused by the aborted group instead (a connect slower than the bound on a loaded machine).
   RawMember silent(io, pool.reducer(0).dataPort(), id, 2, 1, /*lossDetectMs=*/500);
-  silent.sendHeader(kCount);
-  silent.sendElements(0, kCount / 2);
   auto comm = client::Communicator::connect(oneStream(pool.endpoints()), {id, 2, 0});
   REQUIRE(comm.status().toString() == "OK");
+  silent.sendHeader(kCount);
+  silent.sendElements(0, kCount / 2);
   std::vector<float> buf(kCount, 1.0f);
   const auto start = Clock::now();
   const Status s = (*comm)->allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
