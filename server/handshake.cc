@@ -155,8 +155,9 @@ void Handshake::refuse(HandshakeFailure why, const Status& reason, bool reply) {
   if (finished_) return;
   finished_ = true;
   timer_.cancel();
-  owner_.handshakeEnded(*this);
+  // Counted before the owner hears of the end: whoever sees it ended sees it counted.
   refusals_.record(why, stream_->peerName(), reason);
+  owner_.handshakeEnded(*this);
   if (!reply || writing_) {  // writing_: the CHALLENGE's completion closes
     if (!writing_) stream_->close();
     return;
