@@ -26,6 +26,9 @@ namespace rs::test {
 namespace {
 
 constexpr uint64_t kCount = 200000;  // fp32: chunks on every reducer and stream
+// The waits for a state between collectives, below the lock step's own (kStateDeadline): a
+// member that never reaches one fails the case naming that state, not the lock step.
+constexpr std::chrono::seconds kBetweenDeadline{60};
 
 std::vector<float> inputOf(int rank, int k) {
   std::vector<float> buf(kCount);
@@ -109,8 +112,10 @@ void checkExactAndAlike(const LockStep& run, int world, int collectives) {
   }
 }
 
-void mustReach(bool reached, const std::string& state) {
-  if (!reached) throw std::runtime_error("never reached: " + state);
+// On rank 0's thread: a failure there is that rank's error (a Catch2 assertion may not fail
+// off the test's thread).
+void mustReach(const std::function<bool()>& condition, const std::string& state) {
+  if (!waitUntil(condition, kBetweenDeadline)) throw std::runtime_error("never reached: " + state);
 }
 
 bool everyMember(const Cores& cores,
@@ -214,7 +219,6 @@ TEST_CASE("a reducer that reads a member's FAILOVER and never closes: the member
   options.maxChunkBytes = 64 << 10;
   options.rejoin = std::chrono::milliseconds(0);  // no redial of the fake: its streams are all
   Cores cores = coresFor(options, kWorld);
-  int openWhenDone = -1;
   const LockStep run = runLockStep(
       cores, kCollectives,
       [&](int rank, int k) {
@@ -222,11 +226,11 @@ TEST_CASE("a reducer that reads a member's FAILOVER and never closes: the member
       },
       [&](int k) {
         if (k != 0) return;
-        mustReach(waitUntil([&] { return holding->farewells.load() == kWorld * 2; }),
+        mustReach([&] { return holding->farewells.load() == kWorld * 2; },
                   "the fake read a FAILOVER on every stream of every member");
       });
   // Collectives 1..5 ran with every long-linger connection open (its linger is an hour).
-  openWhenDone = kWorld - holding->longEndedAfterWord.load();
+  const int openWhenDone = kWorld - holding->longEndedAfterWord.load();
   checkExactAndAlike(run, kWorld, kCollectives);
   CHECK(openWhenDone == kWorld);
   // The short-linger connections: each member ends it by itself, while it lives (no shutdown
@@ -275,18 +279,19 @@ TEST_CASE("a live reducer that a member took for lost drops the group without a 
   const LockStep run = runLockStep(cores, kCollectives, {}, [&](int k) {
     if (k == 1) {
       cores[0]->takeForLostForTest(1);
-      mustReach(waitUntil([&] { return statsOf(pool, 1).groupsMovedAway == 1; }),
+      mustReach([&] { return statsOf(pool, 1).groupsMovedAway == 1; },
                 "reducer 1 dropped the group on rank 0's FAILOVER");
-      mustReach(waitUntil([&] {
-                  return everyMember(cores,
-                                     [](const client::FailoverStats& f) { return f.lostNow == 1; });
-                }),
+      mustReach(
+          [&] {
+            return everyMember(cores,
+                               [](const client::FailoverStats& f) { return f.lostNow == 1; });
+          },
                 "every member lost reducer 1");
     }
     if (k == 2) {
       // Every member redials it, answers its JOIN_OFFER, and it sends JOIN_AT: the next
       // collective takes it back.
-      mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }),
+      mustReach([&] { return statsOf(pool, 1).rejoins == 1; },
                 "reducer 1 sent JOIN_AT");
       reducedAtRejoin = statsOf(pool, 1).reductions;
     }
