@@ -89,6 +89,9 @@ void DataPlane::abortGroup(const std::shared_ptr<Group>& group, const Status& re
   if (stopping_.load(std::memory_order_acquire)) return;
   if (!group->markAborted(reason, movedAway)) return;
   if (movedAway) {
+    // Counted once the group is marked, not where a FAILOVER is read: each of the member's
+    // streams here brings one, on any shard, and only the first drops the group.
+    groupsMovedAway_.fetch_add(1, std::memory_order_relaxed);
     rs::logger().warn("{} dropped here: {}: the group goes on on the survivors; its members "
                       "still on this reducer take the end of its streams for this reducer's "
                       "loss (proto/FAILOVER.md, \"A live reducer taken for lost\")",
@@ -161,7 +164,6 @@ DataPlaneStats DataPlane::stats() const {
     for (size_t r = 0; r < kNumMemberLosses; ++r) s.membersLost[r] += st.membersLost[r].load(kRelaxed);
     s.failovers += st.failovers.load(kRelaxed);
     s.chunksResent += st.chunksResent.load(kRelaxed);
-    s.groupsMovedAway += st.groupsMovedAway.load(kRelaxed);
     s.rejoins += st.rejoins.load(kRelaxed);
     s.slotBytesLimit += t->shard->poolLimit();
     s.bookkeepingBytes += st.slotStateBytes.load(kRelaxed);
@@ -170,6 +172,7 @@ DataPlaneStats DataPlane::stats() const {
   s.bookkeepingBytes += registry_.memory()->bookkeeping();
   for (size_t r = 0; r < kNumAbortReasons; ++r) s.groupAborts[r] = groupAborts_[r].load(kRelaxed);
   s.rejoinsCancelled = rejoinsCancelled_.load(kRelaxed);
+  s.groupsMovedAway = groupsMovedAway_.load(kRelaxed);
   if (acceptor_) {
     s.connectionsAccepted = acceptor_->accepted();
     s.acceptErrors = acceptor_->acceptErrors();

@@ -43,7 +43,7 @@ struct DataPlaneStats {
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
   uint64_t heartbeatsSent = 0, heartbeatsReceived = 0;
   std::array<uint64_t, kNumMemberLosses> membersLost{};
-  uint64_t failovers = 0, chunksResent = 0, groupsMovedAway = 0;  // ShardStats' failover counters
+  uint64_t failovers = 0, chunksResent = 0, groupsMovedAway = 0;
   uint64_t rejoins = 0, rejoinsCancelled = 0;
   // Bookkeeping charged against --memory-limit: per group (MemoryBudget) and per slot.
   uint64_t bookkeepingBytes = 0;
@@ -98,6 +98,7 @@ class DataPlane {
   std::unique_ptr<Acceptor> acceptor_;
   std::array<std::atomic<uint64_t>, kNumAbortReasons> groupAborts_{};
   std::atomic<uint64_t> rejoinsCancelled_{0};
+  std::atomic<uint64_t> groupsMovedAway_{0};  // Shard::memberMovedAway, once per group
   bool running_ = false;
   std::atomic<bool> stopping_{false};
 };

@@ -403,7 +403,6 @@ void Shard::failGroupNow(const std::shared_ptr<Group>& group, const Status& reas
 void Shard::memberMovedAway(Session& session, const cluster::DeadSet& dead) {
   const std::shared_ptr<Group>& group = session.group();
   if (group->aborted()) return;
-  stats_.groupsMovedAway.fetch_add(1, std::memory_order_relaxed);
   abortGroup_(group,
               unavailableError(fmt::format("rank {} moved away from this reducer (it takes "
                                            "reducers {} of {} for lost)",

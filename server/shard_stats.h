@@ -39,10 +39,9 @@ struct alignas(64) ShardStats {
   // reducer this one did not know lost), and the lost reducers' chunks resolved here.
   std::atomic<uint64_t> failovers{0};
   std::atomic<uint64_t> chunksResent{0};
-  // Groups dropped here because a member moved away from this reducer (Shard::memberMovedAway).
-  std::atomic<uint64_t> groupsMovedAway{0};
   // A reducer taken back (proto/FAILOVER.md, "A reducer comes back"): the joining groups whose
-  // members agreed on their rejoin point here (the cancelled ones: DataPlane::abortGroup).
+  // members agreed on their rejoin point here (the cancelled ones, and the groups dropped
+  // because a member moved away: DataPlane::abortGroup).
   std::atomic<uint64_t> rejoins{0};
   // From a chunk's slot opening to its result written to every member; see Session::onWritten.
   LatencyHistogram reduceLatency;
