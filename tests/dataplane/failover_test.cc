@@ -186,6 +186,19 @@ struct LossWindowPair {
     CHECK(exact(0, 0) == 0);
     CHECK(exact(1, 0) == 0);
   }
+  // Collective 1: member 0's input written here, under the lock the hook takes (the hook runs
+  // after a socket's close, an order ThreadSanitizer does not see), reducer 1 stopped, then
+  // member 0's collective from the hook and member 1's after it; both members shut down.
+  void loseReducer1InCollective1() {
+    {
+      std::lock_guard lock(mu);
+      input(0, 1);
+    }
+    pool.stopReducer(1);
+    collective1InWindow();
+    member1->shutdown();
+    member0->shutdown();
+  }
   // Once the test stopped reducer 1: member 0's from the hook, member 1's after it.
   void collective1InWindow() {
     REQUIRE(waitUntil([&] {
@@ -298,7 +311,7 @@ TEST_CASE("a collective submitted while a stream finds its reducer lost, before 
   options.progress = client::ClientOptions::Progress::kCaller;
   pair.member1 = pair.member(options, 1);
   pair.member0->setOnReducerLostForTest([&pair, core = pair.member0.get()] {
-    std::lock_guard lock(pair.mu);  // after the input was written (under mu, below)
+    std::lock_guard lock(pair.mu);  // after the input was written (loseReducer1InCollective1)
     if (pair.inWindow) return;
     pair.inWindow = pair.submit(*core, 0);
   });
@@ -308,14 +321,7 @@ TEST_CASE("a collective submitted while a stream finds its reducer lost, before 
   pair.healthyCollective0();
 
   // Collective 1: member 0's is submitted in the window, member 1's after.
-  {
-    std::lock_guard lock(pair.mu);
-    pair.input(0, 1);
-  }
-  pair.pool.stopReducer(1);
-  pair.collective1InWindow();
-  pair.member1->shutdown();
-  pair.member0->shutdown();
+  pair.loseReducer1InCollective1();
 }
 
 TEST_CASE("a lane's chunk that waits longer than the loss bound for another member's entry: "
@@ -446,17 +452,8 @@ TEST_CASE("a collective submitted while the drain that finishes an adoption is s
   // Collective 0, healthy; its last results stay uncommitted (no RECEIVED within the delay).
   pair.healthyCollective0();
 
-  // Collective 1: member 0's is submitted in the window, member 1's after. Its input is
-  // written here, under the lock the hook takes: the hook runs after a socket's close, an
-  // order that ThreadSanitizer does not see.
-  {
-    std::lock_guard lock(pair.mu);
-    pair.input(0, 1);
-  }
-  pair.pool.stopReducer(1);
-  pair.collective1InWindow();
-  pair.member1->shutdown();
-  pair.member0->shutdown();
+  // Collective 1: member 0's is submitted in the window, member 1's after.
+  pair.loseReducer1InCollective1();
 }
 
 TEST_CASE("every reducer lost is the clear error of before", "[failover]") {

@@ -156,20 +156,13 @@ class HoldingReducer {
  private:
   void serve(FakeReducer::Socket& s, uint32_t longStream, std::chrono::milliseconds linger,
              std::chrono::milliseconds longLinger) {
-    const std::vector<uint8_t> challenge = challengeFrame();
-    writeBytes(s, challenge.data(), challenge.size());
-    const wire::FrameHeader hello = readHeaderOf(s);
-    std::vector<uint8_t> payload(hello.payloadLength);
-    asio::read(s, asio::buffer(payload));
-    wire::HelloPayload p;
-    if (!wire::decodeHello(payload.data(), payload.size(), &p).isOk())
-      throw std::runtime_error("holding reducer: not a HELLO");
-    const bool isLong = p.streamIndex == longStream;
+    const bool isLong = challengeAndReadHello(s).hello.streamIndex == longStream;
     const std::vector<uint8_t> ack = helloAckFrame(
         8u << 20, static_cast<uint32_t>((isLong ? longLinger : linger).count()));
     writeBytes(s, ack.data(), ack.size());
     ++streams;
     bool said = false;
+    std::vector<uint8_t> payload;
     try {
       for (;;) {
         const wire::FrameHeader h = readHeaderOf(s);

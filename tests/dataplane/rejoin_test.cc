@@ -215,18 +215,11 @@ struct Redialled {
   uint32_t stream = 0;
 };
 Redialled acceptRedial(FakeReducer::Socket& s) {
-  const std::vector<uint8_t> challenge = challengeFrame();
-  writeBytes(s, challenge.data(), challenge.size());
-  const wire::FrameHeader hello = readHeaderOf(s);
-  std::vector<uint8_t> payload(hello.payloadLength);
-  asio::read(s, asio::buffer(payload));
-  wire::HelloPayload p;
-  if (!wire::decodeHello(payload.data(), payload.size(), &p).isOk() ||
-      (hello.flags & wire::kFlagRejoin) == 0)
-    throw std::runtime_error("not a rejoin HELLO");
+  const Greeted g = challengeAndReadHello(s);
+  if ((g.header.flags & wire::kFlagRejoin) == 0) throw std::runtime_error("not a rejoin HELLO");
   const std::vector<uint8_t> ack = helloAckFrame(8u << 20);
   writeBytes(s, ack.data(), ack.size());
-  return {hello, p.streamIndex};
+  return {g.header, g.hello.streamIndex};
 }
 
 // A fake on a stopped reducer's port, run in `between`: `serve` per redial connection, and the

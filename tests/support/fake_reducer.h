@@ -147,6 +147,24 @@ inline wire::FrameHeader readHello(FakeReducer::Socket& s) {
   return h;
 }
 
+// The first half of an open reducer's handshake: CHALLENGE, then the member's HELLO, decoded
+// (a fake that answers by what the HELLO says: its stream, its flags).
+struct Greeted {
+  wire::FrameHeader header;
+  wire::HelloPayload hello;
+};
+inline Greeted challengeAndReadHello(FakeReducer::Socket& s) {
+  const std::vector<uint8_t> challenge = challengeFrame();
+  writeBytes(s, challenge.data(), challenge.size());
+  Greeted g{.header = readHeaderOf(s), .hello = {}};
+  if (g.header.type != wire::FrameType::kHello) throw std::runtime_error("fake reducer: no HELLO");
+  std::vector<uint8_t> payload(g.header.payloadLength);
+  asio::read(s, asio::buffer(payload));
+  if (!wire::decodeHello(payload.data(), payload.size(), &g.hello).isOk())
+    throw std::runtime_error("fake reducer: a HELLO that does not decode");
+  return g;
+}
+
 // The whole handshake of an open reducer: CHALLENGE, the member's HELLO, HELLO_ACK.
 inline wire::FrameHeader acceptMember(FakeReducer::Socket& s, uint32_t maxPayload,
                                       uint32_t lossDetectMs = 0) {
