@@ -22,7 +22,9 @@
 #include "tests/support/log_capture.h"
 #include "tests/support/wait_until.h"
 
-namespace rs::test {
+// Its own namespace: the sanitizer trees compile this file in one unit with rejoin_test.cc,
+// whose lock-step helpers have the same names.
+namespace rs::test::move_away {
 namespace {
 
 constexpr uint64_t kCount = 200000;  // fp32: chunks on every reducer and stream
@@ -309,4 +311,4 @@ TEST_CASE("a live reducer that a member took for lost drops the group without a 
   CHECK(log.contains("rank 0 moved away from this reducer"));
 }
 
-}  // namespace rs::test
+}  // namespace rs::test::move_away
