@@ -210,7 +210,7 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
 
   // Group the chunks by connection: per-connection order is the chunk order because this runs
   // under submitMu_ and post() hands each io thread its batches in that order (its inbox).
-  std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work;
+  std::vector<Batch> work;
   std::vector<size_t> slotOf(connections_.size(), SIZE_MAX);  // a stream's place in work
   const auto* src = static_cast<const std::byte*>(send);
   auto* dst = static_cast<std::byte*>(recv);
@@ -247,12 +247,10 @@ Result<std::shared_ptr<RequestState>> CommunicatorCore::submit(const void* send,
   return request;
 }
 
-void CommunicatorCore::post(
-    std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work) {
+void CommunicatorCore::post(std::vector<Batch> work) {
   // One handler per io thread: each of its connections takes its chunks, then each starts
   // writing, so that a paced stream's first write already goes at the share of every stream this
   // collective keeps busy (link_share.h).
-  using Batch = std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>;
   std::vector<std::vector<Batch>> perIo(ios_.size());
   for (auto& batch : work) {
     asio::io_context* io = &batch.first->executorContext();

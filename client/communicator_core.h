@@ -22,9 +22,9 @@
 #include <asio/io_context.hpp>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -126,9 +126,11 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   void finishAdoptionLocked();
   // Where `chunk` goes now: its home's stream, a lane, or (null) deferred_ while adopting.
   std::shared_ptr<Connection> routeLocked(const ChunkTransfer& chunk);
+  // A connection and the chunks routed to it.
+  using Batch = std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>;
   // Posts the chunks to their connections, grouped by io thread, each thread's batch started
   // together (link_share.h). Under submitMu_, where they were routed (Connection::batchPosted).
-  void post(std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work);
+  void post(std::vector<Batch> work);
   void failRequestsOf(std::vector<ChunkTransfer>& chunks);
   // For a timeout while `request` waits for room in the retention store: who has not committed.
   std::string retentionDebts(const RequestState& request) const;
@@ -196,8 +198,7 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // that finished an adoption, behind a later collective's chunks submitted by the caller).
   struct Inbox {
     std::mutex mu;
-    std::deque<std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>>>
-        batches;
+    std::deque<std::vector<Batch>> batches;
   };
   std::vector<std::unique_ptr<Inbox>> inboxes_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;

@@ -142,7 +142,7 @@ std::shared_ptr<Connection> CommunicatorCore::routeLocked(const ChunkTransfer& t
 }
 
 void CommunicatorCore::onLateChunks(Connection&, std::vector<ChunkTransfer> chunks) {
-  std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work;
+  std::vector<Batch> work;
   {
     std::lock_guard lock(submitMu_);
     if (failedFlag_.load(std::memory_order_acquire)) return failRequestsOf(chunks);
@@ -268,7 +268,7 @@ void CommunicatorCore::finishAdoptionLocked() {
   handedOver_.clear();
   adopting_ = false;
   std::map<Connection*, size_t> slot;
-  std::vector<std::pair<std::shared_ptr<Connection>, std::vector<ChunkTransfer>>> work;
+  std::vector<Batch> work;
   auto add = [&](ChunkTransfer t) {
     std::shared_ptr<Connection> to = routeLocked(t);
     if (!to) return;  // cannot be: the dead set has a live reducer, and adopting_ is over

@@ -98,7 +98,7 @@ class DataPlane {
   std::unique_ptr<Acceptor> acceptor_;
   std::array<std::atomic<uint64_t>, kNumAbortReasons> groupAborts_{};
   std::atomic<uint64_t> rejoinsCancelled_{0};
-  std::atomic<uint64_t> groupsMovedAway_{0};  // Shard::memberMovedAway, once per group
+  std::atomic<uint64_t> groupsMovedAway_{0};  // dropped as a member moved away, once each
   bool running_ = false;
   std::atomic<bool> stopping_{false};
 };
