@@ -6,17 +6,6 @@
 #include "core/common/log.h"
 
 namespace rs::server {
-namespace {
-// "tcp://10.0.0.7:41000" -> "10.0.0.7": the per-peer connection cap counts hosts, not ports.
-std::string peerHost(const std::string& peerName) {
-  const size_t scheme = peerName.find("://");
-  const size_t begin = scheme == std::string::npos ? 0 : scheme + 3;
-  const size_t colon = peerName.rfind(':');
-  return peerName.substr(begin, colon == std::string::npos || colon < begin ? std::string::npos
-                                                                            : colon - begin);
-}
-}  // namespace
-
 Acceptor::Acceptor(asio::io_context& io, const ServerConfig& config, GroupRegistry& registry,
                    HandOff handOff)
     : io_(io), config_(config), registry_(registry), handOff_(std::move(handOff)) {}
@@ -49,7 +38,8 @@ void Acceptor::acceptNext() {
       return;
     }
     accepted_.fetch_add(1, std::memory_order_relaxed);
-    std::string peer = peerHost(stream->peerName());
+    // The per-peer connection cap counts hosts, not ports.
+    std::string peer = stream->peer().host;
     if (Status full = makeRoom(peer); !full.isOk()) {
       refusals_.record(HandshakeFailure::kLimit, stream->peerName(), full);
       Handshake::refuseAtAccept(*stream, full);

@@ -19,6 +19,7 @@
 #include <string>
 #include <system_error>
 
+#include "core/common/endpoint.h"
 #include "core/common/status.h"
 
 namespace rs::transport {
@@ -121,7 +122,11 @@ class Stream {
   virtual void close() = 0;
   virtual bool isOpen() const = 0;
 
-  // "tcp://1.2.3.4:5678" or similar; for logs and error messages.
+  // Where the peer is ({"10.0.0.7", 41000}): the reducer's per-host limits key on its host.
+  // Empty (no host, port 0) when the transport cannot say, e.g. a socket whose peer was gone
+  // by the time it was accepted.
+  virtual const Endpoint& peer() const = 0;
+  // "tcp://1.2.3.4:5678" or similar, naming the transport too; for logs and error messages.
   virtual const std::string& peerName() const = 0;
   virtual asio::any_io_executor executor() = 0;
 };

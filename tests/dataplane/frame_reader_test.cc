@@ -61,6 +61,7 @@ class CountingStream final : public Stream {
   void shutdownSend() override { inner_->shutdownSend(); }
   void close() override { inner_->close(); }
   bool isOpen() const override { return inner_->isOpen(); }
+  const Endpoint& peer() const override { return inner_->peer(); }
   const std::string& peerName() const override { return inner_->peerName(); }
   asio::any_io_executor executor() override { return inner_->executor(); }
 

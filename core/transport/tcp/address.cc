@@ -28,11 +28,15 @@ Endpoint toEndpoint(const asio::ip::tcp::endpoint& endpoint) {
   return {endpoint.address().to_string(), endpoint.port()};
 }
 
-std::string describePeer(const asio::ip::tcp::socket& socket) {
+Endpoint remoteEndpoint(const asio::ip::tcp::socket& socket) {
   std::error_code ec;
   auto ep = socket.remote_endpoint(ec);
-  if (ec) return "tcp://?";
-  return "tcp://" + toEndpoint(ep).toString();
+  if (ec) return {};
+  return toEndpoint(ep);
+}
+
+std::string describePeer(const Endpoint& peer) {
+  return peer.host.empty() ? "tcp://?" : "tcp://" + peer.toString();
 }
 
 }  // namespace rs::transport::tcp

@@ -22,7 +22,10 @@ Result<asio::ip::tcp::endpoint> resolveNow(const Endpoint& endpoint);
 // {"10.0.0.7", 2222} or {"::1", 2222}: the address printed, no brackets.
 Endpoint toEndpoint(const asio::ip::tcp::endpoint& endpoint);
 
-// "tcp://host:port" of the remote end, or "tcp://?" when the socket has none.
-std::string describePeer(const asio::ip::tcp::socket& socket);
+// The remote end of `socket`, or an empty Endpoint (no host, port 0) when it has none.
+Endpoint remoteEndpoint(const asio::ip::tcp::socket& socket);
+
+// "tcp://host:port" of `peer`, or "tcp://?" for an empty one.
+std::string describePeer(const Endpoint& peer);
 
 }  // namespace rs::transport::tcp

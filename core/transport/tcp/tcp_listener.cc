@@ -82,7 +82,7 @@ void TcpListener::onAccept(const std::error_code& ec, asio::ip::tcp::socket sock
   }
   if (Status s = configureSocket(socket, options_); !s.isOk()) {
     // A socket the kernel will not tune is dropped; the listener carries on.
-    rs::logger().warn("{}: dropping {}: {}", name_, describePeer(socket), s.message());
+    rs::logger().warn("{}: dropping {}: {}", name_, describePeer(remoteEndpoint(socket)), s.message());
     std::error_code ignored;
     socket.close(ignored);
     return asyncAccept(std::move(handler));

@@ -25,7 +25,7 @@
 namespace rs::transport::tcp {
 
 TcpStream::TcpStream(asio::ip::tcp::socket socket)
-    : socket_(std::move(socket)), peerName_(describePeer(socket_)) {}
+    : socket_(std::move(socket)), peer_(remoteEndpoint(socket_)), peerName_(describePeer(peer_)) {}
 
 TcpStream::~TcpStream() { close(); }
 
@@ -42,6 +42,7 @@ Result<std::unique_ptr<Stream>> TcpStream::moveTo(asio::io_context& target) {
     return ioError("moving " + peerName_ + ": " + ec.message());
   }
   auto result = std::make_unique<TcpStream>(std::move(moved));
+  result->peer_ = peer_;
   result->peerName_ = peerName_;
   result->lowWatermark_ = lowWatermark_;  // the socket keeps its SO_RCVLOWAT
   result->bytesSent_ = bytesSent_;

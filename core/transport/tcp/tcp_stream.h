@@ -37,6 +37,7 @@ class TcpStream final : public Stream {
   void shutdownSend() override;
   void close() override;
   bool isOpen() const override { return socket_.is_open(); }
+  const Endpoint& peer() const override { return peer_; }
   const std::string& peerName() const override { return peerName_; }
   asio::any_io_executor executor() override { return socket_.get_executor(); }
 
@@ -55,6 +56,7 @@ class TcpStream final : public Stream {
   std::error_code peerGone();
 
   asio::ip::tcp::socket socket_;
+  Endpoint peer_;
   std::string peerName_;
   // The pending write: its buffers from the first not wholly sent (unsent_), the bytes of it
   // sent so far, and its handler.
