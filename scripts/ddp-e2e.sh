@@ -4,7 +4,8 @@
 # with NCCL alone; checks that NCCL reports CollNet through the plugin, that the reducers did
 # the reductions, and that the trained weights are identical. Two NCCL "nodes" share one GPU
 # (their own NCCL_HOSTID each, as scripts/gpu-e2e.sh does), so every all-reduce crosses the
-# network path.
+# network path. CollNetChain: NCCL 2.24 and later refuse CollNetDirect on machines without
+# NVSwitch (scripts/gpu-e2e.sh runs both where it can), and Chain is the one every machine has.
 #   scripts/ddp-e2e.sh [--bundle DIR | --build DIR] [--cpu-standin] [--logs DIR]
 #     --bundle DIR  the reducer, plugin and harness of scripts/make-gpu-check-bundle.sh's bundle
 #                   (the default when this script is the bundle's own copy); installs nothing
@@ -35,14 +36,14 @@ train() {
 }
 
 train plugin NCCL_NET_PLUGIN="$plugin" NCCL_COLLNET_ENABLE=1 RS_REDUCERS="$reducers" \
-  NCCL_RS_IFNAME=lo NCCL_ALGO=allreduce:CollNetDirect
+  NCCL_RS_IFNAME=lo NCCL_ALGO=allreduce:CollNetChain
 status=0
 if ((standin)); then
   echo "CPU STAND-IN: no reference run (NCCL alone) and no weights to compare; no NCCL log checks"
 else
   train reference
   for want in "NET/Plugin: Loaded collnet plugin ReductionServer" "via COLLNET/ReductionServer" \
-              "Connected CollNet"; do
+              "Connected Collnet Chains"; do
     if grep -q "$want" "$tmp/plugin/rank0.log"; then echo "found in NCCL log: $want"
     else echo "MISSING in NCCL log: $want"; status=1; fi
   done
