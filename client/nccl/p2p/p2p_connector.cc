@@ -13,6 +13,7 @@
 #include "client/nccl/p2p/p2p_comm.h"
 #include "core/common/log.h"
 #include "core/transport/connector.h"
+#include "core/transport/stream_error.h"
 
 namespace rs::nccl::p2p {
 namespace {
@@ -175,7 +176,8 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
   }
 
   void onAck(ConnectSocket& s, const std::error_code& ec) {
-    if (ec == asio::error::eof || ec == asio::error::connection_reset)
+    if (const auto end = transport::classify(ec);
+        end == transport::StreamError::kPeerClosed || end == transport::StreamError::kLost)
       return fail(unavailableError(
           where(s) + ": the listener closed the connection instead of accepting it (a stale "
                      "handle, or another process on that port?)"));
