@@ -1,5 +1,6 @@
 // The accepting end of a transport: bound to an address, it yields one Stream per peer that
-// connects. listen() picks the transport (TCP is the only one today), so callers never name it.
+// connects. listen() picks the transport (transport.cc; TCP is the only one today), so callers
+// never name it.
 #pragma once
 
 #include <asio/io_context.hpp>
