@@ -1,6 +1,5 @@
 #include "client/connection.h"
 
-#include <asio/error.hpp>
 #include <spdlog/spdlog.h>
 
 #include "client/reducer_frames.h"
@@ -9,6 +8,7 @@
 #include "core/common/log.h"
 #include "core/reduce/convert.h"
 #include "core/transport/farewell.h"
+#include "core/transport/stream_error.h"
 #include "core/wire/failover_frames.h"
 #include "core/wire/control_frames.h"
 #include "core/wire/rejoin_frames.h"
@@ -573,7 +573,7 @@ void Connection::readFailed(const Status& why) {
 }
 
 bool Connection::lostByTimeout(const std::error_code& ec) {
-  if (ec != asio::error::timed_out || !liveness_) return false;
+  if (!transport::timedOut(ec) || !liveness_) return false;
   lost(unavailableError(fmt::format(
       "{}: the connection timed out: the reducer's host answered nothing (TCP keep-alive from "
       "the stream's loss bound, {} ms): reducer lost",

@@ -2,7 +2,6 @@
 // opens a lane, a resent chunk's entry (FINAL and the REDUCE of the rest, COMMITTED, or a whole
 // REDUCE), whole entries held once written, the lane's COMMIT, and LOST on any stream. The rest
 // (results, acknowledgements, liveness) is connection.cc's, shared with streams.
-#include <asio/error.hpp>
 #include <spdlog/spdlog.h>
 
 #include "client/connection.h"

@@ -1,8 +1,8 @@
 #include "client/reducer_frames.h"
 
-#include <asio/error.hpp>
 #include <fmt/format.h>
 
+#include "core/transport/stream_error.h"
 #include "core/wire/control_frames.h"
 
 namespace rs::client {
@@ -11,7 +11,7 @@ Status decodeReducerHeader(const std::string& name, const std::error_code& readE
                            const transport::FrameReader& reader, uint64_t maxChunkBytes,
                            wire::FrameHeader* out) {
   if (readError)
-    return readError == asio::error::eof
+    return transport::peerClosed(readError)
                ? unavailableError(name + " closed the connection")
                : ioError(name + ": read failed: " + readError.message());
   wire::DecodeLimits limits;

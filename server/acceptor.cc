@@ -4,6 +4,7 @@
 
 #include "core/common/endpoint.h"
 #include "core/common/log.h"
+#include "core/transport/stream_error.h"
 
 namespace rs::server {
 Acceptor::Acceptor(asio::io_context& io, const ServerConfig& config, GroupRegistry& registry,
@@ -31,7 +32,7 @@ void Acceptor::stop() {
 void Acceptor::acceptNext() {
   listener_->asyncAccept([this](const std::error_code& ec,
                                 std::unique_ptr<transport::Stream> stream) {
-    if (ec == asio::error::operation_aborted) return;
+    if (transport::cancelled(ec)) return;
     if (ec) {
       rs::logger().warn("accept failed: {}", ec.message());
       acceptNext();

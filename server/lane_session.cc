@@ -1,8 +1,6 @@
 // A session's lane side (proto/FAILOVER.md, proto/WIRE.md "Failover"): the FAILOVER that opens
 // a lane, the entries of the resent chunks it carries, and LOST. The rest of a session (the
 // pieces of a contribution, results, commits, liveness) is session.cc's, shared with streams.
-#include <asio/error.hpp>
-
 #include "core/cluster/chunk_owner.h"
 #include "core/cluster/sharding.h"
 #include "core/common/log.h"

@@ -1,6 +1,5 @@
 #include "server/session.h"
 
-#include <asio/error.hpp>
 #include <asio/post.hpp>
 
 #include <cstring>
@@ -8,6 +7,7 @@
 
 #include "core/cluster/sharding.h"
 #include "core/common/log.h"
+#include "core/transport/stream_error.h"
 #include "core/wire/control_frames.h"
 
 namespace rs::server {
@@ -81,7 +81,7 @@ void Session::onHeader(const std::error_code& ec) {
   if (!readDone(ec)) return;
   if (ec) {
     // End of stream between frames is how a member leaves; anything else is a failure.
-    if (ec == asio::error::eof) {
+    if (transport::peerClosed(ec)) {
       owner_.memberLeft(*this);
       close(unavailableError("the member closed the stream"));
     } else {
@@ -321,11 +321,12 @@ void Session::watchPeer() {
 }
 
 void Session::onPeerGone(const std::error_code& why) {
-  if (why == asio::error::operation_aborted || closed_ || aborting_) return;
+  if (transport::cancelled(why) || closed_ || aborting_) return;
   const char* waiting = parked_ ? "for a slot" : "for the other members";
-  if (isLane() && why == asio::error::eof)
+  const bool closedInOrder = transport::peerClosed(why);
+  if (isLane() && closedInOrder)
     return laneEnded(fmt::format("closed while chunk {} waited {}", in_.chunk, waiting));
-  if (why != asio::error::eof)
+  if (!closedInOrder)
     return ioFailed(why, fmt::format("the connection failed while chunk {} waited {}",
                                      in_.chunk, waiting));
   fail(ioError(fmt::format("the member closed the stream while chunk {} waited {}", in_.chunk,
@@ -361,8 +362,8 @@ void Session::readPiece(Fold fold) {
 void Session::onPiece(const std::error_code& ec, size_t bytes) {
   if (!readDone(ec)) return;
   if (ec) {
-    if (ec != asio::error::eof) return ioFailed(ec, fmt::format("read failed inside chunk {}",
-                                                               in_.chunk));
+    if (!transport::peerClosed(ec))
+      return ioFailed(ec, fmt::format("read failed inside chunk {}", in_.chunk));
     if (isLane()) return laneEnded(fmt::format("ended inside chunk {}", in_.chunk));
     fail(ioError(fmt::format("stream ended inside chunk {}", in_.chunk)));
     return;
@@ -419,8 +420,9 @@ void Session::fail(const Status& reason) {
 }
 
 void Session::ioFailed(const std::error_code& ec, const std::string& what) {
-  if (isLane() && ec != asio::error::timed_out) return laneEnded(what + ": " + ec.message());
-  if (ec != asio::error::timed_out || !liveness_) return fail(ioError(what + ": " + ec.message()));
+  const bool silent = transport::timedOut(ec);  // the stream's loss bound passed
+  if (isLane() && !silent) return laneEnded(what + ": " + ec.message());
+  if (!silent || !liveness_) return fail(ioError(what + ": " + ec.message()));
   liveness_->cancel();  // one loss a session
   owner_.memberLost(
       *this, MemberLoss::kUnresponsive,

@@ -1,6 +1,6 @@
 // The dialling end of a transport: connects to an Endpoint within a time limit, retrying while the
 // peer is not up yet (reducers may start after their workers). makeConnector() picks the
-// transport (TCP is the only one today), so callers never name it.
+// transport (transport.cc; TCP is the only one today), so callers never name it.
 #pragma once
 
 #include <asio/io_context.hpp>

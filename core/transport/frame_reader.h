@@ -39,7 +39,7 @@ class FrameReader {
 
   // Calls `handler` once the next frame's header is in header(). A header that was already
   // read ahead completes through a post, never inline, so that buffered frames cannot recurse.
-  // End of stream before a whole header fails it with asio::error::eof.
+  // End of stream before a whole header fails it with the stream's kPeerClosed error.
   void readHeader(Stream& stream, IoHandler handler);
   // When a whole header was read ahead: takes it now, as readHeader would, and returns true,
   // for an owner that goes on at once after a header-only frame (the post saved is a round of

@@ -1,5 +1,6 @@
 // The accepting end of a transport: bound to an address, it yields one Stream per peer that
-// connects. listen() picks the transport (TCP is the only one today), so callers never name it.
+// connects. listen() picks the transport (transport.cc; TCP is the only one today), so callers
+// never name it.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -17,7 +18,7 @@
 namespace rs::transport {
 
 // A connected stream (already tuned with the listener's options, on the listener's
-// io_context), or the error that ended the accept: asio::error::operation_aborted after close().
+// io_context), or the error that ended the accept: cancelled (stream_error.h) after close().
 using AcceptHandler =
     std::function<void(const std::error_code& error, std::unique_ptr<Stream> stream)>;
 
@@ -35,8 +36,8 @@ class Listener {
   virtual const Endpoint& localEndpoint() const = 0;
   // Passing accept errors retried so far (EMFILE, ENFILE, ...), for metrics; any thread.
   virtual uint64_t acceptErrors() const = 0;
-  // Stops listening; a pending accept ends with operation_aborted. Idempotent. On the
-  // listener's io_context thread, or before it runs.
+  // Stops listening; a pending accept ends cancelled. Idempotent. On the listener's
+  // io_context thread, or before it runs.
   virtual void close() = 0;
 };
 

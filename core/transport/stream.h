@@ -4,9 +4,16 @@
 // second transport (RDMA) slots in beside TCP without touching them. A stream belongs to one
 // io_context: every call is made from, and every handler runs on, that context's thread, so an
 // implementation needs no locks. At most one read and one write may be pending at a time (the
-// callers keep their own queues). Handlers always run, also after close() (with
-// asio::error::operation_aborted), which is what lets an owner know when its buffers are free.
-// Streams come from a Listener (listener.h) or a Connector (connector.h).
+// callers keep their own queues). Handlers always run, also after close() (cancelled), which is
+// what lets an owner know when its buffers are free. Streams come from a Listener (listener.h)
+// or a Connector (connector.h).
+//
+// Errors are std::error_codes that stream_error.h sorts into classes, and an owner reads
+// nothing else of them (but their message, for people): the peer closed its side in order
+// (kPeerClosed: a read finds no more bytes), the connection was lost (kLost: a reset, a broken
+// pipe), the loss bound passed (kTimedOut), this side cancelled (kCancelled: close(),
+// stopWatchingPeer(), handOver()), or another failure (kFailed). Every implementation produces
+// codes that classify() puts in the class meant; which codes is its own business.
 #pragma once
 
 #include <asio/any_io_executor.hpp>
@@ -54,16 +61,16 @@ class Stream {
   virtual void asyncWaitReadable(WaitHandler handler, size_t wakeAt = 1) = 0;
 
   // For an owner that has stopped reading (what arrives has nowhere to go yet) and must still
-  // learn at once that the peer went away: calls `handler` with asio::error::eof once the peer
-  // has closed its side, or with the connection's error (connection_reset, ...) once it failed,
-  // without reading anything. Bytes that arrive meanwhile stay queued for the next read and
-  // wake nothing. A FIN queued behind bytes that do not fit the receive buffer cannot arrive
-  // until they are read (TCP's flow control); an RST always can. The handler runs with
-  // operation_aborted after stopWatchingPeer() or close(). At most one watch at a time; reads
-  // and writes may be pending beside it. False (and the handler never runs) when this stream
+  // learn at once that the peer went away: calls `handler` with a kPeerClosed error once the
+  // peer has closed its side, or with the connection's error (kLost, kTimedOut, ...) once it
+  // failed, without reading anything. Bytes that arrive meanwhile stay queued for the next
+  // read and wake nothing. A FIN queued behind bytes that do not fit the receive buffer cannot
+  // arrive until they are read (TCP's flow control); an RST always can. The handler runs
+  // cancelled after stopWatchingPeer() or close(). At most one watch at a time; reads and
+  // writes may be pending beside it. False (and the handler never runs) when this stream
   // cannot watch now (out of descriptors, say).
   virtual bool watchPeerGone(WaitHandler handler) = 0;
-  // Ends a watch (a no-op without one); its handler runs later, with operation_aborted.
+  // Ends a watch (a no-op without one); its handler runs later, cancelled.
   virtual void stopWatchingPeer() = 0;
 
   // Writes every buffer, in order, as one gather write. The buffers (the array and the bytes)
@@ -93,10 +100,10 @@ class Stream {
   virtual Result<std::unique_ptr<Stream>> moveTo(asio::io_context& target) = 0;
 
   // Hands the connection to a new stream on the same io context, for a last word after this
-  // stream's owner let go of it (farewell.h): this stream's pending operations end with
-  // operation_aborted, and it is left closed without ending the connection (no FIN, no reset).
-  // A write in flight stops where it is: what it had not handed over is the new owner's to
-  // send (FrameWriter::restOfFrame). A transport that cannot returns an error.
+  // stream's owner let go of it (farewell.h): this stream's pending operations end cancelled,
+  // and it is left closed without ending the connection (no FIN, no reset). A write in flight
+  // stops where it is: what it had not handed over is the new owner's to send
+  // (FrameWriter::restOfFrame). A transport that cannot returns an error.
   virtual Result<std::unique_ptr<Stream>> handOver() {
     return unavailableError("this transport cannot hand a stream over");
   }

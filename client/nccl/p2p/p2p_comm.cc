@@ -3,6 +3,7 @@
 #include <asio/post.hpp>
 
 #include "core/common/log.h"
+#include "core/transport/stream_error.h"
 #include "core/wire/group_id.h"
 
 namespace rs::nccl::p2p {
@@ -116,14 +117,15 @@ std::string CommCore::where(const Channel& channel) const {
 
 Status CommCore::socketError(const Channel& channel, const std::string& doing,
                              const std::error_code& error) const {
-  if (error == asio::error::eof)
-    return unavailableError(where(channel) + ": the peer closed the connection");
-  if (error == asio::error::connection_reset)
-    return unavailableError(where(channel) + ": the peer reset the connection");
-  if (error == asio::error::broken_pipe)
-    return unavailableError(where(channel) + ": the peer closed the connection (" + doing +
-                            ": broken pipe)");
-  return ioError(where(channel) + ": " + doing + ": " + error.message());
+  switch (transport::classify(error)) {
+    case transport::StreamError::kPeerClosed:
+      return unavailableError(where(channel) + ": the peer closed the connection");
+    case transport::StreamError::kLost:  // reset, broken pipe: the system's words say which
+      return unavailableError(where(channel) + ": the connection was lost (" + doing + ": " +
+                              error.message() + ")");
+    default:
+      return ioError(where(channel) + ": " + doing + ": " + error.message());
+  }
 }
 
 // --- Public surface ------------------------------------------------------------------------

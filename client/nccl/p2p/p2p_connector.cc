@@ -4,7 +4,6 @@
 // connection's random id, socket index and count, striping threshold). The connection is up
 // when every socket's hello went out and the listener acked it; a listener that closes
 // instead refused us (a stale or foreign handle).
-#include <asio/ip/address.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <condition_variable>
@@ -13,6 +12,8 @@
 #include "client/nccl/p2p/p2p_comm.h"
 #include "core/common/log.h"
 #include "core/transport/connector.h"
+#include "core/transport/packed_host.h"
+#include "core/transport/stream_error.h"
 
 namespace rs::nccl::p2p {
 namespace {
@@ -175,7 +176,8 @@ class ConnectorCore : public std::enable_shared_from_this<ConnectorCore> {
   }
 
   void onAck(ConnectSocket& s, const std::error_code& ec) {
-    if (ec == asio::error::eof || ec == asio::error::connection_reset)
+    if (const auto end = transport::classify(ec);
+        end == transport::StreamError::kPeerClosed || end == transport::StreamError::kLost)
       return fail(unavailableError(
           where(s) + ": the listener closed the connection instead of accepting it (a stale "
                      "handle, or another process on that port?)"));
@@ -253,18 +255,9 @@ Result<std::unique_ptr<P2pConnector>> P2pConnector::start(std::shared_ptr<P2pEng
     return invalidArgument("p2p connect: connectTimeout must be positive");
   Handle h;
   RS_RETURN_IF_ERROR(decodeHandle(static_cast<const uint8_t*>(handle), &h));
-  asio::ip::address address;
-  if (h.family == 4) {
-    asio::ip::address_v4::bytes_type b;
-    std::copy(h.address.begin(), h.address.begin() + 4, b.begin());
-    address = asio::ip::address_v4(b);
-  } else {
-    asio::ip::address_v6::bytes_type b;
-    std::copy(h.address.begin(), h.address.end(), b.begin());
-    address = asio::ip::address_v6(b, h.scopeId);
-  }
+  const std::string host = transport::unpackHost({h.family, h.address, h.scopeId});
   auto core = std::make_shared<ConnectorCore>(
-      *engine, options, Endpoint{address.to_string(), h.port}, h.listenerId);
+      *engine, options, Endpoint{host, h.port}, h.listenerId);
   core->start();
   return std::unique_ptr<P2pConnector>(
       new P2pConnector(std::make_unique<Impl>(std::move(engine), std::move(core))));

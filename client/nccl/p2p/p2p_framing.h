@@ -26,6 +26,11 @@ inline constexpr size_t kHandleUsableBytes = 96;
 
 // --- Handle (listen -> NCCL -> the peer's connect) ---------------------------------------
 
+// The listener's numeric host travels as the transport packs it (core/transport/packed_host.h:
+// family, address bytes, scope), so that neither end names a socket library and this format
+// stays what it was. A transport that dials something other than an IP address and port (a
+// fabric's own address) would add its bytes in a new handle version: 56 of the usable bytes
+// are still free.
 struct Handle {
   uint8_t family = 4;  // 4 or 6
   std::array<uint8_t, 16> address{};  // IPv4 in the first 4 bytes, the rest zero

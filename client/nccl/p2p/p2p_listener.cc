@@ -7,7 +7,6 @@
 // connection's set by options.connectTimeout is closed (all of its set with it) and never
 // surfaces in tryAccept(). Accepted sockets move round-robin to the engine's io threads; the
 // listener and the expiry timer live on one of them. Shared state is guarded by mu_.
-#include <asio/ip/address.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <condition_variable>
@@ -19,6 +18,7 @@
 #include "client/nccl/p2p/p2p_comm.h"
 #include "core/common/log.h"
 #include "core/transport/listener.h"
+#include "core/transport/packed_host.h"
 
 namespace rs::nccl::p2p {
 namespace {
@@ -311,12 +311,11 @@ Result<std::unique_ptr<P2pListener>> P2pListener::listen(std::shared_ptr<P2pEngi
   if (!engine || handle == nullptr) return invalidArgument("p2p listen: null engine or handle");
   if (options.connectTimeout.count() <= 0)
     return invalidArgument("p2p listen: connectTimeout must be positive");
-  std::error_code ec;
-  const asio::ip::address address = asio::ip::make_address(options.listenAddress, ec);
-  if (ec)
+  const std::optional<transport::PackedHost> host = transport::packHost(options.listenAddress);
+  if (!host)
     return invalidArgument("p2p listen: listenAddress '" + options.listenAddress +
                            "' is not an IP address");
-  if (address.is_unspecified())
+  if (host->unspecified())
     return invalidArgument("p2p listen: listenAddress '" + options.listenAddress +
                            "' names no interface; the peer needs an address to connect to");
 
@@ -331,17 +330,9 @@ Result<std::unique_ptr<P2pListener>> P2pListener::listen(std::shared_ptr<P2pEngi
   Handle h;
   h.listenerId = randomId();
   h.port = port;
-  if (address.is_v4()) {
-    h.family = 4;
-    const auto bytes = address.to_v4().to_bytes();
-    std::copy(bytes.begin(), bytes.end(), h.address.begin());
-  } else {
-    h.family = 6;
-    const auto v6 = address.to_v6();
-    const auto bytes = v6.to_bytes();
-    std::copy(bytes.begin(), bytes.end(), h.address.begin());
-    h.scopeId = static_cast<uint32_t>(v6.scope_id());
-  }
+  h.family = host->family;
+  h.address = host->address;
+  h.scopeId = host->scopeId;
   encodeHandle(h, static_cast<uint8_t*>(handle));
 
   auto core = std::make_shared<ListenerCore>(*engine, io, std::move(*listener), options,
