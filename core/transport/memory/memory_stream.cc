@@ -152,8 +152,10 @@ void MemoryStream::asyncWaitReadable(WaitHandler handler, size_t wakeAt) {
   advanceRead();
 }
 
-// As the kernel does, a wake-up is never held back past what the buffer holds: a writer that
-// waits for room would otherwise wait on a reader that waits for bytes.
+// A read-some waits for min(wakeAt, size) bytes, to the letter (TCP honours a hint from 16 KiB
+// only), so a caller that asks for more than its peer is sure to send hangs here rather than
+// now and then. As the kernel does, never past what the buffer holds: a writer that waits for
+// room would otherwise wait on a reader that waits for bytes.
 void MemoryStream::advanceRead() {
   Link::End& in = link_->ends[side_];
   const auto wakeFor = [&](size_t limit) {
@@ -185,7 +187,9 @@ void MemoryStream::advanceRead() {
       return;
     }
     case ReadKind::kWait:
-      if (in.inbox.size() >= wakeFor(SIZE_MAX) || in.finished || in.failed) completeRead({});
+      // At the first byte: for a wait the hint is a ceiling (TCP lowers its mark to it and never
+      // raises it), and FrameReader::readWhole takes a unit's front from what is there.
+      if (in.inbox.size() > 0 || in.finished || in.failed) completeRead({});
       return;
   }
 }
