@@ -346,7 +346,7 @@ TEMPLATE_TEST_CASE("stream: bytesArrived counts bytes waiting unread as soon as 
 }
 
 TEMPLATE_TEST_CASE("stream: shutdownSend half-closes: the peer reads what was written, then the "
-                   "end; reading goes on, and a later write fails with broken_pipe",
+                   "end, reading goes on, and a later write fails with broken_pipe",
                    "[transport]", test::TcpPair, test::MemoryPair) {
   TestType p;
   const std::string word = "last";
@@ -382,8 +382,8 @@ TEMPLATE_TEST_CASE("stream: shutdownSend half-closes: the peer reads what was wr
 }
 
 TEMPLATE_TEST_CASE("stream: close ends a pending read and a write held back by the peer with "
-                   "operation_aborted, later, on this thread; the peer reads what was sent, then "
-                   "the end",
+                   "operation_aborted, later, on this thread, and the peer reads what was sent, "
+                   "then the end",
                    "[transport]", test::TcpPair, test::MemoryPair) {
   TestType p;
   std::vector<char> in(1000);
@@ -448,7 +448,7 @@ TEMPLATE_TEST_CASE("stream: a reset fails a read with connection_reset after the
 }
 
 TEMPLATE_TEST_CASE("stream: asyncWaitReadable completes once bytes are queued, or at the peer's "
-                   "end, and reads nothing; a read of bytesQueued gets them all",
+                   "end, and reads nothing, and a read of bytesQueued gets them all",
                    "[transport]", test::TcpPair, test::MemoryPair) {
   TestType p;
   bool ready = false;
