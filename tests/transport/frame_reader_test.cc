@@ -1,11 +1,11 @@
-// FrameReader over a real loopback TCP connection: frames of every size, cut anywhere by the
+// FrameReader over every transport (test::TcpPair, test::MemoryPair): frames of every size, cut anywhere by the
 // sender, arrive whole and in order through every way of taking a payload; small frames come
 // many to a read call and a large frame's payload is never read ahead; a header already read
 // ahead completes through a post, never inline; end of stream fails a header read with EOF,
 // between frames or inside a header.
 //
 // The reader's io_context runs on the test thread; the peer writes with blocking calls.
-// A Stream decorator counts the reads the reader asks of the TCP stream.
+// A Stream decorator counts the reads the reader asks of the stream.
 #include "core/transport/frame_reader.h"
 
 #include <catch2/catch.hpp>
@@ -13,9 +13,6 @@
 #include <asio/error.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/write.hpp>
-#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -24,7 +21,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/transport/tcp/tcp_stream.h"
+#include "tests/support/stream_pair.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::transport {
@@ -94,34 +91,24 @@ bool payloadIntact(uint64_t chunk, const std::vector<uint8_t>& payload) {
   return true;
 }
 
+// The reader's end of a pair, wrapped in a CountingStream; the peer writes.
 struct ReaderLoopback {
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  CountingStream* stream = nullptr;  // owned by `owned`
-  std::unique_ptr<Stream> owned;
-  asio::io_context peerIo;
-  asio::ip::tcp::socket peer{peerIo};
-  int readerFd = -1;
-
-  ReaderLoopback() {
-    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    peer.connect(acceptor.local_endpoint());
-    asio::ip::tcp::socket accepted(io);
-    acceptor.accept(accepted);
-    readerFd = accepted.native_handle();
-    auto counting =
-        std::make_unique<CountingStream>(std::make_unique<tcp::TcpStream>(std::move(accepted)));
+  explicit ReaderLoopback(std::unique_ptr<test::StreamPair> made)
+      : pair(std::move(made)), io(pair->io) {
+    auto counting = std::make_unique<CountingStream>(std::move(pair->local));
     stream = counting.get();
     owned = std::move(counting);
   }
+  std::unique_ptr<test::StreamPair> pair;
+  asio::io_context& io;
+  CountingStream* stream = nullptr;  // owned by `owned`
+  std::unique_ptr<Stream> owned;
 
-  void send(const std::vector<uint8_t>& bytes) { asio::write(peer, asio::buffer(bytes)); }
-  // Waits until the reader's socket holds `bytes` unread (a state: every byte has arrived).
+  // From any thread; a failed write shows as frames that never come.
+  void send(const std::vector<uint8_t>& bytes) { (void)pair->peerWrite(bytes); }
+  // Waits until the reader's stream holds `bytes` unread (a state: every byte has arrived).
   bool arrived(size_t bytes) {
-    return test::waitUntil([&] {
-      int queued = 0;
-      return ::ioctl(readerFd, FIONREAD, &queued) == 0 && static_cast<size_t>(queued) >= bytes;
-    });
+    return test::waitUntil([&] { return stream->bytesQueued() >= bytes; });
   }
   bool runUntil(const std::function<bool()>& done) {
     const auto end = std::chrono::steady_clock::now() + test::kStateDeadline;
@@ -208,11 +195,11 @@ const std::vector<uint32_t> kSizes = {0,     1,     71,         72,         8192
 
 }  // namespace
 
-TEST_CASE("frame reader: frames of every size, cut anywhere, arrive whole and in order",
-          "[transport]") {
+TEMPLATE_TEST_CASE("frame reader: frames of every size, cut anywhere, arrive whole and in order",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
   const Take how = GENERATE(Take::kExactly, Take::kSome, Take::kTakeThenExactly, Take::kWhole);
   const size_t cut = GENERATE(size_t{0}, size_t{37}, size_t{4096});  // 0: each frame one write
-  ReaderLoopback p;
+  ReaderLoopback p(std::make_unique<TestType>());
   FrameReader reader;
   FrameLoop loop(p, reader, how, kSizes.size());
   std::thread writer([&] {
@@ -243,9 +230,10 @@ TEST_CASE("frame reader: frames of every size, cut anywhere, arrive whole and in
   CHECK(loop.allIntact);
 }
 
-TEST_CASE("frame reader: small frames come many to a read, a large payload is not read ahead",
-          "[transport]") {
-  ReaderLoopback p;
+TEMPLATE_TEST_CASE("frame reader: small frames come many to a read, a large payload is not read "
+                   "ahead",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  ReaderLoopback p(std::make_unique<TestType>());
   FrameReader reader;
   constexpr size_t kSmall = 64;
   std::vector<uint8_t> all;
@@ -286,10 +274,10 @@ TEST_CASE("frame reader: small frames come many to a read, a large payload is no
   CHECK((reads.back() == 100 || reads.back() == 100 - wire::kHeaderSize));
 }
 
-TEST_CASE("frame reader: after a large payload, a header-only frame comes with the next header "
-          "in one read and turns no read-ahead on",
-          "[transport]") {
-  ReaderLoopback p;
+TEMPLATE_TEST_CASE("frame reader: after a large payload, a header-only frame comes with the next "
+                   "header in one read and turns no read-ahead on",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  ReaderLoopback p(std::make_unique<TestType>());
   FrameReader reader;
   constexpr uint32_t kLarge = 32 << 10;  // above kReadAheadBytes; all of it fits in the socket
   std::vector<uint8_t> all = frameBytes(0, kLarge);
@@ -309,8 +297,9 @@ TEST_CASE("frame reader: after a large payload, a header-only frame comes with t
         std::vector<size_t>{FrameReader::kBufferBytes, rest0, 2 * wire::kHeaderSize, kLarge});
 }
 
-TEST_CASE("frame reader: a header read ahead completes through a post", "[transport]") {
-  ReaderLoopback p;
+TEMPLATE_TEST_CASE("frame reader: a header read ahead completes through a post",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  ReaderLoopback p(std::make_unique<TestType>());
   FrameReader reader;
   auto two = frameBytes(1, 10);
   const auto second = frameBytes(2, 10);
@@ -333,15 +322,16 @@ TEST_CASE("frame reader: a header read ahead completes through a post", "[transp
   CHECK(h.chunk == 2);
 }
 
-TEST_CASE("frame reader: end of stream fails a header read, between frames or inside one",
-          "[transport]") {
+TEMPLATE_TEST_CASE("frame reader: end of stream fails a header read, between frames or inside "
+                   "one",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
   const bool insideHeader = GENERATE(false, true);
-  ReaderLoopback p;
+  ReaderLoopback p(std::make_unique<TestType>());
   FrameReader reader;
   auto bytes = frameBytes(1, 5);
   if (insideHeader) bytes.resize(bytes.size() + 30, 0);  // 30 bytes of a second header
   p.send(bytes);
-  p.peer.shutdown(asio::ip::tcp::socket::shutdown_send);
+  p.pair->peerShutdownSend();
 
   FrameLoop loop(p, reader, Take::kExactly, 2);
   loop.next();
@@ -382,12 +372,12 @@ bool untouched(const std::vector<uint8_t>& data, size_t from) {
 
 }  // namespace
 
-TEST_CASE("frame reader: readWhole writes whole units only: a unit that comes in pieces lands "
-          "once it is whole, and every read into the buffer is whole units",
-          "[transport]") {
+TEMPLATE_TEST_CASE("frame reader: readWhole writes whole units only: a unit that comes in pieces "
+                   "lands once it is whole, and every read into the buffer is whole units",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
   const size_t unit = GENERATE(size_t{2}, size_t{4}, size_t{8});
   CAPTURE(unit);
-  ReaderLoopback p;
+  ReaderLoopback p(std::make_unique<TestType>());
   FrameReader reader;
   const size_t size = 64 * unit;
   const std::vector<uint8_t> sent = sequence(size);
@@ -412,14 +402,14 @@ TEST_CASE("frame reader: readWhole writes whole units only: a unit that comes in
   for (size_t asked : p.stream->reads) CHECK((asked < unit || asked % unit == 0));
 }
 
-TEST_CASE("frame reader: readWhole at the end of the stream inside a unit: the unit is dropped "
-          "and the count is the whole units written",
-          "[transport]") {
+TEMPLATE_TEST_CASE("frame reader: readWhole at the end of the stream inside a unit: the unit is "
+                   "dropped and the count is the whole units written",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
   const size_t unit = GENERATE(size_t{2}, size_t{4}, size_t{8});
   // Where the payload's first bytes are: read ahead with the header, or only in the socket.
   const bool afterHeader = GENERATE(false, true);
   CAPTURE(unit, afterHeader);
-  ReaderLoopback p;
+  ReaderLoopback p(std::make_unique<TestType>());
   FrameReader reader;
   const size_t size = 64 * unit;
   const size_t sentBytes = 10 * unit + unit / 2;
@@ -430,7 +420,7 @@ TEST_CASE("frame reader: readWhole at the end of the stream inside a unit: the u
     bytes = frame;
   }
   p.send(bytes);
-  p.peer.shutdown(asio::ip::tcp::socket::shutdown_send);
+  p.pair->peerShutdownSend();
   REQUIRE(p.arrived(bytes.size()));
   if (afterHeader) {
     bool header = false;

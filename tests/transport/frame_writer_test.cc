@@ -1,4 +1,4 @@
-// FrameWriter over a real loopback TCP connection: frames arrive whole and in order, more than
+// FrameWriter over every transport (test::TcpPair, test::MemoryPair): frames arrive whole and in order, more than
 // kMaxFramesPerWrite frames go out in several gather writes, a frame queued first goes in the
 // next write, a payload's owner lives until the
 // write that carries it has ended, dropped frames are released at once and never sent, and a
@@ -7,16 +7,15 @@
 // and ends without a reset once the peer ended its side.
 //
 // The writer's io_context runs on the test thread; the peer reads with blocking calls on a
-// thread of its own. A 64 MiB payload cannot fit in the two sockets' buffers (at most 4 MiB
-// to send and 32 MiB to receive here), so its write stays pending until the peer reads.
+// thread of its own. A 64 MiB payload cannot fit in what a transport holds between the two
+// ends (at most 4 MiB to send and 32 MiB to receive over TCP here, 256 KiB in memory), so its
+// write stays pending until the peer reads.
 #include "core/transport/frame_writer.h"
 
 #include <catch2/catch.hpp>
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/read.hpp>
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -25,8 +24,8 @@
 
 #include "core/transport/farewell.h"
 #include "core/transport/pending_ops.h"
-#include "core/transport/tcp/tcp_stream.h"
 #include "core/wire/control_frames.h"
+#include "tests/support/stream_pair.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::transport {
@@ -54,24 +53,17 @@ struct Received {
   bool intact = false;  // the payload is all chunk mod 256
 };
 
-// One loopback connection: the writer's stream on `io`, the peer's blocking socket.
+// One connection: the writer's stream on `io`, the peer's end driven by blocking calls.
 struct WriterLoopback {
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  std::unique_ptr<tcp::TcpStream> stream;
-  asio::io_context peerIo;
-  asio::ip::tcp::socket peer{peerIo};
+  explicit WriterLoopback(std::unique_ptr<test::StreamPair> made)
+      : pair(std::move(made)), io(pair->io), stream(pair->local.get()) {}
+  std::unique_ptr<test::StreamPair> pair;
+  asio::io_context& io;
+  Stream* stream;  // the pair's local end
   std::vector<Received> received;
   std::thread reader;
   std::atomic<bool> readDone{false};  // the reader thread has stopped reading
 
-  WriterLoopback() {
-    asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
-    peer.connect(acceptor.local_endpoint());
-    asio::ip::tcp::socket accepted(io);
-    acceptor.accept(accepted);
-    stream = std::make_unique<tcp::TcpStream>(std::move(accepted));
-  }
   ~WriterLoopback() { joinReader(); }
 
   // Runs the writer's handlers on this thread until `done` holds (the deadline only turns a
@@ -96,13 +88,13 @@ struct WriterLoopback {
         wire::HeaderBytes bytes;
         wire::FrameHeader h;
         std::error_code ec;
-        asio::read(peer, asio::buffer(bytes), ec);
+        ec = pair->peerReadExactly(bytes.data(), bytes.size());
         if (ec || !wire::decodeHeader(bytes.data(), bytes.size(), {.maxPayloadBytes = kBigPayload},
                                       &h)
                        .isOk())
           return;
         payload.resize(h.payloadLength);
-        asio::read(peer, asio::buffer(payload), ec);
+        ec = pair->peerReadExactly(payload.data(), payload.size());
         if (ec) return;
         const auto want = static_cast<uint8_t>(h.chunk);
         received.push_back({h.chunk, h.payloadLength,
@@ -136,9 +128,9 @@ struct Completions {
 
 }  // namespace
 
-TEST_CASE("frame writer: frames arrive whole and in order, at most 16 per gather write",
-          "[transport]") {
-  WriterLoopback p;
+TEMPLATE_TEST_CASE("frame writer: frames arrive whole and in order, at most 16 per gather write",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  WriterLoopback p(std::make_unique<TestType>());
   Completions seen;
   int holds = 0;
   FrameWriter writer(
@@ -177,9 +169,9 @@ TEST_CASE("frame writer: frames arrive whole and in order, at most 16 per gather
   CHECK(writer.queued() == 0);
 }
 
-TEST_CASE("frame writer: a payload's owner is released only after its write completed",
-          "[transport]") {
-  WriterLoopback p;
+TEMPLATE_TEST_CASE("frame writer: a payload's owner is released only after its write completed",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  WriterLoopback p(std::make_unique<TestType>());
   Completions seen;
   std::weak_ptr<void> big, small;
   bool ownersHeldInCallback = false;
@@ -218,9 +210,10 @@ TEST_CASE("frame writer: a payload's owner is released only after its write comp
   CHECK((p.received[1].chunk == 2 && p.received[1].intact));
 }
 
-TEST_CASE("frame writer: a frame queued first goes in the next write, ahead of the queued ones",
-          "[transport]") {
-  WriterLoopback p;
+TEMPLATE_TEST_CASE("frame writer: a frame queued first goes in the next write, ahead of the "
+                   "queued ones",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  WriterLoopback p(std::make_unique<TestType>());
   Completions seen;
   FrameWriter writer(nullptr, [&](const std::error_code& ec, FrameWriter::Written frames) {
     seen.batches.push_back(frames.size());
@@ -243,8 +236,9 @@ TEST_CASE("frame writer: a frame queued first goes in the next write, ahead of t
   for (uint64_t i = 2; i < 22; ++i) CHECK(p.received[i].chunk == i);
 }
 
-TEST_CASE("frame writer: dropped frames are released at once and never sent", "[transport]") {
-  WriterLoopback p;
+TEMPLATE_TEST_CASE("frame writer: dropped frames are released at once and never sent",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  WriterLoopback p(std::make_unique<TestType>());
   Completions seen;
   FrameWriter writer(nullptr, [&](const std::error_code& ec, FrameWriter::Written frames) {
     seen.errors.push_back(ec);
@@ -275,9 +269,10 @@ TEST_CASE("frame writer: dropped frames are released at once and never sent", "[
   CHECK(after.expired());
 }
 
-TEST_CASE("frame writer: a failed write reports its frames, releases them and stops the writer",
-          "[transport]") {
-  WriterLoopback p;
+TEMPLATE_TEST_CASE("frame writer: a failed write reports its frames, releases them and stops the "
+                   "writer",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  WriterLoopback p(std::make_unique<TestType>());
   Completions seen;
   bool ownerHeldInCallback = false;
   std::weak_ptr<void> big, queued;
@@ -291,8 +286,8 @@ TEST_CASE("frame writer: a failed write reports its frames, releases them and st
   writer.enqueue(makeFrame(2, 100, &queued));
   while (p.io.poll() > 0) {
   }
-  // The peer goes away with unread bytes: its kernel answers with a reset.
-  p.peer.close();
+  // The peer goes away with unread bytes: it answers with a reset.
+  p.pair->peerClose();
   REQUIRE(p.runUntil([&] { return !seen.errors.empty(); }));
 
   // A broken pipe or a reset, whichever the kernel reports first.
@@ -311,9 +306,10 @@ TEST_CASE("frame writer: a failed write reports its frames, releases them and st
   CHECK(seen.errors.size() == 1);
 }
 
-TEST_CASE("frame writer: closing ends the write in flight through its handler, drain stays exact",
-          "[transport]") {
-  WriterLoopback p;
+TEMPLATE_TEST_CASE("frame writer: closing ends the write in flight through its handler, drain "
+                   "stays exact",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  WriterLoopback p(std::make_unique<TestType>());
   PendingOps ops;
   Completions seen;
   std::weak_ptr<void> big, queued, late;
@@ -347,10 +343,11 @@ TEST_CASE("frame writer: closing ends the write in flight through its handler, d
   CHECK_FALSE(writer.flush(*p.stream));
 }
 
-TEST_CASE("frame writer: a stream handed over inside a frame carries the frame's rest and a last "
-          "word on a Farewell, which ends without a reset once the peer ended its side",
-          "[transport]") {
-  WriterLoopback p;
+TEMPLATE_TEST_CASE("frame writer: a stream handed over inside a frame carries the frame's rest "
+                   "and a last word on a Farewell, which ends without a reset once the peer "
+                   "ended its side",
+                   "[transport]", test::TcpPair, test::MemoryPair) {
+  WriterLoopback p(std::make_unique<TestType>());
   PendingOps ops;
   FrameWriter writer(
       countedBy(ops),
@@ -376,16 +373,16 @@ TEST_CASE("frame writer: a stream handed over inside a frame carries the frame's
   REQUIRE(p.runUntil([&] { return p.readDone.load(); }));
   p.joinReader();
   // The peer ends its side; the farewell, which read everything, closes with a FIN.
-  p.peer.shutdown(asio::ip::tcp::socket::shutdown_send);
+  p.pair->peerShutdownSend();
   std::error_code end;
   std::atomic<bool> ended{false};
   std::thread waiter([&] {
     uint8_t one = 0;
-    p.peer.read_some(asio::buffer(&one, 1), end);
+    p.pair->peerReadSome(&one, 1, end);
     ended = true;
   });
   const bool closed = p.runUntil([&] { return ended.load(); });
-  if (!closed) p.peer.close();
+  if (!closed) p.pair->peerClose();
   waiter.join();
   REQUIRE(closed);
   REQUIRE(p.received.size() == 2);
