@@ -5,6 +5,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "core/transport/fabric/fabric_error.h"
@@ -253,6 +254,13 @@ FabricCompletion FabricEndpoint::errorCompletion(const fi_cq_err_entry& err) {
     c.op = (err.flags & FI_REMOTE_WRITE) != 0 ? FabricOp::kRemoteWrite : FabricOp::kRecv;
     what = fmt::format("{} (flags {:#x})", fabricOpName(c.op), err.flags);
   }
+  if (ep_ == nullptr) {
+    // Flushed by abort()'s close: the operation failed for the reason the endpoint was closed
+    // (and the provider's strerror must not be asked, its endpoint is gone).
+    c.status = Status(broken_.code(), fmt::format("{} endpoint '{}': {}: {}", provider(),
+                                                  options_.name, what, broken_.message()));
+    return c;
+  }
   char detail[256] = {0};
   const char* said = fi_cq_strerror(cq_, err.prov_errno, err.err_data, detail, sizeof detail);
   c.status = Status(fabricStatusCode(err.err),
@@ -318,6 +326,26 @@ Result<FabricCompletion> FabricEndpoint::next(std::chrono::milliseconds timeout)
     }
     if (idle > kSpinPolls) std::this_thread::sleep_for(kIdleSleep);
   }
+}
+
+Status FabricEndpoint::finishPending(std::chrono::milliseconds bound,
+                                     std::vector<FabricCompletion>& out) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!pending_.empty() || !ready_.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    Result<FabricCompletion> c = next(std::max(left, std::chrono::milliseconds(0)));
+    if (c.isOk()) {
+      out.push_back(std::move(*c));
+      continue;
+    }
+    Status why = c.status().code() == StatusCode::kTimeout
+                     ? timeoutError(fmt::format("not completed within {} ms", bound.count()))
+                     : c.status();
+    abort(why, out);
+    return why;
+  }
+  return Status::ok();
 }
 
 void FabricEndpoint::abort(const Status& why, std::vector<FabricCompletion>& out) {

@@ -96,6 +96,12 @@ class FabricEndpoint {
   size_t pending() const { return pending_.size(); }
   bool isOpen() const { return ep_ != nullptr; }
 
+  // Polls until no operation is pending, appending the completions to `out`, for at most
+  // `bound`; past it, aborts with kTimeout, so every pending operation has completed, one way
+  // or the other, when it returns (a peer that died without the provider noticing costs the
+  // bound, never a hang). OK when nothing had to be aborted.
+  Status finishPending(std::chrono::milliseconds bound, std::vector<FabricCompletion>& out);
+
   // Closes the endpoint: what had completed still comes out, and every operation still pending
   // completes in `out` with `why`. Later posts fail. Idempotent.
   void abort(const Status& why, std::vector<FabricCompletion>& out);
