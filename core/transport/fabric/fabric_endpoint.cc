@@ -165,41 +165,36 @@ Status FabricEndpoint::postWrite(PeerId peer, const RegisteredMemory& src, size_
 
 Status FabricEndpoint::postSend(PeerId peer, const RegisteredMemory& mem, size_t offset,
                                 size_t size, uint64_t token) {
-  if (!broken_.isOk()) return broken_;
   if (peer >= peers_.size()) return invalidArgument(fmt::format("send to unknown peer #{}", peer));
-  if (!mem.isRegistered() || offset > mem.size() || size > mem.size() - offset) {
-    return invalidArgument(fmt::format("send to {}: [{}, +{}) outside the {} registered bytes",
-                                       peerName(peer), offset, size, mem.size()));
-  }
-  Op* op = new Op{{}, FabricOp::kSend, token, peer, size};
-  iovec iov{mem.data() + offset, size};
-  void* desc = mem.descriptor();
-  fi_msg msg{};
-  msg.msg_iov = &iov;
-  msg.desc = &desc;
-  msg.iov_count = 1;
-  msg.addr = peers_[peer].address;
-  msg.context = &op->context;
-  return post(op, [&] { return fi_sendmsg(ep_, &msg, FI_COMPLETION); }, "send");
+  return postMessage(FabricOp::kSend, peer, mem, offset, size, token);
 }
 
 Status FabricEndpoint::postRecv(const RegisteredMemory& mem, size_t offset, size_t size,
                                 uint64_t token) {
+  return postMessage(FabricOp::kRecv, kNoPeer, mem, offset, size, token);
+}
+
+Status FabricEndpoint::postMessage(FabricOp kind, PeerId peer, const RegisteredMemory& mem,
+                                   size_t offset, size_t size, uint64_t token) {
   if (!broken_.isOk()) return broken_;
   if (!mem.isRegistered() || offset > mem.size() || size > mem.size() - offset) {
-    return invalidArgument(fmt::format("receive into [{}, +{}) outside the {} registered bytes",
-                                       offset, size, mem.size()));
+    return invalidArgument(fmt::format("{} {} {}: [{}, +{}) outside the {} registered bytes",
+                                       fabricOpName(kind), kind == FabricOp::kRecv ? "from" : "to",
+                                       peerName(peer), offset, size, mem.size()));
   }
-  Op* op = new Op{{}, FabricOp::kRecv, token, kNoPeer, size};
+  Op* op = new Op{{}, kind, token, peer, size};
   iovec iov{mem.data() + offset, size};
   void* desc = mem.descriptor();
   fi_msg msg{};
   msg.msg_iov = &iov;
   msg.desc = &desc;
   msg.iov_count = 1;
-  msg.addr = FI_ADDR_UNSPEC;
+  msg.addr = kind == FabricOp::kRecv ? FI_ADDR_UNSPEC : peers_[peer].address;
   msg.context = &op->context;
-  return post(op, [&] { return fi_recvmsg(ep_, &msg, FI_COMPLETION); }, "receive");
+  if (kind == FabricOp::kRecv) {
+    return post(op, [&] { return fi_recvmsg(ep_, &msg, FI_COMPLETION); }, "receive");
+  }
+  return post(op, [&] { return fi_sendmsg(ep_, &msg, FI_COMPLETION); }, "send");
 }
 
 FabricCompletion FabricEndpoint::completionOf(const fi_cq_data_entry& entry) {
@@ -262,7 +257,10 @@ FabricCompletion FabricEndpoint::errorCompletion(const fi_cq_err_entry& err) {
     return c;
   }
   char detail[256] = {0};
-  const char* said = fi_cq_strerror(cq_, err.prov_errno, err.err_data, detail, sizeof detail);
+  // The provider's own words, where it has any (prov_errno 0 reads "Success").
+  const char* said = err.prov_errno == 0
+                         ? nullptr
+                         : fi_cq_strerror(cq_, err.prov_errno, err.err_data, detail, sizeof detail);
   c.status = Status(fabricStatusCode(err.err),
                     fmt::format("{} endpoint '{}': {} failed: {} (fi error {}; provider: {})",
                                 provider(), options_.name, what, fi_strerror(err.err), err.err,

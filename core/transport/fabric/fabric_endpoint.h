@@ -110,6 +110,8 @@ class FabricEndpoint {
   struct Op;  // one posted operation: the provider's context first, then ours
 
   FabricEndpoint(FabricDomain& domain, FabricEndpointOptions options);
+  Status postMessage(FabricOp kind, PeerId peer, const RegisteredMemory& mem, size_t offset,
+                     size_t size, uint64_t token);
   Status post(Op* op, const std::function<ssize_t()>& call, const char* what);
   Status readQueue(size_t max);
   FabricCompletion completionOf(const struct fi_cq_data_entry& entry);

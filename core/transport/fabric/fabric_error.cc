@@ -28,6 +28,8 @@ StatusCode fabricStatusCode(int err) {
     case FI_EBADFLAGS:
     case FI_EOPNOTSUPP:
       return StatusCode::kInvalidArgument;
+    case FI_ETRUNC:  // a peer's message larger than the receive posted for it
+      return StatusCode::kProtocolError;
     case FI_ENOMEM:
     case FI_ENOSPC:
     case FI_ETOOSMALL:
