@@ -20,12 +20,11 @@ namespace fab = rs::transport::fabric;
 
 inline fab::FabricChoice loopbackTcp() { return {"tcp", "127.0.0.1"}; }
 
+// The endpoint is closed before the domain (members go in reverse). A test declares its
+// RegisteredMemory after its sides, so that registrations are closed before their domain.
 struct FabricSide {
   std::unique_ptr<fab::FabricDomain> domain;
   std::unique_ptr<fab::FabricEndpoint> endpoint;
-
-  // Registered memory before the endpoint and domain go (members are destroyed in reverse):
-  // the owner keeps its RegisteredMemory objects declared after this side.
 };
 
 inline FabricSide openFabricSide(const std::string& name, bool deliveryComplete = true) {
