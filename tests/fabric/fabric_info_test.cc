@@ -58,4 +58,9 @@ TEST_CASE("a peer's malformed fabric address is an error, not a crash", "[fabric
   CHECK(tooLong.status().code() == rs::StatusCode::kInvalidArgument);
   rs::Result<fab::FabricEndpoint::PeerId> empty = side.endpoint->addPeer({}, "peer");
   CHECK(empty.status().code() == rs::StatusCode::kInvalidArgument);
+  std::vector<uint8_t> shorter = side.endpoint->address();
+  shorter.pop_back();
+  rs::Result<fab::FabricEndpoint::PeerId> cut = side.endpoint->addPeer(shorter, "peer");
+  CHECK(cut.status().code() == rs::StatusCode::kInvalidArgument);
+  CHECK_THAT(cut.status().message(), Catch::Contains("peer peer: its tcp;ofi_rxm fabric address"));
 }

@@ -36,12 +36,11 @@ FabricDomain::~FabricDomain() {
 
 Result<fi_addr_t> FabricDomain::insertPeer(std::span<const uint8_t> address) {
   // An address is at most a few dozen bytes on every provider (sockaddr, verbs GID + QPN, EFA's
-  // GID + QPN + key); the bound keeps a peer's garbage out of the provider's parser.
-  const size_t expected = info_.get()->src_addrlen;
-  if (address.empty() || address.size() > 256 || (expected != 0 && address.size() != expected)) {
-    return invalidArgument(fmt::format("{}: a peer's fabric address has {} bytes, the provider's "
-                                       "have {}",
-                                       provider_, address.size(), expected));
+  // GID + QPN + key); the bound keeps a peer's garbage out of the provider's parser (the
+  // endpoint also checks that it has the length of its own).
+  if (address.empty() || address.size() > kMaxAddressBytes) {
+    return invalidArgument(fmt::format("{}: a peer's fabric address has {} bytes (expected 1..{})",
+                                       provider_, address.size(), kMaxAddressBytes));
   }
   fi_addr_t peer = FI_ADDR_NOTAVAIL;
   const int n = fi_av_insert(av_, address.data(), 1, &peer, 0, nullptr);

@@ -6,6 +6,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -18,6 +19,9 @@ namespace rs::transport::fabric {
 
 class FabricDomain {
  public:
+  // The longest endpoint address we take from a peer.
+  static constexpr size_t kMaxAddressBytes = 256;
+
   static Result<std::unique_ptr<FabricDomain>> open(FabricInfo info);
   ~FabricDomain();
   FabricDomain(const FabricDomain&) = delete;

@@ -66,7 +66,7 @@ Result<std::unique_ptr<FabricEndpoint>> FabricEndpoint::open(FabricDomain& domai
   if (rc != 0) return fabricError(where + ": fi_enable", rc);
   size_t len = 0;
   rc = fi_getname(&e->ep_->fid, nullptr, &len);
-  if (rc != -FI_ETOOSMALL || len == 0 || len > 256) {
+  if (rc != -FI_ETOOSMALL || len == 0 || len > FabricDomain::kMaxAddressBytes) {
     return fabricError(where + ": fi_getname (its length)", rc != 0 ? rc : -FI_EOTHER);
   }
   e->address_.resize(len);
@@ -84,6 +84,12 @@ FabricEndpoint::~FabricEndpoint() {
 
 Result<FabricEndpoint::PeerId> FabricEndpoint::addPeer(std::span<const uint8_t> address,
                                                        std::string name) {
+  // The peer runs the same provider (the handshake checked its name), so its address has the
+  // length of ours.
+  if (address.size() != address_.size()) {
+    return invalidArgument(fmt::format("peer {}: its {} fabric address has {} bytes, ours {}",
+                                       name, provider(), address.size(), address_.size()));
+  }
   Result<fi_addr_t> a = domain_.insertPeer(address);
   if (!a.isOk()) {
     return Status(a.status().code(), fmt::format("peer {}: {}", name, a.status().message()));
