@@ -42,8 +42,15 @@ size_t firstTouched(const std::vector<uint8_t>& bytes, size_t from, size_t to, u
 
 TEST_CASE("RMA writes land the exact bytes, 1 B to 8 MiB at odd offsets, and the target learns "
           "of each by its immediate data", "[fabric]") {
-  FabricSide target = rs::test::openFabricSide("target");
-  FabricSide writer = rs::test::openFabricSide("writer");
+  // tcp (RDM through ofi_rxm, as verbs), and shm: on the same host only, but the one provider
+  // here that keeps FI_MR_VIRT_ADDR, so that remote addresses are virtual addresses as on verbs
+  // and EFA (tcp's are offsets into the region).
+  const std::string provider = GENERATE(as<std::string>{}, "tcp", "shm");
+  INFO("provider " << provider);
+  const fab::FabricChoice choice{provider, provider == "tcp" ? "127.0.0.1" : ""};
+  FabricSide target = rs::test::openFabricSide("target", true, choice);
+  FabricSide writer = rs::test::openFabricSide("writer", true, choice);
+  if (provider == "shm") REQUIRE(target.domain->info().virtualAddresses());
   constexpr uint8_t kUntouched = 0xEE;
   std::vector<uint8_t> slot(8 * kMiB + 64, kUntouched);
   std::vector<uint8_t> source = patternBytes(8 * kMiB + 64, 7);

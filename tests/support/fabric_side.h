@@ -27,8 +27,9 @@ struct FabricSide {
   std::unique_ptr<fab::FabricEndpoint> endpoint;
 };
 
-inline FabricSide openFabricSide(const std::string& name, bool deliveryComplete = true) {
-  Result<fab::FabricInfo> info = fab::FabricInfo::probe(loopbackTcp());
+inline FabricSide openFabricSide(const std::string& name, bool deliveryComplete = true,
+                                 const fab::FabricChoice& choice = loopbackTcp()) {
+  Result<fab::FabricInfo> info = fab::FabricInfo::probe(choice);
   REQUIRE(info.status().toString() == "OK");
   Result<std::unique_ptr<fab::FabricDomain>> domain = fab::FabricDomain::open(std::move(*info));
   REQUIRE(domain.status().toString() == "OK");
