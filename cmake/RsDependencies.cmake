@@ -32,6 +32,26 @@ add_library(rs_nettle INTERFACE)
 # #include_next in the sysroot build.
 target_link_libraries(rs_nettle INTERFACE ${NETTLE_LIBRARY})
 
+# libfabric (libfabric-dev), for the RDMA data path: RS_HAVE_FABRIC says whether it was found;
+# rs_fabric exists only then and gives its users the RS_HAVE_FABRIC define.
+set(RS_HAVE_FABRIC OFF)
+string(TOUPPER "${RS_WITH_FABRIC}" rs_with_fabric)
+if(NOT rs_with_fabric MATCHES "^(AUTO|ON|OFF|TRUE|FALSE|YES|NO|1|0)$")
+  message(FATAL_ERROR "RS_WITH_FABRIC is '${RS_WITH_FABRIC}': AUTO, ON or OFF")
+endif()
+if(NOT rs_with_fabric MATCHES "^(OFF|FALSE|NO|0)$")
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND)
+    pkg_check_modules(LIBFABRIC QUIET IMPORTED_TARGET libfabric>=1.11)
+  endif()
+  if(LIBFABRIC_FOUND)
+    set(RS_HAVE_FABRIC ON)
+  elseif(NOT rs_with_fabric STREQUAL "AUTO")
+    message(FATAL_ERROR "RS_WITH_FABRIC=${RS_WITH_FABRIC} but pkg-config found no libfabric >= 1.11 "
+                        "(install libfabric-dev, or configure with -DRS_WITH_FABRIC=AUTO)")
+  endif()
+endif()
+
 if(RS_PORTABLE_PLUGIN)
   # Everything but glibc inside the plugin and the harness, hidden: C++ runtime included, so
   # that neither needs a newer libstdc++ than the image has, nor binds to the host's.
@@ -60,4 +80,5 @@ if(RS_WITH_CUDA)
   find_package(CUDAToolkit QUIET)
   set(RS_HAVE_CUDA ${CUDAToolkit_FOUND})
 endif()
-message(STATUS "Reduction Server: CUDA headers=${RS_HAVE_CUDA} sanitize='${RS_SANITIZE}'")
+message(STATUS "Reduction Server: CUDA headers=${RS_HAVE_CUDA} libfabric=${RS_HAVE_FABRIC} "
+               "sanitize='${RS_SANITIZE}'")

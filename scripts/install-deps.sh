@@ -24,6 +24,9 @@ build_pkgs=(
   jq
   # metrics: the daemon's /metrics endpoint; a real Prometheus server and promtool for its test
   prometheus-cpp-dev prometheus curl
+  # RDMA through libfabric (core/transport/fabric, proto/FABRIC.md): its headers and .pc file;
+  # fi_info (libfabric-bin) to see which providers and devices a machine has
+  libfabric-dev libfabric-bin
 )
 # scripts/check-deploy.sh: yamllint (it brings python3-yaml) and Node.js with npm for the typed
 # check of Kubernetes manifests. A machine whose own Node.js already provides both (NodeSource's
@@ -37,6 +40,9 @@ fi
 runtime_pkgs=(libgrpc++1.51 libprotobuf32 libspdlog1.10 libfmt9 libhwy1 libnettle8 libssl3 ca-certificates
   # metrics: the /metrics endpoint (prometheus-cpp over civetweb)
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
+  # the fabric data path (libfabric: verbs, EFA, tcp providers); without a device the reducer
+  # runs over TCP alone, never fails to start
+  libfabric1
 )
 
 pkgs=("${build_pkgs[@]}")
