@@ -6,16 +6,23 @@
 
 #include <rdma/fi_domain.h>
 
+#include "tests/support/fabric_choice.h"
 #include "tests/support/fabric_side.h"
 
 namespace fab = rs::transport::fabric;
 
-TEST_CASE("the tcp provider matches verbs' rules on loopback", "[fabric]") {
-  rs::Result<fab::FabricInfo> info = fab::FabricInfo::probe(rs::test::loopbackTcp());
+TEST_CASE("the provider under test matches verbs' rules", "[fabric]") {
+  const fab::FabricChoice choice = rs::test::fabricUnderTest();
+  rs::Result<fab::FabricInfo> info = fab::FabricInfo::probe(choice);
   REQUIRE(info.status().toString() == "OK");
   INFO(info->describe());
-  // RDM endpoints on tcp come through the ofi_rxm utility layer, as they do on verbs.
-  CHECK(info->providerName() == "tcp;ofi_rxm");
+  // RDM endpoints on tcp come through the ofi_rxm utility layer, as they do on verbs; efa has
+  // its own.
+  if (choice.provider == "efa") {
+    CHECK(info->providerName() == "efa");
+  } else {
+    CHECK(info->providerName() == choice.provider + ";ofi_rxm");
+  }
   CHECK(info->get()->ep_attr->type == FI_EP_RDM);
   CHECK(info->immediateBytes() >= 4);
   CHECK((info->get()->caps & (FI_RMA | FI_WRITE | FI_REMOTE_WRITE | FI_MSG)) ==
@@ -24,7 +31,7 @@ TEST_CASE("the tcp provider matches verbs' rules on loopback", "[fabric]") {
   // the addresses peers write to are what registered_memory.h hands out.
   const uint64_t mode = static_cast<uint64_t>(info->get()->domain_attr->mr_mode);
   CHECK((mode & ~uint64_t{FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY}) == 0);
-  WARN("tcp provider under our hints: " << info->describe());
+  WARN(choice.provider << " provider under our hints: " << info->describe());
 }
 
 TEST_CASE("a named provider that is absent is reported as absent, naming the ones here",
@@ -32,7 +39,8 @@ TEST_CASE("a named provider that is absent is reported as absent, naming the one
   // No RDMA device and no kernel RDMA on the test machines: verbs offers nothing here. On a
   // machine with a device this case says nothing, so it only runs where verbs is absent.
   const std::vector<std::string> here = fab::availableProviders();
-  if (std::find(here.begin(), here.end(), "verbs") != here.end()) {
+  if (!rs::test::fabricUnderTestIsTcp() ||
+      std::find(here.begin(), here.end(), "verbs") != here.end()) {
     SUCCEED("verbs is present on this machine");
     return;
   }

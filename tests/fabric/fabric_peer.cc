@@ -1,5 +1,5 @@
 // The target of the peer-killed case (fabric_kill_test.cc), a process of its own so that it can
-// be SIGKILLed mid-write: opens a tcp endpoint on loopback, registers a buffer for peers' writes,
+// be SIGKILLed mid-write: opens an endpoint on the provider under test (tests/support/fabric_choice.h), registers a buffer for peers' writes,
 // prints "<endpoint address, hex> <remote address> <key> <size>" on one line, then polls its
 // endpoint (landing the writes) until it is killed, or for at most two minutes so that an
 // orphan never lingers.
@@ -12,12 +12,13 @@
 #include "core/transport/fabric/fabric_endpoint.h"
 #include "core/transport/fabric/fabric_info.h"
 #include "core/transport/fabric/registered_memory.h"
+#include "tests/support/fabric_choice.h"
 
 namespace fab = rs::transport::fabric;
 
 int main(int argc, char** argv) {
   const size_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : size_t{64} << 20;
-  auto info = fab::FabricInfo::probe({"tcp", "127.0.0.1"});
+  auto info = fab::FabricInfo::probe(rs::test::fabricUnderTest());
   if (!info.isOk()) {
     std::fprintf(stderr, "fabric_peer: %s\n", info.status().toString().c_str());
     return 1;

@@ -45,9 +45,11 @@ TEST_CASE("RMA writes land the exact bytes, 1 B to 8 MiB at odd offsets, and the
   // tcp (RDM through ofi_rxm, as verbs), and shm: on the same host only, but the one provider
   // here that keeps FI_MR_VIRT_ADDR, so that remote addresses are virtual addresses as on verbs
   // and EFA (tcp's are offsets into the region).
-  const std::string provider = GENERATE(as<std::string>{}, "tcp", "shm");
+  const std::string provider =
+      GENERATE(as<std::string>{}, rs::test::fabricUnderTest().provider, "shm");
   INFO("provider " << provider);
-  const fab::FabricChoice choice{provider, provider == "tcp" ? "127.0.0.1" : ""};
+  const fab::FabricChoice choice =
+      provider == "shm" ? fab::FabricChoice{"shm", ""} : rs::test::fabricUnderTest();
   FabricSide target = rs::test::openFabricSide("target", true, choice);
   FabricSide writer = rs::test::openFabricSide("writer", true, choice);
   if (provider == "shm") REQUIRE(target.domain->info().virtualAddresses());

@@ -1,5 +1,6 @@
-// One side of a fabric test: a domain and an endpoint on libfabric's tcp provider over loopback,
-// under the same verbs' rules as the data path (core/transport/fabric/fabric_info.h).
+// One side of a fabric test: a domain and an endpoint on the provider under test (libfabric's tcp
+// provider over loopback unless fabric_choice.h says otherwise), under the same verbs' rules as
+// the data path (core/transport/fabric/fabric_info.h).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -13,12 +14,11 @@
 #include "core/transport/fabric/fabric_endpoint.h"
 #include "core/transport/fabric/fabric_info.h"
 #include "core/transport/fabric/registered_memory.h"
+#include "tests/support/fabric_choice.h"
 
 namespace rs::test {
 
 namespace fab = rs::transport::fabric;
-
-inline fab::FabricChoice loopbackTcp() { return {"tcp", "127.0.0.1"}; }
 
 // The endpoint is closed before the domain (members go in reverse). A test declares its
 // RegisteredMemory after its sides, so that registrations are closed before their domain.
@@ -28,7 +28,7 @@ struct FabricSide {
 };
 
 inline FabricSide openFabricSide(const std::string& name, bool deliveryComplete = true,
-                                 const fab::FabricChoice& choice = loopbackTcp()) {
+                                 const fab::FabricChoice& choice = fabricUnderTest()) {
   Result<fab::FabricInfo> info = fab::FabricInfo::probe(choice);
   REQUIRE(info.status().toString() == "OK");
   Result<std::unique_ptr<fab::FabricDomain>> domain = fab::FabricDomain::open(std::move(*info));
