@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# scripts/rdma-check.sh's dry run (--provider tcp --quick) on the binaries of this build tree:
+# every step that can run here passes, the report marks itself NOT RDMA HARDWARE, says the
+# fabric all-reduce did not run, and the script stops what it started.
+#   rdma_check_test.sh <repo> <build tree>
+set -euo pipefail
+repo=$1 tree=$2
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+timeout 120 bash "$repo/scripts/rdma-check.sh" --provider tcp --quick --no-build \
+  --build-dir "$tree" --report "$out/report.md" >"$out/run.log" 2>&1 ||
+  { echo "FAILED: rdma-check.sh exited $?"; cat "$out/run.log"; cat "$out/report.md" 2>/dev/null; exit 1; }
+expect() {
+  grep -qF -- "$1" "$out/report.md" || { echo "FAILED: the report lacks '$1'"; cat "$out/report.md"; exit 1; }
+}
+expect "# RDMA check: NOT RDMA HARDWARE (tcp provider dry run)"
+expect "PASSED: every step that could run passed"
+expect "| fabric-suites | passed |"
+expect "| fabric-bw | passed |"
+expect "each size's final write landed byte-exact"
+for w in 2 3 4; do expect "| allreduce-tcp-W$w | passed |"; done
+expect "| allreduce-fabric | not run: the fabric is not wired"
+# Nothing it started is left: no reducer of this tree still running from its pools.
+if pgrep -f "^$tree/server/reduction-server" >/dev/null; then
+  echo "FAILED: a reduction-server of $tree is still running"; exit 1
+fi
+echo "ok: rdma-check.sh --provider tcp --quick"
