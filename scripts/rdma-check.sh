@@ -110,6 +110,8 @@ if ((have_fi_info)); then
 else
   fact libfabric "fi_info not installed (Debian: libfabric-bin)"
 fi
+# Registration pins memory: a low limit (containers) fails fabric_write_bw's large sizes on verbs.
+fact "locked-memory limit (ulimit -l)" "$(ulimit -l) KiB"
 fact "/sys/class/infiniband" "${sys_devices:-none}"
 if command -v ibv_devices >/dev/null; then
   fact ibv_devices "$(timeout 10 ibv_devices 2>&1 | tr -s ' \t' ' ' | tr '\n' ';' | sed 's/;$//')"
