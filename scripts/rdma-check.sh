@@ -24,6 +24,7 @@
 #     --quick         small sizes and short runs (CI's check of the script itself)
 #     --no-build      use the binaries in the build folder as they are
 #     --build-dir DIR default: build/release
+#   RDMA_CHECK_REDUCERS: reducer processes of the TCP all-reduce's local pool (default 2)
 # Exit status: 0 every step that could run passed, 1 a step failed, 2 no verbs or EFA device
 # here (and no --provider tcp), or a bad argument.
 set -euo pipefail
