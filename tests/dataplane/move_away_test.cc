@@ -7,37 +7,28 @@
 // (no tombstone), which the members' redials then take back ("A reducer comes back"). The
 // members run in lock step; everything waits for states, never for times.
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <system_error>
 #include <vector>
 
 #include "client/communicator_core.h"
 #include "tests/support/fake_reducer.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/lock_step.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/wait_until.h"
 
-// Its own namespace: the sanitizer trees compile this file in one unit with rejoin_test.cc,
-// whose lock-step helpers have the same names.
+// Its own namespace: the sanitizer trees compile this file in one unit with other tests of
+// tests/dataplane.
 namespace rs::test::move_away {
 namespace {
 
-constexpr uint64_t kCount = 200000;  // fp32: chunks on every reducer and stream
 // The waits for a state between collectives, below the lock step's own (kStateDeadline): a
 // member that never reaches one fails the case naming that state, not the lock step.
 constexpr std::chrono::seconds kBetweenDeadline{60};
-
-std::vector<float> inputOf(int rank, int k) {
-  std::vector<float> buf(kCount);
-  for (uint64_t i = 0; i < kCount; ++i)
-    buf[i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
-  return buf;
-}
 
 using Cores = std::vector<std::shared_ptr<client::CommunicatorCore>>;
 
@@ -51,84 +42,30 @@ Cores coresFor(const client::ClientOptions& options, int world) {
   return cores;
 }
 
-// Every member runs `collectives` fp32 sums in place, in lock step: `afterSubmit(rank, k)` runs
-// on each rank's thread once it submitted collective k, and `between(k)` on rank 0's thread
-// once every member finished collective k, before any member starts collective k + 1 (a state
-// it never reaches throws, which fails the run with its name). Returns each rank's result of
-// every collective, or the first failure.
-struct LockStep {
-  Status status;
-  std::vector<std::vector<std::vector<float>>> results;  // [rank][k]
-};
-LockStep runLockStep(const Cores& cores, int collectives,
-                     const std::function<void(int rank, int k)>& afterSubmit,
-                     const std::function<void(int k)>& between) {
-  const int world = static_cast<int>(cores.size());
-  LockStep out;
-  out.results.assign(world, std::vector<std::vector<float>>(collectives));
-  std::atomic<int> started{0}, finished{0}, released{0};
-  out.status = runRanks(world, [&](int rank) -> Status {
-    client::CommunicatorCore& core = *cores[rank];
-    RS_RETURN_IF_ERROR(core.start());
-    ++started;
-    if (!waitUntil([&] { return started.load() == world; }))
-      return internalError("the other members never started");
-    Status failed;
-    for (int k = 0; k < collectives && failed.isOk(); ++k) {
-      std::vector<float> buf = inputOf(rank, k);
-      auto request = core.submit(buf.data(), buf.data(), kCount, DataType::kFloat32,
-                                 ReduceOp::kSum, std::chrono::milliseconds(0));
-      if (!request) return request.status();
-      if (afterSubmit) afterSubmit(rank, k);
-      if (!core.waitFor(**request, std::chrono::steady_clock::now() + kStateDeadline))
-        return internalError(fmt::format("collective {}: no end", k));
-      Status st;
-      (*request)->done(&st);
-      if (!st.isOk()) failed = Status(st.code(), fmt::format("collective {}: {}", k, st.message()));
-      else out.results[rank][k] = buf;
-      ++finished;
-      if (!waitUntil([&] { return finished.load() >= world * (k + 1); }))
-        return internalError("never saw every member finish collective " + std::to_string(k));
-      if (rank == 0) {
-        if (failed.isOk() && between) between(k);
-        ++released;
-      } else if (!waitUntil([&] { return released.load() >= k + 1; })) {
-        return internalError("rank 0 never released collective " + std::to_string(k + 1));
-      }
-    }
-    return failed;
-  });
-  return out;
-}
-
-void checkExactAndAlike(const LockStep& run, int world, int collectives) {
-  REQUIRE(run.status.toString() == "OK");
-  for (int k = 0; k < collectives; ++k) {
-    INFO("collective " << k);
-    for (int rank = 1; rank < world; ++rank) REQUIRE(run.results[rank][k] == run.results[0][k]);
-    uint64_t wrong = 0;
-    for (uint64_t i = 0; i < kCount; ++i)
-      wrong += run.results[0][k][i] !=
-               expectedResult(DataType::kFloat32, ReduceOp::kSum, world, i + k);
-    CHECK(wrong == 0);
-  }
-}
-
-// On rank 0's thread: a failure there is that rank's error (a Catch2 assertion may not fail
-// off the test's thread).
-void mustReach(const std::function<bool()>& condition, const std::string& state) {
-  if (!waitUntil(condition, kBetweenDeadline)) throw std::runtime_error("never reached: " + state);
-}
-
-bool everyMember(const Cores& cores,
-                 const std::function<bool(const client::FailoverStats&)>& pred) {
-  for (const auto& core : cores)
-    if (!pred(core->failover())) return false;
-  return true;
-}
-
-server::DataPlaneStats statsOf(LocalPool& pool, int reducer) {
-  return pool.reducer(reducer).dataPlane().stats();
+// The lock step (tests/support/lock_step.h) on `cores`, each started on its rank's thread:
+// `afterSubmit(rank, k)` runs on each rank's thread once it submitted collective k.
+LockStep runCores(const Cores& cores, int collectives,
+                  const std::function<void(int rank, int k)>& afterSubmit,
+                  const std::function<void(int k)>& between) {
+  return runLockStep(
+      static_cast<int>(cores.size()), collectives,
+      [&](int rank, LockStepMember& member) -> Status {
+        client::CommunicatorCore& core = *cores[rank];
+        RS_RETURN_IF_ERROR(core.start());
+        member.collective = [&core, &afterSubmit, rank](int k, std::vector<float>& buf) -> Status {
+          auto request = core.submit(buf.data(), buf.data(), kLockStepCount, DataType::kFloat32,
+                                     ReduceOp::kSum, std::chrono::milliseconds(0));
+          if (!request) return request.status();
+          if (afterSubmit) afterSubmit(rank, k);
+          if (!core.waitFor(**request, std::chrono::steady_clock::now() + kStateDeadline))
+            return internalError("no end");
+          Status st;
+          (*request)->done(&st);
+          return st;
+        };
+        return Status::ok();
+      },
+      between);
 }
 
 uint64_t abortsOf(const server::DataPlaneStats& stats) {
@@ -214,14 +151,15 @@ TEST_CASE("a reducer that reads a member's FAILOVER and never closes: the member
   options.maxChunkBytes = 64 << 10;
   options.rejoin = std::chrono::milliseconds(0);  // no redial of the fake: its streams are all
   Cores cores = coresFor(options, kWorld);
-  const LockStep run = runLockStep(
+  const LockStep run = runCores(
       cores, kCollectives,
       [&](int rank, int k) {
         if (rank == 0 && k == 0) cores[0]->takeForLostForTest(1);
       },
       [&](int k) {
         if (k != 0) return;
-        mustReach([&] { return holding->farewells.load() == kWorld * 2; },
+        mustReach(waitUntil([&] { return holding->farewells.load() == kWorld * 2; },
+                            kBetweenDeadline),
                   "the fake read a FAILOVER on every stream of every member");
       });
   // Collectives 1..5 ran with every long-linger connection open (its linger is an hour).
@@ -271,22 +209,24 @@ TEST_CASE("a live reducer that a member took for lost drops the group without a 
   options.rejoin = std::chrono::milliseconds(100);
   const Cores cores = coresFor(options, kWorld);
   uint64_t reducedAtRejoin = 0;
-  const LockStep run = runLockStep(cores, kCollectives, {}, [&](int k) {
+  const LockStep run = runCores(cores, kCollectives, {}, [&](int k) {
     if (k == 1) {
       cores[0]->takeForLostForTest(1);
-      mustReach([&] { return statsOf(pool, 1).groupsMovedAway == 1; },
+      mustReach(waitUntil([&] { return statsOf(pool, 1).groupsMovedAway == 1; },
+                          kBetweenDeadline),
                 "reducer 1 dropped the group on rank 0's FAILOVER");
-      mustReach(
-          [&] {
-            return everyMember(cores,
-                               [](const client::FailoverStats& f) { return f.lostNow == 1; });
-          },
+      mustReach(waitUntil(
+                    [&] {
+                      return everyMember(
+                          cores, [](const client::FailoverStats& f) { return f.lostNow == 1; });
+                    },
+                    kBetweenDeadline),
                 "every member lost reducer 1");
     }
     if (k == 2) {
       // Every member redials it, answers its JOIN_OFFER, and it sends JOIN_AT: the next
       // collective takes it back.
-      mustReach([&] { return statsOf(pool, 1).rejoins == 1; },
+      mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }, kBetweenDeadline),
                 "reducer 1 sent JOIN_AT");
       reducedAtRejoin = statsOf(pool, 1).reductions;
     }

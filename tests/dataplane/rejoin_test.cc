@@ -13,10 +13,10 @@
 // JOIN_AT), and a JOIN_AT below the member's JOIN. The members run in lock step; everything
 // waits for states (the reducers' and the members' counters), never for times.
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -26,6 +26,7 @@
 #include "core/wire/rejoin_frames.h"
 #include "tests/support/fake_reducer.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/lock_step.h"
 #include "tests/support/wait_until.h"
 
 namespace rs::test {
@@ -33,7 +34,6 @@ namespace {
 
 using client::FailoverStats;
 
-constexpr uint64_t kCount = 200000;  // fp32: chunks on every reducer and stream
 // The waits for a rejoin's states, below the lock step's own (kStateDeadline): a member that
 // never reaches one fails the case naming that state, not the lock step.
 constexpr std::chrono::seconds kRejoinDeadline{60};
@@ -51,105 +51,57 @@ struct Plan {
   std::chrono::milliseconds lossDetect{0};
 };
 
-struct Run {
-  Status status;
-  std::vector<std::vector<std::vector<float>>> results;  // [rank][k]
-  std::vector<FailoverStats> after;                       // [rank], at the end
+struct Run : LockStep {
+  std::vector<FailoverStats> after;  // [rank], at the end
 };
 
 using Between = std::function<void(int k, const std::vector<client::Communicator*>&)>;
 
-// Every member runs plan.collectives fp32 sums in place, in lock step: once every member
-// finished collective k, between(k, members) runs on rank 0's thread before any member starts
-// collective k + 1. rank0Late(k, members, submitted), where given, runs on rank 0's thread
-// before it submits collective k, while the others may have submitted theirs: `submitted`
-// counts every member's submits so far.
-Run runLockStep(LocalPool& pool, const Plan& plan, const Between& between,
-                const std::function<void(int k, const std::vector<client::Communicator*>&,
-                                         const std::atomic<int>& submitted)>& rank0Late = {}) {
+// The lock step (tests/support/lock_step.h) on plan.world members, each connected on its rank's
+// thread, with between(k, members). rank0Late(k, members, submitted), where given, runs on rank
+// 0's thread before it submits collective k, while the others may have submitted theirs:
+// `submitted` counts every member's submits so far. Every member stays until every member is
+// done.
+Run runPlan(LocalPool& pool, const Plan& plan, const Between& between,
+            const std::function<void(int k, const std::vector<client::Communicator*>&,
+                                     const std::atomic<int>& submitted)>& rank0Late = {}) {
   Run run;
-  run.results.assign(plan.world, std::vector<std::vector<float>>(plan.collectives));
   run.after.resize(plan.world);
   const GroupId id = GroupId::random();
   std::mutex mu;
   std::vector<client::Communicator*> members(plan.world, nullptr);
-  std::atomic<int> connected{0}, finished{0}, released{0}, submitted{0};
-  run.status = runRanks(plan.world, [&](int rank) -> Status {
-    auto options = testClientOptions(pool.endpoints(), 2);
-    options.minChunkBytes = 16 << 10;
-    options.maxChunkBytes = 64 << 10;
-    options.rejoin = plan.rejoin(rank);
-    options.lossDetect = plan.lossDetect;
-    auto comm = client::Communicator::connect(
-        options, {id, static_cast<uint32_t>(plan.world), static_cast<uint32_t>(rank)});
-    if (!comm) return comm.status();
-    {
-      std::lock_guard lock(mu);
-      members[rank] = comm->get();
-    }
-    ++connected;
-    if (!waitUntil([&] { return connected.load() == plan.world; }))
-      return internalError("the other members never connected");
-    std::vector<float> buf(kCount);
-    Status failed;
-    for (int k = 0; k < plan.collectives && failed.isOk(); ++k) {
-      for (uint64_t i = 0; i < kCount; ++i)
-        buf[i] = static_cast<float>(exactInput(rank, i + k, ReduceOp::kSum));
-      if (rank == 0 && rank0Late) rank0Late(k, members, submitted);
-      auto request = (*comm)->allReduceAsync(buf.data(), buf.data(), kCount, DataType::kFloat32,
-                                             ReduceOp::kSum);
-      ++submitted;
-      Status s = request ? (*request)->wait() : request.status();
-      if (!s.isOk()) failed = Status(s.code(), fmt::format("collective {}: {}", k, s.message()));
-      else run.results[rank][k] = buf;
-      ++finished;
-      if (!waitUntil([&] { return finished.load() >= plan.world * (k + 1); }))
-        return internalError("never saw every member finish collective " + std::to_string(k));
-      if (rank == 0) {
-        if (failed.isOk()) between(k, members);
-        ++released;
-      } else if (!waitUntil([&] { return released.load() >= k + 1; })) {
-        return internalError("rank 0 never released collective " + std::to_string(k + 1));
-      }
-    }
-    run.after[rank] = (*comm)->failover();
-    // Every member stays until every member is done (a member that leaves early would fail the
-    // others' last collective on the reducers).
-    ++connected;
-    waitUntil([&] { return connected.load() == 2 * plan.world; });
-    return failed;
-  });
+  std::atomic<int> submitted{0};
+  static_cast<LockStep&>(run) = runLockStep(
+      plan.world, plan.collectives,
+      [&](int rank, LockStepMember& member) -> Status {
+        auto options = testClientOptions(pool.endpoints(), 2);
+        options.minChunkBytes = 16 << 10;
+        options.maxChunkBytes = 64 << 10;
+        options.rejoin = plan.rejoin(rank);
+        options.lossDetect = plan.lossDetect;
+        auto connected = client::Communicator::connect(
+            options, {id, static_cast<uint32_t>(plan.world), static_cast<uint32_t>(rank)});
+        if (!connected) return connected.status();
+        std::shared_ptr<client::Communicator> comm = std::move(*connected);
+        {
+          std::lock_guard lock(mu);
+          members[rank] = comm.get();
+        }
+        member.collective = [&, rank, comm](int k, std::vector<float>& buf) -> Status {
+          if (rank == 0 && rank0Late) rank0Late(k, members, submitted);
+          auto request = comm->allReduceAsync(buf.data(), buf.data(), kLockStepCount,
+                                              DataType::kFloat32, ReduceOp::kSum);
+          ++submitted;
+          return request ? (*request)->wait() : request.status();
+        };
+        member.done = [&run, rank, comm] { run.after[rank] = comm->failover(); };
+        return Status::ok();
+      },
+      [&](int k) { between(k, members); }, /*stayUntilAllDone=*/true);
   return run;
 }
 
-void checkExactAndAlike(const Plan& plan, const Run& run) {
-  REQUIRE(run.status.toString() == "OK");
-  for (int k = 0; k < plan.collectives; ++k) {
-    INFO("collective " << k);
-    for (int rank = 1; rank < plan.world; ++rank)
-      REQUIRE(run.results[rank][k] == run.results[0][k]);
-    uint64_t wrong = 0;
-    for (uint64_t i = 0; i < kCount; ++i)
-      wrong += run.results[0][k][i] !=
-               expectedResult(DataType::kFloat32, ReduceOp::kSum, plan.world, i + k);
-    CHECK(wrong == 0);
-  }
-}
-
 bool lostOne(const FailoverStats& f) { return f.lostNow == 1; }
-
-// A state between collectives, on rank 0's thread: a failure there is that rank's error (a
-// Catch2 assertion may not fail off the test's thread), which fails the run with its name.
-void mustReach(bool reached, const std::string& state) {
-  if (!reached) throw std::runtime_error("never reached: " + state);
-}
-
-bool everyMember(const std::vector<client::Communicator*>& members,
-                 const std::function<bool(const FailoverStats&)>& pred) {
-  for (client::Communicator* m : members)
-    if (!pred(m->failover())) return false;
-  return true;
-}
 
 // Two members, two reducers, six collectives.
 Plan twoByTwo() {
@@ -170,16 +122,12 @@ Plan oneNeverRedials() {
 // Every collective exact and alike, and every member went on without reducer 1: none taken
 // back, one lost at the end.
 void checkWentOnWithout(const Plan& plan, const Run& run) {
-  checkExactAndAlike(plan, run);
+  checkExactAndAlike(run, plan.world, plan.collectives);
   for (int rank = 0; rank < plan.world; ++rank) {
     INFO("rank " << rank);
     CHECK(run.after[rank].rejoins == 0);
     CHECK(run.after[rank].lostNow == 1);
   }
-}
-
-server::DataPlaneStats statsOf(LocalPool& pool, int reducer) {
-  return pool.reducer(reducer).dataPlane().stats();
 }
 
 // Waits for reducer 1's JOIN_AT (every member answered its offer); what it had reduced then.
@@ -194,7 +142,7 @@ uint64_t reducedAtJoinAt(LocalPool& pool) {
 // (`homeChunksFromT`), with no cancel and no protocol error.
 void checkTakenBack(LocalPool& pool, const Plan& plan, const Run& run, uint64_t reducedAtRejoin,
                     uint64_t homeChunksFromT) {
-  checkExactAndAlike(plan, run);
+  checkExactAndAlike(run, plan.world, plan.collectives);
   for (int rank = 0; rank < plan.world; ++rank) {
     INFO("rank " << rank);
     CHECK(run.after[rank].rejoins == 1);
@@ -280,7 +228,7 @@ TEST_CASE("a reducer lost and restarted on its port is taken back: later collect
   Plan plan;
   LocalPool pool(plan.reducers);
   uint64_t reducedAtRejoin = 0;
-  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+  const Run run = runPlan(pool, plan, [&](int k, const auto& members) {
     if (k == 1) pool.stopReducer(1);
     if (k == 2) {
       mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
@@ -311,7 +259,7 @@ TEST_CASE("a reducer taken back while two members are in a collective and one is
   Plan plan;
   LocalPool pool(plan.reducers);
   uint64_t reducedAtRejoin = 0;
-  const Run run = runLockStep(
+  const Run run = runPlan(
       pool, plan,
       [&](int k, const auto& members) {
         if (k == 1) pool.stopReducer(1);
@@ -336,7 +284,7 @@ TEST_CASE("a member that never redials cancels the rejoin at the group's loss bo
           "[rejoin]") {
   const Plan plan = oneNeverRedials();
   LocalPool pool(plan.reducers);
-  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+  const Run run = runPlan(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
       mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
@@ -353,7 +301,7 @@ TEST_CASE("a member that never redials cancels the rejoin at the group's loss bo
                 "members[0]->failover().rejoinsCancelled >= 1");
     }
   });
-  checkExactAndAlike(plan, run);
+  checkExactAndAlike(run, plan.world, plan.collectives);
   CHECK(run.after[0].rejoins == 0);
   CHECK(run.after[0].lostNow == 1);
   CHECK(run.after[1].rejoinsCancelled == 0);  // it never redialled
@@ -367,7 +315,7 @@ TEST_CASE("the restarted reducer lost again before JOIN_AT cancels the rejoin: t
   // Rank 1 never redials, so that the rejoin cannot complete before the reducer is stopped.
   const Plan plan = oneNeverRedials();
   LocalPool pool(plan.reducers);
-  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+  const Run run = runPlan(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
       mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
@@ -381,7 +329,7 @@ TEST_CASE("the restarted reducer lost again before JOIN_AT cancels the rejoin: t
                 "members[0]->failover().rejoinsCancelled >= 1");
     }
   });
-  checkExactAndAlike(plan, run);
+  checkExactAndAlike(run, plan.world, plan.collectives);
   CHECK(run.after[0].rejoins == 0);
   CHECK(run.after[0].lostNow == 1);
 }
@@ -396,7 +344,7 @@ TEST_CASE("a reducer lost after a member's JOIN, before JOIN_AT, ends that membe
   LocalPool pool(plan.reducers);
   std::atomic<int> joins{0};
   std::optional<FakeReducer> fake;
-  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+  const Run run = runPlan(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
       mustReach(waitUntil([&] { return everyMember(members, lostOne); }),
@@ -432,7 +380,7 @@ TEST_CASE("two of four reducers lost in turn each rejoin when restarted, in turn
     return [n](const FailoverStats& f) { return f.lostNow == n; };
   };
   uint64_t reduced3AtSecondRestart = 0;
-  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+  const Run run = runPlan(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
       mustReach(waitUntil([&] { return everyMember(members, lost(1)); }), "reducer 1 lost");
@@ -460,7 +408,7 @@ TEST_CASE("two of four reducers lost in turn each rejoin when restarted, in turn
       mustReach(waitUntil([&] { return statsOf(pool, 1).rejoins == 1; }, kRejoinDeadline),
                 "reducer 1's JOIN_AT");
   });
-  checkExactAndAlike(plan, run);
+  checkExactAndAlike(run, plan.world, plan.collectives);
   for (int rank = 0; rank < plan.world; ++rank) {
     INFO("rank " << rank);
     CHECK(run.after[rank].rejoins == 2);
@@ -492,7 +440,7 @@ TEST_CASE("a rejoin's redial target that accepts and stays silent is given up wi
   LocalPool pool(plan.reducers);
   RedialFake silent;
   const uint16_t port = pool.endpoints()[1].port;
-  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+  const Run run = runPlan(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
       mustReach(waitUntil([&] { return everyMember(members, lostOne); }, kRejoinDeadline),
@@ -527,7 +475,7 @@ TEST_CASE("a reducer silent between a member's JOIN and JOIN_AT: the hold ends a
   LocalPool pool(plan.reducers);
   RedialFake silent;
   std::atomic<int> joined{0};  // a bit per rank whose JOIN the fake read
-  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+  const Run run = runPlan(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
       // Offers on every redial's stream 0, reads the JOIN, and is silent from then on.
@@ -555,7 +503,7 @@ TEST_CASE("a JOIN_AT below the member's own JOIN (a lying reducer) is a protocol
   LocalPool pool(plan.reducers);
   RedialFake liar;
   std::atomic<int> lies{0};
-  const Run run = runLockStep(pool, plan, [&](int k, const auto& members) {
+  const Run run = runPlan(pool, plan, [&](int k, const auto& members) {
     if (k == 0) pool.stopReducer(1);
     if (k == 1) {
       offerInPlaceOfReducer1(liar, pool, members, [&](FakeReducer::Socket& s, const Redialled& r) {
