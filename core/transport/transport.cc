@@ -1,7 +1,8 @@
 // The one place that picks a transport: makeConnector() (connector.h) and listen()
 // (listener.h) are declared beside the interfaces they return, and defined here, the only file
-// outside tcp/ that names a TCP type. Everything above the transport holds a Stream, a
-// Listener or a Connector and never learns which one is behind it.
+// outside tcp/ that names a TCP type (packed_host.cc borrows tcp/address.h's parser of numeric
+// IP addresses, no TCP type). Everything above the transport holds a Stream, a Listener or a
+// Connector and never learns which one is behind it.
 //
 // TCP is the only transport today. A second one (libfabric, issue 28) will be chosen here, from
 // the Options (a part for it beside `tcp`, filled when a provider is asked for or found) and,
