@@ -24,6 +24,9 @@ ARG RS_GIT_COMMIT=""
 RUN scripts/package.sh --reducer-only package -DRS_GIT_COMMIT=${RS_GIT_COMMIT}
 
 # --- runtime: the shared libraries and the image's interface, no binaries yet ---------------
+# They include libfabric1 and ibverbs-providers (libibverbs' NIC drivers) for the fabric path
+# (proto/FABRIC.md; being wired): a verbs or EFA device given to the container is seen, and
+# without one the daemon runs over TCP, as today (docker/README.md).
 FROM ${BASE} AS runtime
 COPY scripts/install-deps.sh /tmp/rs/
 RUN /tmp/rs/install-deps.sh --runtime && apt-get clean && rm -rf /tmp/rs /var/lib/apt/lists/*

@@ -6,6 +6,10 @@
 # BASE may be any x86-64 image with glibc 2.31 or later: NGC PyTorch and TensorFlow, Vertex AI's
 # prebuilt training containers, Ubuntu 20.04 and later, Debian 11 and later. The plugin needs
 # nothing else from it (no package manager, no shell, no C++ runtime), so this runs no command.
+# No libfabric here, on purpose: for RDMA the plugin will dlopen the image's own libfabric.so.1
+# (issue 28; not built yet), e.g. AWS's from the EFA installer that aws-ofi-nccl already uses, so
+# that one process never holds two; Debian 12's libfabric1 needs glibc 2.34, not 2.31
+# (docker/README.md, "libfabric and RDMA devices").
 # From the release tarball instead, in your own Dockerfile (docker/README.md):
 #   ADD libnccl-net-reduction-server-<version>-linux-x86_64.tar.gz /opt/
 #   ENV NCCL_NET_PLUGIN=/opt/libnccl-net-reduction-server-<version>-linux-x86_64/libnccl-net-reduction-server.so NCCL_COLLNET_ENABLE=1
