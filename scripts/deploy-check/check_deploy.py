@@ -4,7 +4,8 @@
 Each file is told apart by its content, not its name: a YAML or JSON document with
 workerPoolSpecs is a Vertex AI CustomJobSpec, one with jobSpec a CustomJob REST body, one with
 apiVersion and kind a Kubernetes object (a Kustomization is rendered with kubectl kustomize and
-its output checked too); a script that runs `gcloud ai custom-jobs create` is a gcloud command,
+its output checked too, a kustomize Component rendered over each JobSet or StatefulSet file
+checked beside it); a script that runs `gcloud ai custom-jobs create` is a gcloud command,
 a Python script a Vertex AI SDK call; a document with scrape_configs a Prometheus configuration
 (promtool check config, where promtool is installed). Kubernetes pods of the Reduction Server
 must read the job secret from a mounted Secret (secret_check). What each check does is in its
@@ -63,7 +64,7 @@ def classify_document(doc):
     if "scrape_configs" in doc:
         return "prometheus"
     if "apiVersion" in doc and "kind" in doc:
-        return "kustomization" if doc.get("kind") == "Kustomization" else "kubernetes"
+        return {"Kustomization": "kustomization", "Component": "component"}.get(doc.get("kind"), "kubernetes")
     return None
 
 
@@ -130,7 +131,7 @@ def main():
         print("check-deploy: no files to check", file=sys.stderr)
         return 2
 
-    yaml_files, k8s_docs, kustomizations, vertex_docs = [], [], [], []
+    yaml_files, k8s_docs, kustomizations, components, vertex_docs = [], [], [], [], []
     gcloud_scripts, sdk_scripts, prometheus_configs = [], [], []
     for path in files:
         try:
@@ -170,6 +171,8 @@ def main():
                 k8s_docs.append(kubernetes_check.Document(path, index, doc))
             elif kind == "kustomization":
                 kustomizations.append(path)
+            elif kind == "component":
+                components.append(path)
             elif kind == "prometheus":
                 prometheus_configs.append(path)
             else:
@@ -180,6 +183,8 @@ def main():
         check_prometheus(path, rep)
     with tempfile.TemporaryDirectory(prefix="check-deploy-") as tmp:
         sandbox = vertex_check.Sandbox(tmp)
+        if components:
+            k8s_docs += kubernetes_check.render_components(components, k8s_docs, rep)
         if kustomizations:
             k8s_docs += kubernetes_check.render_kustomizations(kustomizations, rep)
         if k8s_docs:

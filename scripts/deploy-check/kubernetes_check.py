@@ -214,3 +214,60 @@ def render_kustomizations(paths, rep):
         rep.ok(path, "kubectl kustomize renders %d object(s)" % len(rendered))
         documents += [Document(path, i, d, "rendered object %d" % i) for i, d in enumerate(rendered, 1)]
     return documents
+
+
+# Workloads a Component's patches are meant for (deploy/k8s/rdma/): the emitted JobSet and pool.
+COMPONENT_TARGET_KINDS = ("JobSet", "StatefulSet")
+
+
+def canonical(docs):
+    return sorted(json.dumps(d, sort_keys=True) for d in docs)
+
+
+def render_components(paths, documents, rep):
+    """Each kustomize Component rendered over each checked file that holds a JobSet or a
+    StatefulSet (a Component cannot be built alone, and a user applies it to the file rs-sizer
+    emitted for them), as documents to type-check. A Component that changes none of them fails:
+    a target that matches nothing is otherwise silent."""
+    workloads = sorted({d.path for d in documents if d.doc.get("kind") in COMPONENT_TARGET_KINDS})
+    rendered_all = []
+    kubectl = shutil.which("kubectl")
+    for path in paths:
+        if os.path.basename(path) not in KUSTOMIZATION_NAMES:
+            rep.fail(path, "a Component must be named %s for kustomize to read it" % " or ".join(KUSTOMIZATION_NAMES))
+            continue
+        if kubectl is None:
+            rep.skip(path, "kubectl kustomize: skipped: kubectl is not installed")
+            continue
+        if not workloads:
+            rep.skip(path, "a kustomize Component: rendered only over a JobSet or StatefulSet file checked "
+                     "beside it (none here)")
+            continue
+        changed = 0
+        for workload in workloads:
+            with tempfile.TemporaryDirectory(prefix="component-") as work:
+                shutil.copy(workload, os.path.join(work, "workload.yaml"))
+                # kustomize takes no absolute path to a component.
+                component = os.path.relpath(os.path.dirname(os.path.abspath(path)), work)
+                with open(os.path.join(work, "kustomization.yaml"), "w") as f:
+                    yaml.safe_dump({"resources": ["workload.yaml"], "components": [component]}, f)
+                out = subprocess.run([kubectl, "kustomize", work], capture_output=True, text=True, timeout=120)
+            name = workload  # as given: two folders may hold files of the same name
+            if out.returncode != 0:
+                m = re.search(r'err="(.*)"\s*$', out.stderr.strip())
+                rep.fail(path, "kubectl kustomize over %s: %s" %
+                         (name, m.group(1).replace('\\"', '"') if m else out.stderr.strip()))
+                continue
+            rendered = [d for d in yaml.safe_load_all(out.stdout) if d is not None]
+            with open(workload) as f:
+                original = [d for d in yaml.safe_load_all(f) if d is not None]
+            if canonical(rendered) != canonical(original):
+                changed += 1
+            rendered_all += [Document(path, i, d, "over %s, rendered object %d" % (name, i))
+                             for i, d in enumerate(rendered, 1)]
+        if changed:
+            rep.ok(path, "kubectl kustomize renders it over the %d workload file(s) here; it changes %d" %
+                   (len(workloads), changed))
+        else:
+            rep.fail(path, "its patches change none of %s: a target that matches nothing" % ", ".join(workloads))
+    return rendered_all

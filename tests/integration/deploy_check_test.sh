@@ -69,6 +69,21 @@ if ((have_gcloud)); then
   expect_line clean.out "ok    clean/vertex/submit_job.py: its CustomJob's worker_pool_specs: reads as gcloud's GoogleCloudAiplatformV1CustomJobSpec"
 fi
 ((have_kubectl)) && expect_line clean.out "ok    clean/k8s/reducer-pool/kustomization.yaml: kubectl kustomize renders 3 object(s)"
+# The opt-in RDMA variants (deploy/k8s/rdma/): each Component rendered over every JobSet and pool
+# file here (deploy/'s and the Spot ones) changes all of them, and what it renders passes the
+# type and secret checks; the pool overlays render the pool with the device requested.
+if ((have_kubectl)); then
+  for c in infiniband efa; do
+    expect_line clean.out "ok    clean/k8s/rdma/$c/kustomization.yaml: kubectl kustomize renders it over the 4 workload file(s) here; it changes 4"
+    expect_line clean.out "ok    clean/k8s/rdma/$c/kustomization.yaml: over clean/k8s/training-jobset.yaml, rendered object 1 (JobSet rs-train): matches the JobSet v1alpha2 types"
+    expect_line clean.out "ok    clean/k8s/rdma/$c/kustomization.yaml: over clean/k8s/training-jobset.yaml, rendered object 1 (JobSet rs-train): replicatedJob workers: reads its secret"
+    expect_line clean.out "ok    clean/k8s/rdma/reducer-pool-$c/kustomization.yaml: rendered object 2 (StatefulSet reduction-server): matches kubernetes-types"
+  done
+  kubectl kustomize clean/k8s/rdma/reducer-pool-efa | grep -qF 'vpc.amazonaws.com/efa: "1"' ||
+    fail "the EFA pool overlay does not request vpc.amazonaws.com/efa"
+  kubectl kustomize clean/k8s/rdma/reducer-pool-infiniband | grep -qF 'rdma/rdma_shared_device_a: "1"' ||
+    fail "the InfiniBand pool overlay does not request rdma/rdma_shared_device_a"
+fi
 ((have_promtool)) && expect_line clean.out "ok    clean/k8s/prometheus-scrape.yaml: promtool check config"
 
 # 2. One planted fault per file, all checked in one run: <name> <source file> <old> <new>.
@@ -165,6 +180,28 @@ for f in $(cd planted && find . -type f ! -name reducer-pool.yaml | sed 's|^\./|
     cat planted.out >&2; fail "planted/$f passed"
   }
 done
+
+# 2b. Faults in an RDMA Component, rendered over deploy/'s JobSet and pool: targets that match
+# nothing (silent in kustomize itself), a misspelled field in what a patch adds, and the JobSet's
+# replicated jobs not where the patch's tests expect them.
+if ((have_kubectl)); then
+  mkdir -p rdma/nomatch rdma/field rdma/order
+  cp clean/k8s/training-jobset.yaml clean/k8s/reducer-pool/reducer-pool.yaml rdma/
+  component=clean/k8s/rdma/infiniband/kustomization.yaml
+  sed 's/kind: JobSet$/kind: JobSett/; s/component=reducer$/component=reducers/' $component >rdma/nomatch/kustomization.yaml
+  sed 's/^          capabilities:$/          capabilites:/' $component >rdma/field/kustomization.yaml
+  sed 's/^        value: workers$/        value: worker/' $component >rdma/order/kustomization.yaml
+  for f in nomatch field order; do
+    ! cmp -s $component rdma/$f/kustomization.yaml || fail "could not plant rdma/$f"
+  done
+  rc=0
+  run_check rdma.out "$check" rdma || rc=$?
+  ((rc == 1)) || { cat rdma.out >&2; fail "planted Component faults: exit $rc, not 1"; }
+  expect_line rdma.out "FAIL  rdma/nomatch/kustomization.yaml: its patches change none of rdma/reducer-pool.yaml, rdma/training-jobset.yaml"
+  expect_line rdma.out "FAIL  rdma/field/kustomization.yaml: over rdma/training-jobset.yaml, rendered object 1 (JobSet rs-train): spec.replicatedJobs[1].template.spec.template.spec.containers[0].securityContext.capabilites: TS2561"
+  expect_line rdma.out "FAIL  rdma/order/kustomization.yaml: kubectl kustomize over rdma/training-jobset.yaml:"
+  expect_line rdma.out "testing value /spec/replicatedJobs/1/name failed"
+fi
 
 # 3. Without gcloud and kubectl the Vertex and kustomize checks say they were skipped and why,
 # and the rest still runs: a PATH holding only what the other checks need.
