@@ -90,6 +90,16 @@ Result<ReducerCapacity> parseCapacity(std::string_view text) {
       fmt::format("--reducer-capacity: '{}' is not one of standard, spot", text));
 }
 
+std::string_view transportName(Transport transport) {
+  return transport == Transport::kRdma ? "rdma" : "tcp";
+}
+
+Result<Transport> parseTransport(std::string_view text) {
+  for (Transport t : {Transport::kTcp, Transport::kRdma})
+    if (text == transportName(t)) return t;
+  return invalidArgument(fmt::format("--transport: '{}' is not one of tcp, rdma", text));
+}
+
 Result<Job> resolveJob(const JobSpec& spec) {
   Job job;
   job.spec = spec;

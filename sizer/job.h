@@ -28,6 +28,15 @@ enum class ReducerCapacity { kStandard, kSpot };
 std::string_view capacityName(ReducerCapacity capacity);  // "standard", "spot"
 Result<ReducerCapacity> parseCapacity(std::string_view text);
 
+// How the workers reach the reducers (--transport): kernel TCP, or RDMA (verbs for InfiniBand
+// and RoCE, EFA) through libfabric (proto/FABRIC.md). The bandwidth bound is the same for both.
+// The CPU cost f is measured for TCP only: with RDMA it stays TCP's unless the job gives a
+// measured figure (--vcpu-per-10gbps), never a guessed lower one.
+enum class Transport { kTcp, kRdma };
+
+std::string_view transportName(Transport transport);  // "tcp", "rdma"
+Result<Transport> parseTransport(std::string_view text);
+
 // As given on the command line; unset optionals are flags that were not given.
 struct JobSpec {
   std::optional<int64_t> workers;
@@ -42,6 +51,7 @@ struct JobSpec {
   std::optional<uint64_t> gradientBytes;
   std::optional<int64_t> spares;        // --spare: reducers beyond the bounds
   ReducerCapacity reducerCapacity = ReducerCapacity::kStandard;
+  Transport transport = Transport::kTcp;
 };
 
 struct Job {
@@ -52,6 +62,11 @@ struct Job {
   std::string workerEgressBasis;   // where rates.workerGbps came from, for the report
   std::string reducerEgressBasis;  // likewise rates.reducerGbps
   bool defaultVcpuCost = true;     // false when --vcpu-per-10gbps was given
+  // Whether f was measured for the job's transport: TCP's default, or a figure the job gave.
+  // False for RDMA at TCP's default: the CPU bound is then TCP's, not relaxed (see Transport).
+  bool vcpuCostMeasuredForTransport() const {
+    return !defaultVcpuCost || spec.transport == Transport::kTcp;
+  }
   int64_t spares = 0;              // --spare, 0 when not given
 };
 

@@ -25,7 +25,9 @@ std::string helpFooter() {
       "is not taken back yet, so a loss lasts until the job restarts.\n\n"
       "Default f = {:g} vCPU per 10 Gbit/s, this project's own measurement: {}. The reducer "
       "process alone measured 1.3-1.4; the default counts its host's packet-receive work too, "
-      "which a reducer VM pays.\n\n"
+      "which a reducer VM pays. It is kernel TCP's cost: with --transport rdma this project has "
+      "measured no figure (no RDMA hardware has run the reducer), so the CPU bound stays TCP's "
+      "unless --vcpu-per-10gbps gives one measured on your reducers.\n\n"
       "Machine types: figures read {} from cloud.google.com compute docs and the datasets named "
       "per row (rs-sizer --list-types). Worker egress for A3/A4 GPU types is their "
       "general-purpose gVNIC share (200 or 400 Gbit/s), since their GPU NICs cannot reach a CPU "
@@ -55,7 +57,7 @@ ParsedOptions parseOptions(int argc, char** argv) {
   app.get_formatter()->column_width(34);
 
   NumberFlag workers, workerGbps, reducerGbps, reducerVcpus, vcpuCost, spares;
-  std::string platform = "vertex", gradient, capacity = "standard";
+  std::string platform = "vertex", gradient, capacity = "standard", transport = "tcp";
   workers.option = app.add_option("--workers", workers.text, "GPU worker VMs in the job (W)")
                        ->type_name("N");
   app.add_option("--worker-type", o.job.workerType,
@@ -94,6 +96,10 @@ ParsedOptions parseOptions(int argc, char** argv) {
                  "The reducers' VMs: standard or spot (a GKE Spot node pool, GCE Spot VMs; not "
                  "Vertex AI, where Spot is set for the whole job)")
       ->type_name("C");
+  app.add_option("--transport", transport,
+                 "How workers reach the reducers: tcp (default) or rdma (verbs, EFA). rdma keeps the "
+                 "bandwidth bound and TCP's CPU cost unless --vcpu-per-10gbps gives a measured one")
+      ->type_name("T");
   app.add_flag("--recommend", o.recommend,
                "Size the job with every reducer type in the table, ranked by total vCPUs");
   app.add_option("--prices", o.pricesPath,
@@ -157,6 +163,9 @@ ParsedOptions parseOptions(int argc, char** argv) {
   auto c = parseCapacity(capacity);
   if (!c) return fail(c.status());
   o.job.reducerCapacity = *c;
+  auto t = parseTransport(transport);
+  if (!t) return fail(t.status());
+  o.job.transport = *t;
   if (!gradient.empty()) {
     auto bytes = parseByteSize(gradient);
     if (!bytes) return fail(invalidArgument("--gradient-bytes: " + bytes.status().message()));

@@ -27,7 +27,28 @@ std::string_view vertexWord(VertexTraining v) {
 }
 
 std::string vcpuCostSource(const Job& job) {
-  return job.defaultVcpuCost ? std::string(kVcpuCostSource) : std::string("--vcpu-per-10gbps");
+  if (!job.defaultVcpuCost) return "--vcpu-per-10gbps";
+  if (job.vcpuCostMeasuredForTransport()) return std::string(kVcpuCostSource);
+  return fmt::format("{} (kernel TCP's cost, kept for --transport rdma: {})", kVcpuCostSource,
+                     kRdmaCpuUnmeasured);
+}
+
+// What --transport rdma changes, for the text report; empty for TCP.
+std::string transportText(const Job& job) {
+  if (job.spec.transport == Transport::kTcp) return {};
+  std::string text =
+      job.defaultVcpuCost
+          ? fmt::format("rdma (verbs, EFA): the bandwidth bound is the same as over TCP. The CPU "
+                        "bound still uses kernel TCP's cost: {}. Pass your reducers' measured "
+                        "cost with --vcpu-per-10gbps.",
+                        kRdmaCpuUnmeasured)
+          : std::string("rdma (verbs, EFA): the bandwidth bound is the same as over TCP; the CPU "
+                        "bound uses the --vcpu-per-10gbps given (this project has measured no "
+                        "RDMA figure).");
+  if (job.workerType != nullptr || job.reducerType != nullptr)
+    text += " The machine table's egress is each GCP type's gVNIC rate, not an RDMA NIC's: give "
+            "those with --worker-gbps and --reducer-gbps.";
+  return text;
 }
 
 void appendBounds(std::string& out, const Job& job, const Sizing& s) {
@@ -186,12 +207,18 @@ std::string formatText(const Report& rep) {
                  "Workers:   {} x {:g} Gbit/s egress ({}) = {:g} Gbit/s in all\n"
                  "Reducers:  {}: {} vCPUs, {:g} Gbit/s egress ({}); platform {}{}\n"
                  "Capacity:  {}\n"
-                 "CPU cost:  {:g} vCPU per 10 Gbit/s a reducer receives and sends ({})\n\n",
+                 "CPU cost:  {:g} vCPU per 10 Gbit/s a reducer receives and sends ({})\n",
                  r.workers, r.workerGbps, job.workerEgressBasis, s.totalWorkerGbps,
                  reducerName(job), r.reducerVcpus, r.reducerGbps, job.reducerEgressBasis,
                  platformName(job.spec.platform), job.spec.tier1 ? ", Tier_1" : "",
                  fmt::join(wrapText(capacityText(job.spec), 88), "\n           "), r.vcpuPer10Gbps,
-                 job.defaultVcpuCost ? "default, measured: see --help" : "--vcpu-per-10gbps");
+                 !job.defaultVcpuCost                 ? "--vcpu-per-10gbps"
+                 : job.vcpuCostMeasuredForTransport() ? "default, measured: see --help"
+                                                      : "TCP's measured default: see Transport");
+  if (const std::string transport = transportText(job); !transport.empty())
+    fmt::format_to(std::back_inserter(out), "Transport: {}\n",
+                   fmt::join(wrapText(transport, 88), "\n           "));
+  out += "\n";
   appendBounds(out, job, s);
   appendAnswer(out, job, s);
   fmt::format_to(std::back_inserter(out),
@@ -240,6 +267,8 @@ json toJson(const Report& rep) {
   j["platform"] = platformName(spec.platform);
   j["vcpu_per_10gbps"] = r.vcpuPer10Gbps;
   j["vcpu_per_10gbps_source"] = vcpuCostSource(job);
+  j["transport"] = transportName(spec.transport);
+  j["vcpu_per_10gbps_measured_for_transport"] = job.vcpuCostMeasuredForTransport();
   j["total_worker_egress_gbps"] = s.totalWorkerGbps;
   j["effective_reducer_gbps"] = s.effectiveReducerGbps;
   j["per_reducer_gbps"] = perReducerGbps(r, s.pool);

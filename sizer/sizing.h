@@ -28,6 +28,11 @@ inline constexpr std::string_view kVcpuCostSource =
     "(W=4, 1 Gbit/s, 64 MiB, MTU 1500, run.sh --peers relay --host-napi threaded, eight runs at "
     "commits 0536842-d374664 and 5e23433)";
 
+// Why --transport rdma does not relax the CPU bound by itself.
+inline constexpr std::string_view kRdmaCpuUnmeasured =
+    "the reducer's CPU cost over RDMA is not measured by this project (no RDMA hardware has run "
+    "it), so the CPU bound is not relaxed";
+
 struct Rates {
   int64_t workers = 0;
   double workerGbps = 0;    // each worker's egress, Gbit/s

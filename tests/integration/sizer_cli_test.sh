@@ -70,6 +70,18 @@ expect_json '.cpu_bound == 22 and .vcpu_per_10gbps_source == "--vcpu-per-10gbps"
   --workers 8 --worker-gbps 100 --vcpu-per-10gbps 4.4
 expect_json '.ring_over_gpu_nics_seconds < .predictions[0].pool_seconds and .worker_egress_gbps == 400' \
   --workers 4 --worker-type a3-ultragpu-8g --gradient-bytes 1GiB
+# --transport rdma: the same bounds at TCP's CPU cost, said to be unmeasured for RDMA, until a
+# measured cost is given (8 x 200 Gbit/s on 16-vCPU, 200 Gbit/s reducers: CPU-bound at 17).
+rdma=(--workers 8 --worker-gbps 200 --reducer-gbps 200 --reducer-vcpus 16)
+expect_json '.transport == "tcp" and .vcpu_per_10gbps_measured_for_transport and .cpu_bound == 17' "${rdma[@]}"
+expect_json '.transport == "rdma" and (.vcpu_per_10gbps_measured_for_transport | not) and .cpu_bound == 17
+             and .reducers == 17 and .binding_bound == "cpu" and .vcpu_per_10gbps == 1.7
+             and (.vcpu_per_10gbps_source | contains("not measured by this project"))' "${rdma[@]}" --transport rdma
+expect_json '.transport == "rdma" and .vcpu_per_10gbps_measured_for_transport and .cpu_bound == 4
+             and .reducers == 8 and .binding_bound == "bandwidth"' "${rdma[@]}" --transport rdma --vcpu-per-10gbps 0.4
+out=$("$sizer" "${rdma[@]}" --transport rdma)
+grep -qF "so the CPU bound is not relaxed" <<<"$out" || { echo "$out"; fail "--transport rdma (text)"; }
+echo "ok: --transport rdma says its CPU bound is TCP's, not measured for RDMA"
 
 # --recommend, ranked by vCPUs and, with a prices file, by cost.
 cat >"$tmp/prices.csv" <<'EOF'
@@ -140,6 +152,7 @@ expect_fail "--worker-gbps: '100Gbps' is not a number" --workers 5 --worker-gbps
 expect_fail "--reducer-gbps must be a positive number of Gbit/s, got 0" --workers 5 --worker-gbps 100 --reducer-gbps 0 --reducer-vcpus 16
 expect_fail "--reducer-gbps must be a positive number of Gbit/s, got -32" --workers 5 --worker-gbps 100 --reducer-gbps -32 --reducer-vcpus 16
 expect_fail "--reducer-vcpus must be at least 1, got 0" --workers 5 --worker-gbps 100 --reducer-gbps 32 --reducer-vcpus 0
+expect_fail "--transport: 'ib' is not one of tcp, rdma" --workers 5 --worker-gbps 100 --transport ib
 expect_fail "--vcpu-per-10gbps must be a positive number, got 0" --workers 5 --worker-gbps 100 --vcpu-per-10gbps 0
 expect_fail "--vcpu-per-10gbps: 'nan' is not a number" --workers 5 --worker-gbps 100 --vcpu-per-10gbps nan
 # Rates beyond any host's NIC (8 x 1e308 overflowed to infinity and sized one reducer), and

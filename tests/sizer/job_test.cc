@@ -270,3 +270,22 @@ TEST_CASE("job: capacities parse by name only") {
   CHECK_THAT(bad.status().message(),
              Contains("--reducer-capacity: 'preemptible' is not one of standard, spot"));
 }
+
+TEST_CASE("job: transports parse by name only, and RDMA's CPU cost is measured only when given") {
+  CHECK(*parseTransport("tcp") == Transport::kTcp);
+  CHECK(*parseTransport("rdma") == Transport::kRdma);
+  CHECK(transportName(Transport::kRdma) == "rdma");
+  auto bad = parseTransport("ib");
+  REQUIRE(!bad.isOk());
+  CHECK_THAT(bad.status().message(), Contains("--transport: 'ib' is not one of tcp, rdma"));
+
+  JobSpec spec = gbpsJob(8, 100);
+  CHECK(resolveJob(spec)->vcpuCostMeasuredForTransport());  // TCP at TCP's measured default
+  spec.transport = Transport::kRdma;
+  auto rdma = resolveJob(spec);
+  REQUIRE(rdma.isOk());
+  CHECK(!rdma->vcpuCostMeasuredForTransport());
+  CHECK(rdma->rates.vcpuPer10Gbps == kDefaultVcpuPer10Gbps);  // not relaxed
+  spec.vcpuPer10Gbps = 0.5;
+  CHECK(resolveJob(spec)->vcpuCostMeasuredForTransport());
+}

@@ -236,3 +236,60 @@ TEST_CASE("report: with no spares, what one loss costs, and where Spot is possib
   CHECK_THAT(formatText(rep), Contains("One reducer: losing it leaves none"));
   CHECK(toJson(rep)["losses"].size() == 1);
 }
+
+TEST_CASE("report: --transport rdma keeps both bounds at TCP's cost unless a measured one is given") {
+  JobSpec spec;
+  spec.workers = 8;
+  spec.workerGbps = 200;
+  spec.reducerGbps = 200;
+  spec.reducerVcpus = 16;
+  Sized tcp = size(spec);
+  Report rep;
+  rep.job = &tcp.job;
+  rep.sizing = tcp.sizing;
+  CHECK(toJson(rep)["transport"] == "tcp");
+  CHECK(toJson(rep)["vcpu_per_10gbps_measured_for_transport"] == true);
+  CHECK_THAT(formatText(rep), !Contains("Transport:"));
+  const auto tcpCpuBound = tcp.sizing.cpuBound;
+  REQUIRE(tcp.sizing.binding == Bound::kCpu);  // 1600 x 1.7 / 160 = 17 > 8: where RDMA would matter
+
+  spec.transport = Transport::kRdma;
+  Sized rdma = size(spec);
+  rep.job = &rdma.job;
+  rep.sizing = rdma.sizing;
+  CHECK(rdma.sizing.cpuBound == tcpCpuBound);
+  CHECK(rdma.sizing.bandwidthBound == tcp.sizing.bandwidthBound);
+  CHECK(rdma.sizing.reducers == tcp.sizing.reducers);
+  auto j = toJson(rep);
+  CHECK(j["transport"] == "rdma");
+  CHECK(j["vcpu_per_10gbps_measured_for_transport"] == false);
+  CHECK(j["vcpu_per_10gbps"] == kDefaultVcpuPer10Gbps);
+  CHECK_THAT(j["vcpu_per_10gbps_source"].get<std::string>(),
+             Contains("not measured by this project (no RDMA hardware has run it)"));
+  std::string text = formatText(rep);
+  CHECK_THAT(text, Contains("CPU cost:  1.7 vCPU per 10 Gbit/s a reducer receives and sends (TCP's measured default"));
+  CHECK_THAT(text, Contains("Transport: rdma (verbs, EFA): the bandwidth bound is the same as over TCP. The CPU bound still uses\n"));
+  CHECK_THAT(text, Contains("so the CPU bound is not relaxed"));
+  CHECK_THAT(text, !Contains("gVNIC"));  // rates given, not GCP types
+
+  // A measured figure (the user's) is what relaxes it.
+  spec.vcpuPer10Gbps = 0.4;
+  Sized measured = size(spec);
+  rep.job = &measured.job;
+  rep.sizing = measured.sizing;
+  CHECK(measured.sizing.cpuBound < tcpCpuBound);
+  j = toJson(rep);
+  CHECK(j["vcpu_per_10gbps_measured_for_transport"] == true);
+  CHECK(j["vcpu_per_10gbps_source"] == "--vcpu-per-10gbps");
+  CHECK_THAT(formatText(rep), Contains("the CPU bound uses the\n           --vcpu-per-10gbps given"));
+
+  // GCP machine types: their egress is gVNIC's, not an RDMA NIC's.
+  JobSpec typed;
+  typed.workers = 8;
+  typed.workerType = "a2-megagpu-16g";
+  typed.transport = Transport::kRdma;
+  Sized gcp = size(typed);
+  rep.job = &gcp.job;
+  rep.sizing = gcp.sizing;
+  CHECK_THAT(formatText(rep), Contains("The machine table's egress is each GCP type's gVNIC rate"));
+}
