@@ -191,6 +191,16 @@ def parse_tsc(output):
     return errors
 
 
+def kustomize(kubectl, folder):
+    """(the objects `kubectl kustomize folder` renders, None) or (None, its error message)."""
+    out = subprocess.run([kubectl, "kustomize", folder], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        # kubectl wraps kustomize's message in a log line: keep the message.
+        m = re.search(r'err="(.*)"\s*$', out.stderr.strip())
+        return None, m.group(1).replace('\\"', '"') if m else out.stderr.strip()
+    return [d for d in yaml.safe_load_all(out.stdout) if d is not None], None
+
+
 def render_kustomizations(paths, rep):
     """The objects each kustomization renders, as documents to type-check."""
     documents = []
@@ -203,14 +213,10 @@ def render_kustomizations(paths, rep):
         if kubectl is None:
             rep.skip(path, "kubectl kustomize: skipped: kubectl is not installed")
             continue
-        out = subprocess.run([kubectl, "kustomize", os.path.dirname(os.path.abspath(path))],
-                             capture_output=True, text=True, timeout=120)
-        if out.returncode != 0:
-            # kubectl wraps kustomize's message in a log line: keep the message.
-            m = re.search(r'err="(.*)"\s*$', out.stderr.strip())
-            rep.fail(path, "kubectl kustomize: %s" % (m.group(1).replace('\\"', '"') if m else out.stderr.strip()))
+        rendered, error = kustomize(kubectl, os.path.dirname(os.path.abspath(path)))
+        if error is not None:
+            rep.fail(path, "kubectl kustomize: %s" % error)
             continue
-        rendered = [d for d in yaml.safe_load_all(out.stdout) if d is not None]
         rep.ok(path, "kubectl kustomize renders %d object(s)" % len(rendered))
         documents += [Document(path, i, d, "rendered object %d" % i) for i, d in enumerate(rendered, 1)]
     return documents
@@ -251,14 +257,11 @@ def render_components(paths, documents, rep):
                 component = os.path.relpath(os.path.dirname(os.path.abspath(path)), work)
                 with open(os.path.join(work, "kustomization.yaml"), "w") as f:
                     yaml.safe_dump({"resources": ["workload.yaml"], "components": [component]}, f)
-                out = subprocess.run([kubectl, "kustomize", work], capture_output=True, text=True, timeout=120)
+                rendered, error = kustomize(kubectl, work)
             name = workload  # as given: two folders may hold files of the same name
-            if out.returncode != 0:
-                m = re.search(r'err="(.*)"\s*$', out.stderr.strip())
-                rep.fail(path, "kubectl kustomize over %s: %s" %
-                         (name, m.group(1).replace('\\"', '"') if m else out.stderr.strip()))
+            if error is not None:
+                rep.fail(path, "kubectl kustomize over %s: %s" % (name, error))
                 continue
-            rendered = [d for d in yaml.safe_load_all(out.stdout) if d is not None]
             with open(workload) as f:
                 original = [d for d in yaml.safe_load_all(f) if d is not None]
             if canonical(rendered) != canonical(original):
