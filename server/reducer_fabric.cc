@@ -119,6 +119,10 @@ struct ReducerFabric::Impl {
 std::unique_ptr<ReducerFabric> ReducerFabric::open(asio::io_context&, const ServerConfig& config,
                                                    uint32_t shard, std::string* why) {
   (void)fabricNode(config);
+  if (config.fabricProvider == "off") {
+    *why = "no fabric on this reducer (--fabric-provider off)";
+    return nullptr;
+  }
   *why = "no fabric on this reducer (built without libfabric)";
   if (shard == 0 && config.fabricProvider != "off" && config.fabricProvider != "auto")
     rs::logger().warn("fabric: --fabric-provider {} asked for, but this reducer was built "
