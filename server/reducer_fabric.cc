@@ -6,10 +6,8 @@
 #include "core/common/log.h"
 
 #if RS_HAVE_FABRIC
-#include "core/transport/fabric/fabric_channel.h"
 #include "core/transport/fabric/fabric_hub.h"
-#include "core/transport/fabric/fabric_info.h"
-#include "core/transport/fabric/wire_grant.h"
+#include "core/transport/fabric/payload_over_fabric.h"
 #endif
 
 namespace rs::server {
@@ -48,9 +46,9 @@ constexpr const char* kAutoProviders[] = {"verbs", "efa"};
 
 Result<std::unique_ptr<fabric::FabricHub>> openHub(asio::io_context& io, const std::string& provider,
                                                    const std::string& node, uint32_t shard) {
-  auto info = fabric::FabricInfo::probe({provider, node});
-  if (!info) return info.status();
-  return fabric::FabricHub::open(io, *info, fmt::format("reducer io thread {}", shard));
+  fabric::FabricHubOptions options;
+  options.name = fmt::format("reducer io thread {}", shard);
+  return fabric::FabricHub::open(io, {provider, node}, options);
 }
 
 }  // namespace
@@ -98,12 +96,14 @@ Result<FabricOffer> ReducerFabric::offer(const std::string& name) {
   if (!channel) return channel.status();
   FabricOffer offer;
   offer.grant = fabric::toWireGrant((*channel)->grant());
-  offer.channel = std::move(*channel);
+  offer.channel = std::make_shared<fabric::PayloadOverFabric>(std::move(*channel));
   return offer;
 }
 
 Status ReducerFabric::accept(transport::PayloadChannel& channel, const wire::FabricGrant& worker) {
-  return static_cast<fabric::FabricChannel&>(channel).connect(fabric::fromWireGrant(worker));
+  // Every channel here came from offer().
+  return static_cast<fabric::PayloadOverFabric&>(channel).channel().connect(
+      fabric::fromWireGrant(worker));
 }
 
 void ReducerFabric::shutdown(const Status& why) { impl_->hub->shutdown(why); }
