@@ -223,6 +223,22 @@ Status checkDeadSetFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
   return requireNoData(h, dtype, op);
 }
 
+// FABRIC_OFFER and FABRIC_ACCEPT: a grant (fabric_frames.h: its fixed part, then provider and
+// address); FABRIC_DECLINE: a reason. The stream's group and rank, nothing else.
+Status checkFabricFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
+  const bool grant = h.type != FrameType::kFabricDecline;
+  const uint32_t least = grant ? kFabricGrantFixedBytes + 2 : 1;
+  const uint32_t most = grant ? kMaxFabricGrantBytes : kMaxErrorMessageBytes;
+  if (h.payloadLength < least || h.payloadLength > most) {
+    return typedError(h.type, "payloadLength " + dec(h.payloadLength) + " (expected " +
+                                  dec(least) + ".." + dec(most) + ")");
+  }
+  RS_RETURN_IF_ERROR(requireZero(h.type, "seq", h.seq));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "chunk", h.chunk));
+  RS_RETURN_IF_ERROR(requireZero(h.type, "status", h.status));
+  return requireNoData(h, dtype, op);
+}
+
 Status checkErrorFrame(const FrameHeader& h, uint8_t dtype, uint8_t op) {
   if (h.status == 0 || h.status > kMaxStatusCode) {
     return typedError(h.type, "status " + dec(h.status) + " (expected a failure code 1.." +
@@ -283,6 +299,9 @@ std::string_view frameTypeName(FrameType t) {
     case FrameType::kJoinOffer: return "JOIN_OFFER";
     case FrameType::kJoin: return "JOIN";
     case FrameType::kJoinAt: return "JOIN_AT";
+    case FrameType::kFabricOffer: return "FABRIC_OFFER";
+    case FrameType::kFabricAccept: return "FABRIC_ACCEPT";
+    case FrameType::kFabricDecline: return "FABRIC_DECLINE";
   }
   return "UNKNOWN";
 }
@@ -349,6 +368,13 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
                          std::string(frameTypeName(static_cast<FrameType>(type))) +
                          " frame (only HELLO may carry it)");
     }
+  }
+  if ((flags & kFlagFabric) != 0 && type != static_cast<uint8_t>(FrameType::kHello) &&
+      type != static_cast<uint8_t>(FrameType::kReduce) &&
+      type != static_cast<uint8_t>(FrameType::kResult)) {
+    return headerError("flag " + hex(kFlagFabric, 4) + " (fabric) on a " +
+                       std::string(frameTypeName(static_cast<FrameType>(type))) +
+                       " frame (only HELLO, REDUCE and RESULT may carry it)");
   }
   if ((flags & kFlagLane) != 0 && (flags & kFlagRejoin) != 0) {
     return headerError("flags " + hex(flags, 4) +
@@ -417,6 +443,11 @@ Status decodeHeader(const uint8_t* data, size_t size, const DecodeLimits& limits
     case FrameType::kFailover:
     case FrameType::kLost:
       RS_RETURN_IF_ERROR(checkDeadSetFrame(h, dtype, op));
+      break;
+    case FrameType::kFabricOffer:
+    case FrameType::kFabricAccept:
+    case FrameType::kFabricDecline:
+      RS_RETURN_IF_ERROR(checkFabricFrame(h, dtype, op));
       break;
   }
   h.dtype = static_cast<DataType>(dtype);

@@ -64,9 +64,17 @@ enum class FrameType : uint8_t {
   // Reducer -> worker: in `chunk`, T, the largest answer: this reducer is live again from
   // chunk T on.
   kJoinAt = 17,
+  // The fabric (proto/FABRIC.md, "Set-up"; core/wire/fabric_frames.h), after HELLO_ACK on a
+  // stream whose HELLO carried kFlagFabric. Reducer -> worker: its channel's grant (provider,
+  // endpoint address, channel id, receive ring).
+  kFabricOffer = 18,
+  // Worker -> reducer: the worker's grant for the same stream; payloads go by RMA from now on.
+  kFabricAccept = 19,
+  // Either way: no fabric on this stream (a UTF-8 reason); its payloads stay on TCP.
+  kFabricDecline = 20,
 };
 inline constexpr uint8_t kMinFrameType = 1;
-inline constexpr uint8_t kMaxFrameType = 17;
+inline constexpr uint8_t kMaxFrameType = 20;
 
 // Decoders reject unknown bits so that a future flag never changes meaning silently.
 // kFlagDeterministic (HELLO only): this member asks for deterministic mode (RS_DETERMINISTIC):
@@ -87,7 +95,12 @@ inline constexpr uint16_t kFlagLane = 0x0004;
 inline constexpr uint16_t kFlagRejoin = 0x0008;
 inline constexpr uint16_t kHelloOnlyFlags =
     kFlagDeterministic | kFlagFp64Accumulator | kFlagLane | kFlagRejoin;
-inline constexpr uint16_t kKnownFlags = kHelloOnlyFlags;
+// kFlagFabric (proto/FABRIC.md). On HELLO: the worker has a fabric channel for this stream and
+// asks for the reducer's (FABRIC_OFFER or FABRIC_DECLINE follows HELLO_ACK). On REDUCE and
+// RESULT: the frame's payloadLength bytes travel on the stream's fabric channel as RMA writes,
+// not after the header on the stream. On no other frame.
+inline constexpr uint16_t kFlagFabric = 0x0010;
+inline constexpr uint16_t kKnownFlags = kHelloOnlyFlags | kFlagFabric;
 
 struct FrameHeader {
   FrameType type = FrameType::kReduce;
@@ -188,8 +201,17 @@ inline constexpr uint32_t kMinLossDetectMs = 100;
 inline constexpr uint32_t kMaxDeadReducers = 1024;
 inline constexpr size_t kDeadSetEntryBytes = 2;
 
-// kError / kAbort carry a UTF-8 reason of at most this many bytes.
+// kError / kAbort carry a UTF-8 reason of at most this many bytes (kFabricDecline too, at
+// least one byte).
 inline constexpr size_t kMaxErrorMessageBytes = 1024;
+
+// kFabricOffer / kFabricAccept carry a fabric grant (core/wire/fabric_frames.h): 40 fixed bytes,
+// then the provider's name (1..64 bytes) and the endpoint's address (1..256 bytes).
+inline constexpr uint32_t kFabricGrantFixedBytes = 40;
+inline constexpr uint32_t kMaxFabricProviderBytes = 64;
+inline constexpr uint32_t kMaxFabricAddressBytes = 256;
+inline constexpr uint32_t kMaxFabricGrantBytes =
+    kFabricGrantFixedBytes + kMaxFabricProviderBytes + kMaxFabricAddressBytes;
 
 // A job name: 1..kMaxJobNameBytes characters of A-Z a-z 0-9 . _ - (printable in any log, and
 // never a path or a shell word).

@@ -41,6 +41,7 @@
 #include "core/wire/auth.h"
 #include "core/wire/control_frames.h"
 #include "core/wire/crc32c.h"
+#include "core/wire/fabric_frames.h"
 #include "core/wire/failover_frames.h"
 #include "core/wire/frame.h"
 #include "core/wire/rejoin_frames.h"
@@ -64,7 +65,11 @@ void checkRejected(const rs::Status& s, const char* prefix) {
 // What a receiver may rely on once decodeHeader() returned OK.
 void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
   require((h.flags & ~kKnownFlags) == 0, "no unknown flags");
-  require(h.flags == 0 || h.type == FrameType::kHello, "HELLO's flags only on HELLO");
+  require((h.flags & kHelloOnlyFlags) == 0 || h.type == FrameType::kHello,
+          "HELLO's flags only on HELLO");
+  require((h.flags & kFlagFabric) == 0 || h.type == FrameType::kHello ||
+              h.type == FrameType::kReduce || h.type == FrameType::kResult,
+          "the fabric flag only on HELLO, REDUCE and RESULT");
   require((h.flags & kFlagLane) == 0 || (h.flags & kFlagRejoin) == 0,
           "a HELLO opens a lane or rejoins, never both");
   switch (h.type) {
@@ -144,6 +149,17 @@ void checkInvariants(const FrameHeader& h, const DecodeLimits& limits) {
               "FAILOVER and LOST carry a dead set and its generation (FAILOVER a watermark "
               "too)");
       break;
+    case FrameType::kFabricOffer:
+    case FrameType::kFabricAccept:
+    case FrameType::kFabricDecline: {
+      const bool grant = h.type != FrameType::kFabricDecline;
+      require(h.payloadLength >= (grant ? kFabricGrantFixedBytes + 2 : 1) &&
+                  h.payloadLength <= (grant ? kMaxFabricGrantBytes : kMaxErrorMessageBytes) &&
+                  h.seq == 0 && h.chunk == 0 && h.elemOffset == 0 && h.elemCount == 0 &&
+                  h.status == 0,
+              "the fabric's set-up frames carry a grant or a reason, and the stream's names");
+      break;
+    }
     default:
       require(false, "decoded type in range");
   }
@@ -239,6 +255,34 @@ void fuzzPayloads(const uint8_t* data, size_t size) {
             "hello-ack decode then encode is identity");
   } else {
     checkRejected(s, "hello-ack payload: ");
+  }
+
+  FabricGrant grant;
+  s = decodeFabricGrant(data, size, &grant);
+  if (s.isOk()) {
+    auto again = encodeFabricGrant(grant);
+    require(again.isOk() && again->size() == size &&
+                std::memcmp(again->data(), data, size) == 0,
+            "fabric grant decode then encode is identity");
+    require(isValidFabricProvider(grant.provider) && grant.channelId <= kMaxFabricChannelId &&
+                grant.ringSize == uint64_t{grant.slots} * grant.slotBytes,
+            "a decoded grant is within its ranges");
+    auto offer = fabricOfferFrame({1, 2}, 3, grant);
+    FrameHeader h;
+    require(offer.isOk() &&
+                decodeHeader(offer->header.data(), offer->header.size(), {}, &h).isOk() &&
+                h.payloadLength == size,
+            "a decoded grant always makes an OFFER that decodes");
+  } else {
+    checkRejected(s, "fabric grant: ");
+  }
+
+  std::string declined;
+  s = parseFabricDecline(data, size, &declined);
+  if (s.isOk()) {
+    require(rs::escapeText(declined) == declined, "a decline's reason is printable ASCII");
+  } else {
+    checkRejected(s, "fabric decline: ");
   }
 
   std::string message;
@@ -479,6 +523,36 @@ void writeSeeds(const std::string& dir) {
   committed.type = FrameType::kCommitted;
   committed.payloadLength = 0;
   writeSeed(dir, "committed", committed, {});
+
+  // The fabric (proto/FABRIC.md): a HELLO asking for it, its OFFER, ACCEPT and a DECLINE, and
+  // a REDUCE whose payload travels on the fabric.
+  h = FrameHeader{};
+  h.type = FrameType::kHello;
+  h.flags = kFlagFabric;
+  h.group = group;
+  h.rank = 2;
+  h.payloadLength = kHelloPayloadSize;
+  writeSeed(dir, "hello_fabric", h, {helloBytes.begin(), helloBytes.end()});
+  FabricGrant grant;
+  grant.provider = "tcp;ofi_rxm";
+  grant.address = {0x02, 0x00, 0x9c, 0x40, 0x7f, 0x00, 0x00, 0x01};
+  grant.channelId = 17;
+  grant.slots = 8;
+  grant.slotBytes = 256 << 10;
+  grant.ringAddress = 0x7f0012340000;
+  grant.ringKey = 0x1234;
+  grant.ringSize = uint64_t{grant.slots} * grant.slotBytes;
+  auto offer = fabricOfferFrame(group, 2, grant);
+  writeSeed(dir, "fabric_offer", decodedSeed(offer->header), offer->payload);
+  auto accept = fabricAcceptFrame(group, 2, grant);
+  writeSeed(dir, "fabric_accept", decodedSeed(accept->header), accept->payload);
+  const FabricFrame decline = fabricDeclineFrame(group, 2, "no fabric on this reducer");
+  writeSeed(dir, "fabric_decline", decodedSeed(decline.header), decline.payload);
+  FrameHeader viaFabric = final;
+  viaFabric.type = FrameType::kReduce;
+  viaFabric.flags = kFlagFabric;
+  viaFabric.payloadLength = 32;
+  writeSeed(dir, "reduce_fabric", viaFabric, {});
 }
 
 }  // namespace

@@ -134,6 +134,14 @@ FrameHeader joinOfferHeader() {
   return h;
 }
 
+// FABRIC_OFFER and FABRIC_ACCEPT: a grant of 60 bytes (40 fixed, an 11-byte provider name, a
+// 9-byte address); FABRIC_DECLINE: a 25-byte reason.
+FrameHeader fabricHeader(FrameType type) {
+  FrameHeader h = controlHeader(type, GroupId{15, 16}, 3);
+  h.payloadLength = type == FrameType::kFabricDecline ? 25 : 60;
+  return h;
+}
+
 std::vector<FrameHeader> validHeaders() {
   return {reduceHeader(),
           resultHeader(),
@@ -151,7 +159,10 @@ std::vector<FrameHeader> validHeaders() {
           committedHeader(),
           joinOfferHeader(),
           watermarkHeader(FrameType::kJoin),
-          watermarkHeader(FrameType::kJoinAt)};
+          watermarkHeader(FrameType::kJoinAt),
+          fabricHeader(FrameType::kFabricOffer),
+          fabricHeader(FrameType::kFabricAccept),
+          fabricHeader(FrameType::kFabricDecline)};
 }
 
 void requireSameHeader(const FrameHeader& a, const FrameHeader& b) {
@@ -412,8 +423,11 @@ TEST_CASE("frame: frameTypeName") {
   REQUIRE(frameTypeName(FrameType::kJoinAt) == "JOIN_AT");
   REQUIRE(frameTypeName(FrameType::kFinal) == "FINAL");
   REQUIRE(frameTypeName(FrameType::kCommitted) == "COMMITTED");
+  REQUIRE(frameTypeName(FrameType::kFabricOffer) == "FABRIC_OFFER");
+  REQUIRE(frameTypeName(FrameType::kFabricAccept) == "FABRIC_ACCEPT");
+  REQUIRE(frameTypeName(FrameType::kFabricDecline) == "FABRIC_DECLINE");
   REQUIRE(frameTypeName(static_cast<FrameType>(0)) == "UNKNOWN");
-  REQUIRE(frameTypeName(static_cast<FrameType>(18)) == "UNKNOWN");
+  REQUIRE(frameTypeName(static_cast<FrameType>(21)) == "UNKNOWN");
 }
 
 // --- Malformed: fields every type shares -----------------------------------------------
@@ -459,9 +473,9 @@ TEST_CASE("frame: unsupported version") {
 }
 
 TEST_CASE("frame: frame type out of range") {
-  for (uint64_t t : {0, 18, 19, 255}) {
+  for (uint64_t t : {0, 21, 22, 255}) {
     requireProtocolError(decode(patched(reduceHeader(), 5, t, 1)),
-                         "unknown type " + std::to_string(t) + " (expected 1..17)");
+                         "unknown type " + std::to_string(t) + " (expected 1..20)");
   }
 }
 
@@ -473,7 +487,9 @@ TEST_CASE("frame: every unknown flag bit is rejected") {
     requireProtocolError(s, "unknown flag bits");
   }
   requireProtocolError(decode(patched(reduceHeader(), 6, 0x8010, 2)),
-                       "unknown flag bits 0x8010 in flags 0x8010 (known bits 0x000f)");
+                       "unknown flag bits 0x8000 in flags 0x8010 (known bits 0x001f)");
+  requireProtocolError(decode(patched(reduceHeader(), 6, 0x0020, 2)),
+                       "unknown flag bits 0x0020 in flags 0x0020 (known bits 0x001f)");
   requireProtocolError(decode(patched(helloHeader(), 6, 0x8001, 2)),
                        "unknown flag bits 0x8000 in flags 0x8001");
 }
@@ -502,11 +518,33 @@ TEST_CASE("frame: HELLO's flags ride on HELLO only, alone or together") {
                            name + " on a " + std::string(frameTypeName(h.type)) + " frame");
     }
   }
-  requireProtocolError(decode(patched(helloHeader(), 6, 0x0010, 2)),
-                       "unknown flag bits 0x0010 in flags 0x0010 (known bits 0x000f)");
   // A lane goes to a survivor, a rejoin to the reducer that was lost: never both.
   requireProtocolError(decode(patched(helloHeader(), 6, kFlagLane | kFlagRejoin, 2)),
                        "flags 0x000c (lane and rejoin together");
+}
+
+TEST_CASE("frame: the fabric flag rides on HELLO, REDUCE and RESULT only") {
+  for (const FrameHeader& h : validHeaders()) {
+    const bool carries = h.type == FrameType::kHello || h.type == FrameType::kReduce ||
+                         h.type == FrameType::kResult;
+    FrameHeader flagged = h;
+    flagged.flags |= kFlagFabric;
+    if (carries) {
+      FrameHeader back;
+      REQUIRE(decode(encodeHeader(flagged), &back).isOk());
+      REQUIRE(back.flags == flagged.flags);
+      REQUIRE(encodeHeader(back) == encodeHeader(flagged));
+    } else {
+      requireProtocolError(decode(patched(h, 6, kFlagFabric, 2)),
+                           "flag 0x0010 (fabric) on a " + std::string(frameTypeName(h.type)) +
+                               " frame (only HELLO, REDUCE and RESULT may carry it)");
+    }
+  }
+  // With the HELLO-only flags, on a HELLO (a deterministic group's stream asks for the fabric).
+  FrameHeader hello = helloHeader();
+  hello.flags = kFlagFabric | kFlagDeterministic;
+  FrameHeader back;
+  REQUIRE(decode(encodeHeader(hello), &back).isOk());
 }
 
 TEST_CASE("frame: reserved bytes must be zero") {
@@ -562,11 +600,16 @@ TEST_CASE("frame: with a fresh checksum, a flipped bit is caught by a field chec
         REQUIRE(s.code() == StatusCode::kProtocolError);
       }
       // Magic, version, flags and reserved bits never pass, but the deterministic, fp64
-      // accumulator, lane and rejoin flags (bits 48 to 51) on a HELLO. (A type bit may name another
-      // valid type; then that type's rules decide.)
+      // accumulator, lane and rejoin flags (bits 48 to 51) on a HELLO and the fabric flag (bit
+      // 52) on a HELLO, REDUCE or RESULT. (A type bit may name another valid type; then that
+      // type's rules decide.)
       const size_t byte = bit / 8;
       const bool helloFlag = h.type == FrameType::kHello && bit >= 48 && bit <= 51;
-      if ((byte < 5 || byte == 6 || byte == 7 || byte == 62 || byte == 63) && !helloFlag)
+      const bool fabricFlag = bit == 52 && (h.type == FrameType::kHello ||
+                                            h.type == FrameType::kReduce ||
+                                            h.type == FrameType::kResult);
+      if ((byte < 5 || byte == 6 || byte == 7 || byte == 62 || byte == 63) && !helloFlag &&
+          !fabricFlag)
         REQUIRE_FALSE(s.isOk());
     }
   }
