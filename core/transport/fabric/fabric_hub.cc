@@ -108,12 +108,13 @@ Status FabricHub::topUpReceives() {
   return Status::ok();
 }
 
-Result<FabricEndpoint::PeerId> FabricHub::peerFor(const std::vector<uint8_t>& address,
-                                                  const std::string& who) {
+Result<FabricEndpoint::PeerId> FabricHub::peerFor(const std::vector<uint8_t>& address) {
   // Many channels go to one peer endpoint: one address-vector entry for it.
   auto it = peers_.find(address);
   if (it != peers_.end()) return it->second;
-  Result<FabricEndpoint::PeerId> p = endpoint_->addPeer(address, who);
+  // Named by its order here: channels share the entry, so no one channel names it.
+  Result<FabricEndpoint::PeerId> p =
+      endpoint_->addPeer(address, fmt::format("{}'s peer endpoint #{}", options_.name, peers_.size()));
   if (p.isOk()) peers_.emplace(address, *p);
   return p;
 }

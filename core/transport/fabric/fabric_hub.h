@@ -100,8 +100,7 @@ class FabricHub {
   void onChannelClosed(FabricChannel& channel);
   // The channel's post found the endpoint's queue full: retried after the next poll.
   void retryLater(FabricChannel& channel);
-  Result<FabricEndpoint::PeerId> peerFor(const std::vector<uint8_t>& address,
-                                         const std::string& who);
+  Result<FabricEndpoint::PeerId> peerFor(const std::vector<uint8_t>& address);
 
   // The progress loop.
   void kick();  // some channel has new work: poll now (waking a wait)
