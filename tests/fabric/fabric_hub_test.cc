@@ -62,7 +62,7 @@ TEST_CASE("a hub polls only while a channel has outstanding work", "[fabric][hub
   CHECK(!hub.hub().isPolling());
 }
 
-TEST_CASE("a hub opens 4096 channels and refuses the 4097th; a closed id is free again",
+TEST_CASE("a hub opens 4096 channels and refuses the 4097th, and a closed id is free again",
           "[fabric][hub]") {
   FabricHubThread hub("full hub");
   const fab::RingShape ring{1, 4096};
