@@ -225,9 +225,8 @@ void FabricHub::pollOnce() {
     return;
   }
   polls_.fetch_add(1, std::memory_order_relaxed);
-  batch_.clear();
-  Status s = endpoint_->poll(batch_, 64);
-  std::vector<FabricCompletion> got = std::move(batch_);
+  std::vector<FabricCompletion> got;
+  Status s = endpoint_->poll(got, 64);
   for (FabricCompletion& c : got) dispatch(c);
   // Completions made room: what found the queue full goes again.
   std::vector<std::shared_ptr<FabricChannel>> retry = std::move(retry_);
@@ -262,17 +261,13 @@ void FabricHub::park() {
   auto wake = [this, alive = alive_](const asio::error_code&) {
     if (*alive && scheduled_) pollOnce();
   };
-  if (waitFd_) {
-    if (!endpoint_->tryWait()) {
-      asio::post(io_, [this, alive = alive_] {
-        if (*alive) pollOnce();
-      });
-      return;
-    }
+  if (waitFd_ && endpoint_->tryWait()) {
     parked_ = true;
     waitFd_->async_wait(asio::posix::stream_descriptor::wait_read, wake);
     return;
   }
+  // No fd, or fi_trywait says poll first: back off on the timer rather than spin on a provider
+  // whose trywait keeps refusing without a completion to show for it.
   backoff_ = backoff_.count() == 0 ? kMinBackoff : std::min(backoff_ * 2, kMaxBackoff);
   parked_ = true;
   timer_.expires_after(backoff_);

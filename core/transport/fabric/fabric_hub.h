@@ -149,7 +149,6 @@ class FabricHub {
   std::atomic<bool> polling_{false};
   bool parked_ = false;     // that wait is the fd's or the timer's
   std::chrono::microseconds backoff_{0};
-  std::vector<FabricCompletion> batch_;
   std::atomic<uint64_t> polls_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<size_t> openCount_{0};
