@@ -29,6 +29,7 @@ class FabricDomain {
 
   const FabricInfo& info() const { return info_; }
   const std::string& provider() const { return provider_; }
+  fid_fabric* fabric() const { return fabric_; }
   fid_domain* domain() const { return domain_; }
   fid_av* av() const { return av_; }
 

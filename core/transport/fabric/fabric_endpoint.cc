@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
@@ -51,11 +52,16 @@ Result<std::unique_ptr<FabricEndpoint>> FabricEndpoint::open(FabricDomain& domai
   fi_info* info = const_cast<fi_info*>(domain.info().get());  // libfabric takes it non-const
   fi_cq_attr cq{};
   cq.format = FI_CQ_FORMAT_DATA;
-  cq.wait_obj = FI_WAIT_NONE;  // polled: poll() is also what makes progress
+  // Polled either way (poll() is also what makes progress); the fd only says when to poll.
+  cq.wait_obj = e->options_.waitFd ? FI_WAIT_FD : FI_WAIT_NONE;
   // Room for every operation the queues can hold and the peers' writes the credits allow.
   cq.size = info->tx_attr->size + info->rx_attr->size;
   int rc = fi_cq_open(domain.domain(), &cq, &e->cq_, nullptr);
   if (rc != 0) return fabricError(where + ": fi_cq_open", rc);
+  if (e->options_.waitFd) {
+    rc = fi_control(&e->cq_->fid, FI_GETWAIT, &e->waitFd_);
+    if (rc != 0) return fabricError(where + ": fi_control(FI_GETWAIT)", rc);
+  }
   rc = fi_endpoint(domain.domain(), info, &e->ep_, nullptr);
   if (rc != 0) return fabricError(where + ": fi_endpoint", rc);
   rc = fi_ep_bind(e->ep_, &domain.av()->fid, 0);
@@ -302,6 +308,12 @@ Status FabricEndpoint::readQueue(size_t max) {
     taken += static_cast<size_t>(n);
   }
   return Status::ok();
+}
+
+bool FabricEndpoint::tryWait() {
+  if (cq_ == nullptr || waitFd_ < 0 || !ready_.empty()) return false;
+  fid* fids[] = {&cq_->fid};
+  return fi_trywait(domain_.fabric(), fids, 1) == 0;
 }
 
 Status FabricEndpoint::poll(std::vector<FabricCompletion>& out, size_t max) {

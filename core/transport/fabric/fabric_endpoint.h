@@ -56,6 +56,9 @@ struct FabricEndpointOptions {
   // Writes ask for delivery-complete. Off only to show what the provider does without it
   // (tests/fabric); the data path never turns it off.
   bool deliveryComplete = true;
+  // The completion queue gets a wait object (FI_WAIT_FD): waitFd() and tryWait() let an event
+  // loop sleep on it. Not every provider takes one: open() then fails, and the caller polls.
+  bool waitFd = false;
 };
 
 class FabricEndpoint {
@@ -92,6 +95,12 @@ class FabricEndpoint {
   // The next completion, polling for at most `timeout`; kTimeout when none came.
   Result<FabricCompletion> next(std::chrono::milliseconds timeout);
 
+  // The completion queue's wait fd (options.waitFd), -1 without one. Owned by libfabric.
+  int waitFd() const { return waitFd_; }
+  // fi_trywait on the queue: true when nothing is ready and sleeping on waitFd() until it is
+  // readable is safe; false when the queue must be polled first.
+  bool tryWait();
+
   // Operations posted and not completed.
   size_t pending() const { return pending_.size(); }
   bool isOpen() const { return ep_ != nullptr; }
@@ -122,6 +131,7 @@ class FabricEndpoint {
   FabricEndpointOptions options_;
   fid_ep* ep_ = nullptr;
   fid_cq* cq_ = nullptr;
+  int waitFd_ = -1;
   std::vector<uint8_t> address_;
   struct Peer {
     fi_addr_t address;
