@@ -111,8 +111,19 @@ std::string FabricEndpoint::peerName(PeerId peer) const {
 
 Status FabricEndpoint::post(Op* op, const std::function<ssize_t()>& call, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + options_.postTimeout;
+  postFoundQueueFull_ = false;
   for (int idle = 0;; ++idle) {
     const ssize_t rc = call();
+    if (rc == -FI_EAGAIN && options_.postTimeout.count() == 0) {
+      // The caller retries after its next poll: progress is its loop's, not this call's.
+      postFoundQueueFull_ = true;
+      Status s = Status(StatusCode::kResourceExhausted,
+                        fmt::format("{} endpoint '{}': {} of {} bytes to {}: the queue is full",
+                                    provider(), options_.name, what, op->bytes,
+                                    peerName(op->peer)));
+      delete op;
+      return s;
+    }
     if (rc == 0) {
       pending_.insert(op);
       return Status::ok();

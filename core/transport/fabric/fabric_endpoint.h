@@ -52,6 +52,9 @@ struct FabricEndpointOptions {
   // A name for logs and errors ("reducer 2 lane 0").
   std::string name = "endpoint";
   // How long a post waits for room in a full send or receive queue (progressing meanwhile).
+  // Zero: never waits; a post that finds the queue full fails at once and postFoundQueueFull()
+  // says so (an event loop retries it after its next poll instead of blocking its thread; on
+  // ofi_rxm the first post to a peer finds it full until the connection is up).
   std::chrono::milliseconds postTimeout{5000};
   // Writes ask for delivery-complete. Off only to show what the provider does without it
   // (tests/fabric); the data path never turns it off.
@@ -101,6 +104,10 @@ class FabricEndpoint {
   // readable is safe; false when the queue must be polled first.
   bool tryWait();
 
+  // Whether the last post failed only because the queue was full (postTimeout 0): nothing was
+  // posted, the same post may be retried after a poll.
+  bool postFoundQueueFull() const { return postFoundQueueFull_; }
+
   // Operations posted and not completed.
   size_t pending() const { return pending_.size(); }
   bool isOpen() const { return ep_ != nullptr; }
@@ -132,6 +139,7 @@ class FabricEndpoint {
   fid_ep* ep_ = nullptr;
   fid_cq* cq_ = nullptr;
   int waitFd_ = -1;
+  bool postFoundQueueFull_ = false;
   std::vector<uint8_t> address_;
   struct Peer {
     fi_addr_t address;

@@ -1,0 +1,294 @@
+#include "core/transport/fabric/fabric_channel.h"
+
+#include <fmt/format.h>
+
+#include <asio/post.hpp>
+#include <cstring>
+
+#include "core/common/log.h"
+#include "core/transport/fabric/fabric_hub.h"
+#include "core/transport/fabric/fabric_immediate.h"
+
+namespace rs::transport::fabric {
+
+FabricChannel::FabricChannel(FabricHub& hub, uint16_t id, uint32_t serial, RingShape ring,
+                             std::string name)
+    : hub_(hub), io_(hub.io_), id_(id), serial_(serial), ring_(ring), name_(std::move(name)) {}
+
+FabricChannel::~FabricChannel() = default;
+
+Status FabricChannel::openRing() {
+  ringBytes_ = AlignedBuffer(ring_.bytes());
+  Result<RegisteredMemory> ring = RegisteredMemory::add(
+      *hub_.domain_, ringBytes_.data(), ringBytes_.size(), RegisteredMemory::Access::kRemoteWrite);
+  if (!ring.isOk()) return Status(ring.status().code(), who() + ": " + ring.status().message());
+  ringMemory_ = std::move(*ring);
+  controlBytes_ = AlignedBuffer(64);
+  Result<RegisteredMemory> control = RegisteredMemory::add(
+      *hub_.domain_, controlBytes_.data(), controlBytes_.size(), RegisteredMemory::Access::kLocal);
+  if (!control.isOk()) {
+    return Status(control.status().code(), who() + ": " + control.status().message());
+  }
+  controlMemory_ = std::move(*control);
+  arrived_.assign(ring_.slots, false);
+  arrivedBytes_.assign(ring_.slots, 0);
+  return Status::ok();
+}
+
+std::string FabricChannel::who() const {
+  return connected_ ? fmt::format("fabric channel '{}' (id {}, peer channel {})", name_, id_,
+                                  peer_.channelId)
+                    : fmt::format("fabric channel '{}' (id {})", name_, id_);
+}
+
+void FabricChannel::post(std::function<void()> f) { asio::post(io_, std::move(f)); }
+
+ChannelGrant FabricChannel::grant() const {
+  return {hub_.provider(), hub_.address(), id_, ring_, ringMemory_.remote()};
+}
+
+Status FabricChannel::connect(const ChannelGrant& peer) {
+  if (!failure_.isOk()) return failure_;
+  if (connected_) return failedPrecondition(who() + ": connected already");
+  RS_RETURN_IF_ERROR(checkPeerGrant(peer, hub_.provider(), hub_.address().size(), who()));
+  Result<FabricEndpoint::PeerId> id = hub_.peerFor(peer.address, "the peer of " + who());
+  if (!id.isOk()) return id.status();
+  // The send ring mirrors the peer's ring: a slot's bytes stay put until its write completed.
+  sendBytes_ = AlignedBuffer(peer.ring.bytes());
+  Result<RegisteredMemory> send = RegisteredMemory::add(
+      *hub_.domain_, sendBytes_.data(), sendBytes_.size(), RegisteredMemory::Access::kLocal);
+  if (!send.isOk()) return Status(send.status().code(), who() + ": " + send.status().message());
+  sendMemory_ = std::move(*send);
+  slotBusy_.assign(peer.ring.slots, false);
+  slotJob_.assign(peer.ring.slots, nullptr);
+  peer_ = peer;
+  peerId_ = *id;
+  connected_ = true;
+  pump();
+  sendCredits();
+  hub_.kick();
+  return Status::ok();
+}
+
+void FabricChannel::send(const void* src, size_t bytes, Done done) {
+  if (!failure_.isOk()) {
+    post([d = std::move(done), s = failure_] { d(s); });
+    return;
+  }
+  jobs_.push_back(std::make_unique<Job>(Job{static_cast<const uint8_t*>(src), bytes, 0, 0,
+                                            std::move(done)}));
+  pump();
+  finishJobs();
+  hub_.kick();
+}
+
+void FabricChannel::pump() {
+  if (!connected_ || !failure_.isOk()) return;
+  const uint32_t slotBytes = peer_.ring.slotBytes;
+  for (auto& job : jobs_) {
+    while (job->posted < job->bytes) {
+      if (written_ - peerReleased_ >= peer_.ring.slots) return;  // no credit
+      const uint32_t slot = static_cast<uint32_t>(written_ % peer_.ring.slots);
+      if (slotBusy_[slot]) return;  // its last write has not completed: its bytes stay
+      const size_t piece = std::min<size_t>(slotBytes, job->bytes - job->posted);
+      const size_t offset = size_t{slot} * slotBytes;
+      std::memcpy(sendBytes_.data() + offset, job->src + job->posted, piece);
+      Status s = hub_.endpoint_->postWrite(
+          peerId_, sendMemory_, offset, piece, peer_.ringBuffer, offset,
+          encodeImmediate(peer_.channelId, written_),
+          FabricHub::token(FabricHub::TokenKind::kWrite, serial_, slot));
+      if (!s.isOk()) {
+        if (hub_.endpoint_->postFoundQueueFull()) return hub_.retryLater(*this);
+        return fail(Status(s.code(), who() + ": " + s.message()));
+      }
+      slotBusy_[slot] = true;
+      slotJob_[slot] = job.get();
+      ++job->inFlight;
+      ++writesInFlight_;
+      ++written_;
+      job->posted += piece;
+      bytesPosted_ += piece;
+    }
+  }
+}
+
+void FabricChannel::retry() {
+  if (!failure_.isOk()) return;
+  pump();
+  sendCredits();
+  finishJobs();
+}
+
+void FabricChannel::finishJobs() {
+  while (!jobs_.empty() && jobs_.front()->posted == jobs_.front()->bytes &&
+         jobs_.front()->inFlight == 0) {
+    post([d = std::move(jobs_.front()->done)] { d(Status::ok()); });
+    jobs_.pop_front();
+  }
+}
+
+void FabricChannel::onWriteDone(uint32_t slot, const Status& status) {
+  if (slot >= slotBusy_.size() || !slotBusy_[slot]) {
+    return fail(internalError(fmt::format("{}: a write completion for slot {}, not in flight",
+                                          who(), slot)));
+  }
+  --writesInFlight_;
+  slotBusy_[slot] = false;
+  if (Job* job = std::exchange(slotJob_[slot], nullptr)) --job->inFlight;
+  if (!status.isOk()) return fail(Status(status.code(), who() + ": " + status.message()));
+  pump();
+  finishJobs();
+}
+
+void FabricChannel::asyncNextPiece(size_t expect, PieceHandler handler) {
+  Status refused;
+  if (!failure_.isOk()) {
+    refused = failure_;
+  } else if (handler_) {
+    refused = failedPrecondition(who() + ": a piece is awaited already");
+  } else if (expect == 0) {
+    refused = invalidArgument(who() + ": awaiting a piece of 0 bytes");
+  }
+  if (!refused.isOk()) {
+    post([h = std::move(handler), refused] { h(refused, {}); });
+    return;
+  }
+  handler_ = std::move(handler);
+  expect_ = expect;
+  deliver();
+  hub_.kick();
+}
+
+void FabricChannel::deliver() {
+  if (!handler_ || deliveryPosted_ || !arrived_[consumed_ % ring_.slots]) return;
+  deliveryPosted_ = true;
+  post([self = shared_from_this()] {
+    FabricChannel& c = *self;
+    c.deliveryPosted_ = false;
+    if (!c.handler_) return;  // failed meanwhile: fail() ran it
+    const uint32_t slot = static_cast<uint32_t>(c.consumed_ % c.ring_.slots);
+    const size_t piece = std::min<size_t>(c.ring_.slotBytes, c.expect_);
+    c.arrived_[slot] = false;
+    ++c.consumed_;
+    PieceHandler h = std::move(c.handler_);
+    c.handler_ = nullptr;
+    h(Status::ok(), std::span<const uint8_t>(
+                        reinterpret_cast<const uint8_t*>(c.ringBytes_.data()) +
+                            size_t{slot} * c.ring_.slotBytes,
+                        piece));
+  });
+}
+
+Status FabricChannel::release() {
+  if (!failure_.isOk()) return failure_;
+  if (released_ == consumed_) return failedPrecondition(who() + ": no piece to release");
+  ++released_;
+  sendCredits();
+  hub_.kick();
+  return Status::ok();
+}
+
+void FabricChannel::sendCredits() {
+  // One word in flight at a time; the next says everything released meanwhile (coalesced).
+  if (!connected_ || creditInFlight_ || released_ == releasedSent_ || !failure_.isOk()) return;
+  ControlWord w;
+  w.channelId = peer_.channelId;
+  w.kind = static_cast<uint8_t>(ControlKind::kCredit);
+  w.value = static_cast<uint32_t>(released_);
+  encodeControlWord(w, reinterpret_cast<uint8_t*>(controlBytes_.data()));
+  Status s = hub_.endpoint_->postSend(peerId_, controlMemory_, 0, kControlWordBytes,
+                                      FabricHub::token(FabricHub::TokenKind::kCredit, serial_, 0));
+  if (!s.isOk()) {
+    if (hub_.endpoint_->postFoundQueueFull()) return hub_.retryLater(*this);
+    return fail(Status(s.code(), who() + ": credit word: " + s.message()));
+  }
+  creditInFlight_ = true;
+  releasedSent_ = released_;
+}
+
+void FabricChannel::onCreditSent(const Status& status) {
+  creditInFlight_ = false;
+  if (!status.isOk()) return fail(Status(status.code(), who() + ": credit word: " + status.message()));
+  sendCredits();
+}
+
+void FabricChannel::onArrival(uint32_t sequence, size_t bytes) {
+  if (!failure_.isOk()) return;
+  // Sequences are 20 bits: the window starts at the next piece to hand out and ends where the
+  // peer's credits end (slots handed out and not released are not the peer's to write).
+  const uint64_t full = consumed_ + ((sequence - consumed_) & kSequenceMask);
+  if (full >= released_ + ring_.slots) {
+    return fail(protocolError(fmt::format(
+        "{}: a piece with sequence {} arrived; expected one in [{}, {}) (mod 2^20)", who(),
+        sequence, consumed_ & kSequenceMask, (released_ + ring_.slots) & kSequenceMask)));
+  }
+  const uint32_t slot = static_cast<uint32_t>(full % ring_.slots);
+  if (arrived_[slot]) {
+    return fail(protocolError(fmt::format(
+        "{}: the piece with sequence {} arrived twice (slot {}); expected each once", who(),
+        sequence, slot)));
+  }
+  arrived_[slot] = true;
+  arrivedBytes_[slot] = bytes;
+  deliver();
+}
+
+void FabricChannel::onControl(const ControlWord& word) {
+  if (!failure_.isOk()) return;
+  if (word.kind != static_cast<uint8_t>(ControlKind::kCredit)) {
+    return fail(protocolError(fmt::format(
+        "{}: a control word of kind {} arrived; expected kind {} (credit)", who(), word.kind,
+        static_cast<int>(ControlKind::kCredit))));
+  }
+  if (!connected_) {
+    return fail(protocolError(who() + ": credits arrived before the channel was connected"));
+  }
+  const uint64_t released = peerReleased_ + static_cast<uint32_t>(word.value -
+                                                                  static_cast<uint32_t>(peerReleased_));
+  if (released > written_) {
+    return fail(protocolError(fmt::format(
+        "{}: credits for {} released slots arrived; {} pieces were written, so at most {} "
+        "credits ({} slots) were expected",
+        who(), word.value, written_, peer_.ring.slots, peer_.ring.slots)));
+  }
+  peerReleased_ = released;
+  pump();
+  finishJobs();
+}
+
+bool FabricChannel::wantsProgress() const {
+  if (pendingOps() > 0) return true;
+  if (!failure_.isOk()) return false;
+  return static_cast<bool>(handler_) ||
+         (connected_ && !jobs_.empty() && jobs_.back()->posted < jobs_.back()->bytes);
+}
+
+void FabricChannel::fail(Status why) {
+  if (!failure_.isOk()) return;
+  failure_ = std::move(why);
+  logger().debug("{}", failure_.toString());
+  if (handler_) {
+    post([h = std::move(handler_), s = failure_] { h(s, {}); });
+    handler_ = nullptr;
+  }
+  for (auto& job : jobs_) post([d = std::move(job->done), s = failure_] { d(s); });
+  jobs_.clear();
+  std::fill(slotJob_.begin(), slotJob_.end(), nullptr);
+}
+
+void FabricChannel::close(const Status& why) {
+  if (closed_) return;
+  closed_ = true;
+  fail(why.isOk() ? abortedError(who() + ": closed") : why);
+  (void)ringMemory_.close();
+  hub_.onChannelClosed(*this);
+  hub_.kick();  // a wait armed for this channel's work ends now, not at the next completion
+}
+
+void FabricChannel::dropMemory() {
+  (void)ringMemory_.close();
+  (void)controlMemory_.close();
+  (void)sendMemory_.close();
+}
+
+}  // namespace rs::transport::fabric
