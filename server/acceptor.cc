@@ -106,8 +106,9 @@ void Acceptor::handshakeEnded(const Handshake& handshake) {
 }
 
 void Acceptor::handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-                       uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) {
-  handOff_(std::move(stream), std::move(group), rank, streamIndex, lossDetectMs);
+                       uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs,
+                       bool askedFabric) {
+  handOff_(std::move(stream), std::move(group), rank, streamIndex, lossDetectMs, askedFabric);
 }
 
 }  // namespace rs::server

@@ -34,7 +34,8 @@ class Acceptor : private HandshakeOwner {
   // the loss bound `lossDetectMs`.
   using HandOff = std::function<void(std::unique_ptr<transport::Stream> stream,
                                      std::shared_ptr<Group> group, uint32_t rank,
-                                     uint16_t streamIndex, uint32_t lossDetectMs)>;
+                                     uint16_t streamIndex, uint32_t lossDetectMs,
+                                     bool askedFabric)>;
 
   // Handshakes run on `io`.
   Acceptor(asio::io_context& io, const ServerConfig& config, GroupRegistry& registry,
@@ -66,7 +67,8 @@ class Acceptor : private HandshakeOwner {
   // HandshakeOwner
   void handshakeEnded(const Handshake& handshake) override;
   void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-               uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) override;
+               uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs,
+               bool askedFabric) override;
 
   asio::io_context& io_;
   const ServerConfig& config_;

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -25,7 +26,7 @@ std::string ServerConfig::describe() const {
       "handshake_timeout_ms={} loss_detect_ms={} "
       "max_connections_per_group={} max_connections_per_peer={} max_pending_handshakes={} max_pending_handshakes_per_peer={} "
       "idle_timeout_ms={} piece={} read_wake={} max_lead={} link_gbps={} stats_interval_s={} log={}/{} sndbuf={} rcvbuf={} "
-      "metrics={}",
+      "metrics={} fabric={}{}",
       dataListen, grpcListen, ioThreads, maxStreamsPerWorker, formatByteSize(maxChunkBytes),
       formatByteSize(memoryLimitBytes), maxGroups, maxGroupsPerJob, maxSlotsPerGroup,
       collectiveTimeoutMs,
@@ -33,7 +34,8 @@ std::string ServerConfig::describe() const {
       maxPendingHandshakesPerPeer, idleTimeoutMs,
       formatByteSize(pieceBytes), formatByteSize(readWakeBytes),
       formatByteSize(maxLeadBytes), linkGbps, statsIntervalSeconds, logLevel, logFormat,
-      transport.tcp.sendBufferBytes, transport.tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen);
+      transport.tcp.sendBufferBytes, transport.tcp.recvBufferBytes, metricsListen.empty() ? "off" : metricsListen,
+      fabricProvider, fabricNode.empty() ? "" : "@" + fabricNode);
 }
 
 uint32_t ServerConfig::streamLossDetectMs(uint32_t askedMs) const {
@@ -89,6 +91,13 @@ Status ServerConfig::validate() const {
         !ep)
       return ep.status();
   }
+  if (fabricProvider.empty() ||
+      !std::all_of(fabricProvider.begin(), fabricProvider.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' ||
+               ch == ';';
+      }))
+    return invalidArgument("--fabric-provider must be auto, off or a libfabric provider name "
+                           "(verbs, efa, tcp), got '" + fabricProvider + "'");
   return Status::ok();
 }
 
@@ -230,6 +239,15 @@ ParsedConfig parseServerConfig(int argc, char** argv) {
             "streams are paced to an equal share of it, so that starting them all at once "
             "cannot overflow the host's transmit queue (0: not paced)",
             "RS_LINK_GBPS");
+  addOption(app, "--fabric-provider", &c.fabricProvider,
+            "The RDMA data path through libfabric (proto/FABRIC.md): auto (offer it where a "
+            "verbs or EFA device is found), off, or a provider to offer (verbs, efa; tcp for "
+            "tests). Workers use it when both ends agree, else TCP; never needed to start",
+            "RS_FABRIC_PROVIDER");
+  addOption(app, "--fabric-node", &c.fabricNode,
+            "The local address the fabric binds (empty: the data listener's host unless it is "
+            "a wildcard, else the provider's first)",
+            "RS_FABRIC_NODE");
   addOption(app, "--max-slots-per-group", &c.maxSlotsPerGroup,
             "Most chunks one group may hold open per io thread",
             "RS_MAX_SLOTS_PER_GROUP");

@@ -47,6 +47,13 @@ struct ServerConfig {
   // This host's link rate (--link-gbps): the reducer paces its result streams to an equal share
   // of it (core/transport/link_share.h). 0: not paced.
   double linkGbps = 0;
+  // The fabric (proto/FABRIC.md): "auto" offers it where libfabric finds a verbs or EFA device,
+  // a provider name ("tcp" for tests, "verbs", "efa") offers that one, "off" none. Never needed
+  // to start: without a provider the reducer logs why and serves over TCP alone.
+  std::string fabricProvider = "auto";
+  // The local address the fabric binds (the tcp provider's interface); empty: the data
+  // listener's host unless that is a wildcard, else the provider's first.
+  std::string fabricNode;
   double statsIntervalSeconds = 30;         // the periodic throughput line; 0 turns it off
   std::string logLevel = "info";
   std::string logFormat = "text";

@@ -17,8 +17,9 @@ Status DataPlane::start(asio::io_context& control) {
   acceptor_ = std::make_unique<Acceptor>(
       control, config_, registry_,
       [this](std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-             uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) {
-        handOff(std::move(stream), std::move(group), rank, streamIndex, lossDetectMs);
+             uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs, bool askedFabric) {
+        handOff(std::move(stream), std::move(group), rank, streamIndex, lossDetectMs,
+                askedFabric);
       });
   RS_RETURN_IF_ERROR(acceptor_->listen(config_.dataListen));
   for (int i = 0; i < config_.ioThreads; ++i) {
@@ -68,7 +69,7 @@ uint16_t DataPlane::port() const { return acceptor_ ? acceptor_->port() : 0; }
 
 void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
                         std::shared_ptr<Group> group, uint32_t rank, uint16_t streamIndex,
-                        uint32_t lossDetectMs) {
+                        uint32_t lossDetectMs, bool askedFabric) {
   IoThread& t = *threads_[group->threadFor(streamIndex, static_cast<uint32_t>(threads_.size()))];
   auto moved = stream->moveTo(t.io);
   if (!moved) {
@@ -79,8 +80,8 @@ void DataPlane::handOff(std::unique_ptr<transport::Stream> stream,
     return;
   }
   asio::post(t.io, [shard = t.shard.get(), s = std::move(*moved), group = std::move(group), rank,
-                    streamIndex, lossDetectMs]() mutable {
-    shard->attach(std::move(s), std::move(group), rank, streamIndex, lossDetectMs);
+                    streamIndex, lossDetectMs, askedFabric]() mutable {
+    shard->attach(std::move(s), std::move(group), rank, streamIndex, lossDetectMs, askedFabric);
   });
 }
 
@@ -154,6 +155,7 @@ DataPlaneStats DataPlane::stats() const {
       s.protocolErrors += n;
     }
     s.streamsJoined += st.streamsJoined.load(kRelaxed);
+    s.fabricStreams += st.fabricStreams.load(kRelaxed);
     s.connectionsOpen += st.connectionsOpen.load(kRelaxed);
     s.slotsOpen += st.slotsOpen.load(kRelaxed);
     s.slotBytesInUse += st.slotBytesInUse.load(kRelaxed);

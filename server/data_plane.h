@@ -38,6 +38,7 @@ struct DataPlaneStats {
   // Pending handshakes refused to make room for another address (also counted in 'limit').
   uint64_t handshakeEvictions = 0;
   uint64_t streamsJoined = 0;
+  uint64_t fabricStreams = 0;
   int64_t connectionsOpen = 0;  // joined streams open now
   int64_t slotsOpen = 0;
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;
@@ -68,7 +69,7 @@ class DataPlane {
 
   // Hands a handshaken stream to the io thread that owns its stream index. Any thread.
   void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-               uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs);
+               uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs, bool askedFabric);
   // Aborts the group on every io thread (first reason wins, and is counted). Any thread. Not
   // while stopping: a reducer going away only closes its streams, and its groups go on without
   // it (proto/FAILOVER.md); its io threads close their streams one after another, and a member

@@ -148,7 +148,8 @@ void Handshake::onPayload(const std::error_code& ec) {
   timer_.cancel();
   owner_.handshakeEnded(*this);
   owner_.handOff(std::move(stream_), std::move(*group), hello_.rank, p.streamIndex,
-                 config_.streamLossDetectMs(p.lossDetectMs));
+                 config_.streamLossDetectMs(p.lossDetectMs),
+                 (hello_.flags & wire::kFlagFabric) != 0);
 }
 
 void Handshake::refuse(HandshakeFailure why, const Status& reason, bool reply) {

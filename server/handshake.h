@@ -55,9 +55,11 @@ class HandshakeOwner {
   // is free.
   virtual void handshakeEnded(const Handshake& handshake) = 0;
   // Takes the handshaken stream, admitted into `group` as `rank`'s stream `streamIndex`, whose
-  // loss bound is `lossDetectMs` (ServerConfig::streamLossDetectMs of the HELLO's ask).
+  // loss bound is `lossDetectMs` (ServerConfig::streamLossDetectMs of the HELLO's ask), whose
+  // HELLO asked for a fabric channel (`askedFabric`, proto/WIRE.md "The fabric").
   virtual void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-                       uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) = 0;
+                       uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs,
+                       bool askedFabric) = 0;
 
  protected:
   ~HandshakeOwner() = default;

@@ -146,6 +146,9 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
   f.gauge("rs_connections_open", openHelp, asDouble(p.connectionsOpen), {{"state", "joined"}});
   f.counter("rs_streams_joined_total", "Data connections whose HELLO was accepted into a group.",
             asDouble(p.streamsJoined));
+  f.counter("rs_fabric_streams_total", "Joined streams offered a fabric channel for their "
+            "payloads (--fabric-provider; proto/FABRIC.md).",
+            asDouble(p.fabricStreams));
   f.counterByReason("rs_handshake_failures_total", "Data connections refused before joining a "
                     "group, by reason.", p.handshakeFailuresBy,
                     [](size_t i) { return handshakeFailureName(static_cast<HandshakeFailure>(i)); });

@@ -50,7 +50,7 @@ Session::Session(SessionOwner& owner, asio::io_context& io, const ServerConfig& 
   liveness_.emplace(io, lossBound, static_cast<transport::LivenessWatch::Owner&>(*this), hold);
 }
 
-void Session::start(const wire::HelloAckPayload& ack) {
+void Session::start(const wire::HelloAckPayload& ack, bool askedFabric) {
   wire::FrameHeader h;
   h.type = wire::FrameType::kHelloAck;
   h.group = group_->id();
@@ -60,6 +60,7 @@ void Session::start(const wire::HelloAckPayload& ack) {
   writer_.enqueue(transport::ownedFrame(
       wire::encodeHeader(h), std::string(reinterpret_cast<const char*>(payload.data()),
                                          payload.size())));
+  if (askedFabric) offerFabric();
   flush();
   // Members read their results as they come, so a shut window is a member not reading.
   if (liveness_) stream_->setLossBound(liveness_->bound(), /*unreadSendsToo=*/true);
@@ -99,6 +100,14 @@ void Session::onHeader(const std::error_code& ec) {
   }
   if (h.type == wire::FrameType::kHeartbeat) return onHeartbeat(h);
   in_ = h;  // the last REDUCE (or ABORT) header: what the messages below name
+  if (fabricState_ == FabricState::kOffered && in_.type != wire::FrameType::kFabricAccept &&
+      in_.type != wire::FrameType::kFabricDecline && in_.type != wire::FrameType::kAbort &&
+      in_.type != wire::FrameType::kError) {
+    reject(FrameRejection::kUnexpectedType,
+           protocolError(fmt::format("{} frame before the answer to FABRIC_OFFER",
+                                     wire::frameTypeName(in_.type))));
+    return;
+  }
   if (isLane() && laneState_ == LaneState::kAwaitFailover &&
       in_.type != wire::FrameType::kFailover && in_.type != wire::FrameType::kAbort &&
       in_.type != wire::FrameType::kError) {
@@ -108,7 +117,13 @@ void Session::onHeader(const std::error_code& ec) {
     return;
   }
   switch (in_.type) {
+    case wire::FrameType::kFabricAccept:
+    case wire::FrameType::kFabricDecline:
+      if (fabricState_ != FabricState::kOffered) break;
+      handleFabricAnswer();
+      return;
     case wire::FrameType::kReduce:
+      if (!fabricAsAgreed()) return;
       if (isLane()) handleEntry();
       else handleReduce();
       return;
@@ -345,6 +360,7 @@ void Session::beginContribution(std::shared_ptr<Slot> slot, Fold fold) {
 // piece would hold back the RESULT parts of a chunk no larger than a piece until all of it is
 // in, and a worker's download would no longer overlap its upload.
 void Session::readPiece(Fold fold) {
+  if (payloadOnFabric()) return readFabricPiece();
   const size_t want =
       static_cast<size_t>(std::min<uint64_t>(frameLeft_, staging_.size() - tailBytes_));
   readInFlight_ = true;
@@ -382,7 +398,10 @@ void Session::onPiece(const std::error_code& ec, size_t bytes) {
   }
   // The fold reads from the front of staging_, so a split element moves there.
   if (tailBytes_ != 0) std::memmove(staging_.data(), staging_.data() + folded, tailBytes_);
+  afterFold(slot);
+}
 
+void Session::afterFold(Slot& slot) {
   if (!slot.memberDone(rank_) && frameLeft_ == 0) {
     // A lane's FINAL ended inside its chunk (whole elements: nothing is left over): the REDUCE
     // of the rest comes next.
@@ -454,10 +473,18 @@ void Session::sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint6
   const bool lastPart = to == slot->elemCount();
   // Counted before the write starts: its completion handler never runs inside flush().
   if (lastPart) slot->lastPartQueued();
-  writer_.enqueue({wire::encodeHeader(h),
-                   {slot->resultData(from), h.payloadLength},
-                   slot,
-                   lastPart ? kLastResultPart : kResultPart});
+  if (fabricState_ == FabricState::kActive) {
+    wire::FrameHeader onFabric = h;
+    onFabric.flags |= wire::kFlagFabric;
+    writer_.enqueue({wire::encodeHeader(onFabric), {nullptr, 0}, slot,
+                     lastPart ? kLastResultPart : kResultPart});
+    sendResultOnFabric(slot, from, h.payloadLength);
+  } else {
+    writer_.enqueue({wire::encodeHeader(h),
+                     {slot->resultData(from), h.payloadLength},
+                     slot,
+                     lastPart ? kLastResultPart : kResultPart});
+  }
   flush();
 }
 
@@ -511,6 +538,7 @@ void Session::close(const Status& reason) {
   pacer_.idle();
   stream_->close();
   writer_.close();
+  if (channel_) channel_->close(reason);
   slot_.reset();
   owner_.detach(*this);
 }

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,13 @@
 #include "core/transport/frame_writer.h"
 #include "core/transport/link_share.h"
 #include "core/transport/liveness_watch.h"
+#include "core/transport/payload_channel.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
 #include "server/config.h"
 #include "server/failure_reason.h"
 #include "server/group_registry.h"
+#include "server/reducer_fabric.h"
 #include "server/shard_stats.h"
 #include "server/slot.h"
 
@@ -97,6 +100,12 @@ class SessionOwner {
   // member's: the session refuses the frame.
   virtual Status joinAnswered(Session& session, uint64_t nextChunk) = 0;
 
+  // The fabric (proto/FABRIC.md): a channel for `session`'s member, offered in FABRIC_OFFER,
+  // or why none (the FABRIC_DECLINE's reason); then the member's grant, connecting it.
+  virtual Result<FabricOffer> offerFabric(const Session& session) = 0;
+  virtual Status acceptFabric(transport::PayloadChannel& channel,
+                              const wire::FabricGrant& member) = 0;
+
  protected:
   ~SessionOwner() = default;
 };
@@ -110,8 +119,9 @@ class Session final : public std::enable_shared_from_this<Session>,
           std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group, uint32_t rank,
           uint16_t streamIndex, std::chrono::milliseconds lossBound);
 
-  // Sends HELLO_ACK and starts reading.
-  void start(const wire::HelloAckPayload& ack);
+  // Sends HELLO_ACK (and, when the HELLO asked for the fabric, FABRIC_OFFER or
+  // FABRIC_DECLINE) and starts reading.
+  void start(const wire::HelloAckPayload& ack, bool askedFabric = false);
   // Queues elements [from, to) of the slot's result to this member as one RESULT frame.
   void sendResult(const std::shared_ptr<Slot>& slot, uint64_t from, uint64_t to);
   // Tells the member that every member holds every result up to `chunk` on this stream: a
@@ -277,6 +287,31 @@ class Session final : public std::enable_shared_from_this<Session>,
   bool readInFlight_ = false;
   bool inlineHeader_ = false;  // a header taken at once after a RECEIVED is being handled
   std::string peerReason_;  // an ABORT's payload from the member
+
+  // The fabric (proto/FABRIC.md, WIRE.md "The fabric"; session_fabric.cc): offered (awaiting
+  // the member's FABRIC_ACCEPT or FABRIC_DECLINE), then active: every REDUCE's payload comes
+  // and every RESULT's goes on channel_, the headers on the stream.
+  enum class FabricState : uint8_t { kNone, kOffered, kActive };
+  FabricState fabricState_ = FabricState::kNone;
+  std::shared_ptr<transport::PayloadChannel> channel_;
+  std::vector<uint8_t> fabricAnswer_;  // a FABRIC_ACCEPT's or FABRIC_DECLINE's payload
+  void offerFabric();
+  // The member's answer to FABRIC_OFFER (in_), its payload read next.
+  void handleFabricAnswer();
+  void onFabricAnswer(const std::error_code& ec);
+  // A REDUCE header's fabric flag must match the stream's state; else the frame is rejected.
+  bool fabricAsAgreed();
+  bool payloadOnFabric() const {
+    return fabricState_ == FabricState::kActive && (in_.flags & wire::kFlagFabric) != 0;
+  }
+  // The next piece of the contribution in flight, from the channel, folded as it lands.
+  void readFabricPiece();
+  void onFabricPiece(const Status& status, std::span<const std::byte> piece);
+  // A RESULT part's payload on the channel; its header went to the writer.
+  void sendResultOnFabric(const std::shared_ptr<Slot>& slot, uint64_t from, uint32_t bytes);
+  // What follows a fold, whichever way the piece came: the next piece, the next header, the
+  // slot's progress told to the owner, or a hold-back.
+  void afterFold(Slot& slot);
   bool haveLastChunk_ = false;
   uint64_t lastChunk_ = 0;
   // Payload bytes of the frame being read that are still to come (a lane's FINAL ends inside

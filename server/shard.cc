@@ -48,10 +48,25 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
     stats_.slotStateBytes.store(pool_->stateInUse(), std::memory_order_relaxed);
     scheduleWaiterService();
   });
+  fabric_ = ReducerFabric::open(io, config, index, &noFabric_);
   scheduleTimeoutCheck();
 }
 
 Shard::~Shard() { pool_->setOnFreed(nullptr); }
+
+Result<FabricOffer> Shard::offerFabric(const Session& session) {
+  if (!fabric_) return unavailableError(noFabric_);
+  if (registry_.draining() || shuttingDown_)
+    return unavailableError("this reducer is draining: no new fabric channels");
+  auto offer = fabric_->offer(session.name());
+  if (offer) stats_.fabricStreams.fetch_add(1, std::memory_order_relaxed);
+  return offer;
+}
+
+Status Shard::acceptFabric(transport::PayloadChannel& channel, const wire::FabricGrant& member) {
+  return fabric_ ? fabric_->accept(channel, member)
+                 : unavailableError("no fabric on this reducer");
+}
 
 Shard::GroupShard* Shard::findGroup(const GroupId& id) {
   auto it = groups_.find(id);
@@ -59,7 +74,8 @@ Shard::GroupShard* Shard::findGroup(const GroupId& id) {
 }
 
 void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-                   uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs) {
+                   uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs,
+                   bool askedFabric) {
   stats_.streamsJoined.fetch_add(1, std::memory_order_relaxed);
   stats_.connectionsOpen.fetch_add(1, std::memory_order_relaxed);
   auto session = std::make_shared<Session>(*this, io_, config_, stats_, std::move(stream), group, rank,
@@ -94,7 +110,7 @@ void Shard::attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Gr
   ack.serverVersion = (0u << 16) | (1u << 8) | 0u;
   ack.lossDetectMs = lossDetectMs;
   rs::logger().debug("{}: joined", session->name());
-  session->start(ack);
+  session->start(ack, askedFabric);
   if (offer) offerRejoin_(group);
 }
 
@@ -746,6 +762,7 @@ void Shard::closeAll(const Status& reason) {
   for (auto& s : sessions) s->close(reason);
   groups_.clear();
   admission_.clear();
+  if (fabric_) fabric_->shutdown(reason);
 }
 
 void Shard::scheduleTimeoutCheck() {

@@ -78,7 +78,7 @@ class Shard final : public SessionOwner, private Admission::Owner {
   // Adopts a handshaken stream of `rank` (its HELLO was accepted by the registry), whose loss
   // bound is `lossDetectMs` (0: none).
   void attach(std::unique_ptr<transport::Stream> stream, std::shared_ptr<Group> group,
-              uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs);
+              uint32_t rank, uint16_t streamIndex, uint32_t lossDetectMs, bool askedFabric);
   // Fails every open slot of the group on this thread and sends ABORT to its sessions here;
   // closes them without one where the group was dropped because a member moved away.
   void abortGroup(const GroupId& id, const Status& reason);
@@ -109,6 +109,8 @@ class Shard final : public SessionOwner, private Admission::Owner {
                            uint64_t watermark, Status* error) override;
   bool laneDrops(Session& session, uint64_t chunk) override;
   Status joinAnswered(Session& session, uint64_t nextChunk) override;
+  Result<FabricOffer> offerFabric(const Session& session) override;
+  Status acceptFabric(transport::PayloadChannel& channel, const wire::FabricGrant& member) override;
 
  private:
   // One lane index of a group on this thread (proto/FAILOVER.md): the members' sessions on it
@@ -211,6 +213,10 @@ class Shard final : public SessionOwner, private Admission::Owner {
   const ReportLeft reportLeft_;
   std::shared_ptr<SlotPool> pool_;
   ShardStats stats_;
+  // This thread's fabric (null: none, and noFabric_ says why). Declared before the sessions'
+  // table so that it outlives every channel they hold.
+  std::unique_ptr<ReducerFabric> fabric_;
+  std::string noFabric_;
   std::unordered_map<GroupId, GroupShard, GroupIdHash> groups_;
   Admission admission_;
   bool waiterServicePosted_ = false;

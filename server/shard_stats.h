@@ -24,6 +24,7 @@ struct alignas(64) ShardStats {
   std::array<std::array<std::atomic<uint64_t>, kNumReduceOps>, kNumDataTypes> collectivesReduced{};
   std::array<std::atomic<uint64_t>, kNumFrameRejections> framesRejected{};
   std::atomic<uint64_t> streamsJoined{0};  // streams handed to this thread after their handshake
+  std::atomic<uint64_t> fabricStreams{0};  // of them, offered a fabric channel (proto/FABRIC.md)
   std::atomic<int64_t> connectionsOpen{0};
   std::atomic<int64_t> slotsOpen{0};
   std::atomic<uint64_t> slotBytesInUse{0};

@@ -113,7 +113,8 @@ class Handshakes : private server::HandshakeOwner {
 
   void handshakeEnded(const server::Handshake&) override { ++ended_; }
   void handOff(std::unique_ptr<transport::Stream> stream, std::shared_ptr<server::Group> group,
-               uint32_t rank, uint16_t streamIndex, uint32_t /*lossDetectMs*/) override {
+               uint32_t rank, uint16_t streamIndex, uint32_t /*lossDetectMs*/,
+               bool /*askedFabric*/) override {
     std::lock_guard lock(mu_);
     handedOff_.push_back({group->id(), rank, streamIndex});
     streams_.push_back(std::move(stream));

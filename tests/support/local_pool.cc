@@ -23,6 +23,9 @@ server::ServerConfig testServerConfig() {
   // 2-core machine can hold a thread for seconds, so a test that means to find a silent peer
   // asks for a short bound on that peer's stream (RawMember, RS_LOSS_DETECT_MS) or sets one.
   c.lossDetectMs = 300000;
+  // No fabric unless a test asks for one: "auto" would probe for RDMA devices in every reducer
+  // a test starts, and use one where it found it.
+  c.fabricProvider = "off";
   return c;
 }
 

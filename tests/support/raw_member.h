@@ -49,19 +49,19 @@ inline wire::ChallengePayload readChallenge(asio::ip::tcp::socket& socket) {
 // The HELLO frame (header and payload) for `rank` of a group of `world` members, `streams`
 // streams, `reducers` reducers; proven with `secret` for `challenge` unless the secret is empty,
 // naming `job` (then `secret` is that job's derived secret) unless it is empty; asking for the
-// loss bound `lossDetectMs` (0: the reducer's).
+// loss bound `lossDetectMs` (0: the reducer's); with the header's HELLO `flags`.
 inline std::vector<uint8_t> helloFrame(const wire::ChallengePayload& challenge,
                                        const GroupId& group, uint32_t rank, uint32_t world,
                                        uint32_t streams = 1, uint32_t reducers = 1,
                                        std::string_view secret = {}, std::string_view job = {},
-                                       uint32_t lossDetectMs = 0) {
+                                       uint32_t lossDetectMs = 0, uint16_t flags = 0) {
   wire::HelloPayload hello;
   hello.worldSize = world;
   hello.streamCount = static_cast<uint16_t>(streams);
   hello.reducerCount = static_cast<uint16_t>(reducers);
   hello.jobName = std::string(job);
   hello.lossDetectMs = lossDetectMs;
-  auto made = wire::helloFrame(group, rank, std::move(hello), secret, challenge.nonce);
+  auto made = wire::helloFrame(group, rank, std::move(hello), secret, challenge.nonce, flags);
   REQUIRE(made.isOk());
   std::vector<uint8_t> frame(wire::kHeaderSize + wire::kHelloPayloadSize);
   std::copy(made->header.begin(), made->header.end(), frame.begin());

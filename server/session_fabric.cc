@@ -1,0 +1,136 @@
+// A session's fabric (proto/FABRIC.md; proto/WIRE.md, "The fabric"): the offer after HELLO_ACK,
+// the member's answer, and the payloads that travel on the channel while their headers travel
+// on the stream. A channel's failure fails the stream as a failed read or write does.
+#include <fmt/format.h>
+
+#include "core/common/log.h"
+#include "core/wire/fabric_frames.h"
+#include "server/session.h"
+
+namespace rs::server {
+
+namespace {
+transport::FrameWriter::Frame fabricFrame(const wire::FabricFrame& frame) {
+  return transport::ownedFrame(frame.header,
+                               std::string(frame.payload.begin(), frame.payload.end()));
+}
+}  // namespace
+
+void Session::offerFabric() {
+  Result<FabricOffer> offer =
+      isLane() ? Result<FabricOffer>(unavailableError("a lane carries its data over TCP"))
+               : owner_.offerFabric(*this);
+  Status why = offer.status();
+  if (offer) {
+    auto frame = wire::fabricOfferFrame(group_->id(), rank_, offer->grant);
+    if (frame) {
+      channel_ = std::move(offer->channel);
+      fabricState_ = FabricState::kOffered;
+      writer_.enqueue(fabricFrame(*frame));
+      return;
+    }
+    offer->channel->close(frame.status());
+    why = frame.status();
+  }
+  rs::logger().debug("{}: fabric declined: {}", name_, why.message());
+  writer_.enqueue(fabricFrame(wire::fabricDeclineFrame(group_->id(), rank_, why.message())));
+}
+
+void Session::handleFabricAnswer() {
+  if (!fromThisMember()) return;
+  fabricAnswer_.resize(in_.payloadLength);
+  readInFlight_ = true;
+  reader_.readExactly(*stream_, fabricAnswer_.data(), fabricAnswer_.size(),
+                      [self = shared_from_this()](const std::error_code& ec, size_t) {
+                        self->onFabricAnswer(ec);
+                      });
+}
+
+void Session::onFabricAnswer(const std::error_code& ec) {
+  if (!readDone(ec)) return;
+  if (ec) return ioFailed(ec, fmt::format("read failed inside {}", wire::frameTypeName(in_.type)));
+  if (in_.type == wire::FrameType::kFabricDecline) {
+    std::string reason;
+    if (Status s = wire::parseFabricDecline(fabricAnswer_.data(), fabricAnswer_.size(), &reason);
+        !s.isOk())
+      return reject(FrameRejection::kMalformed, s);
+    rs::logger().debug("{}: the member declined the fabric: {}", name_, reason);
+    channel_->close(unavailableError("the member declined the fabric: " + reason));
+    channel_.reset();
+    fabricState_ = FabricState::kNone;
+    return readHeader();
+  }
+  wire::FabricGrant grant;
+  if (Status s = wire::decodeFabricGrant(fabricAnswer_.data(), fabricAnswer_.size(), &grant);
+      !s.isOk())
+    return reject(FrameRejection::kMalformed, s);
+  // The member takes the fabric as agreed once it sent this: a grant that cannot be used
+  // fails the stream rather than leave the two ends disagreeing on where payloads go.
+  if (Status s = owner_.acceptFabric(*channel_, grant); !s.isOk())
+    return fail(Status(s.code(), "the member's fabric grant: " + s.message()));
+  fabricState_ = FabricState::kActive;
+  readHeader();
+}
+
+bool Session::fabricAsAgreed() {
+  const bool flagged = (in_.flags & wire::kFlagFabric) != 0;
+  if (flagged == (fabricState_ == FabricState::kActive)) return true;
+  reject(FrameRejection::kUnexpectedType,
+         protocolError(flagged ? fmt::format("REDUCE for chunk {} with the fabric flag on a "
+                                             "stream without a fabric channel",
+                                             in_.chunk)
+                               : fmt::format("REDUCE for chunk {} without the fabric flag on a "
+                                             "stream whose payloads travel on the fabric",
+                                             in_.chunk)));
+  return false;
+}
+
+void Session::readFabricPiece() {
+  readInFlight_ = true;
+  // Nothing is read from the stream meanwhile: a member that goes away must still be seen.
+  watchPeer();
+  channel_->asyncNextPiece(
+      static_cast<size_t>(frameLeft_),
+      [self = shared_from_this()](const Status& status, std::span<const std::byte> piece) {
+        self->onFabricPiece(status, piece);
+      });
+}
+
+void Session::onFabricPiece(const Status& status, std::span<const std::byte> piece) {
+  if (!closed_) stream_->stopWatchingPeer();
+  if (!readDone({})) return;
+  if (!status.isOk())
+    return fail(ioError(fmt::format("fabric failed inside chunk {}: {}", in_.chunk,
+                                    status.message())));
+  Slot& slot = *slot_;
+  if (slot.dead()) return;  // the group was aborted while this piece was on its way
+  // Pieces are whole elements: slots are multiples of 64 bytes and a payload is whole elements.
+  const size_t folded = slot.fold(rank_, piece.data(), piece.size());
+  channel_->release();
+  if (folded != piece.size())
+    return fail(protocolError(fmt::format("a fabric piece of {} bytes inside chunk {} is not "
+                                          "whole elements ({} folded)",
+                                          piece.size(), in_.chunk, folded)));
+  frameLeft_ -= piece.size();
+  stats_.bytesIn.fetch_add(piece.size(), std::memory_order_relaxed);
+  group_->counters().bytesIn.fetch_add(piece.size(), std::memory_order_relaxed);
+  afterFold(slot);
+}
+
+void Session::sendResultOnFabric(const std::shared_ptr<Slot>& slot, uint64_t from,
+                                 uint32_t bytes) {
+  // The slot holds the result until the channel has it in the member's memory.
+  channel_->send(slot->resultData(from), bytes,
+                 [self = shared_from_this(), slot, bytes](const Status& s) {
+                   if (self->closed_) return;
+                   if (!s.isOk())
+                     return self->fail(ioError(fmt::format(
+                         "fabric failed sending the result of chunk {}: {}", slot->chunk(),
+                         s.message())));
+                   self->stats_.bytesOut.fetch_add(bytes, std::memory_order_relaxed);
+                   self->group_->counters().bytesOut.fetch_add(bytes,
+                                                               std::memory_order_relaxed);
+                 });
+}
+
+}  // namespace rs::server
