@@ -65,6 +65,7 @@
 #include "core/transport/frame_writer.h"
 #include "core/transport/link_share.h"
 #include "core/transport/liveness_watch.h"
+#include "core/transport/payload_channel.h"
 #include "core/transport/pending_ops.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
@@ -77,7 +78,6 @@ class RequestState;
 }  // namespace rs::client
 namespace rs::transport::fabric {
 class FabricHub;
-class FabricChannel;
 }  // namespace rs::transport::fabric
 namespace rs::client {
 struct ChunkTransfer;
@@ -290,12 +290,12 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void sendOnChannel(const void* data, uint32_t bytes, std::shared_ptr<void> keep);
   void readPieces(void* dst);
   void nextPiece();
-  void onPiece(const Status& status, const uint8_t* piece, size_t bytes);
+  void onPiece(const Status& status, std::span<const std::byte> piece);
   // A part's payload ended early (`bytes` of it in, as whole elements where it matters).
   void countPartial(size_t bytes);
   // A part's payload is all in (dst, or the staging buffer of a compressed chunk).
   void onPartIn();
-  uint64_t channelBytesPosted() const;
+  uint64_t channelBytesPosted() const { return channel_->bytesPosted(); }
   void closeChannel();
   void onWritten(const std::error_code& ec, transport::FrameWriter::Written frames);
   void fail(const Status& status);
@@ -369,7 +369,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // queuedBytes_ is in the stream's) and not yet delivered, result bytes taken from it, and the
   // RESULT part being read from it.
   transport::fabric::FabricHub* const fabricHub_;
-  std::shared_ptr<transport::fabric::FabricChannel> channel_;
+  std::shared_ptr<transport::PayloadChannel> channel_;
   uint64_t channelQueued_ = 0;
   uint64_t channelUnsent_ = 0;
   uint64_t channelReceived_ = 0;

@@ -1,21 +1,15 @@
 // A connection's fabric side (proto/WIRE.md, "The fabric"; client/connection.h): REDUCE payloads
 // onto the stream's channel, RESULT payloads from its pieces. The headers, their checks and
-// everything else are connection.cc's, on the stream. Built without libfabric, no connection
-// has a channel and none of this runs.
+// everything else are connection.cc's, on the stream. The channel is a transport::PayloadChannel
+// (core/transport/payload_channel.h), so none of this needs libfabric to build; without it no
+// connection has a channel.
 #include <fmt/format.h>
 
 #include <cstring>
 
 #include "client/connection.h"
-#if RS_HAVE_FABRIC
-#include "core/transport/fabric/fabric_channel.h"
-#endif
 
 namespace rs::client {
-
-#if RS_HAVE_FABRIC
-
-uint64_t Connection::channelBytesPosted() const { return channel_->bytesPosted(); }
 
 void Connection::closeChannel() {
   if (channel_) channel_->close(abortedError(name_ + ": the stream was closed"));
@@ -48,14 +42,13 @@ void Connection::readPieces(void* dst) {
 }
 
 void Connection::nextPiece() {
-  channel_->asyncNextPiece(
-      in_.payloadLength - pieceDone_,
-      counted([this](const Status& status, std::span<const uint8_t> piece) {
-        onPiece(status, piece.data(), piece.size());
-      }));
+  channel_->asyncNextPiece(in_.payloadLength - pieceDone_,
+                           counted([this](const Status& status, std::span<const std::byte> piece) {
+                             onPiece(status, piece);
+                           }));
 }
 
-void Connection::onPiece(const Status& status, const uint8_t* piece, size_t bytes) {
+void Connection::onPiece(const Status& status, std::span<const std::byte> piece) {
   if (closed_ || !status.isOk()) {
     countPartial(pieceDone_);
     if (closed_) return;
@@ -66,31 +59,16 @@ void Connection::onPiece(const Status& status, const uint8_t* piece, size_t byte
                                          status.message())));
   }
   const size_t left = in_.payloadLength - pieceDone_;
-  if (bytes == 0 || bytes > left)
+  if (piece.empty() || piece.size() > left)
     return fail(protocolError(fmt::format(
         "{}: a fabric piece of {} bytes for the result of chunk {}, of which {} bytes are left",
-        name_, bytes, in_.chunk, left)));
-  std::memcpy(pieceDst_ + pieceDone_, piece, bytes);
-  pieceDone_ += bytes;
-  channelReceived_ += bytes;
-  if (Status s = channel_->release(); !s.isOk()) {
-    countPartial(pieceDone_);
-    return readFailed(Status(s.code(), fmt::format("{}: the fabric channel: {}", name_,
-                                                   s.message())));
-  }
+        name_, piece.size(), in_.chunk, left)));
+  std::memcpy(pieceDst_ + pieceDone_, piece.data(), piece.size());
+  pieceDone_ += piece.size();
+  channelReceived_ += piece.size();
+  channel_->release();  // one the channel refuses fails it: the next piece says so
   if (pieceDone_ < in_.payloadLength) return nextPiece();
   onPartIn();
 }
-
-#else  // without libfabric: never a channel
-
-uint64_t Connection::channelBytesPosted() const { return 0; }
-void Connection::closeChannel() {}
-void Connection::sendOnChannel(const void*, uint32_t, std::shared_ptr<void>) {}
-void Connection::readPieces(void*) {}
-void Connection::nextPiece() {}
-void Connection::onPiece(const Status&, const uint8_t*, size_t) {}
-
-#endif
 
 }  // namespace rs::client

@@ -7,8 +7,8 @@
 #include "core/common/log.h"
 #include "core/wire/fabric_frames.h"
 #if RS_HAVE_FABRIC
-#include "core/transport/fabric/channel_grant_wire.h"
 #include "core/transport/fabric/fabric_hub.h"
+#include "core/transport/fabric/payload_over_fabric.h"
 #endif
 
 namespace rs::client {
@@ -75,7 +75,11 @@ void Handshake::opDone() {
   Done done = std::move(done_);
   done_ = nullptr;
   if (outcome_.isOk()) {
-    done(Handshaken{std::move(stream_), std::move(reader_), lossBound_, std::move(channel_),
+    std::shared_ptr<transport::PayloadChannel> channel;
+#if RS_HAVE_FABRIC
+    if (channel_) channel = std::make_shared<transport::fabric::PayloadOverFabric>(channel_);
+#endif
+    done(Handshaken{std::move(stream_), std::move(reader_), lossBound_, std::move(channel),
                     std::move(fabricNotUsed_)});
   } else {
     done(outcome_);

@@ -36,6 +36,7 @@
 #include "core/common/status.h"
 #include "core/transport/connector.h"
 #include "core/transport/frame_reader.h"
+#include "core/transport/payload_channel.h"
 #include "core/transport/pending_ops.h"
 #include "core/transport/stream.h"
 #include "core/wire/control_frames.h"
@@ -59,7 +60,7 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
     // The stream's loss bound, from the HELLO_ACK (0: no heartbeats, no loss detection).
     std::chrono::milliseconds lossBound{0};
     // The stream's fabric channel, connected; null: its payloads go on TCP.
-    std::shared_ptr<transport::fabric::FabricChannel> channel;
+    std::shared_ptr<transport::PayloadChannel> channel;
     // Why a stream that asked for the fabric runs on TCP ("the reducer declined: ..."); empty
     // when it did not ask, or has the channel.
     std::string fabricNotUsed;

@@ -1,9 +1,9 @@
 // A channel's grant as FABRIC_OFFER and FABRIC_ACCEPT carry it (core/transport/fabric/
-// channel_grant_wire.h): every field lands where the other end reads it, through the frame's
+// payload_over_fabric.h): every field lands where the other end reads it, through the frame's
 // bytes and back.
 #include <catch2/catch.hpp>
 
-#include "core/transport/fabric/channel_grant_wire.h"
+#include "core/transport/fabric/payload_over_fabric.h"
 
 namespace rs::test {
 namespace {
