@@ -42,37 +42,55 @@ std::unique_ptr<FabricHub> workerHubOn(asio::io_context& io) {
   return std::move(*hub);
 }
 
-// One handshake with the fabric asked for (stream `stream` of 1), run on the test's thread.
+// One handshake with the fabric asked for (stream `stream` of 1), run on the test's thread,
+// with the worker's hub on the test's io_context.
 class FabricHandshakeRun {
  public:
-  FabricHandshakeRun(asio::io_context& io, FabricHub* hub, const Endpoint& where,
-                     uint32_t stream = 0)
+  explicit FabricHandshakeRun(const Endpoint& where, uint32_t stream = 0)
       : options_(testClientOptions({where}, 1)),
         group_{GroupId::random(), 2, 1},
+        hub_(workerHubOn(io_)),
         handshake_(std::make_shared<Handshake>(
-            options_, group_, io, 0, stream, where,
+            options_, group_, io_, 0, stream, where,
             "reducer 0 (" + where.toString() + ") stream " + std::to_string(stream),
-            std::nullopt, hub)) {
+            std::nullopt, hub_.get())) {
     handshake_->start([this](Result<Handshake::Handshaken> outcome) {
       ++reports_;
       outcome_.emplace(std::move(outcome));
     });
   }
-  Result<Handshake::Handshaken>& outcome(asio::io_context& io) {
-    REQUIRE(runUntil(io, [&] { return reports_ > 0; }));
-    io.poll();
-    io.restart();
+  ~FabricHandshakeRun() {
+    if (outcome_ && outcome_->isOk()) (*outcome_)->stream->close();
+    io_.poll();
+  }
+  Result<Handshake::Handshaken>& outcome() {
+    REQUIRE(runUntil(io_, [&] { return reports_ > 0; }));
+    io_.poll();
+    io_.restart();
     CHECK(reports_ == 1);
     return *outcome_;
   }
+  asio::io_context& io() { return io_; }
+  FabricHub& hub() { return *hub_; }
 
  private:
   const client::ClientOptions options_;
   const client::GroupSpec group_;
+  asio::io_context io_;
+  std::unique_ptr<FabricHub> hub_;
   std::shared_ptr<Handshake> handshake_;
   int reports_ = 0;
   std::optional<Result<Handshake::Handshaken>> outcome_;
 };
+
+// A fake reducer's handshake with a member that asks for the fabric: CHALLENGE, its HELLO,
+// HELLO_ACK; the fabric's frames are the caller's.
+Greeted greetAndAck(FakeReducer::Socket& s) {
+  const Greeted g = challengeAndReadHello(s);
+  const std::vector<uint8_t> ack = helloAckFrame(1 << 20);
+  writeBytes(s, ack.data(), ack.size());
+  return g;
+}
 
 // A frame of the set-up (header and payload) from a fake reducer.
 void writeFabricFrame(FakeReducer::Socket& s, const wire::FabricFrame& f) {
@@ -152,10 +170,8 @@ TEST_CASE("client fabric handshake: an offer is taken with FABRIC_ACCEPT, and th
     fakeOutcome.set_value(connected.isOk() ? "" : connected.toString());
     readUntilClosed(s);
   });
-  asio::io_context io;
-  auto hub = workerHubOn(io);
-  FabricHandshakeRun run(io, hub.get(), fake.endpoint());
-  auto& outcome = run.outcome(io);
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
   REQUIRE(outcome.status().toString() == "OK");
   CHECK(fakeOutcome.get_future().get() == "");
   Handshake::Handshaken& h = *outcome;
@@ -170,7 +186,7 @@ TEST_CASE("client fabric handshake: an offer is taken with FABRIC_ACCEPT, and th
   std::future<std::vector<uint8_t>> received = std::async(std::launch::async, [&] {
     return receiveOnHub(reducerHub, *reducerChannel, up.size());
   });
-  REQUIRE(runUntil(io, [&] { return sent.has_value(); }));
+  REQUIRE(runUntil(run.io(), [&] { return sent.has_value(); }));
   CHECK(sent->toString() == "OK");
   CHECK(h.channel->bytesPosted() == up.size());
   CHECK(received.get() == up);
@@ -194,46 +210,36 @@ TEST_CASE("client fabric handshake: an offer is taken with FABRIC_ACCEPT, and th
                               });
   };
   next();
-  REQUIRE(runUntil(io, [&] { return failed || got.size() == down.size(); }));
+  REQUIRE(runUntil(run.io(), [&] { return failed || got.size() == down.size(); }));
   CHECK_FALSE(failed);
   CHECK(got == down);
   CHECK(downSent.get_future().get().toString() == "OK");
 
   h.channel->close(abortedError("test over"));
   reducerHub.call([&] { reducerChannel->close(abortedError("test over")); });
-  h.stream->close();
-  io.poll();
 }
 
 TEST_CASE("client fabric handshake: a FABRIC_DECLINE leaves the stream on TCP with the reducer's "
           "reason") {
   FakeReducer fake([](FakeReducer::Socket& s) {
-    const Greeted g = challengeAndReadHello(s);
-    const std::vector<uint8_t> ack = helloAckFrame(1 << 20);
-    writeBytes(s, ack.data(), ack.size());
+    const Greeted g = greetAndAck(s);
     writeFabricFrame(s, wire::fabricDeclineFrame(g.header.group, g.header.rank,
                                                  "no fabric on this reducer"));
     readUntilClosed(s);
   });
-  asio::io_context io;
-  auto hub = workerHubOn(io);
-  FabricHandshakeRun run(io, hub.get(), fake.endpoint());
-  auto& outcome = run.outcome(io);
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
   REQUIRE(outcome.status().toString() == "OK");
   CHECK(outcome->channel == nullptr);
   CHECK(outcome->fabricNotUsed == "the reducer declined: no fabric on this reducer");
-  CHECK(hub->openChannels() == 0);
-  outcome->stream->close();
-  io.poll();
+  CHECK(run.hub().openChannels() == 0);
 }
 
 TEST_CASE("client fabric handshake: an offer this member cannot take is declined with the "
           "reason, and the stream goes on over TCP") {
   std::promise<std::string> declined;
   FakeReducer fake([&declined](FakeReducer::Socket& s) {
-    const Greeted g = challengeAndReadHello(s);
-    const std::vector<uint8_t> ack = helloAckFrame(1 << 20);
-    writeBytes(s, ack.data(), ack.size());
+    const Greeted g = greetAndAck(s);
     wire::FabricGrant grant;  // a well-formed grant of a provider the worker does not run
     grant.provider = "efa";
     grant.address.assign(32, 1);
@@ -247,19 +253,15 @@ TEST_CASE("client fabric handshake: an offer this member cannot take is declined
                                                                         : "not a decline");
     readUntilClosed(s);
   });
-  asio::io_context io;
-  auto hub = workerHubOn(io);
-  FabricHandshakeRun run(io, hub.get(), fake.endpoint());
-  auto& outcome = run.outcome(io);
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
   REQUIRE(outcome.status().toString() == "OK");
   CHECK(outcome->channel == nullptr);
   const std::string reason = declined.get_future().get();
   CHECK_THAT(reason, Contains("provider 'efa'"));
   CHECK(outcome->fabricNotUsed == reason);
   // The channel opened for the offer is closed again.
-  CHECK(runUntil(io, [&] { return hub->openChannels() == 0; }));
-  outcome->stream->close();
-  io.poll();
+  CHECK(runUntil(run.io(), [&] { return run.hub().openChannels() == 0; }));
 }
 
 TEST_CASE("client fabric handshake: a reducer that refuses the fabric flag (an older one) is "
@@ -283,18 +285,14 @@ TEST_CASE("client fabric handshake: a reducer that refuses the fabric flag (an o
     writeBytes(s, ack.data(), ack.size());
     readUntilClosed(s);
   });
-  asio::io_context io;
-  auto hub = workerHubOn(io);
-  FabricHandshakeRun run(io, hub.get(), fake.endpoint());
-  auto& outcome = run.outcome(io);
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
   REQUIRE(outcome.status().toString() == "OK");
   CHECK(outcome->channel == nullptr);
   CHECK_THAT(outcome->fabricNotUsed, Contains("predates the fabric"));
   CHECK(hellos == 2);
   CHECK(flagged == 1);
   CHECK(fake.accepted() == 2);
-  outcome->stream->close();
-  io.poll();
 }
 
 TEST_CASE("client fabric handshake: after HELLO_ACK anything but FABRIC_OFFER or FABRIC_DECLINE "
@@ -307,10 +305,8 @@ TEST_CASE("client fabric handshake: after HELLO_ACK anything but FABRIC_OFFER or
     writeBytes(s, reply.data(), reply.size());
     readUntilClosed(s);
   });
-  asio::io_context io;
-  auto hub = workerHubOn(io);
-  FabricHandshakeRun run(io, hub.get(), fake.endpoint());
-  auto& outcome = run.outcome(io);
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
   REQUIRE_FALSE(outcome.isOk());
   CHECK(outcome.status().code() == StatusCode::kProtocolError);
   CHECK_THAT(outcome.status().message(),
@@ -328,17 +324,13 @@ TEST_CASE("client fabric handshake: a lane never asks for the fabric") {
     writeBytes(s, ack.data(), ack.size());
     readUntilClosed(s);
   });
-  asio::io_context io;
-  auto hub = workerHubOn(io);
-  FabricHandshakeRun run(io, hub.get(), fake.endpoint(), /*stream=*/1);  // past the 1 stream
-  auto& outcome = run.outcome(io);
+  FabricHandshakeRun run(fake.endpoint(), /*stream=*/1);  // past the 1 stream
+  auto& outcome = run.outcome();
   REQUIRE(outcome.status().toString() == "OK");
   CHECK(outcome->channel == nullptr);
   CHECK(outcome->fabricNotUsed.empty());
   CHECK((flags & wire::kFlagFabric) == 0);
   CHECK((flags & wire::kFlagLane) != 0);
-  outcome->stream->close();
-  io.poll();
 }
 
 }  // namespace rs::test

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/common/aligned_buffer.h"
+#include "tests/support/checked_all_reduce.h"
 #include "tests/support/fabric_choice.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
@@ -29,24 +30,6 @@ client::ClientOptions memberWithFabric(const std::vector<Endpoint>& reducers, ui
   o.fabric = fabricUnderTest().provider;
   o.fabricNode = fabricUnderTest().node;
   return o;
-}
-
-// One member's all-reduce of `count` elements, checked element by element.
-Status fabricAllReduce(client::Communicator& comm, int rank, int world, uint64_t count,
-                       DataType type, ReduceOp op, bool inPlace) {
-  const size_t bytes = count * dataTypeSize(type);
-  AlignedBuffer send(bytes + 1), recv(bytes + 1);
-  for (uint64_t i = 0; i < count; ++i) storeAs(type, send.data(), i, exactInput(rank, i, op));
-  void* out = inPlace ? send.data() : recv.data();
-  RS_RETURN_IF_ERROR(comm.allReduce(send.data(), out, count, type, op));
-  for (uint64_t i = 0; i < count; ++i) {
-    const double want = expectedResult(type, op, world, i);
-    const double got = loadAs(type, out, i);
-    if (got != want)
-      return internalError(fmt::format("{} {} of {} elements: element {} is {}, expected {}",
-                                       dataTypeName(type), reduceOpName(op), count, i, got, want));
-  }
-  return Status::ok();
 }
 
 }  // namespace
@@ -73,7 +56,7 @@ TEST_CASE("client over the fabric: every payload on the streams' channels, resul
                          DataType::kFloat8e4m3})
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax})
           for (uint64_t n : {uint64_t{1}, uint64_t{4097}, uint64_t{700001}}) {
-            RS_RETURN_IF_ERROR(fabricAllReduce(**comm, rank, kWorld, n, t, op, inPlace));
+            RS_RETURN_IF_ERROR(checkedAllReduce(**comm, rank, kWorld, n, t, op, inPlace));
             inPlace = !inPlace;
           }
       // Several in flight at once, each on every stream.
@@ -123,7 +106,7 @@ TEST_CASE("client over the fabric: a reducer without one declines, and the membe
   const Status st = runRanks(kWorld, [&](int rank) -> Status {
     auto comm = client::Communicator::connect(options, {id, kWorld, static_cast<uint32_t>(rank)});
     if (!comm) return comm.status();
-    return fabricAllReduce(**comm, rank, kWorld, 200003, DataType::kFloat32, ReduceOp::kSum,
+    return checkedAllReduce(**comm, rank, kWorld, 200003, DataType::kFloat32, ReduceOp::kSum,
                            false);
   });
   REQUIRE(st.toString() == "OK");
