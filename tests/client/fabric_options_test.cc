@@ -14,7 +14,7 @@ using client::FabricHubs;
 
 }  // namespace
 
-TEST_CASE("RS_FABRIC: auto by default, off, a provider; RS_FABRIC_NODE as given") {
+TEST_CASE("RS_FABRIC: auto by default, off, a provider, and RS_FABRIC_NODE as given") {
   {
     ScopedEnv fabric("RS_FABRIC", nullptr), node("RS_FABRIC_NODE", nullptr);
     ClientOptions o;
