@@ -3,17 +3,22 @@
 // provider (libfabric's tcp provider on loopback, or RS_TEST_FABRIC_PROVIDER's) and members with
 // RS_FABRIC set alike move every payload on the streams' channels, and the results are exact in
 // every path (fp32, other types, in place, bf16 on the wire, chunks larger than a ring slot,
-// many in flight); a reducer without the fabric declines and the members go on over TCP, saying
+// many in flight); a reducer stopped mid-run is lost as on TCP (its channels fail with its streams)
+// and its chunks go to the survivors; a reducer without the fabric declines and the members go on over TCP, saying
 // so once per reducer.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
+
+#include <atomic>
+#include <thread>
 
 #include "core/common/aligned_buffer.h"
 #include "tests/support/checked_all_reduce.h"
 #include "tests/support/fabric_choice.h"
 #include "tests/support/local_pool.h"
 #include "tests/support/log_capture.h"
+#include "tests/support/wait_until.h"
 
 namespace rs::test {
 namespace {
@@ -113,6 +118,38 @@ TEST_CASE("client over the fabric: a reducer without one declines, and the membe
   CHECK(log.count("fabric not used (the reducer declined: no fabric on this reducer") ==
         kWorld * kReducers);
   CHECK(log.count("data over TCP") == kWorld * kReducers);
+}
+
+TEST_CASE("client over the fabric: a reducer stopped mid-run is lost, its chunks go to the "
+          "survivors, and every collective completes exact") {
+  constexpr int kWorld = 2, kReducers = 3, kCollectives = 10;
+  LocalPool pool(kReducers, reducerWithFabric());
+  auto options = memberWithFabric(pool.endpoints(), 2);
+  options.minChunkBytes = 4 << 10;
+  options.maxChunkBytes = 512 << 10;
+  options.rejoin = std::chrono::milliseconds(0);  // the stopped reducer stays lost
+  const GroupId id = GroupId::random();
+  std::atomic<int> done{0};
+  std::thread killer([&] {
+    // Mid-run: collectives behind the members and more on the channels.
+    waitUntil([&] { return done.load() >= 3; });
+    pool.stopReducer(1);
+  });
+  std::atomic<uint32_t> lost{0};
+  const Status st = runRanks(kWorld, [&](int rank) -> Status {
+    auto comm = client::Communicator::connect(options, {id, kWorld, static_cast<uint32_t>(rank)});
+    if (!comm) return comm.status();
+    for (int k = 0; k < kCollectives; ++k) {
+      RS_RETURN_IF_ERROR(checkedAllReduce(**comm, rank, kWorld, 1000003, DataType::kFloat32,
+                                          ReduceOp::kSum, k % 2 == 1));
+      if (rank == 0) ++done;
+    }
+    lost += (*comm)->failover().lostNow;
+    return Status::ok();
+  });
+  killer.join();
+  REQUIRE(st.toString() == "OK");
+  CHECK(lost == kWorld);  // each member took reducer 1 for lost
 }
 
 }  // namespace rs::test
