@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <string>
 
@@ -65,6 +66,8 @@ Status ClientOptions::applyEnvironment() {
   RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_WIRE_DTYPE", &parseWireType), &float32WireType));
   RS_RETURN_IF_ERROR(
       assignIfSet(envParsed("RS_FP32_ACCUMULATOR", &parseFp32Accumulator), &fp32Accumulator));
+  RS_RETURN_IF_ERROR(assignIfSet(envParsed("RS_FABRIC", &parseFabric), &fabric));
+  if (auto node = envString("RS_FABRIC_NODE")) fabricNode = std::move(*node);
   streamsPerReducer = static_cast<uint32_t>(streams);
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
@@ -110,6 +113,19 @@ Result<Fp32Accumulator> ClientOptions::parseFp32Accumulator(std::string_view nam
                          "' is not an accumulator for fp32 sums: expected 'fp32' or 'fp64'");
 }
 
+Result<std::string> ClientOptions::parseFabric(std::string_view name) {
+  const bool valid = !name.empty() && name.size() <= 64 &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                              c == '-' || c == ';' || c == '.';
+                     });
+  if (!valid)
+    return invalidArgument("'" + std::string(name.substr(0, 64)) +
+                           "' is not 'off', 'auto' or a libfabric provider's name (verbs, efa, "
+                           "tcp)");
+  return std::string(name);
+}
+
 DataType ClientOptions::wireType(DataType type, ReduceOp op) const {
   const bool summed = op == ReduceOp::kSum || op == ReduceOp::kAvg;
   return type == DataType::kFloat32 && summed ? float32WireType : type;
@@ -142,6 +158,8 @@ Status ClientOptions::validate() const {
   if (float32WireType != DataType::kFloat32 && float32WireType != DataType::kBfloat16)
     return invalidArgument(
         "the wire type of fp32 all-reduces (RS_WIRE_DTYPE) must be fp32 or bf16");
+  if (Result<std::string> f = parseFabric(fabric); !f)
+    return invalidArgument("fabric (RS_FABRIC): " + f.status().message());
   if (!secret.empty()) RS_RETURN_IF_ERROR(checkSecret(secret, "the client's job secret"));
   if (!jobName.empty() && !wire::isValidJobName(jobName))
     return invalidArgument("job name (RS_JOB) '" + jobName.substr(0, wire::kMaxJobNameBytes) +

@@ -43,6 +43,16 @@ Status CommunicatorCore::start() {
         std::make_unique<AckTimer>(*ios_.back(), ackDelay_, &Connection::acknowledgeNow));
   }
   if (caller) progress_ = std::make_unique<CallerProgress>(*ios_.front());
+  // The hubs open before the threads run them: a failure is a log line, never start()'s.
+  buildLoggerBeforeThreads();
+  {
+    std::vector<asio::io_context*> ios;
+    for (auto& io : ios_) ios.push_back(io.get());
+    fabric_ = std::make_unique<FabricHubs>(
+        options_, ios, fmt::format("group {} rank {}", group_.id.toString().substr(0, 8),
+                                   group_.rank));
+    fabricLogged_.assign(reducers_, false);
+  }
   // Each reducer's link as this member may use it: the group's W members share it. Its rate is
   // RS_REDUCER_LINK_GBPS where the reducers' machines differ from this one (CPU reducers at 32
   // Gbit/s behind GPU workers at 100-200), else this host's, the same machine type. Nothing is
@@ -58,16 +68,15 @@ Status CommunicatorCore::start() {
     reducerLinks_.push_back(reducerLink);
     for (uint32_t s = 0; s < streams_; ++s) {
       const size_t thread = ioIndexOf(connections_.size());  // [r * streams_ + s]
-      connections_.push_back(std::make_shared<Connection>(*this, options_, group_, *ios_[thread],
-                                                          *ackTimers_[thread], r, s,
-                                                          options_.reducers[r], reducerLink));
+      connections_.push_back(std::make_shared<Connection>(
+          *this, options_, group_, *ios_[thread], *ackTimers_[thread], r, s,
+          options_.reducers[r], reducerLink, std::nullopt, std::nullopt, fabric_->at(thread)));
     }
   }
   {
     std::lock_guard lock(mu_);
     live_ = connections_.size();
   }
-  buildLoggerBeforeThreads();
   if (!caller)
     for (auto& io : ios_) threads_.emplace_back([io = io.get()] { io->run(); });
 
@@ -117,6 +126,21 @@ bool CommunicatorCore::waitFor(const RequestState& request,
 
 void CommunicatorCore::poll() {
   if (callerDriven()) progress_->poll();
+}
+
+void CommunicatorCore::onFabricChosen(Connection& connection, const std::string& notUsed) {
+  (notUsed.empty() ? fabricStreams_ : fabricDeclined_).fetch_add(1, std::memory_order_relaxed);
+  const uint32_t r = connection.reducerIndex();
+  {
+    std::lock_guard lock(mu_);
+    if (fabricLogged_[r]) return;
+    fabricLogged_[r] = true;
+  }
+  const std::string reducer = fmt::format("reducer {} ({})", r, options_.reducers[r].toString());
+  if (notUsed.empty())
+    rs::logger().info("{}: data over the fabric ({})", reducer, fabric_->provider());
+  else
+    rs::logger().warn("{}: fabric not used ({}), data over TCP", reducer, notUsed);
 }
 
 void CommunicatorCore::onConnected(Connection& connection) {

@@ -35,6 +35,7 @@
 #include "client/caller_progress.h"
 #include "client/commit_ledger.h"
 #include "client/connection.h"
+#include "client/fabric_hubs.h"
 #include "client/request_state.h"
 #include "client/retention_store.h"
 #include "core/cluster/dead_set.h"
@@ -93,10 +94,16 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // than the bound). Posted to the stream's io thread.
   void takeForLostForTest(uint32_t reducer);
   const ClientOptions& options() const { return options_; }
+  // Streams whose payloads go on a fabric channel, and those that asked for one and run on TCP
+  // (handshaken so far; each stream counted once per handshake).
+  size_t fabricStreams() const { return fabricStreams_.load(std::memory_order_relaxed); }
+  size_t fabricDeclined() const { return fabricDeclined_.load(std::memory_order_relaxed); }
   const GroupSpec& group() const { return group_; }
 
   // --- ConnectionOwner: from connections, on their io threads ---
   void onConnected(Connection& connection) override;
+  // One log line per reducer for the fabric's fallback (and one for its use).
+  void onFabricChosen(Connection& connection, const std::string& notUsed) override;
   void onFailed(const Status& reason) override { fail(reason); }
   // The one place where a lost reducer is dealt with: its chunks move to the survivors
   // (adopt), or, with every reducer lost, the communicator fails.
@@ -206,6 +213,12 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   std::unique_ptr<CallerProgress> progress_;  // Progress::kCaller only
   // One per io_context, beside it (destroyed first, once no thread runs them).
   std::vector<std::unique_ptr<AckTimer>> ackTimers_;
+  // One fabric hub per io_context, or none (RS_FABRIC). Destroyed after the connections, which
+  // drop their channels once drained, and before the io_contexts.
+  std::unique_ptr<FabricHubs> fabric_;
+  std::vector<bool> fabricLogged_;  // [reducer], under mu_: its fabric line is out
+  std::atomic<size_t> fabricStreams_{0};
+  std::atomic<size_t> fabricDeclined_{0};
   std::vector<std::shared_ptr<Connection>> connections_;  // [reducer * streams + stream]
   // [reducer]: this member's share of each reducer's link (null: unpaced), which its streams
   // to that reducer and its lanes to it as a survivor draw on together.

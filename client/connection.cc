@@ -21,6 +21,10 @@ constexpr auto kReasonGrace = std::chrono::milliseconds(2000);
 // enough that a RECEIVED waits behind little and a collective's staging memory (narrowed
 // chunks) stays bounded per stream. At least one frame goes, however large.
 constexpr uint64_t kWriteAhead = 512 << 10;
+// On a fabric stream the payloads go to the channel, which copies each piece into its send ring
+// as credits allow: handed ahead, a payload costs a pointer (a compressed chunk its staging
+// buffer). Enough to keep a reducer's ring of several MiB full.
+constexpr uint64_t kFabricWriteAhead = 8 << 20;
 
 std::string connectionName(uint32_t reducer, const Endpoint& endpoint, uint32_t stream,
                            const std::optional<LaneSpec>& lane, bool redial) {
@@ -39,7 +43,8 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
                        uint32_t streamIndex, Endpoint endpoint,
                        std::shared_ptr<transport::LinkShare> reducerLink,
                        std::optional<LaneSpec> lane,
-                       std::optional<Handshake::Redial> redial)
+                       std::optional<Handshake::Redial> redial,
+                       transport::fabric::FabricHub* fabricHub)
     : owner_(owner),
       options_(options),
       group_(group),
@@ -62,15 +67,10 @@ Connection::Connection(ConnectionOwner& owner, const ClientOptions& options,
       pacer_(transport::LinkShare::forProcess(
                  transport::LinkShare::bytesPerSecondFromGbps(options.linkGbps)),
              std::move(reducerLink)),
+      fabricHub_(fabricHub),
       lane_(std::move(lane)),
       redial_(redial),
       rejoining_(redial.has_value()) {}
-
-template <typename F>
-auto Connection::counted(F&& handler) {
-  return transport::countedHandler(shared_from_this(), pendingOps_, &Connection::opDone,
-                                   std::forward<F>(handler));
-}
 
 void Connection::opDone() {
   if (!pendingOps_.done() || !closed_ || drained_) return;
@@ -80,6 +80,7 @@ void Connection::opDone() {
                                         std::make_move_iterator(expected_.end()));
   held_.clear();
   expected_.clear();
+  channel_.reset();  // closed, nothing pending on it: the hub may go before this connection
   owner_.onDrained(*this, std::move(unfinished));
 }
 
@@ -89,7 +90,7 @@ void Connection::start() {
   pendingOps_.add();  // held until the handshake is started, so an early close drains exactly
   if (!closed_) {
     handshake_ = std::make_shared<Handshake>(options_, group_, io_, reducerIndex_, streamIndex_,
-                                             endpoint_, name_, redial_);
+                                             endpoint_, name_, redial_, fabricHub_);
     handshake_->start(counted([this](Result<Handshake::Handshaken> handshaken) {
       onHandshaken(std::move(handshaken));
     }));
@@ -112,6 +113,9 @@ void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
   }
   stream_ = std::move(handshaken->stream);
   reader_ = std::move(handshaken->reader);
+  channel_ = std::move(handshaken->channel);
+  if (channel_ || !handshaken->fabricNotUsed.empty())
+    owner_.onFabricChosen(*this, handshaken->fabricNotUsed);
   queuedBytes_ = stream_->bytesSent();  // the HELLO
   if (handshaken->lossBound.count() > 0) {
     // Each check counts as a pending operation, so that drain stays exact.
@@ -215,12 +219,19 @@ void Connection::onHeader(const std::error_code& ec) {
         "elements {}..{} of it: a result can only follow this worker's own upload",
         name_, in_.elemOffset, in_.elemOffset + in_.elemCount, in_.chunk, in_.seq,
         want.elemOffset, want.elemOffset + sent)));
+  // On a fabric stream every part's payload is on the channel, on a TCP stream none is.
+  if (const bool flagged = (in_.flags & wire::kFlagFabric) != 0; flagged != onFabric())
+    return fail(protocolError(fmt::format(
+        "{}: RESULT for chunk {} (seq {}) {} the fabric flag on a stream {}", name_, in_.chunk,
+        in_.seq, flagged ? "with" : "without",
+        onFabric() ? "whose payloads go on its fabric channel" : "without a fabric channel")));
   // Straight into the caller's buffer, or for a compressed chunk into the staging buffer.
   void* dst = static_cast<std::byte*>(next.dst) + next.resultElems * dataTypeSize(in_.dtype);
   if (next.compressed) {
     resultStaging_.resize(in_.elemCount);
     dst = resultStaging_.data();
   }
+  if (onFabric()) return readPieces(dst);
   // A small part usually came whole with its header: take it now, a read handler's work saved.
   if (reader_->buffered() >= in_.payloadLength) {
     reader_->take(dst, in_.payloadLength);
@@ -233,20 +244,30 @@ void Connection::onHeader(const std::error_code& ec) {
     reader_->readExactly(*stream_, dst, in_.payloadLength, std::move(done));
 }
 
+void Connection::countPartial(size_t bytes) {
+  // The whole elements of the part that came are final bits in dst (in place, readWhole wrote
+  // no other, nor do a channel's pieces); a compressed part reached only the staging buffer.
+  ChunkTransfer& next = expected_.front();
+  if (!next.compressed) next.resultElems += bytes / dataTypeSize(in_.dtype);
+}
+
 void Connection::onResult(const std::error_code& ec, size_t bytes) {
   // What came is in dst also when this connection is closing meanwhile (a retired connection
   // hands its chunks on with their final prefix): it is counted first, whatever happens next.
   ChunkTransfer& next = expected_.front();
   if (ec) {
-    // The whole elements of the part that came are final bits in dst (in place, readWhole wrote
-    // no other); a compressed part reached only the staging buffer.
-    if (!next.compressed) next.resultElems += bytes / dataTypeSize(in_.dtype);
+    countPartial(bytes);
     if (closed_ || lostByTimeout(ec)) return;
     return readFailed(ioError(fmt::format("{}: reading the result of chunk {}: {} ({} of its {} "
                                           "result elements in)",
                                           name_, in_.chunk, ec.message(), next.knownPrefix(),
                                           next.header.elemCount)));
   }
+  onPartIn();
+}
+
+void Connection::onPartIn() {
+  ChunkTransfer& next = expected_.front();
   if (next.compressed)
     reduce::widenToFloat32(in_.dtype, resultStaging_.data(),
                            static_cast<float*>(next.dst) + next.resultElems, in_.elemCount);
@@ -309,7 +330,8 @@ void Connection::onCommit() {
 
 uint64_t Connection::elemsSent(const ChunkTransfer& chunk) const {
   if (chunk.payloadAt == ChunkTransfer::kNotQueued) return 0;
-  const uint64_t sent = stream_->bytesSent();
+  // payloadAt is in the bytes of the channel where the payloads go.
+  const uint64_t sent = onFabric() ? channelBytesPosted() : stream_->bytesSent();
   if (sent <= chunk.payloadAt) return 0;
   return std::min<uint64_t>(sent - chunk.payloadAt, chunk.header.payloadLength) /
          dataTypeSize(chunk.header.dtype);
@@ -349,7 +371,7 @@ void Connection::feedWriter() {
   if (closed_ || retired_ || !stream_) return;
   // A RECEIVED due precedes every REDUCE frame handed over after it, and rides with them.
   if (receivedDue() && !held_.empty()) enqueueReceived();
-  while (!held_.empty() && unwrittenBytes_ < kWriteAhead) {
+  while (!held_.empty() && unwrittenBytes_ < kWriteAhead && channelUnsent_ < kFabricWriteAhead) {
     enqueueEntry(expected_[expected_.size() - held_.size()]);
     held_.pop_front();
   }
@@ -390,6 +412,19 @@ void Connection::enqueueHeaderOnly(const wire::HeaderBytes& header) {
 // resent result's frame owns what keeps it (ChunkTransfer::keep).
 void Connection::enqueueFrame(const wire::FrameHeader& header, const void* data, bool compressed,
                               const std::shared_ptr<void>& keep) {
+  if (onFabric() && header.payloadLength != 0) {
+    // The header, flagged, on the stream; the payload on the channel (a lane, which has no
+    // channel, is the only sender of FINAL and COMMITTED).
+    wire::FrameHeader flagged = header;
+    flagged.flags |= wire::kFlagFabric;
+    enqueueHeaderOnly(wire::encodeHeader(flagged));
+    if (!compressed) return sendOnChannel(data, header.payloadLength, keep);
+    const size_t elems = header.payloadLength / dataTypeSize(header.dtype);
+    std::shared_ptr<uint16_t[]> staged(new uint16_t[elems]);
+    reduce::narrowFloat32(header.dtype, static_cast<const float*>(data), staged.get(), elems);
+    const uint16_t* bytes = staged.get();
+    return sendOnChannel(bytes, header.payloadLength, std::move(staged));
+  }
   queuedBytes_ += wire::kHeaderSize + header.payloadLength;
   unwrittenBytes_ += wire::kHeaderSize + header.payloadLength;
   if (!compressed || header.payloadLength == 0) {
@@ -485,6 +520,7 @@ void Connection::close() {
   pacer_.idle();
   if (stream_) stream_->close();
   writer_.close();
+  closeChannel();
   opDone();
 }
 
@@ -496,7 +532,10 @@ transport::Liveness::Sample Connection::livenessSample() const {
   if (closed_) return {};
   // A lane's whole entry awaits nothing; the ones behind one not yet written are not sent.
   const bool expecting = !expected_.empty() && (!lane_ || expected_.front().awaitsResult());
-  return {.arrived = stream_->bytesArrived(),
+  // A channel's pieces are the reducer's bytes too; its own bytes go on the stream only as
+  // headers, so a long upload on the channel leaves the stream quiet and the heartbeats
+  // speak for this member there.
+  return {.arrived = stream_->bytesArrived() + channelReceived_,
           .sent = stream_->bytesSent(),
           .owing = expecting,
           .waiting = expecting,

@@ -35,6 +35,12 @@
 // owner, which drops what it kept; a COMMIT that does not rise or passes this member's own
 // RECEIVED is a protocol error.
 //
+// With a fabric channel from the handshake (proto/WIRE.md, "The fabric"; client/handshake.h),
+// each REDUCE frame goes as its header, flagged, on the stream and its payload on the channel
+// (client/fabric_connection.cc), and each RESULT part's payload comes as the channel's pieces;
+// the stream keeps everything else, heartbeats included. A channel that fails is a stream that
+// failed: the reducer is lost.
+//
 // Everything here runs on the connection's io thread. After close(), every pending operation's
 // handler still runs; once the last one has, the connection reports itself drained, and only
 // then may the requests it touched be failed (their buffers are no longer in use).
@@ -59,6 +65,7 @@
 #include "core/transport/frame_writer.h"
 #include "core/transport/link_share.h"
 #include "core/transport/liveness_watch.h"
+#include "core/transport/payload_channel.h"
 #include "core/transport/pending_ops.h"
 #include "core/transport/stream.h"
 #include "core/wire/frame.h"
@@ -68,6 +75,11 @@ namespace rs::client {
 
 class Connection;
 class RequestState;
+}  // namespace rs::client
+namespace rs::transport::fabric {
+class FabricHub;
+}  // namespace rs::transport::fabric
+namespace rs::client {
 struct ChunkTransfer;
 
 // What a connection tells the communicator that owns it, on the connection's io thread.
@@ -75,6 +87,9 @@ class ConnectionOwner {
  public:
   // The stream is up and handshaken.
   virtual void onConnected(Connection& connection) = 0;
+  // A stream that asked its reducer for the fabric is through its handshake: on a channel
+  // (`notUsed` empty), or on TCP for the reason `notUsed` says (before onConnected).
+  virtual void onFabricChosen(Connection& connection, const std::string& notUsed) = 0;
   // The first error on any connection fails the communicator: the owner closes every
   // connection, this one included.
   virtual void onFailed(const Status& reason) = 0;
@@ -166,12 +181,14 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // the io thread's timer for RECEIVEDs that no REDUCE frame carries; it outlives the connection.
   // `lane`: a lane to reducer `reducerIndex`, whose index there is `streamIndex`. `redial`: a
   // stream to a lost reducer that redials it to take it back; it reads only JOIN_OFFER and
-  // JOIN_AT until promote() makes it a stream.
+  // JOIN_AT until promote() makes it a stream. `fabricHub`: the io thread's (null: none), for a
+  // stream that is neither a lane nor a redial.
   Connection(ConnectionOwner& owner, const ClientOptions& options, const GroupSpec& group,
              asio::io_context& io, AckTimer& acks, uint32_t reducerIndex, uint32_t streamIndex,
              Endpoint endpoint, std::shared_ptr<transport::LinkShare> reducerLink = nullptr,
              std::optional<LaneSpec> lane = std::nullopt,
-             std::optional<Handshake::Redial> redial = std::nullopt);
+             std::optional<Handshake::Redial> redial = std::nullopt,
+             transport::fabric::FabricHub* fabricHub = nullptr);
 
   // Dials and handshakes (client/handshake.h: the two together within options.connectTimeout);
   // reports through ConnectionOwner::onConnected, or onFailed.
@@ -222,6 +239,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   uint32_t streamIndex() const { return streamIndex_; }
   // "reducer 2 (10.0.0.7:2222) stream 1"
   const std::string& name() const { return name_; }
+  // Whether its payloads go on a fabric channel (on the io thread, once connected).
+  bool onFabric() const { return channel_ != nullptr; }
 
  private:
   void onHandshaken(Result<Handshake::Handshaken> handshaken);
@@ -265,6 +284,19 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   void enqueueFrame(const wire::FrameHeader& header, const void* data, bool compressed,
                     const std::shared_ptr<void>& keep);
   void flush();
+  // The fabric side (client/fabric_connection.cc). A REDUCE payload onto the channel, after
+  // those before it (`keep` holds it where no caller does), and the part of a RESULT whose
+  // flagged header is in_, piece by piece into `dst`.
+  void sendOnChannel(const void* data, uint32_t bytes, std::shared_ptr<void> keep);
+  void readPieces(void* dst);
+  void nextPiece();
+  void onPiece(const Status& status, std::span<const std::byte> piece);
+  // A part's payload ended early (`bytes` of it in, as whole elements where it matters).
+  void countPartial(size_t bytes);
+  // A part's payload is all in (dst, or the staging buffer of a compressed chunk).
+  void onPartIn();
+  uint64_t channelBytesPosted() const { return channel_->bytesPosted(); }
+  void closeChannel();
   void onWritten(const std::error_code& ec, transport::FrameWriter::Written frames);
   void fail(const Status& status);
   // LivenessWatch::Owner: started when a chunk is submitted after none was expected (or at the
@@ -332,6 +364,18 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // Loss detection, from the handshake on: none when the stream's bound is 0.
   std::optional<transport::LivenessWatch> liveness_;
 
+  // The fabric: the hub asked for in the handshake, the channel it gave (null: TCP), payload
+  // bytes handed to the channel (where the next REDUCE payload starts in its bytes, as
+  // queuedBytes_ is in the stream's) and not yet delivered, result bytes taken from it, and the
+  // RESULT part being read from it.
+  transport::fabric::FabricHub* const fabricHub_;
+  std::shared_ptr<transport::PayloadChannel> channel_;
+  uint64_t channelQueued_ = 0;
+  uint64_t channelUnsent_ = 0;
+  uint64_t channelReceived_ = 0;
+  std::byte* pieceDst_ = nullptr;
+  size_t pieceDone_ = 0;
+
   bool closed_ = false;
   bool retired_ = false;
   const std::optional<LaneSpec> lane_;
@@ -342,5 +386,12 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   transport::PendingOps pendingOps_;
   bool drained_ = false;
 };
+
+// Here, for connection.cc and fabric_connection.cc alike.
+template <typename F>
+auto Connection::counted(F&& handler) {
+  return transport::countedHandler(shared_from_this(), pendingOps_, &Connection::opDone,
+                                   std::forward<F>(handler));
+}
 
 }  // namespace rs::client

@@ -2,13 +2,21 @@
 
 #include <fmt/format.h>
 
+#include "client/fabric_hubs.h"
 #include "client/reducer_frames.h"
+#include "core/common/log.h"
+#include "core/wire/fabric_frames.h"
+#if RS_HAVE_FABRIC
+#include "core/transport/fabric/fabric_hub.h"
+#include "core/transport/fabric/payload_over_fabric.h"
+#endif
 
 namespace rs::client {
 
 Handshake::Handshake(const ClientOptions& options, const GroupSpec& group, asio::io_context& io,
                      uint32_t reducerIndex, uint32_t streamIndex, Endpoint endpoint,
-                     std::string name, std::optional<Redial> redial)
+                     std::string name, std::optional<Redial> redial,
+                     transport::fabric::FabricHub* hub)
     : options_(options),
       group_(group),
       io_(io),
@@ -18,7 +26,10 @@ Handshake::Handshake(const ClientOptions& options, const GroupSpec& group, asio:
       name_(std::move(name)),
       redial_(redial),
       timeout_(redial ? redial->timeout : options.connectTimeout),
-      timer_(io) {}
+      timer_(io),
+      hub_(hub),
+      // Lanes and redials stay on TCP (a redial's streams become streams later: on TCP too).
+      askFabric_(hub != nullptr && !redial && streamIndex < options.streamsPerReducer) {}
 
 template <typename F>
 auto Handshake::counted(F&& handler) {
@@ -50,6 +61,12 @@ void Handshake::finish(Status outcome) {
   if (connector_) connector_->cancel();
   timer_.cancel();
   if (!outcome_.isOk() && stream_) stream_->close();
+#if RS_HAVE_FABRIC
+  if (!outcome_.isOk() && channel_) {
+    channel_->close(outcome_);
+    channel_.reset();
+  }
+#endif
 }
 
 void Handshake::opDone() {
@@ -58,7 +75,12 @@ void Handshake::opDone() {
   Done done = std::move(done_);
   done_ = nullptr;
   if (outcome_.isOk()) {
-    done(Handshaken{std::move(stream_), std::move(reader_), lossBound_});
+    std::shared_ptr<transport::PayloadChannel> channel;
+#if RS_HAVE_FABRIC
+    if (channel_) channel = std::make_shared<transport::fabric::PayloadOverFabric>(channel_);
+#endif
+    done(Handshaken{std::move(stream_), std::move(reader_), lossBound_, std::move(channel),
+                    std::move(fabricNotUsed_)});
   } else {
     done(outcome_);
   }
@@ -96,8 +118,10 @@ void Handshake::onDeadline() {
 }
 
 void Handshake::readHeader() {
-  reader_->readHeader(*stream_,
-                      counted([this](const std::error_code& ec, size_t) { onHeader(ec); }));
+  reader_->readHeader(*stream_, counted([this, attempt = attempt_](const std::error_code& ec,
+                                                                    size_t) {
+    if (attempt == attempt_) onHeader(ec);
+  }));
 }
 
 void Handshake::onHeader(const std::error_code& ec) {
@@ -112,6 +136,7 @@ void Handshake::onHeader(const std::error_code& ec) {
                          counted([this](const std::error_code& e, size_t) { onErrorText(e); }));
     return;
   }
+  if (ackRead_) return onFabricFrame();
   if (!helloSent_) {
     if (in_.type != wire::FrameType::kChallenge)
       return finish(protocolError(fmt::format("{}: expected CHALLENGE, got {}", name_,
@@ -168,15 +193,16 @@ void Handshake::sendHello(const wire::Nonce& reducerNonce) {
       (o.deterministic ? wire::kFlagDeterministic : 0) |
       (o.fp32Accumulator == Fp32Accumulator::kFp64 ? wire::kFlagFp64Accumulator : 0) |
       (streamIndex_ >= o.streamsPerReducer ? wire::kFlagLane : 0) |
-      (redial_ ? wire::kFlagRejoin : 0));
+      (redial_ ? wire::kFlagRejoin : 0) | (askFabric_ ? wire::kFlagFabric : 0));
   auto frame = wire::helloFrame(g.id, g.rank, std::move(hello), o.secret, reducerNonce, flags);
   if (!frame) return finish(frame.status());
   hello_ = *frame;
   helloBuffers_[0] = {hello_.header.data(), hello_.header.size()};
   helloBuffers_[1] = {hello_.payload.data(), hello_.payload.size()};
   stream_->asyncWriteAll(helloBuffers_, 2,
-                         counted([this](const std::error_code& ec, size_t) {
-                           if (ec) finish(ioError("sending HELLO: " + ec.message()));
+                         counted([this, attempt = attempt_](const std::error_code& ec, size_t) {
+                           if (ec && attempt == attempt_)
+                             finish(ioError("sending HELLO: " + ec.message()));
                          }));
   helloSent_ = true;
   step_ = "waiting for HELLO_ACK";
@@ -203,12 +229,134 @@ void Handshake::onHelloAck(const std::error_code& ec) {
         "(RS_LOSS_DETECT_MS): a reducer may only lower it",
         name_, ack.lossDetectMs, asked)));
   lossBound_ = std::chrono::milliseconds(ack.lossDetectMs);
-  finish(Status::ok());
+  if (!askFabric_) return finish(Status::ok());
+  ackRead_ = true;
+  step_ = "waiting for FABRIC_OFFER or FABRIC_DECLINE";
+  readHeader();
 }
 
 void Handshake::onErrorText(const std::error_code& ec) {
   if (finished_) return;
-  finish(reducerRefusal(name_, in_, errorText_, ec));
+  Status refusal = reducerRefusal(name_, in_, errorText_, ec);
+  // A reducer that predates the fabric refuses the flag, as WIRE.md has it: only then, and
+  // only once, the HELLO goes again without it.
+  if (askFabric_ && !ackRead_ &&
+      refusal.message().find("unknown flag bits 0x0010") != std::string::npos)
+    return redialWithoutFabric(refusal);
+  finish(std::move(refusal));
+}
+
+// --- The fabric (proto/WIRE.md, "The fabric") ------------------------------------------------
+
+void Handshake::redialWithoutFabric(const Status& refusal) {
+  askFabric_ = false;
+  fabricNotUsed_ = "the reducer predates the fabric: it refused the HELLO's fabric flag";
+  rs::logger().debug("{}: {}; dialling again without it", name_, refusal.message());
+  ++attempt_;  // what is pending on the old stream no longer speaks for the handshake
+  stream_->close();
+  oldStreams_.push_back(std::move(stream_));
+  oldReaders_.push_back(std::move(reader_));
+  helloSent_ = false;
+  step_ = "dialling again without the fabric flag";
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline_ - std::chrono::steady_clock::now());
+  connector_->connect(endpoint_, std::max(left, std::chrono::milliseconds(1)),
+                      counted([this](Result<std::unique_ptr<transport::Stream>> stream) {
+                        onConnect(std::move(stream));
+                      }));
+}
+
+void Handshake::onFabricFrame() {
+  const std::string_view type = wire::frameTypeName(in_.type);
+  if (in_.type != wire::FrameType::kFabricOffer && in_.type != wire::FrameType::kFabricDecline)
+    return finish(protocolError(fmt::format(
+        "{}: expected FABRIC_OFFER or FABRIC_DECLINE after HELLO_ACK (this worker's HELLO asked "
+        "for the fabric), got {}",
+        name_, type)));
+  if (in_.group != group_.id || in_.rank != group_.rank)
+    return finish(protocolError(fmt::format("{}: {} for group {} rank {}", name_, type,
+                                            in_.group.toString(), in_.rank)));
+  fabricBytes_.resize(in_.payloadLength);
+  const bool offer = in_.type == wire::FrameType::kFabricOffer;
+  step_ = offer ? "reading FABRIC_OFFER" : "reading FABRIC_DECLINE";
+  reader_->readExactly(*stream_, fabricBytes_.data(), fabricBytes_.size(),
+                       counted([this, offer](const std::error_code& e, size_t) {
+                         if (offer) onFabricOffer(e);
+                         else onFabricDecline(e);
+                       }));
+}
+
+void Handshake::onFabricDecline(const std::error_code& ec) {
+  if (finished_) return;
+  if (ec) return finish(ioError(name_ + ": reading FABRIC_DECLINE: " + ec.message()));
+  std::string reason;
+  if (Status s = wire::parseFabricDecline(fabricBytes_.data(), fabricBytes_.size(), &reason);
+      !s.isOk())
+    return finish(protocolError(name_ + ": " + s.message()));
+  fabricNotUsed_ = "the reducer declined: " + reason;
+  finish(Status::ok());
+}
+
+void Handshake::onFabricOffer(const std::error_code& ec) {
+  if (finished_) return;
+  if (ec) return finish(ioError(name_ + ": reading FABRIC_OFFER: " + ec.message()));
+  wire::FabricGrant grant;
+  // A grant that does not decode is the reducer's mistake, but only the fabric's: declined,
+  // and the stream carries its data over TCP.
+  if (Status s = wire::decodeFabricGrant(fabricBytes_.data(), fabricBytes_.size(), &grant);
+      !s.isOk())
+    return declineFabric(s.message());
+#if RS_HAVE_FABRIC
+  auto channel = hub_->openChannel(
+      transport::fabric::RingShape{kResultRingSlots, kResultRingSlotBytes}, name_);
+  if (!channel) return declineFabric(channel.status().message());
+  channel_ = std::move(*channel);
+  if (Status s = channel_->connect(transport::fabric::fromWireGrant(grant)); !s.isOk())
+    return declineFabric(s.message());
+  acceptFabric();
+#else
+  declineFabric("this worker was built without libfabric");
+#endif
+}
+
+void Handshake::acceptFabric() {
+#if RS_HAVE_FABRIC
+  auto frame = wire::fabricAcceptFrame(group_.id, group_.rank,
+                                       transport::fabric::toWireGrant(channel_->grant()));
+  if (!frame) return declineFabric(frame.status().message());
+  std::vector<uint8_t> bytes(frame->header.begin(), frame->header.end());
+  bytes.insert(bytes.end(), frame->payload.begin(), frame->payload.end());
+  step_ = "sending FABRIC_ACCEPT";
+  sendFabricAnswer(std::move(bytes));
+#endif
+}
+
+void Handshake::declineFabric(const std::string& why) {
+#if RS_HAVE_FABRIC
+  if (channel_) {
+    channel_->close(abortedError(name_ + ": the fabric was declined: " + why));
+    channel_.reset();
+  }
+#endif
+  fabricNotUsed_ = why;
+  const wire::FabricFrame frame = wire::fabricDeclineFrame(group_.id, group_.rank, why);
+  std::vector<uint8_t> bytes(frame.header.begin(), frame.header.end());
+  bytes.insert(bytes.end(), frame.payload.begin(), frame.payload.end());
+  step_ = "sending FABRIC_DECLINE";
+  sendFabricAnswer(std::move(bytes));
+}
+
+// The handshake ends once the answer is written: the connection's first frame follows it.
+void Handshake::sendFabricAnswer(std::vector<uint8_t> frame) {
+  fabricAnswer_ = std::move(frame);
+  answerBuffer_ = {fabricAnswer_.data(), fabricAnswer_.size()};
+  stream_->asyncWriteAll(&answerBuffer_, 1,
+                      counted([this](const std::error_code& ec, size_t) {
+                        if (finished_) return;
+                        if (ec) return finish(ioError(fmt::format(
+                                    "{}: {}: {}", name_, step_, ec.message())));
+                        finish(Status::ok());
+                      }));
 }
 
 }  // namespace rs::client

@@ -27,7 +27,8 @@ void Connection::enqueueEntry(ChunkTransfer& c) {
   const size_t size = dataTypeSize(h.dtype);
   switch (c.entry) {
     case ChunkTransfer::Entry::kReduce:
-      c.payloadAt = queuedBytes_ + wire::kHeaderSize;
+      // On a fabric stream the payload starts in the channel's bytes (elemsSent()).
+      c.payloadAt = onFabric() ? channelQueued_ : queuedBytes_ + wire::kHeaderSize;
       enqueueFrame(h, c.src, c.compressed, c.keep);
       return;
     case ChunkTransfer::Entry::kCommitted: {

@@ -140,6 +140,40 @@ TEST_CASE("a RESULT for elements the member has not sent yet is a protocol error
   CHECK(healthy.finish().toString() == "OK");
 }
 
+TEST_CASE("a RESULT with the fabric flag on a stream without a fabric channel is a protocol "
+          "error",
+          "[untrusted-reducer]") {
+  // Reads the member's chunk, then answers with a RESULT header whose payload would be on a
+  // fabric channel that this stream never agreed to (the member did not ask for one).
+  FakeReducer fake([](FakeReducer::Socket& s) {
+    acceptMember(s, 1 << 20);
+    const wire::FrameHeader reduce = readHeaderOf(s);
+    std::vector<uint8_t> payload(reduce.payloadLength);
+    asio::read(s, asio::buffer(payload));
+    wire::FrameHeader result = wire::resultHeader({.group = reduce.group,
+                                                   .rank = reduce.rank,
+                                                   .seq = reduce.seq,
+                                                   .chunk = reduce.chunk,
+                                                   .elemOffset = reduce.elemOffset,
+                                                   .elemCount = reduce.elemCount,
+                                                   .dtype = reduce.dtype,
+                                                   .op = reduce.op});
+    result.flags = wire::kFlagFabric;
+    const wire::HeaderBytes header = wire::encodeHeader(result);
+    writeBytes(s, header.data(), header.size());
+    readUntilClosed(s);
+  });
+  auto options = testClientOptions({fake.endpoint()}, 1);
+  auto comm = client::Communicator::connect(options, {GroupId::random(), 1, 0});
+  REQUIRE(comm.isOk());
+  std::vector<float> send(1000, 1.0f), recv(send.size(), 0.0f);
+  const Status s = (*comm)->allReduce(send.data(), recv.data(), send.size(), DataType::kFloat32,
+                                      ReduceOp::kSum);
+  CHECK(s.code() == StatusCode::kProtocolError);
+  CHECK_THAT(s.message(), Contains("RESULT for chunk 0 (seq 0) with the fabric flag on a stream "
+                                   "without a fabric channel"));
+}
+
 TEST_CASE("result parts for what the member has already sent are accepted while the rest of "
           "the chunk is still going out (cut-through)",
           "[untrusted-reducer]") {

@@ -73,6 +73,8 @@ client::ClientOptions testClientOptions(const std::vector<Endpoint>& reducers,
   // Hang guards, far above a healthy run on a loaded machine (tests of the timeouts set theirs).
   o.collectiveTimeout = std::chrono::milliseconds(300000);
   o.connectTimeout = std::chrono::milliseconds(60000);
+  // No fabric unless a test asks for one, as for the reducers (testServerConfig).
+  o.fabric = "off";
   return o;
 }
 

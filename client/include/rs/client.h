@@ -100,13 +100,21 @@ struct ClientOptions {
   // rejoin/16 after the loss and then at twice the last wait, at most `rejoin` apart; a reducer
   // restarted there is taken back by every member at an agreed chunk. 0: never redial.
   std::chrono::milliseconds rejoin{30000};
+  // The data path's RDMA (RS_FABRIC; proto/FABRIC.md): "off", "auto" (verbs, then efa, where a
+  // probe finds a device; never tcp) or a libfabric provider's name ("verbs", "efa", "tcp" for
+  // tests). A reducer that offers the same provider gets each stream's REDUCE and RESULT payloads
+  // as RMA writes, the stream keeping the rest; anything else, a probe that finds nothing
+  // included, is one log line and TCP, never a failure. `fabricNode` (RS_FABRIC_NODE): the
+  // local address the provider binds ("127.0.0.1" on loopback); empty: the provider's first.
+  std::string fabric = "auto";
+  std::string fabricNode;
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
   // RS_TIMEOUT_MS, RS_CONNECT_TIMEOUT_MS, RS_LOSS_DETECT_MS, RS_LINK_GBPS, RS_REDUCER_LINK_GBPS,
   // RS_WIRE_DTYPE (fp32|bf16), RS_DETERMINISTIC (0|1), RS_FP32_ACCUMULATOR (fp32|fp64),
-  // RS_RETAIN_BYTES, RS_REJOIN_MS; the secret from RS_SECRET_FILE or RS_SECRET, the job name
-  // from RS_JOB.
+  // RS_RETAIN_BYTES, RS_REJOIN_MS, RS_FABRIC (off|auto|PROVIDER), RS_FABRIC_NODE; the secret
+  // from RS_SECRET_FILE or RS_SECRET, the job name from RS_JOB.
   static Result<ClientOptions> fromEnvironment();
   // The same knobs (all but the reducers) over the values set now, for tools whose own flags
   // then override the environment; unset variables leave a field as it is.
@@ -136,6 +144,8 @@ struct ClientOptions {
   static Result<DataType> parseWireType(std::string_view name);
   // "fp32" or "fp64" (RS_FP32_ACCUMULATOR).
   static Result<Fp32Accumulator> parseFp32Accumulator(std::string_view name);
+  // RS_FABRIC: "off", "auto" or a provider's name (1..64 of a-z A-Z 0-9 _ - ; .), as given.
+  static Result<std::string> parseFabric(std::string_view name);
   // The type an all-reduce of `type` with `op` travels in under these options.
   DataType wireType(DataType type, ReduceOp op) const;
   Status validate() const;

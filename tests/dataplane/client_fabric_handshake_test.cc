@@ -1,0 +1,337 @@
+// The member's side of a stream's fabric set-up (client/handshake.h; proto/WIRE.md, "The
+// fabric"), against fake reducers on loopback sockets and, for the offer taken, a real channel on
+// a hub of the fake's own (libfabric's tcp provider, tests/support/fabric_choice.h): the HELLO
+// asks with the fabric flag, an offer is answered with FABRIC_ACCEPT and the connected channel
+// carries bytes both ways; a FABRIC_DECLINE, an offer this member cannot take and a reducer that
+// refuses the flag each leave the stream on TCP, saying why; anything else after HELLO_ACK is a
+// protocol error. A lane never asks.
+#if RS_HAVE_FABRIC
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <future>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/handshake.h"
+#include "core/transport/fabric/fabric_hub.h"
+#include "core/transport/fabric/payload_over_fabric.h"
+#include "core/wire/fabric_frames.h"
+#include "tests/support/fabric_choice.h"
+#include "tests/support/fabric_hub_thread.h"
+#include "tests/support/fake_reducer.h"
+#include "tests/support/local_pool.h"
+#include "tests/support/run_until.h"
+
+namespace rs::test {
+namespace {
+
+using Catch::Matchers::Contains;
+using client::Handshake;
+using transport::fabric::FabricChannel;
+using transport::fabric::FabricHub;
+
+// A worker's hub on the test's io_context, which the test thread runs (runUntil).
+std::unique_ptr<FabricHub> workerHubOn(asio::io_context& io) {
+  transport::fabric::FabricHubOptions options;
+  options.name = "worker io";
+  auto hub = FabricHub::open(io, fabricUnderTest(), options);
+  REQUIRE(hub.status().toString() == "OK");
+  return std::move(*hub);
+}
+
+// One handshake with the fabric asked for (stream `stream` of 1), run on the test's thread,
+// with the worker's hub on the test's io_context.
+class FabricHandshakeRun {
+ public:
+  explicit FabricHandshakeRun(const Endpoint& where, uint32_t stream = 0)
+      : options_(testClientOptions({where}, 1)),
+        group_{GroupId::random(), 2, 1},
+        hub_(workerHubOn(io_)),
+        handshake_(std::make_shared<Handshake>(
+            options_, group_, io_, 0, stream, where,
+            "reducer 0 (" + where.toString() + ") stream " + std::to_string(stream),
+            std::nullopt, hub_.get())) {
+    handshake_->start([this](Result<Handshake::Handshaken> outcome) {
+      ++reports_;
+      outcome_.emplace(std::move(outcome));
+    });
+  }
+  ~FabricHandshakeRun() {
+    if (outcome_ && outcome_->isOk()) (*outcome_)->stream->close();
+    io_.poll();
+  }
+  Result<Handshake::Handshaken>& outcome() {
+    REQUIRE(runUntil(io_, [&] { return reports_ > 0; }));
+    io_.poll();
+    io_.restart();
+    CHECK(reports_ == 1);
+    return *outcome_;
+  }
+  asio::io_context& io() { return io_; }
+  FabricHub& hub() { return *hub_; }
+
+ private:
+  const client::ClientOptions options_;
+  const client::GroupSpec group_;
+  asio::io_context io_;
+  std::unique_ptr<FabricHub> hub_;
+  std::shared_ptr<Handshake> handshake_;
+  int reports_ = 0;
+  std::optional<Result<Handshake::Handshaken>> outcome_;
+};
+
+// A fake reducer's handshake with a member that asks for the fabric: CHALLENGE, its HELLO,
+// HELLO_ACK; the fabric's frames are the caller's.
+Greeted greetAndAck(FakeReducer::Socket& s) {
+  const Greeted g = challengeAndReadHello(s);
+  const std::vector<uint8_t> ack = helloAckFrame(1 << 20);
+  writeBytes(s, ack.data(), ack.size());
+  return g;
+}
+
+// A frame of the set-up (header and payload) from a fake reducer.
+void writeFabricFrame(FakeReducer::Socket& s, const wire::FabricFrame& f) {
+  writeBytes(s, f.header.data(), f.header.size());
+  writeBytes(s, f.payload.data(), f.payload.size());
+}
+
+// The worker's answer to an offer: its header, and its payload.
+struct FabricAnswer {
+  wire::FrameHeader header;
+  std::vector<uint8_t> payload;
+};
+FabricAnswer readFabricAnswer(FakeReducer::Socket& s) {
+  FabricAnswer a{readHeaderOf(s), {}};
+  a.payload.resize(a.header.payloadLength);
+  asio::read(s, asio::buffer(a.payload));
+  return a;
+}
+
+std::string declineReason(const FabricAnswer& a) {
+  std::string reason;
+  if (!wire::parseFabricDecline(a.payload.data(), a.payload.size(), &reason).isOk()) return {};
+  return reason;
+}
+
+// Takes `bytes` bytes of pieces from `channel` on its hub's thread, releasing each.
+std::vector<uint8_t> receiveOnHub(FabricHubThread& hub, FabricChannel& channel, size_t bytes) {
+  std::vector<uint8_t> got;
+  std::promise<Status> done;
+  std::function<void()> next = [&] {
+    channel.asyncNextPiece(bytes - got.size(),
+                           [&](const Status& s, std::span<const uint8_t> piece) {
+                             if (!s.isOk()) return done.set_value(s);
+                             got.insert(got.end(), piece.begin(), piece.end());
+                             if (Status r = channel.release(); !r.isOk())
+                               return done.set_value(r);
+                             if (got.size() < bytes) return next();
+                             done.set_value(Status::ok());
+                           });
+  };
+  hub.call([&] { next(); });
+  auto result = done.get_future();
+  REQUIRE(result.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  REQUIRE(result.get().toString() == "OK");
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("client fabric handshake: an offer is taken with FABRIC_ACCEPT, and the channel handed "
+          "over with the stream carries bytes both ways") {
+  FabricHubThread reducerHub("fake reducer io");
+  std::shared_ptr<FabricChannel> reducerChannel;
+  std::promise<std::string> fakeOutcome;  // empty: all as expected
+  FakeReducer fake([&](FakeReducer::Socket& s) {
+    const Greeted g = challengeAndReadHello(s);
+    if ((g.header.flags & wire::kFlagFabric) == 0) return fakeOutcome.set_value("no fabric flag");
+    const std::vector<uint8_t> ack = helloAckFrame(1 << 20);
+    writeBytes(s, ack.data(), ack.size());
+    auto ch = reducerHub.call([&] { return reducerHub.hub().openChannel({4, 64 << 10}, "fake"); });
+    if (!ch) return fakeOutcome.set_value(ch.status().toString());
+    reducerChannel = *ch;
+    const auto grant = reducerHub.call([&] { return reducerChannel->grant(); });
+    auto offer = wire::fabricOfferFrame(g.header.group, g.header.rank,
+                                        transport::fabric::toWireGrant(grant));
+    writeFabricFrame(s, *offer);
+    const FabricAnswer a = readFabricAnswer(s);
+    if (a.header.type != wire::FrameType::kFabricAccept)
+      return fakeOutcome.set_value(std::string(wire::frameTypeName(a.header.type)) + ": " +
+                                   declineReason(a));
+    wire::FabricGrant worker;
+    if (Status st = wire::decodeFabricGrant(a.payload.data(), a.payload.size(), &worker);
+        !st.isOk())
+      return fakeOutcome.set_value(st.toString());
+    const Status connected = reducerHub.call(
+        [&] { return reducerChannel->connect(transport::fabric::fromWireGrant(worker)); });
+    fakeOutcome.set_value(connected.isOk() ? "" : connected.toString());
+    readUntilClosed(s);
+  });
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
+  REQUIRE(outcome.status().toString() == "OK");
+  CHECK(fakeOutcome.get_future().get() == "");
+  Handshake::Handshaken& h = *outcome;
+  REQUIRE(h.channel != nullptr);
+  CHECK(h.fabricNotUsed.empty());
+
+  // Worker to reducer: more than the reducer's ring, so credits must come back.
+  std::vector<uint8_t> up(1 << 20);
+  std::iota(up.begin(), up.end(), uint8_t{7});
+  std::optional<Status> sent;
+  h.channel->send(up.data(), up.size(), [&](const Status& s) { sent = s; });
+  std::future<std::vector<uint8_t>> received = std::async(std::launch::async, [&] {
+    return receiveOnHub(reducerHub, *reducerChannel, up.size());
+  });
+  REQUIRE(runUntil(run.io(), [&] { return sent.has_value(); }));
+  CHECK(sent->toString() == "OK");
+  CHECK(h.channel->bytesPosted() == up.size());
+  CHECK(received.get() == up);
+
+  // Reducer to worker: pieces of the worker's slot size at most.
+  std::vector<uint8_t> down(300 << 10, 0x5a);
+  std::promise<Status> downSent;
+  reducerHub.call([&] {
+    reducerChannel->send(down.data(), down.size(), [&](const Status& s) { downSent.set_value(s); });
+  });
+  std::vector<uint8_t> got;
+  bool failed = false;
+  std::function<void()> next = [&] {
+    h.channel->asyncNextPiece(down.size() - got.size(),
+                              [&](const Status& s, std::span<const std::byte> piece) {
+                                if (!s.isOk()) return void(failed = true);
+                                const auto* p = reinterpret_cast<const uint8_t*>(piece.data());
+                                got.insert(got.end(), p, p + piece.size());
+                                h.channel->release();
+                                if (got.size() < down.size()) next();
+                              });
+  };
+  next();
+  REQUIRE(runUntil(run.io(), [&] { return failed || got.size() == down.size(); }));
+  CHECK_FALSE(failed);
+  CHECK(got == down);
+  CHECK(downSent.get_future().get().toString() == "OK");
+
+  h.channel->close(abortedError("test over"));
+  reducerHub.call([&] { reducerChannel->close(abortedError("test over")); });
+}
+
+TEST_CASE("client fabric handshake: a FABRIC_DECLINE leaves the stream on TCP with the reducer's "
+          "reason") {
+  FakeReducer fake([](FakeReducer::Socket& s) {
+    const Greeted g = greetAndAck(s);
+    writeFabricFrame(s, wire::fabricDeclineFrame(g.header.group, g.header.rank,
+                                                 "no fabric on this reducer"));
+    readUntilClosed(s);
+  });
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
+  REQUIRE(outcome.status().toString() == "OK");
+  CHECK(outcome->channel == nullptr);
+  CHECK(outcome->fabricNotUsed == "the reducer declined: no fabric on this reducer");
+  CHECK(run.hub().openChannels() == 0);
+}
+
+TEST_CASE("client fabric handshake: an offer this member cannot take is declined with the "
+          "reason, and the stream goes on over TCP") {
+  std::promise<std::string> declined;
+  FakeReducer fake([&declined](FakeReducer::Socket& s) {
+    const Greeted g = greetAndAck(s);
+    wire::FabricGrant grant;  // a well-formed grant of a provider the worker does not run
+    grant.provider = "efa";
+    grant.address.assign(32, 1);
+    grant.channelId = 3;
+    grant.slots = 4;
+    grant.slotBytes = 64 << 10;
+    grant.ringSize = uint64_t{4} * (64 << 10);
+    writeFabricFrame(s, *wire::fabricOfferFrame(g.header.group, g.header.rank, grant));
+    const FabricAnswer a = readFabricAnswer(s);
+    declined.set_value(a.header.type == wire::FrameType::kFabricDecline ? declineReason(a)
+                                                                        : "not a decline");
+    readUntilClosed(s);
+  });
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
+  REQUIRE(outcome.status().toString() == "OK");
+  CHECK(outcome->channel == nullptr);
+  const std::string reason = declined.get_future().get();
+  CHECK_THAT(reason, Contains("provider 'efa'"));
+  CHECK(outcome->fabricNotUsed == reason);
+  // The channel opened for the offer is closed again.
+  CHECK(runUntil(run.io(), [&] { return run.hub().openChannels() == 0; }));
+}
+
+TEST_CASE("client fabric handshake: a reducer that refuses the fabric flag (an older one) is "
+          "dialled again without it") {
+  std::atomic<int> hellos{0}, flagged{0};
+  FakeReducer fake([&](FakeReducer::Socket& s) {
+    const Greeted g = challengeAndReadHello(s);
+    ++hellos;
+    if ((g.header.flags & wire::kFlagFabric) != 0) {
+      ++flagged;
+      // What a reducer that predates the flag answers (its decodeHeader's words).
+      const wire::ErrorFrame refusal = wire::errorFrame(
+          {}, 0,
+          protocolError("frame header: unknown flag bits 0x0010 in flags 0x0010 (known bits "
+                        "0x000f)"));
+      writeBytes(s, refusal.header.data(), refusal.header.size());
+      writeBytes(s, refusal.reason.data(), refusal.reason.size());
+      return readUntilClosed(s);
+    }
+    const std::vector<uint8_t> ack = helloAckFrame(1 << 20);
+    writeBytes(s, ack.data(), ack.size());
+    readUntilClosed(s);
+  });
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
+  REQUIRE(outcome.status().toString() == "OK");
+  CHECK(outcome->channel == nullptr);
+  CHECK_THAT(outcome->fabricNotUsed, Contains("predates the fabric"));
+  CHECK(hellos == 2);
+  CHECK(flagged == 1);
+  CHECK(fake.accepted() == 2);
+}
+
+TEST_CASE("client fabric handshake: after HELLO_ACK anything but FABRIC_OFFER or FABRIC_DECLINE "
+          "is a protocol error") {
+  FakeReducer fake([](FakeReducer::Socket& s) {
+    const Greeted g = challengeAndReadHello(s);
+    std::vector<uint8_t> reply = helloAckFrame(1 << 20);
+    const wire::HeaderBytes beat = wire::heartbeatFrame(g.header.group, g.header.rank);
+    reply.insert(reply.end(), beat.begin(), beat.end());
+    writeBytes(s, reply.data(), reply.size());
+    readUntilClosed(s);
+  });
+  FabricHandshakeRun run(fake.endpoint());
+  auto& outcome = run.outcome();
+  REQUIRE_FALSE(outcome.isOk());
+  CHECK(outcome.status().code() == StatusCode::kProtocolError);
+  CHECK_THAT(outcome.status().message(),
+             Contains("expected FABRIC_OFFER or FABRIC_DECLINE after HELLO_ACK") &&
+                 Contains("got HEARTBEAT"));
+}
+
+TEST_CASE("client fabric handshake: a lane never asks for the fabric") {
+  std::atomic<int> flags{-1};
+  FakeReducer fake([&flags](FakeReducer::Socket& s) {
+    const std::vector<uint8_t> challenge = challengeFrame();
+    writeBytes(s, challenge.data(), challenge.size());
+    flags = readHello(s).flags;  // a lane's HELLO: its index past the streams
+    const std::vector<uint8_t> ack = helloAckFrame(1 << 20);
+    writeBytes(s, ack.data(), ack.size());
+    readUntilClosed(s);
+  });
+  FabricHandshakeRun run(fake.endpoint(), /*stream=*/1);  // past the 1 stream
+  auto& outcome = run.outcome();
+  REQUIRE(outcome.status().toString() == "OK");
+  CHECK(outcome->channel == nullptr);
+  CHECK(outcome->fabricNotUsed.empty());
+  CHECK((flags & wire::kFlagFabric) == 0);
+  CHECK((flags & wire::kFlagLane) != 0);
+}
+
+}  // namespace rs::test
+#endif  // RS_HAVE_FABRIC
