@@ -62,7 +62,7 @@ TEST_CASE("a hub polls only while a channel has outstanding work", "[fabric][hub
   CHECK(!hub.hub().isPolling());
 }
 
-TEST_CASE("a hub opens 4096 channels and refuses the 4097th; a closed id is free again",
+TEST_CASE("a hub opens 4096 channels and refuses the 4097th, and a closed id is free again",
           "[fabric][hub]") {
   FabricHubThread hub("full hub");
   const fab::RingShape ring{1, 4096};
@@ -119,4 +119,28 @@ TEST_CASE("a hub's shutdown fails every channel's waiting handler and pending se
           rs::StatusCode::kUnavailable);
   });
   hubB.call([&] { c.b->close(rs::Status::ok()); });
+}
+
+TEST_CASE("a hub keeps a receive posted for every ring slot where writes use them up, within "
+          "the provider's receive queue", "[fabric][hub]") {
+  // tcp does not ask for FI_RX_CQ_DATA; the option makes it count as verbs does.
+  fab::FabricHubOptions options;
+  options.receivesForWrites = true;
+  FabricHubThread hub("verbs-like hub", options);
+  CHECK(hub.call([&] { return hub.hub().receivesPosted(); }) == 2 * 64);
+  auto first = rs::test::openTestChannel(hub, {100, 4096}, "first");
+  CHECK(hub.call([&] { return hub.hub().receivesPosted(); }) == 2 * 64 + 100);
+  const size_t queue = rs::test::fabricUnderTest().provider == "tcp" ? 2048 : 0;
+  if (queue != 0) {
+    auto second = rs::test::openTestChannel(hub, {1000, 4096}, "second");
+    CHECK(hub.call([&] { return hub.hub().receivesPosted(); }) == 2 * 64 + 1100);
+    // 128 + 1100 + 1000 > 2048: refused, nothing posted for it.
+    const rs::Status refused =
+        hub.call([&] { return hub.hub().openChannel({1000, 4096}, "too many").status(); });
+    CHECK(refused.code() == rs::StatusCode::kResourceExhausted);
+    CHECK_THAT(refused.message(), Catch::Matchers::Contains("1000 more ring slots"));
+    CHECK(hub.call([&] { return hub.hub().receivesPosted(); }) == 2 * 64 + 1100);
+    hub.call([&] { second->close(rs::Status::ok()); });
+  }
+  hub.call([&] { first->close(rs::Status::ok()); });
 }

@@ -51,8 +51,8 @@ Status FabricChannel::connect(const ChannelGrant& peer) {
   if (!failure_.isOk()) return failure_;
   if (connected_) return failedPrecondition(who() + ": connected already");
   RS_RETURN_IF_ERROR(checkPeerGrant(peer, hub_.provider(), hub_.address().size(), who()));
-  Result<FabricEndpoint::PeerId> id = hub_.peerFor(peer.address, "the peer of " + who());
-  if (!id.isOk()) return id.status();
+  Result<FabricEndpoint::PeerId> id = hub_.peerFor(peer.address);
+  if (!id.isOk()) return Status(id.status().code(), who() + ": " + id.status().message());
   // The send ring mirrors the peer's ring: a slot's bytes stay put until its write completed.
   sendBytes_ = AlignedBuffer(peer.ring.bytes());
   Result<RegisteredMemory> send = RegisteredMemory::add(

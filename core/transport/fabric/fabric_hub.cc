@@ -108,12 +108,13 @@ Status FabricHub::topUpReceives() {
   return Status::ok();
 }
 
-Result<FabricEndpoint::PeerId> FabricHub::peerFor(const std::vector<uint8_t>& address,
-                                                  const std::string& who) {
+Result<FabricEndpoint::PeerId> FabricHub::peerFor(const std::vector<uint8_t>& address) {
   // Many channels go to one peer endpoint: one address-vector entry for it.
   auto it = peers_.find(address);
   if (it != peers_.end()) return it->second;
-  Result<FabricEndpoint::PeerId> p = endpoint_->addPeer(address, who);
+  // Named by its order here: channels share the entry, so no one channel names it.
+  Result<FabricEndpoint::PeerId> p =
+      endpoint_->addPeer(address, fmt::format("{}'s peer endpoint #{}", options_.name, peers_.size()));
   if (p.isOk()) peers_.emplace(address, *p);
   return p;
 }
@@ -224,9 +225,8 @@ void FabricHub::pollOnce() {
     return;
   }
   polls_.fetch_add(1, std::memory_order_relaxed);
-  batch_.clear();
-  Status s = endpoint_->poll(batch_, 64);
-  std::vector<FabricCompletion> got = std::move(batch_);
+  std::vector<FabricCompletion> got;
+  Status s = endpoint_->poll(got, 64);
   for (FabricCompletion& c : got) dispatch(c);
   // Completions made room: what found the queue full goes again.
   std::vector<std::shared_ptr<FabricChannel>> retry = std::move(retry_);
@@ -261,17 +261,13 @@ void FabricHub::park() {
   auto wake = [this, alive = alive_](const asio::error_code&) {
     if (*alive && scheduled_) pollOnce();
   };
-  if (waitFd_) {
-    if (!endpoint_->tryWait()) {
-      asio::post(io_, [this, alive = alive_] {
-        if (*alive) pollOnce();
-      });
-      return;
-    }
+  if (waitFd_ && endpoint_->tryWait()) {
     parked_ = true;
     waitFd_->async_wait(asio::posix::stream_descriptor::wait_read, wake);
     return;
   }
+  // No fd, or fi_trywait says poll first: back off on the timer rather than spin on a provider
+  // whose trywait keeps refusing without a completion to show for it.
   backoff_ = backoff_.count() == 0 ? kMinBackoff : std::min(backoff_ * 2, kMaxBackoff);
   parked_ = true;
   timer_.expires_after(backoff_);

@@ -100,8 +100,7 @@ class FabricHub {
   void onChannelClosed(FabricChannel& channel);
   // The channel's post found the endpoint's queue full: retried after the next poll.
   void retryLater(FabricChannel& channel);
-  Result<FabricEndpoint::PeerId> peerFor(const std::vector<uint8_t>& address,
-                                         const std::string& who);
+  Result<FabricEndpoint::PeerId> peerFor(const std::vector<uint8_t>& address);
 
   // The progress loop.
   void kick();  // some channel has new work: poll now (waking a wait)
@@ -150,7 +149,6 @@ class FabricHub {
   std::atomic<bool> polling_{false};
   bool parked_ = false;     // that wait is the fd's or the timer's
   std::chrono::microseconds backoff_{0};
-  std::vector<FabricCompletion> batch_;
   std::atomic<uint64_t> polls_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<size_t> openCount_{0};
