@@ -337,7 +337,9 @@ void Session::watchPeer() {
 
 void Session::onPeerGone(const std::error_code& why) {
   if (transport::cancelled(why) || closed_ || aborting_) return;
-  const char* waiting = parked_ ? "for a slot" : "for the other members";
+  const char* waiting = parked_                        ? "for a slot"
+                        : payloadOnFabric() && !heldBack_ ? "for its payload on the fabric"
+                                                          : "for the other members";
   const bool closedInOrder = transport::peerClosed(why);
   if (isLane() && closedInOrder)
     return laneEnded(fmt::format("closed while chunk {} waited {}", in_.chunk, waiting));

@@ -274,7 +274,8 @@ TEST_CASE("reducer over the fabric: what breaks the agreement fails the stream w
     // The other member hears of it at once, not at the collective timeout.
     other.decline("declined");
     const std::string reason = readUntilClosed(other.socket());
-    CHECK(contains(reason, "rank 0"));
+    CHECK(contains(reason, "rank 0 stream 0: the member closed the stream while chunk 0 "
+                           "waited for its payload on the fabric"));
   }
 }
 
