@@ -4,7 +4,8 @@
 // asks with the fabric flag, an offer is answered with FABRIC_ACCEPT and the connected channel
 // carries bytes both ways; a FABRIC_DECLINE, an offer this member cannot take and a reducer that
 // refuses the flag each leave the stream on TCP, saying why; anything else after HELLO_ACK is a
-// protocol error. A lane never asks.
+// protocol error. A lane never asks. On the stream that took an offer, a RESULT without the flag is
+// a protocol error.
 #if RS_HAVE_FABRIC
 #include <catch2/catch.hpp>
 
@@ -12,10 +13,12 @@
 #include <future>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "client/handshake.h"
+#include "rs/client.h"
 #include "core/transport/fabric/fabric_hub.h"
 #include "core/transport/fabric/payload_over_fabric.h"
 #include "core/wire/fabric_frames.h"
@@ -116,7 +119,8 @@ std::string declineReason(const FabricAnswer& a) {
   return reason;
 }
 
-// Takes `bytes` bytes of pieces from `channel` on its hub's thread, releasing each.
+// Takes `bytes` bytes of pieces from `channel` on its hub's thread, releasing each; throws when
+// the channel fails or nothing comes.
 std::vector<uint8_t> receiveOnHub(FabricHubThread& hub, FabricChannel& channel, size_t bytes) {
   std::vector<uint8_t> got;
   std::promise<Status> done;
@@ -132,9 +136,11 @@ std::vector<uint8_t> receiveOnHub(FabricHubThread& hub, FabricChannel& channel, 
                            });
   };
   hub.call([&] { next(); });
+  // Off the test's thread (a fake's, an async's): no Catch2 assertion here, an exception instead.
   auto result = done.get_future();
-  REQUIRE(result.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
-  REQUIRE(result.get().toString() == "OK");
+  if (result.wait_for(std::chrono::seconds(60)) != std::future_status::ready)
+    throw std::runtime_error("receiveOnHub: no piece within 60 s");
+  if (Status st = result.get(); !st.isOk()) throw std::runtime_error(st.toString());
   return got;
 }
 
@@ -331,6 +337,47 @@ TEST_CASE("client fabric handshake: a lane never asks for the fabric") {
   CHECK(outcome->fabricNotUsed.empty());
   CHECK((flags & wire::kFlagFabric) == 0);
   CHECK((flags & wire::kFlagLane) != 0);
+}
+
+TEST_CASE("client fabric handshake: on a stream that took the fabric, a RESULT without the flag "
+          "is a protocol error") {
+  FabricHubThread reducerHub("fake reducer io");
+  std::shared_ptr<FabricChannel> reducerChannel;
+  FakeReducer fake([&](FakeReducer::Socket& s) {
+    const Greeted g = greetAndAck(s);
+    reducerChannel =
+        *reducerHub.call([&] { return reducerHub.hub().openChannel({4, 64 << 10}, "fake"); });
+    const auto grant = reducerHub.call([&] { return reducerChannel->grant(); });
+    writeFabricFrame(s, *wire::fabricOfferFrame(g.header.group, g.header.rank,
+                                                transport::fabric::toWireGrant(grant)));
+    const FabricAnswer a = readFabricAnswer(s);
+    wire::FabricGrant worker;
+    if (!wire::decodeFabricGrant(a.payload.data(), a.payload.size(), &worker).isOk()) return;
+    if (!reducerHub
+             .call([&] { return reducerChannel->connect(transport::fabric::fromWireGrant(worker)); })
+             .isOk())
+      return;
+    // The member's chunk: its header here, its payload on the channel; then a result sent the
+    // TCP way, payload behind the header, on a stream that agreed otherwise.
+    const wire::FrameHeader reduce = readHeaderOf(s);
+    const std::vector<uint8_t> payload = receiveOnHub(reducerHub, *reducerChannel,
+                                                      reduce.payloadLength);
+    sendResultPart(s, reduce, reduce.elemOffset, payload);
+    readUntilClosed(s);
+  });
+  auto options = testClientOptions({fake.endpoint()}, 1);
+  options.fabric = fabricUnderTest().provider;
+  options.fabricNode = fabricUnderTest().node;
+  auto comm = client::Communicator::connect(options, {GroupId::random(), 1, 0});
+  REQUIRE(comm.status().toString() == "OK");
+  std::vector<float> send(1000, 1.0f), recv(send.size(), 0.0f);
+  const Status st = (*comm)->allReduce(send.data(), recv.data(), send.size(),
+                                       DataType::kFloat32, ReduceOp::kSum);
+  CHECK(st.code() == StatusCode::kProtocolError);
+  CHECK_THAT(st.message(), Contains("RESULT for chunk 0 (seq 0) without the fabric flag on a "
+                                    "stream whose payloads go on its fabric channel"));
+  comm->reset();
+  reducerHub.call([&] { reducerChannel->close(abortedError("test over")); });
 }
 
 }  // namespace rs::test
