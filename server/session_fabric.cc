@@ -119,17 +119,16 @@ void Session::onFabricPiece(const Status& status, std::span<const std::byte> pie
 
 void Session::sendResultOnFabric(const std::shared_ptr<Slot>& slot, uint64_t from,
                                  uint32_t bytes) {
+  // Counted as handed over, as TCP's are once in the socket: a member that has its result
+  // may close before this thread polls the write's completion, which then reports the close.
+  stats_.bytesOut.fetch_add(bytes, std::memory_order_relaxed);
+  group_->counters().bytesOut.fetch_add(bytes, std::memory_order_relaxed);
   // The slot holds the result until the channel has it in the member's memory.
   channel_->send(slot->resultData(from), bytes,
-                 [self = shared_from_this(), slot, bytes](const Status& s) {
-                   if (self->closed_) return;
-                   if (!s.isOk())
-                     return self->fail(ioError(fmt::format(
-                         "fabric failed sending the result of chunk {}: {}", slot->chunk(),
-                         s.message())));
-                   self->stats_.bytesOut.fetch_add(bytes, std::memory_order_relaxed);
-                   self->group_->counters().bytesOut.fetch_add(bytes,
-                                                               std::memory_order_relaxed);
+                 [self = shared_from_this(), slot](const Status& s) {
+                   if (self->closed_ || s.isOk()) return;
+                   self->fail(ioError(fmt::format("fabric failed sending the result of chunk {}: {}",
+                                                  slot->chunk(), s.message())));
                  });
 }
 

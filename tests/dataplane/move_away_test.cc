@@ -95,10 +95,12 @@ class HoldingReducer {
  private:
   void serve(FakeReducer::Socket& s, uint32_t longStream, std::chrono::milliseconds linger,
              std::chrono::milliseconds longLinger) {
-    const bool isLong = challengeAndReadHello(s).hello.streamIndex == longStream;
+    const Greeted greeted = challengeAndReadHello(s);
+    const bool isLong = greeted.hello.streamIndex == longStream;
     const std::vector<uint8_t> ack = helloAckFrame(
         8u << 20, static_cast<uint32_t>((isLong ? longLinger : linger).count()));
     writeBytes(s, ack.data(), ack.size());
+    declineFabricIfAsked(s, greeted.header);
     ++streams;
     bool said = false;
     std::vector<uint8_t> payload;

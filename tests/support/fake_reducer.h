@@ -23,6 +23,7 @@
 
 #include "core/common/endpoint.h"
 #include "core/wire/control_frames.h"
+#include "core/wire/fabric_frames.h"
 #include "core/wire/frame.h"
 
 namespace rs::test {
@@ -165,7 +166,18 @@ inline Greeted challengeAndReadHello(FakeReducer::Socket& s) {
   return g;
 }
 
-// The whole handshake of an open reducer: CHALLENGE, the member's HELLO, HELLO_ACK.
+// After HELLO_ACK, to a HELLO that asked for the fabric (a member run over it, RS_TEST_FABRIC):
+// FABRIC_DECLINE, so that the member goes on over TCP, which is what these fakes speak.
+inline void declineFabricIfAsked(FakeReducer::Socket& s, const wire::FrameHeader& hello) {
+  if ((hello.flags & wire::kFlagFabric) == 0) return;
+  const wire::FabricFrame decline =
+      wire::fabricDeclineFrame(hello.group, hello.rank, "a fake reducer has no fabric");
+  writeBytes(s, decline.header.data(), decline.header.size());
+  writeBytes(s, decline.payload.data(), decline.payload.size());
+}
+
+// The whole handshake of an open reducer: CHALLENGE, the member's HELLO, HELLO_ACK (and
+// FABRIC_DECLINE if the HELLO asked for the fabric).
 inline wire::FrameHeader acceptMember(FakeReducer::Socket& s, uint32_t maxPayload,
                                       uint32_t lossDetectMs = 0) {
   const std::vector<uint8_t> challenge = challengeFrame();
@@ -173,6 +185,7 @@ inline wire::FrameHeader acceptMember(FakeReducer::Socket& s, uint32_t maxPayloa
   const wire::FrameHeader hello = readHello(s);
   const std::vector<uint8_t> ack = helloAckFrame(maxPayload, lossDetectMs);
   writeBytes(s, ack.data(), ack.size());
+  declineFabricIfAsked(s, hello);
   return hello;
 }
 

@@ -9,6 +9,30 @@
 #include "core/common/log.h"
 
 namespace rs::test {
+namespace {
+
+// RS_TEST_FABRIC=1: the pools' reducers offer the fabric and the members take it, on the
+// provider the fabric tests use (RS_TEST_FABRIC_PROVIDER, tcp by default, bound to
+// RS_TEST_FABRIC_NODE, 127.0.0.1 by default), so that the data-plane suites run over it as
+// they are (tests/CMakeLists.txt registers them a second time so). Unset: no fabric at all.
+struct TestFabric {
+  std::string provider = "off";
+  std::string node;
+};
+
+TestFabric testFabric() {
+  if (envString("RS_TEST_FABRIC").value_or("") != "1") return {};
+  TestFabric f;
+  f.provider = envString("RS_TEST_FABRIC_PROVIDER").value_or("");
+  f.node = envString("RS_TEST_FABRIC_NODE").value_or("");
+  if (f.provider.empty()) {
+    f.provider = "tcp";
+    if (f.node.empty()) f.node = "127.0.0.1";
+  }
+  return f;
+}
+
+}  // namespace
 
 server::ServerConfig testServerConfig() {
   server::ServerConfig c;
@@ -23,9 +47,10 @@ server::ServerConfig testServerConfig() {
   // 2-core machine can hold a thread for seconds, so a test that means to find a silent peer
   // asks for a short bound on that peer's stream (RawMember, RS_LOSS_DETECT_MS) or sets one.
   c.lossDetectMs = 300000;
-  // No fabric unless a test asks for one: "auto" would probe for RDMA devices in every reducer
+  // No fabric unless asked (testFabric): "auto" would probe for RDMA devices in every reducer
   // a test starts, and use one where it found it.
-  c.fabricProvider = "off";
+  c.fabricProvider = testFabric().provider;
+  c.fabricNode = testFabric().node;
   return c;
 }
 
@@ -73,8 +98,9 @@ client::ClientOptions testClientOptions(const std::vector<Endpoint>& reducers,
   // Hang guards, far above a healthy run on a loaded machine (tests of the timeouts set theirs).
   o.collectiveTimeout = std::chrono::milliseconds(300000);
   o.connectTimeout = std::chrono::milliseconds(60000);
-  // No fabric unless a test asks for one, as for the reducers (testServerConfig).
-  o.fabric = "off";
+  // No fabric unless asked, as for the reducers (testFabric).
+  o.fabric = testFabric().provider;
+  o.fabricNode = testFabric().node;
   return o;
 }
 
