@@ -21,7 +21,16 @@ secret=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
 printf '%s\n' "$secret" >"$tmp/secret"
 # shellcheck source=scripts/lib/local_reducers.sh
 source "$(dirname "$0")/../../scripts/lib/local_reducers.sh"
-start_local_reducers "$server" 2 "$tmp" --io-threads 1 --log-level warn --secret-file "$tmp/secret"
+# RS_HARNESS_FABRIC=<provider> (tcp here): every reducer offers the fabric on loopback and every
+# plugin process takes it, so CollNet's payloads travel as RMA writes (proto/FABRIC.md); p2p
+# stays the plugin's own TCP transport.
+fabric_flags=()
+if [[ -n ${RS_HARNESS_FABRIC:-} ]]; then
+  fabric_flags=(--fabric-provider "$RS_HARNESS_FABRIC" --fabric-node 127.0.0.1)
+  export RS_FABRIC=$RS_HARNESS_FABRIC RS_FABRIC_NODE=127.0.0.1
+fi
+start_local_reducers "$server" 2 "$tmp" --io-threads 1 --log-level warn --secret-file "$tmp/secret" \
+  ${fabric_flags[@]+"${fabric_flags[@]}"}
 
 export NCCL_RS_IFNAME=lo RS_STREAMS=2 RS_CONNECT_TIMEOUT_MS=10000 NCCL_RS_RENDEZVOUS_TIMEOUT_MS=30000
 export RS_SECRET="$secret"
@@ -114,7 +123,8 @@ reducer_lost_once() {
   ((bound)) && flags=(--loss-detect-ms "$bound")
   mkdir -p "$pool"
   # The job secret from RS_SECRET, exported above.
-  start_local_reducers "$server" 3 "$pool" --io-threads 1 --log-level warn ${flags[@]+"${flags[@]}"}
+  start_local_reducers "$server" 3 "$pool" --io-threads 1 --log-level warn ${flags[@]+"${flags[@]}"} \
+    ${fabric_flags[@]+"${fabric_flags[@]}"}
   local trio=("${pids[@]: -3}")
   launch "$label" collnet-reducer-lost 2 11 RS_LOSS_DETECT_MS="$bound" "$@"
   reducers=$all
