@@ -24,7 +24,7 @@ std::string helpFooter() {
       "survivors and the collectives in flight complete (proto/FAILOVER.md); a restarted reducer "
       "is not taken back yet, so a loss lasts until the job restarts.\n\n"
       "Default f = {:g} vCPU per 10 Gbit/s, this project's own measurement: {}. The reducer "
-      "process alone measured 1.3-1.4; the default counts its host's packet-receive work too, "
+      "process alone measured 0.7-0.8; the default counts its host's packet-receive work too, "
       "which a reducer VM pays. It is kernel TCP's cost: with --transport rdma this project has "
       "measured no figure (no RDMA hardware has run the reducer), so the CPU bound stays TCP's "
       "unless --vcpu-per-10gbps gives one measured on your reducers.\n\n"
