@@ -8,8 +8,9 @@
 #   4. ib_write_bw     perftest's ib_write_bw over the device, loopback, as the hardware's own
 #                      figure measured in the same run (if installed: this script installs nothing)
 #   5. allreduce-tcp   the TCP all-reduce bench (allreduce_perf --local-pool) at W = 2, 3, 4
-#   6. allreduce-fabric  NOT RUN: the fabric is not wired into the reducer or client yet (only
-#                      the layer, core/transport/fabric, exists); the report says so
+#   6. allreduce-fabric  the same all-reduce bench with the reducers offering the fabric on
+#                      that provider (RS_FABRIC_PROVIDER) and the workers taking it (RS_FABRIC):
+#                      a step fails if any worker fell back to TCP
 # and writes one report (markdown): the machine, the devices, the provider's line, each step's
 # result, time and key lines; the steps' logs go in a folder beside it. Every step runs under
 # `timeout` (build 1800 s, suites 600 s, each bench 300 s), and what a step starts it stops.
@@ -236,10 +237,24 @@ if [[ -x $perf_bin ]]; then
   done
 fi
 
-# 6. the fabric all-reduce
-record allreduce-fabric "not run: the fabric is not wired into the reducer or the client yet" 0 "-" \
-  "Only the layer (core/transport/fabric: probe, domain, registered memory, endpoint) exists;
-the all-reduce runs over TCP only, so there is no fabric all-reduce to measure (issue 28, items 1-2)."
+# 6. the same all-reduce with its payloads over the fabric: the reducers offer it on the provider
+# (their RS_FABRIC_PROVIDER), the workers take it (RS_FABRIC); a worker that fell back to TCP
+# says so in one line, which fails the step (the figure would be TCP's).
+if [[ -x $perf_bin ]]; then
+  for w in 2 3 4; do
+    run_step "allreduce-fabric-W$w" 300 "$logs/allreduce-fabric-W$w.log" \
+      env RS_FABRIC_PROVIDER="$provider" RS_FABRIC_NODE="$node" RS_FABRIC="$provider" \
+      RS_FABRIC_NODE="$node" \
+      "$perf_bin" --local-pool "$reducers" --workers "$w" --server-bin "$server_bin" "${ar_args[@]}"
+    result=$(verdict $rc 300)
+    if [[ $result == passed ]] && grep -q "fabric not used" "$logs/allreduce-fabric-W$w.log"; then
+      result="FAILED: a worker fell back to TCP ($(grep -m1 -o 'fabric not used.*' "$logs/allreduce-fabric-W$w.log"))"
+    fi
+    record "allreduce-fabric-W$w" "$result" "$took" \
+      "RS_FABRIC_PROVIDER=$provider RS_FABRIC=$provider RS_FABRIC_NODE=$node allreduce_perf --local-pool $reducers --workers $w ${ar_args[*]}" \
+      "$(grep -E '^# raw loopback|^ +[0-9]+ +[0-9]+ |^# Avg bus|Out of bounds' "$logs/allreduce-fabric-W$w.log")"
+  done
+fi
 
 # --- the report -----------------------------------------------------------------------------
 verdict_line="PASSED: every step that could run passed"
