@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/common/endpoint.h"
 #include "core/common/log.h"
 
@@ -91,16 +93,35 @@ std::unique_ptr<ReducerFabric> ReducerFabric::open(asio::io_context& io, const S
   return nullptr;
 }
 
-Result<FabricOffer> ReducerFabric::offer(const std::string& name) {
+Result<FabricOffer> ReducerFabric::offer(const std::string& name,
+                                         const std::shared_ptr<MemoryBudget>& budget) {
+  if (Status s = budget->chargeBookkeeping(streamBytes(), "the fabric rings of " + name);
+      !s.isOk())
+    return Status(StatusCode::kResourceExhausted, "fabric memory exhausted: " + s.message());
+  BookkeepingCharge charge(budget, streamBytes());
   auto channel = impl_->hub->openChannel(impl_->ring, name);
   if (!channel) return channel.status();
   FabricOffer offer;
+  offer.charge = std::move(charge);
   offer.grant = fabric::toWireGrant((*channel)->grant());
   offer.channel = std::make_shared<fabric::PayloadOverFabric>(std::move(*channel));
   return offer;
 }
 
+uint64_t ReducerFabric::streamBytes() const { return impl_->ring.bytes() + maxPeerRingBytes(); }
+
+// Twice its own ring, and never below twice the workers' default ring (client/fabric_hubs.h:
+// 8 x 256 KiB), so that a smaller --piece does not refuse the workers' default.
+uint64_t ReducerFabric::maxPeerRingBytes() const {
+  return std::max<uint64_t>(2 * impl_->ring.bytes(), uint64_t{4} << 20);
+}
+
 Status ReducerFabric::accept(transport::PayloadChannel& channel, const wire::FabricGrant& worker) {
+  if (worker.ringSize > maxPeerRingBytes())
+    return invalidArgument(fmt::format("a receive ring of {} bytes ({} slots of {}), larger than "
+                                       "this reducer takes ({} bytes)",
+                                       worker.ringSize, worker.slots, worker.slotBytes,
+                                       maxPeerRingBytes()));
   // Every channel here came from offer().
   return static_cast<fabric::PayloadOverFabric&>(channel).channel().connect(
       fabric::fromWireGrant(worker));
@@ -131,9 +152,13 @@ std::unique_ptr<ReducerFabric> ReducerFabric::open(asio::io_context&, const Serv
   return nullptr;
 }
 
-Result<FabricOffer> ReducerFabric::offer(const std::string&) {
+Result<FabricOffer> ReducerFabric::offer(const std::string&, const std::shared_ptr<MemoryBudget>&) {
   return unavailableError("built without libfabric");
 }
+
+uint64_t ReducerFabric::streamBytes() const { return 0; }
+
+uint64_t ReducerFabric::maxPeerRingBytes() const { return 0; }
 
 Status ReducerFabric::accept(transport::PayloadChannel&, const wire::FabricGrant&) {
   return unavailableError("built without libfabric");

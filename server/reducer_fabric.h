@@ -14,13 +14,16 @@
 #include "core/transport/payload_channel.h"
 #include "core/wire/fabric_frames.h"
 #include "server/config.h"
+#include "server/memory_budget.h"
 
 namespace rs::server {
 
-// One stream's channel, and the grant that offers it to the worker.
+// One stream's channel, the grant that offers it to the worker, and its memory's charge against
+// --memory-limit (held while the stream lives).
 struct FabricOffer {
   std::shared_ptr<transport::PayloadChannel> channel;
   wire::FabricGrant grant;
+  BookkeepingCharge charge;
 };
 
 class ReducerFabric {
@@ -33,10 +36,17 @@ class ReducerFabric {
   ReducerFabric(const ReducerFabric&) = delete;
   ReducerFabric& operator=(const ReducerFabric&) = delete;
 
-  // A channel for one stream (`name` names it in errors) and the grant that offers it.
-  Result<FabricOffer> offer(const std::string& name);
+  // A channel for one stream (`name` names it in errors) and the grant that offers it, its
+  // memory (streamBytes) charged to `budget` first: refused, the stream gets no fabric.
+  Result<FabricOffer> offer(const std::string& name, const std::shared_ptr<MemoryBudget>& budget);
   // The worker's FABRIC_ACCEPT: its grant checked and `channel` (from offer()) connected to it.
+  // A worker's ring sizes the send ring that mirrors it here: one larger than maxPeerRingBytes()
+  // is refused (a member must not make the reducer allocate what it likes).
   Status accept(transport::PayloadChannel& channel, const wire::FabricGrant& worker);
+  // What one stream's channel may hold: its receive ring, and a send ring of at most
+  // maxPeerRingBytes().
+  uint64_t streamBytes() const;
+  uint64_t maxPeerRingBytes() const;
   // Fails every channel (the reducer stops).
   void shutdown(const Status& why);
   // "tcp;ofi_rxm"

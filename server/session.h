@@ -294,6 +294,7 @@ class Session final : public std::enable_shared_from_this<Session>,
   enum class FabricState : uint8_t { kNone, kOffered, kActive };
   FabricState fabricState_ = FabricState::kNone;
   std::shared_ptr<transport::PayloadChannel> channel_;
+  BookkeepingCharge fabricCharge_;  // the channel's rings against --memory-limit
   std::vector<uint8_t> fabricAnswer_;  // a FABRIC_ACCEPT's or FABRIC_DECLINE's payload
   void offerFabric();
   // The member's answer to FABRIC_OFFER (in_), its payload read next.

@@ -25,6 +25,7 @@ void Session::offerFabric() {
     auto frame = wire::fabricOfferFrame(group_->id(), rank_, offer->grant);
     if (frame) {
       channel_ = std::move(offer->channel);
+      fabricCharge_ = std::move(offer->charge);
       fabricState_ = FabricState::kOffered;
       writer_.enqueue(fabricFrame(*frame));
       return;
@@ -57,6 +58,7 @@ void Session::onFabricAnswer(const std::error_code& ec) {
     rs::logger().debug("{}: the member declined the fabric: {}", name_, reason);
     channel_->close(unavailableError("the member declined the fabric: " + reason));
     channel_.reset();
+    fabricCharge_ = {};
     fabricState_ = FabricState::kNone;
     return readHeader();
   }

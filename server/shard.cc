@@ -58,7 +58,7 @@ Result<FabricOffer> Shard::offerFabric(const Session& session) {
   if (!fabric_) return unavailableError(noFabric_);
   if (registry_.draining() || shuttingDown_)
     return unavailableError("this reducer is draining: no new fabric channels");
-  auto offer = fabric_->offer(session.name());
+  auto offer = fabric_->offer(session.name(), registry_.memory());
   if (offer) stats_.fabricStreams.fetch_add(1, std::memory_order_relaxed);
   return offer;
 }

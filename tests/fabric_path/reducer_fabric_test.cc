@@ -260,6 +260,12 @@ TEST_CASE("reducer over the fabric: what breaks the agreement fails the stream w
     next.sendChunk(&hub1, 16, true);
     CHECK(next.readResult(&hub1, 16, 1, true) == 0);
   }
+  SECTION("a ring larger than the reducer mirrors") {
+    FabricMember m(io, pool.reducer(0).dataPort(), group, 1, 0);
+    m.accept(hub0, {8, 1 << 20});  // 8 MiB: the reducer takes 4 MiB (twice its own ring)
+    readUntilClosed(m.socket());
+    CHECK(waitUntil([&] { return pool.reducer(0).dataPlane().stats().connectionsOpen == 0; }));
+  }
   SECTION("a member that goes away while its payload is on its way") {
     auto m = std::make_unique<FabricMember>(io, pool.reducer(0).dataPort(), group, 2, 0);
     FabricMember other(io, pool.reducer(0).dataPort(), group, 2, 1);
@@ -277,6 +283,28 @@ TEST_CASE("reducer over the fabric: what breaks the agreement fails the stream w
     CHECK(contains(reason, "rank 0 stream 0: the member closed the stream while chunk 0 "
                            "waited for its payload on the fabric"));
   }
+}
+TEST_CASE("reducer over the fabric: its rings count against --memory-limit, and a stream they "
+          "do not fit gets FABRIC_DECLINE and runs over TCP",
+          "[fabric]") {
+  auto config = fabricServerConfig();
+  // 40 MiB over 2 io threads, each keeping 16 MiB (2 x --max-chunk) for slots: 8 MiB for the
+  // rest, where one stream's rings (2 MiB, and up to 4 MiB mirroring the member's) fit once.
+  config.memoryLimitBytes = 40ull << 20;
+  LocalPool pool(1, config);
+  asio::io_context io;
+  FabricHubThread hub0("member 0");
+  const GroupId group = GroupId::random();
+  FabricMember first(io, pool.reducer(0).dataPort(), group, 2, 0);
+  FabricMember second(io, pool.reducer(0).dataPort(), group, 2, 1);
+  first.accept(hub0);
+  REQUIRE(second.answerType() == wire::FrameType::kFabricDecline);
+  CHECK(contains(second.declineReason(), "fabric memory exhausted"));
+  CHECK(contains(second.declineReason(), "--memory-limit"));
+  first.sendChunk(&hub0, 1000, true);
+  second.sendChunk(nullptr, 1000, false);
+  CHECK(first.readResult(&hub0, 1000, 2, true) == 0);
+  CHECK(second.readResult(nullptr, 1000, 2, false) == 0);
 }
 
 }  // namespace rs::test
