@@ -49,8 +49,10 @@ std::unique_ptr<FabricHub> workerHubOn(asio::io_context& io) {
 // with the worker's hub on the test's io_context.
 class FabricHandshakeRun {
  public:
-  explicit FabricHandshakeRun(const Endpoint& where, uint32_t stream = 0)
-      : options_(testClientOptions({where}, 1)),
+  // `connectTimeout`: the member's RS_CONNECT_TIMEOUT_MS (0: testClientOptions' hang guard).
+  explicit FabricHandshakeRun(const Endpoint& where, uint32_t stream = 0,
+                              std::chrono::milliseconds connectTimeout = {})
+      : options_(optionsFor(where, connectTimeout)),
         group_{GroupId::random(), 2, 1},
         hub_(workerHubOn(io_)),
         handshake_(std::make_shared<Handshake>(
@@ -77,6 +79,13 @@ class FabricHandshakeRun {
   FabricHub& hub() { return *hub_; }
 
  private:
+  static client::ClientOptions optionsFor(const Endpoint& where,
+                                          std::chrono::milliseconds connectTimeout) {
+    client::ClientOptions o = testClientOptions({where}, 1);
+    if (connectTimeout.count() > 0) o.connectTimeout = connectTimeout;
+    return o;
+  }
+
   const client::ClientOptions options_;
   const client::GroupSpec group_;
   asio::io_context io_;
@@ -318,6 +327,42 @@ TEST_CASE("client fabric handshake: after HELLO_ACK anything but FABRIC_OFFER or
   CHECK_THAT(outcome.status().message(),
              Contains("expected FABRIC_OFFER or FABRIC_DECLINE after HELLO_ACK") &&
                  Contains("got HEARTBEAT"));
+}
+
+TEST_CASE("client fabric handshake: a reducer that acknowledges the HELLO and then says nothing, "
+          "or half of an offer, fails the handshake at RS_CONNECT_TIMEOUT_MS naming the step") {
+  struct Stall {
+    const char* what;
+    const char* step;  // as the error names it
+    FakeReducer::Serve serve;
+  };
+  const Stall stall = GENERATE(
+      Stall{"nothing after HELLO_ACK", "waiting for FABRIC_OFFER or FABRIC_DECLINE",
+            [](FakeReducer::Socket& s) {
+              greetAndAck(s);
+              readUntilClosed(s);
+            }},
+      Stall{"an offer's header and half its grant", "reading FABRIC_OFFER",
+            [](FakeReducer::Socket& s) {
+              const Greeted g = greetAndAck(s);
+              const wire::FabricGrant grant{.provider = "tcp;ofi_rxm", .address = {1, 2, 3},
+                                            .channelId = 1, .slots = 1, .slotBytes = 4096,
+                                            .ringAddress = 0, .ringKey = 1, .ringSize = 4096};
+              auto offer = wire::fabricOfferFrame(g.header.group, g.header.rank, grant);
+              if (!offer) throw std::runtime_error("fake reducer: no offer");
+              writeBytes(s, offer->header.data(), offer->header.size());
+              writeBytes(s, offer->payload.data(), offer->payload.size() / 2);
+              readUntilClosed(s);
+            }});
+  INFO("the reducer sends " << stall.what);
+  FakeReducer fake(stall.serve);
+  FabricHandshakeRun run(fake.endpoint(), 0, std::chrono::milliseconds(500));
+  auto& outcome = run.outcome();
+  REQUIRE_FALSE(outcome.isOk());
+  CHECK(outcome.status().code() == StatusCode::kTimeout);
+  CHECK_THAT(outcome.status().message(),
+             Contains(std::string("still ") + stall.step + " when the connect timeout (500 ms") &&
+                 Contains("reducer 0 (" + fake.endpoint().toString() + ") stream 0"));
 }
 
 TEST_CASE("client fabric handshake: a lane never asks for the fabric") {
