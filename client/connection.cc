@@ -583,7 +583,9 @@ void Connection::moveAway(const cluster::DeadSet& dead, uint64_t generation) {
 
 // The word goes after the frame in flight, finished from a copy (the caller's buffers are
 // free once this connection drained), on the stream handed to a Farewell, which lingers for
-// the reducer to read it: at most the stream's loss bound.
+// the reducer to read it: at most the stream's loss bound. On a fabric stream the channel goes
+// with it, detached: the payloads whose headers went out go on from copies (the reducer reads
+// the word only after them), and the reducer's result writes still land.
 void Connection::sayMovedAway(const cluster::DeadSet& dead, uint64_t generation) {
   std::vector<uint32_t> list;
   for (uint32_t i = 0; i < dead.size(); ++i) list.push_back(dead.nthDead(i));
@@ -599,8 +601,14 @@ void Connection::sayMovedAway(const cluster::DeadSet& dead, uint64_t generation)
                        handed.status().message());
     return;
   }
+  std::shared_ptr<transport::PayloadChannel> channel;
+  if (channel_) {
+    channel_->detach(abortedError(name_ + ": this member moved away from the reducer"));
+    channel = channel_;
+    channelHandedOver_ = true;
+  }
   transport::Farewell::send(io_, std::move(*handed), std::move(bytes),
-                            liveness_ ? liveness_->bound() : kReasonGrace);
+                            liveness_ ? liveness_->bound() : kReasonGrace, std::move(channel));
 }
 
 void Connection::readFailed(const Status& why) {

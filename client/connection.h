@@ -370,6 +370,7 @@ class Connection final : public std::enable_shared_from_this<Connection>,
   // RESULT part being read from it.
   transport::fabric::FabricHub* const fabricHub_;
   std::shared_ptr<transport::PayloadChannel> channel_;
+  bool channelHandedOver_ = false;  // detached, to the Farewell of a move away
   uint64_t channelQueued_ = 0;
   uint64_t channelUnsent_ = 0;
   uint64_t channelReceived_ = 0;

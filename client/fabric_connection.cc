@@ -12,7 +12,9 @@
 namespace rs::client {
 
 void Connection::closeChannel() {
-  if (channel_) channel_->close(abortedError(name_ + ": the stream was closed"));
+  // A channel handed to a Farewell is the Farewell's to close.
+  if (channel_ && !channelHandedOver_)
+    channel_->close(abortedError(name_ + ": the stream was closed"));
 }
 
 void Connection::sendOnChannel(const void* data, uint32_t bytes, std::shared_ptr<void> keep) {

@@ -1,14 +1,22 @@
 #include "core/transport/farewell.h"
 
+#include <cstdint>
+
 namespace rs::transport {
 
 void Farewell::send(asio::io_context& io, std::unique_ptr<Stream> stream, std::string bytes,
-                    std::chrono::milliseconds linger) {
-  std::make_shared<Farewell>(io, std::move(stream), std::move(bytes))->start(linger);
+                    std::chrono::milliseconds linger, std::shared_ptr<PayloadChannel> channel) {
+  std::make_shared<Farewell>(io, std::move(stream), std::move(bytes), std::move(channel))
+      ->start(linger);
 }
 
-Farewell::Farewell(asio::io_context& io, std::unique_ptr<Stream> stream, std::string bytes)
-    : stream_(std::move(stream)), bytes_(std::move(bytes)), sink_(64 << 10), timer_(io) {}
+Farewell::Farewell(asio::io_context& io, std::unique_ptr<Stream> stream, std::string bytes,
+                   std::shared_ptr<PayloadChannel> channel)
+    : stream_(std::move(stream)),
+      channel_(std::move(channel)),
+      bytes_(std::move(bytes)),
+      sink_(64 << 10),
+      timer_(io) {}
 
 void Farewell::start(std::chrono::milliseconds linger) {
   timer_.expires_after(linger);
@@ -21,6 +29,7 @@ void Farewell::start(std::chrono::milliseconds linger) {
                            if (ec) self->finish();
                          });
   drain();
+  if (channel_) dropPieces();
 }
 
 // Reads (and drops) until the peer ends the connection: then nothing is left unread, and the
@@ -33,11 +42,24 @@ void Farewell::drain() {
                          });
 }
 
+// The peer's pieces (results it still writes) are taken and dropped, each slot given back, so
+// its writes land and its sender never waits for a credit. A channel that fails stops this; the
+// stream decides when the farewell ends.
+void Farewell::dropPieces() {
+  channel_->asyncNextPiece(SIZE_MAX, [self = shared_from_this()](const Status& status,
+                                                                 std::span<const std::byte>) {
+    if (!status.isOk() || self->done_) return;
+    self->channel_->release();
+    self->dropPieces();
+  });
+}
+
 void Farewell::finish() {
   if (done_) return;
   done_ = true;
   timer_.cancel();
   stream_->close();
+  if (channel_) channel_->close(abortedError("the farewell ended"));
 }
 
 }  // namespace rs::transport

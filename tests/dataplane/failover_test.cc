@@ -362,13 +362,11 @@ TEST_CASE("a lane's chunk that waits longer than the loss bound for another memb
   checkResults(run, out);
 }
 
-// [not-on-fabric]: over the fabric this fails now and then (issue 28, open): the member closes
-// its channel when it moves away, so the live reducer's result writes already in flight meet a
-// stale key and fail the group before the reducer has read the member's FAILOVER; and a payload
-// in flight on the channel is not finished as a TCP frame in flight is (Farewell).
+// Over the fabric too (the fabric re-run): the member's Farewell keeps its channel, so its
+// payloads in flight reach the reducer before the word and the reducer's result writes land.
 TEST_CASE("a member that takes a live reducer for lost moves it for everyone: the reducer "
           "drops the group without an ABORT, and every collective is exact and alike",
-          "[failover][not-on-fabric]") {
+          "[failover]") {
   // A stall of a loaded machine longer than the loss bound makes one member take a live
   // reducer for lost (bench/RESULTS.md, "A lane taken for lost on a loaded machine"). Here
   // rank 0 does so for reducer 1 right after submitting collective 2, while the reducer

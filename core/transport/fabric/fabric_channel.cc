@@ -76,7 +76,7 @@ void FabricChannel::send(const void* src, size_t bytes, Done done) {
     return;
   }
   jobs_.push_back(std::make_unique<Job>(Job{static_cast<const uint8_t*>(src), bytes, 0, 0,
-                                            std::move(done)}));
+                                            std::move(done), {}}));
   pump();
   finishJobs();
   hub_.kick();
@@ -122,7 +122,7 @@ void FabricChannel::retry() {
 void FabricChannel::finishJobs() {
   while (!jobs_.empty() && jobs_.front()->posted == jobs_.front()->bytes &&
          jobs_.front()->inFlight == 0) {
-    post([d = std::move(jobs_.front()->done)] { d(Status::ok()); });
+    if (jobs_.front()->done) post([d = std::move(jobs_.front()->done)] { d(Status::ok()); });
     jobs_.pop_front();
   }
 }
@@ -271,9 +271,30 @@ void FabricChannel::fail(Status why) {
     post([h = std::move(handler_), s = failure_] { h(s, {}); });
     handler_ = nullptr;
   }
-  for (auto& job : jobs_) post([d = std::move(job->done), s = failure_] { d(s); });
+  for (auto& job : jobs_) {
+    if (job->done) post([d = std::move(job->done), s = failure_] { d(s); });
+  }
   jobs_.clear();
   std::fill(slotJob_.begin(), slotJob_.end(), nullptr);
+}
+
+void FabricChannel::detach(const Status& why) {
+  if (!failure_.isOk()) return;
+  for (auto& job : jobs_) {
+    // What is posted is in the send ring already; the rest is copied, and the job goes on as
+    // one of that many bytes, of which none is posted (its pieces in flight still count).
+    const uint8_t* rest = job->src + job->posted;
+    job->owned.assign(rest, rest + (job->bytes - job->posted));
+    job->src = job->owned.data();
+    job->bytes -= job->posted;
+    job->posted = 0;
+    if (job->done) post([d = std::move(job->done), why] { d(why); });
+    job->done = nullptr;
+  }
+  if (handler_) {
+    post([h = std::move(handler_), why] { h(why, {}); });
+    handler_ = nullptr;
+  }
 }
 
 void FabricChannel::close(const Status& why) {

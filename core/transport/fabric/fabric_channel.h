@@ -63,6 +63,11 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   // The oldest piece handed out and not released is used up: its slot goes back to the peer.
   Status release();
 
+  // The owner lets go (PayloadChannel::detach): the unsent rest of every send is copied here,
+  // every `done` and the waiting piece handler run with `why` (later, on the io thread), and
+  // the sends go on from the copies. Nothing if the channel failed.
+  void detach(const Status& why);
+
   // Fails what is pending with `why` (their handlers run later, on the io thread) and
   // deregisters the receive ring: a late write by the peer meets a stale key and fails at the
   // writer, never lands. The hub keeps the send memory until the pending writes completed.
@@ -84,7 +89,8 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
     size_t bytes;
     size_t posted = 0;     // bytes cut into pieces and posted
     size_t inFlight = 0;   // its pieces posted and not completed
-    Done done;
+    Done done;             // empty once detached
+    std::vector<uint8_t> owned;  // after detach(): the unsent rest, which src then points into
   };
 
   FabricChannel(FabricHub& hub, uint16_t id, uint32_t serial, RingShape ring, std::string name);

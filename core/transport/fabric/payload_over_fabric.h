@@ -22,6 +22,7 @@ class PayloadOverFabric final : public PayloadChannel {
   uint64_t bytesPosted() const override { return channel_->bytesPosted(); }
   void asyncNextPiece(size_t expect, PieceHandler handler) override;
   void release() override;
+  void detach(const Status& why) override { channel_->detach(why); }
   void close(const Status& why) override { channel_->close(why); }
 
   FabricChannel& channel() { return *channel_; }
