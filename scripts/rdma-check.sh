@@ -22,7 +22,8 @@
 #     --node ADDR     the local address or interface the provider binds (default: the
 #                     provider's first domain; 127.0.0.1 on tcp)
 #     --report FILE   default: ./rdma-check-report.md (logs in ./rdma-check-report-logs/)
-#     --quick         small sizes and short runs (CI's check of the script itself)
+#     --quick         small sizes and short runs, and of the suites the channel's cases only
+#                     (CI's check of the script itself; CI runs the whole suites anyway)
 #     --no-build      use the binaries in the build folder as they are
 #     --build-dir DIR default: build/release
 #   RDMA_CHECK_REDUCERS: reducer processes of the TCP all-reduce's local pool (default 2)
@@ -173,9 +174,11 @@ export RS_TEST_FABRIC_PROVIDER=$provider RS_TEST_FABRIC_NODE=$node
 
 # 1. the fabric suites
 if [[ -x $tests_bin ]]; then
-  run_step fabric-suites 600 "$logs/fabric-suites.log" "$tests_bin" '[fabric]'
+  suites='[fabric]'
+  ((quick)) && suites='[fabric][channel]'
+  run_step fabric-suites 600 "$logs/fabric-suites.log" "$tests_bin" "$suites"
   record fabric-suites "$(verdict $rc 600)" "$took" \
-    "RS_TEST_FABRIC_PROVIDER=$provider RS_TEST_FABRIC_NODE=$node fabric_tests '[fabric]'" \
+    "RS_TEST_FABRIC_PROVIDER=$provider RS_TEST_FABRIC_NODE=$node fabric_tests '$suites'" \
     "$(grep -E '^(All tests passed|test cases:|assertions:)|FAILED|provider ' "$logs/fabric-suites.log" | tail -n 12)"
 fi
 
