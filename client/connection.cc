@@ -114,6 +114,8 @@ void Connection::onHandshaken(Result<Handshake::Handshaken> handshaken) {
   stream_ = std::move(handshaken->stream);
   reader_ = std::move(handshaken->reader);
   channel_ = std::move(handshaken->channel);
+  // Payload positions count in the channel's posted bytes, which include the handshake's probe.
+  if (channel_) channelQueued_ = channel_->bytesPosted();
   if (channel_ || !handshaken->fabricNotUsed.empty())
     owner_.onFabricChosen(*this, handshaken->fabricNotUsed);
   queuedBytes_ = stream_->bytesSent();  // the HELLO

@@ -110,6 +110,11 @@ void Handshake::onConnect(Result<std::unique_ptr<transport::Stream>> stream) {
 
 void Handshake::onDeadline() {
   if (finished_) return;
+  // The fabric is never required: a probe that does not come back in time is a fallback.
+  if (probing_)
+    return abandonFabric(fmt::format("its probe did not complete within the connect timeout "
+                                     "({} ms, RS_CONNECT_TIMEOUT_MS)",
+                                     timeout_.count()));
   finish(timeoutError(fmt::format(
       "{}: still {} when the connect timeout ({} ms, {}) ran out: the reducer accepted the "
       "connection but did not finish the handshake",
@@ -327,8 +332,49 @@ void Handshake::acceptFabric() {
   std::vector<uint8_t> bytes(frame->header.begin(), frame->header.end());
   bytes.insert(bytes.end(), frame->payload.begin(), frame->payload.end());
   step_ = "sending FABRIC_ACCEPT";
-  sendFabricAnswer(std::move(bytes));
+  sendFabricAnswer(std::move(bytes), /*thenProbe=*/true);
 #endif
+}
+
+// Each end writes its probe before any payload (WIRE.md, "The fabric"): ours delivered and the
+// reducer's in, intact, prove the channel both ways; anything else is a fallback to TCP.
+void Handshake::startProbe() {
+#if RS_HAVE_FABRIC
+  probing_ = true;
+  step_ = "proving the fabric channel (a probe each way)";
+  probeOut_ = wire::fabricProbe(group_.id, group_.rank, wire::ProbeFrom::kMember);
+  channel_->send(probeOut_.data(), probeOut_.size(), counted([this](const Status& s) {
+                   if (finished_ || !probing_) return;
+                   if (!s.isOk()) return abandonFabric("its probe was not delivered: " + s.message());
+                   probeDelivered_ = true;
+                   if (probeArrived_) probed();
+                 }));
+  channel_->asyncNextPiece(
+      probeOut_.size(),
+      counted([this](const Status& s, std::span<const uint8_t> piece) {
+        if (finished_ || !probing_) return;
+        if (!s.isOk()) return abandonFabric("the reducer's probe did not arrive: " + s.message());
+        Status intact = wire::checkFabricProbe(piece.data(), piece.size(), group_.id,
+                                               group_.rank, wire::ProbeFrom::kReducer);
+        if (intact.isOk()) intact = channel_->release();
+        if (!intact.isOk()) return abandonFabric(intact.message());
+        probeArrived_ = true;
+        if (probeDelivered_) probed();
+      }));
+#endif
+}
+
+void Handshake::probed() {
+  probing_ = false;
+  finish(Status::ok());
+}
+
+// After FABRIC_ACCEPT: FABRIC_DECLINE tells the reducer that this stream's payloads go on TCP
+// after all (WIRE.md), before any REDUCE.
+void Handshake::abandonFabric(const std::string& why) {
+  probing_ = false;
+  rs::logger().debug("{}: the fabric channel failed its probe: {}", name_, why);
+  declineFabric("the fabric channel failed its probe: " + why);
 }
 
 void Handshake::declineFabric(const std::string& why) {
@@ -346,15 +392,17 @@ void Handshake::declineFabric(const std::string& why) {
   sendFabricAnswer(std::move(bytes));
 }
 
-// The handshake ends once the answer is written: the connection's first frame follows it.
-void Handshake::sendFabricAnswer(std::vector<uint8_t> frame) {
+// The handshake ends once the answer is written (an ACCEPT: once the probes went through): the
+// connection's first frame follows it.
+void Handshake::sendFabricAnswer(std::vector<uint8_t> frame, bool thenProbe) {
   fabricAnswer_ = std::move(frame);
   answerBuffer_ = {fabricAnswer_.data(), fabricAnswer_.size()};
   stream_->asyncWriteAll(&answerBuffer_, 1,
-                      counted([this](const std::error_code& ec, size_t) {
+                      counted([this, thenProbe](const std::error_code& ec, size_t) {
                         if (finished_) return;
                         if (ec) return finish(ioError(fmt::format(
                                     "{}: {}: {}", name_, step_, ec.message())));
+                        if (thenProbe) return startProbe();
                         finish(Status::ok());
                       }));
 }

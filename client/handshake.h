@@ -40,6 +40,7 @@
 #include "core/transport/pending_ops.h"
 #include "core/transport/stream.h"
 #include "core/wire/control_frames.h"
+#include "core/wire/fabric_frames.h"
 #include "core/wire/frame.h"
 #include "rs/client.h"
 
@@ -104,7 +105,13 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
   // FABRIC_DECLINE with `why` (the stream on TCP).
   void acceptFabric();
   void declineFabric(const std::string& why);
-  void sendFabricAnswer(std::vector<uint8_t> frame);
+  void sendFabricAnswer(std::vector<uint8_t> frame, bool thenProbe = false);
+  // After our ACCEPT: a probe each way on the channel (wire::fabricProbe); once both went
+  // through, the handshake is done on the fabric (probed()); else abandonFabric() declines
+  // after all, and the stream runs over TCP.
+  void startProbe();
+  void probed();
+  void abandonFabric(const std::string& why);
   // A reducer that refused the fabric flag (an older one): dial again without it.
   void redialWithoutFabric(const Status& refusal);
   // The first outcome wins: stops the dial and the timer, and closes the stream on failure.
@@ -150,6 +157,10 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
   transport::ConstBuffer answerBuffer_{};
   std::shared_ptr<transport::fabric::FabricChannel> channel_;
   std::string fabricNotUsed_;
+  bool probing_ = false;  // our probe and the reducer's are on their way
+  bool probeDelivered_ = false;
+  bool probeArrived_ = false;
+  wire::FabricProbe probeOut_{};  // ours, until its send is done
   // The streams of dials given up (their handlers may still be pending), kept until the end.
   std::vector<std::unique_ptr<transport::Stream>> oldStreams_;
   std::vector<std::unique_ptr<transport::FrameReader>> oldReaders_;

@@ -64,9 +64,12 @@ fi
 if ((quick)); then
   run_ctest release
 else
-  # The plugin harness's two TCP runs are left to the ASan tree, which runs them again under the
-  # sanitizer (label plugin); the release tree keeps its fabric run, which the ASan tree lacks.
-  run_ctest release -E '^nccl_plugin_harness_(threads|caller)$'
+  # What the sanitizer trees run below is not run here a first time: the data-plane suites
+  # (label dataplane: ASan and TSan both run them) and the plugin harness's two TCP runs (ASan,
+  # label plugin). The release tree runs the rest: the units, the data-plane suite over the
+  # fabric (label fabricpath, optimized code on the same paths), the harness over the fabric,
+  # and every multi-process, fault and integration test. CPU time is what bounds CI's run.
+  run_ctest release -LE '^dataplane$' -E '^nccl_plugin_harness_(threads|caller)$'
 fi
 
 if ((quick == 0)); then

@@ -118,8 +118,14 @@ void Session::onHeader(const std::error_code& ec) {
   }
   switch (in_.type) {
     case wire::FrameType::kFabricAccept:
-    case wire::FrameType::kFabricDecline:
       if (fabricState_ != FabricState::kOffered) break;
+      handleFabricAnswer();
+      return;
+    case wire::FrameType::kFabricDecline:
+      // After its ACCEPT too, until its first payload: the member's probe failed (WIRE.md).
+      if (fabricState_ != FabricState::kOffered &&
+          (fabricState_ != FabricState::kActive || fabricUsed_))
+        break;
       handleFabricAnswer();
       return;
     case wire::FrameType::kReduce:

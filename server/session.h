@@ -32,6 +32,7 @@
 #include "core/transport/liveness_watch.h"
 #include "core/transport/payload_channel.h"
 #include "core/transport/stream.h"
+#include "core/wire/fabric_frames.h"
 #include "core/wire/frame.h"
 #include "server/config.h"
 #include "server/failure_reason.h"
@@ -308,6 +309,16 @@ class Session final : public std::enable_shared_from_this<Session>,
   // The next piece of the contribution in flight, from the channel, folded as it lands.
   void readFabricPiece();
   void onFabricPiece(const Status& status, std::span<const std::byte> piece);
+  // The probes (WIRE.md, "The fabric"): ours after the member's ACCEPT, and the member's (the
+  // first piece it writes) awaited at once; its first payload waits for it.
+  void exchangeProbes();
+  void onMemberProbe(const Status& status, std::span<const std::byte> piece);
+  bool fabricUsed_ = false;  // a flagged REDUCE came: the member can no longer decline
+  enum class MemberProbe : uint8_t { kAwaited, kIn, kFailed };
+  MemberProbe memberProbe_ = MemberProbe::kAwaited;
+  Status probeFailure_;              // kFailed: why
+  bool payloadAwaitsProbe_ = false;  // a flagged REDUCE's payload waits for the probe
+  wire::FabricProbe probeOut_{};
   // A RESULT part's payload on the channel; its header went to the writer.
   void sendResultOnFabric(const std::shared_ptr<Slot>& slot, uint64_t from, uint32_t bytes);
   // What follows a fold, whichever way the piece came: the next piece, the next header, the

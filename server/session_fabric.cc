@@ -3,6 +3,8 @@
 // on the stream. A channel's failure fails the stream as a failed read or write does.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "core/common/log.h"
 #include "core/wire/fabric_frames.h"
 #include "server/session.h"
@@ -55,7 +57,8 @@ void Session::onFabricAnswer(const std::error_code& ec) {
     if (Status s = wire::parseFabricDecline(fabricAnswer_.data(), fabricAnswer_.size(), &reason);
         !s.isOk())
       return reject(FrameRejection::kMalformed, s);
-    rs::logger().debug("{}: the member declined the fabric: {}", name_, reason);
+    rs::logger().debug("{}: the member declined the fabric{}: {}", name_,
+                       fabricState_ == FabricState::kActive ? " after accepting it" : "", reason);
     channel_->close(unavailableError("the member declined the fabric: " + reason));
     channel_.reset();
     fabricCharge_ = {};
@@ -71,12 +74,37 @@ void Session::onFabricAnswer(const std::error_code& ec) {
   if (Status s = owner_.acceptFabric(*channel_, grant); !s.isOk())
     return fail(Status(s.code(), "the member's fabric grant: " + s.message()));
   fabricState_ = FabricState::kActive;
+  exchangeProbes();
   readHeader();
+}
+
+// The probes (WIRE.md, "The fabric"): ours written, the member's awaited at once, beside the
+// stream's reading. Awaiting it is what has this side's fabric make progress, so that the
+// member's probe lands and its writer learns so: an idle hub lands nothing. A probe that fails
+// either way is not this side's verdict: the member declines after all and the stream goes on
+// over TCP; one that goes on over the fabric regardless meets the channel's failure.
+void Session::exchangeProbes() {
+  probeOut_ = wire::fabricProbe(group_->id(), rank_, wire::ProbeFrom::kReducer);
+  channel_->send(probeOut_.data(), probeOut_.size(), [self = shared_from_this()](const Status& s) {
+    if (self->closed_ || s.isOk()) return;
+    rs::logger().debug("{}: the fabric probe to the member failed: {}", self->name_, s.message());
+  });
+  channel_->asyncNextPiece(
+      wire::kFabricProbeBytes,
+      [self = shared_from_this(), channel = channel_](const Status& status,
+                                                      std::span<const std::byte> piece) {
+        // A channel given up meanwhile (the member declined after all) is no longer ours.
+        if (self->closed_ || self->channel_ != channel) return;
+        self->onMemberProbe(status, piece);
+      });
 }
 
 bool Session::fabricAsAgreed() {
   const bool flagged = (in_.flags & wire::kFlagFabric) != 0;
-  if (flagged == (fabricState_ == FabricState::kActive)) return true;
+  if (flagged == (fabricState_ == FabricState::kActive)) {
+    fabricUsed_ = fabricUsed_ || flagged;
+    return true;
+  }
   reject(FrameRejection::kUnexpectedType,
          protocolError(flagged ? fmt::format("REDUCE for chunk {} with the fabric flag on a "
                                              "stream without a fabric channel",
@@ -91,11 +119,39 @@ void Session::readFabricPiece() {
   readInFlight_ = true;
   // Nothing is read from the stream meanwhile: a member that goes away must still be seen.
   watchPeer();
+  // The member's probe comes before its first payload: onMemberProbe goes on from here.
+  if (memberProbe_ != MemberProbe::kIn) {
+    if (memberProbe_ == MemberProbe::kAwaited) return void(payloadAwaitsProbe_ = true);
+    return onFabricPiece(probeFailure_, {});
+  }
   channel_->asyncNextPiece(
       static_cast<size_t>(frameLeft_),
       [self = shared_from_this()](const Status& status, std::span<const std::byte> piece) {
         self->onFabricPiece(status, piece);
       });
+}
+
+void Session::onMemberProbe(const Status& status, std::span<const std::byte> piece) {
+  Status verdict = status;
+  if (status.isOk()) {
+    verdict = wire::checkFabricProbe(reinterpret_cast<const uint8_t*>(piece.data()), piece.size(),
+                                     group_->id(), rank_, wire::ProbeFrom::kMember);
+    channel_->release();
+  }
+  if (verdict.isOk()) {
+    memberProbe_ = MemberProbe::kIn;
+  } else {
+    memberProbe_ = MemberProbe::kFailed;
+    probeFailure_ = status.isOk() ? verdict
+                                  : Status(status.code(), "before the member's probe: " +
+                                                              status.message());
+    rs::logger().debug("{}: the member's fabric probe: {}", name_, probeFailure_.message());
+    // Wrong bytes are the member's fault (or the fabric's): that fails the stream at once.
+    if (status.isOk()) return fail(probeFailure_);
+  }
+  if (!std::exchange(payloadAwaitsProbe_, false)) return;
+  stream_->stopWatchingPeer();
+  readFabricPiece();
 }
 
 void Session::onFabricPiece(const Status& status, std::span<const std::byte> piece) {

@@ -1,6 +1,7 @@
 #include "core/wire/fabric_frames.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "core/common/text.h"
@@ -163,6 +164,35 @@ Status parseFabricDecline(const uint8_t* payload, size_t size, std::string* reas
     return protocolError("fabric decline: " + s.message());
   *reason = escapeText(text);
   return Status::ok();
+}
+
+namespace {
+constexpr char kProbeMagic[16] = "rs-fabric-probe";  // 15 characters and the zero
+}  // namespace
+
+FabricProbe fabricProbe(const GroupId& group, uint32_t rank, ProbeFrom from) {
+  FabricProbe p{};
+  std::memcpy(p.data(), kProbeMagic, sizeof(kProbeMagic));
+  put64(p.data() + 16, group.hi);
+  put64(p.data() + 24, group.lo);
+  put32(p.data() + 32, rank);
+  p[36] = static_cast<uint8_t>(from);
+  return p;
+}
+
+Status checkFabricProbe(const uint8_t* piece, size_t size, const GroupId& group, uint32_t rank,
+                        ProbeFrom from) {
+  const std::string who = from == ProbeFrom::kMember ? "the member's" : "the reducer's";
+  if (size != kFabricProbeBytes)
+    return protocolError("fabric probe: " + who + " probe is " + grantDecimal(size) +
+                         " bytes (expected " + grantDecimal(kFabricProbeBytes) + ")");
+  const FabricProbe want = fabricProbe(group, rank, from);
+  if (std::memcmp(piece, want.data(), want.size()) == 0) return Status::ok();
+  size_t at = 0;
+  while (piece[at] == want[at]) ++at;
+  return protocolError("fabric probe: " + who + " probe differs from byte " + grantDecimal(at) +
+                       " on (expected the probe of group " + group.toString() + " rank " +
+                       grantDecimal(rank) + "): the fabric delivered other bytes than were written");
 }
 
 }  // namespace rs::wire

@@ -5,6 +5,7 @@
 // here, and the fabric layer checks it again against what it can do.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -60,5 +61,20 @@ Result<FabricFrame> fabricAcceptFrame(const GroupId& group, uint32_t rank,
 FabricFrame fabricDeclineFrame(const GroupId& group, uint32_t rank, std::string_view reason);
 // The reason of a FABRIC_DECLINE whose header decoded, escaped for logs (as parseErrorFrame's).
 Status parseFabricDecline(const uint8_t* payload, size_t size, std::string* reason);
+
+// The probe (WIRE.md, "The fabric"): once the member's FABRIC_ACCEPT is out, each end writes one
+// piece of kFabricProbeBytes on the channel before any payload, and the member takes the stream
+// onto the fabric only once its own probe was delivered and the reducer's arrived intact; else
+// it sends FABRIC_DECLINE (after its ACCEPT) and the stream runs over TCP. A fabric that a
+// firewall or a wrong GID or subnet keeps from carrying data is then a fallback, not a loss.
+inline constexpr size_t kFabricProbeBytes = 64;
+enum class ProbeFrom : uint8_t { kMember = 1, kReducer = 2 };
+using FabricProbe = std::array<uint8_t, kFabricProbeBytes>;
+// "rs-fabric-probe" and a zero, the group, the rank (the member's, either way), who wrote it;
+// zeros to the end.
+FabricProbe fabricProbe(const GroupId& group, uint32_t rank, ProbeFrom from);
+// OK when `piece` is exactly that probe; else a PROTOCOL_ERROR saying what differs.
+Status checkFabricProbe(const uint8_t* piece, size_t size, const GroupId& group, uint32_t rank,
+                        ProbeFrom from);
 
 }  // namespace rs::wire

@@ -4,12 +4,13 @@
 // asks with the fabric flag, an offer is answered with FABRIC_ACCEPT and the connected channel
 // carries bytes both ways; a FABRIC_DECLINE, an offer this member cannot take and a reducer that
 // refuses the flag each leave the stream on TCP, saying why; anything else after HELLO_ACK is a
-// protocol error. A lane never asks. On the stream that took an offer, a RESULT without the flag is
-// a protocol error.
+// protocol error. A channel that fails its probe is given up for TCP. A lane never asks. On the
+// stream that took an offer, a RESULT without the flag is a protocol error.
 #if RS_HAVE_FABRIC
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <numeric>
 #include <optional>
@@ -153,6 +154,19 @@ std::vector<uint8_t> receiveOnHub(FabricHubThread& hub, FabricChannel& channel, 
   return got;
 }
 
+// The fake reducer's side of the probes (WIRE.md, "The fabric"): its own written, the member's
+// taken and checked; throws as receiveOnHub does.
+void fakeReducerProbes(FabricHubThread& hub, FabricChannel& channel, const wire::FrameHeader& hello) {
+  auto probe = std::make_shared<wire::FabricProbe>(
+      wire::fabricProbe(hello.group, hello.rank, wire::ProbeFrom::kReducer));
+  hub.call([&] { channel.send(probe->data(), probe->size(), [probe](const Status&) {}); });
+  const std::vector<uint8_t> got = receiveOnHub(hub, channel, wire::kFabricProbeBytes);
+  if (Status st = wire::checkFabricProbe(got.data(), got.size(), hello.group, hello.rank,
+                                         wire::ProbeFrom::kMember);
+      !st.isOk())
+    throw std::runtime_error(st.toString());
+}
+
 }  // namespace
 
 TEST_CASE("client fabric handshake: an offer is taken with FABRIC_ACCEPT, and the channel handed "
@@ -182,7 +196,9 @@ TEST_CASE("client fabric handshake: an offer is taken with FABRIC_ACCEPT, and th
       return fakeOutcome.set_value(st.toString());
     const Status connected = reducerHub.call(
         [&] { return reducerChannel->connect(transport::fabric::fromWireGrant(worker)); });
-    fakeOutcome.set_value(connected.isOk() ? "" : connected.toString());
+    if (!connected.isOk()) return fakeOutcome.set_value(connected.toString());
+    fakeReducerProbes(reducerHub, *reducerChannel, g.header);
+    fakeOutcome.set_value("");
     readUntilClosed(s);
   });
   FabricHandshakeRun run(fake.endpoint());
@@ -203,7 +219,7 @@ TEST_CASE("client fabric handshake: an offer is taken with FABRIC_ACCEPT, and th
   });
   REQUIRE(runUntil(run.io(), [&] { return sent.has_value(); }));
   CHECK(sent->toString() == "OK");
-  CHECK(h.channel->bytesPosted() == up.size());
+  CHECK(h.channel->bytesPosted() == wire::kFabricProbeBytes + up.size());
   CHECK(received.get() == up);
 
   // Reducer to worker: pieces of the worker's slot size at most.
@@ -384,6 +400,71 @@ TEST_CASE("client fabric handshake: a lane never asks for the fabric") {
   CHECK((flags & wire::kFlagLane) != 0);
 }
 
+TEST_CASE("client fabric handshake: a channel that fails its probe is given up: FABRIC_DECLINE "
+          "after FABRIC_ACCEPT, saying why, and the stream goes on over TCP") {
+  struct Case {
+    const char* what;
+    // What the fake reducer does once its channel is connected to the member's.
+    std::function<void(FabricHubThread&, FabricChannel&, const wire::FrameHeader&)> then;
+    const char* reason;
+  };
+  const Case c = GENERATE(
+      Case{"no probe from the reducer", [](FabricHubThread&, FabricChannel&,
+                                           const wire::FrameHeader&) {},
+           "the fabric channel failed its probe: its probe did not complete within the connect "
+           "timeout (500 ms, RS_CONNECT_TIMEOUT_MS)"},
+      Case{"other bytes than the reducer's probe",
+           [](FabricHubThread& hub, FabricChannel& channel, const wire::FrameHeader& hello) {
+             auto wrong = std::make_shared<wire::FabricProbe>(
+                 wire::fabricProbe(hello.group, hello.rank, wire::ProbeFrom::kMember));
+             hub.call([&] { channel.send(wrong->data(), wrong->size(), [wrong](const Status&) {}); });
+           },
+           "the fabric channel failed its probe: fabric probe: the reducer's probe differs from "
+           "byte 36 on"},
+      Case{"a ring closed before the member's probe lands (a fabric that does not reach)",
+           [](FabricHubThread& hub, FabricChannel& channel, const wire::FrameHeader&) {
+             hub.call([&] { channel.close(abortedError("unreachable, as far as the member knows")); });
+           },
+           "the fabric channel failed its probe: "});
+  INFO(c.what);
+  FabricHubThread reducerHub("fake reducer io");
+  std::shared_ptr<FabricChannel> reducerChannel;
+  std::promise<std::string> answers;  // the member's answers after the offer
+  FakeReducer fake([&](FakeReducer::Socket& s) {
+    const Greeted g = greetAndAck(s);
+    reducerChannel =
+        *reducerHub.call([&] { return reducerHub.hub().openChannel({4, 64 << 10}, "fake"); });
+    const auto grant = reducerHub.call([&] { return reducerChannel->grant(); });
+    writeFabricFrame(s, *wire::fabricOfferFrame(g.header.group, g.header.rank,
+                                                transport::fabric::toWireGrant(grant)));
+    const FabricAnswer accept = readFabricAnswer(s);
+    wire::FabricGrant worker;
+    if (accept.header.type != wire::FrameType::kFabricAccept ||
+        !wire::decodeFabricGrant(accept.payload.data(), accept.payload.size(), &worker).isOk())
+      return answers.set_value("no FABRIC_ACCEPT");
+    if (!reducerHub
+             .call([&] { return reducerChannel->connect(transport::fabric::fromWireGrant(worker)); })
+             .isOk())
+      return answers.set_value("the fake could not connect");
+    c.then(reducerHub, *reducerChannel, g.header);
+    const FabricAnswer after = readFabricAnswer(s);
+    answers.set_value(after.header.type == wire::FrameType::kFabricDecline
+                          ? "FABRIC_DECLINE: " + declineReason(after)
+                          : std::string(wire::frameTypeName(after.header.type)));
+    readUntilClosed(s);
+  });
+  FabricHandshakeRun run(fake.endpoint(), 0, std::chrono::milliseconds(500));
+  auto& outcome = run.outcome();
+  REQUIRE(outcome.status().toString() == "OK");
+  CHECK(outcome->channel == nullptr);
+  CHECK_THAT(outcome->fabricNotUsed, Contains(c.reason));
+  auto answered = answers.get_future();
+  REQUIRE(answered.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  CHECK(answered.get() == "FABRIC_DECLINE: " + outcome->fabricNotUsed);
+  CHECK(runUntil(run.io(), [&] { return run.hub().openChannels() == 0; }));
+  reducerHub.call([&] { reducerChannel->close(abortedError("test over")); });
+}
+
 TEST_CASE("client fabric handshake: on a stream that took the fabric, a RESULT without the flag "
           "is a protocol error") {
   FabricHubThread reducerHub("fake reducer io");
@@ -402,6 +483,7 @@ TEST_CASE("client fabric handshake: on a stream that took the fabric, a RESULT w
              .call([&] { return reducerChannel->connect(transport::fabric::fromWireGrant(worker)); })
              .isOk())
       return;
+    fakeReducerProbes(reducerHub, *reducerChannel, g.header);
     // The member's chunk: its header here, its payload on the channel; then a result sent the
     // TCP way, payload behind the header, on a stream that agreed otherwise.
     const wire::FrameHeader reduce = readHeaderOf(s);

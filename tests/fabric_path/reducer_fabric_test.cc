@@ -11,7 +11,9 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "tests/support/fabric_choice.h"
 #include "tests/support/fabric_hub_thread.h"
 #include "tests/support/local_pool.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/raw_member.h"
 #include "tests/support/text_contains.h"
 #include "tests/support/wait_until.h"
@@ -64,9 +67,10 @@ class FabricMember {
   }
 
   // Takes the offer: a channel on `hub` with a receive ring of `ring`, connected to the
-  // reducer's, and FABRIC_ACCEPT with its grant (`spoil` may change that first).
+  // reducer's, and FABRIC_ACCEPT with its grant (`spoil` may change that first); then, with
+  // `probe`, the probes as a worker sends and takes them (WIRE.md, "The fabric").
   void accept(FabricHubThread& hub, fab::RingShape ring = {4, 64 << 10},
-              void (*spoil)(wire::FabricGrant&) = nullptr) {
+              void (*spoil)(wire::FabricGrant&) = nullptr, bool probe = true) {
     const wire::FabricGrant reducer = offered();
     channel_ = openTestChannel(hub, ring, "member " + std::to_string(rank_));
     REQUIRE(hub.call([&] { return channel_->connect(fab::fromWireGrant(reducer)); }).toString() ==
@@ -77,9 +81,40 @@ class FabricMember {
     REQUIRE(frame.isOk());
     asio::write(socket_, asio::buffer(frame->header));
     asio::write(socket_, asio::buffer(frame->payload));
+    if (!probe) return;
+    sendProbe(hub, wire::fabricProbe(group_, rank_, wire::ProbeFrom::kMember));
+    REQUIRE(takeProbe(hub) == wire::fabricProbe(group_, rank_, wire::ProbeFrom::kReducer));
   }
 
-  // Declines the offer (the stream stays on TCP).
+  // Writes `bytes` as this member's probe, and waits until they were delivered.
+  void sendProbe(FabricHubThread& hub, const wire::FabricProbe& bytes) {
+    probeOut_ = bytes;
+    hub.call([&] {
+      channel_->send(probeOut_.data(), probeOut_.size(), [this](const Status& s) { probeSent_ = s; });
+      return 0;
+    });
+    REQUIRE(waitUntil([&] { return hub.call([&] { return probeSent_.has_value(); }); }));
+    REQUIRE(hub.call([&] { return probeSent_->toString(); }) == "OK");
+  }
+
+  // The reducer's probe, the first piece it writes.
+  wire::FabricProbe takeProbe(FabricHubThread& hub) {
+    hub.call([&] {
+      probeReader_.start(channel_, {wire::kFabricProbeBytes});
+      return 0;
+    });
+    REQUIRE(waitUntil(
+        [&] { return hub.call([&] { return probeReader_.finished || !probeReader_.error.isOk(); }); }));
+    REQUIRE(hub.call([&] { return probeReader_.error.toString(); }) == "OK");
+    wire::FabricProbe got{};
+    const std::vector<uint8_t> bytes = hub.call([&] { return probeReader_.bytes; });
+    REQUIRE(bytes.size() == got.size());
+    std::copy(bytes.begin(), bytes.end(), got.begin());
+    return got;
+  }
+
+  // Declines the offer (the stream stays on TCP); after an accept, the member's word that its
+  // probe failed.
   void decline(const std::string& reason) {
     const wire::FabricFrame frame = wire::fabricDeclineFrame(group_, rank_, reason);
     asio::write(socket_, asio::buffer(frame.header));
@@ -166,6 +201,9 @@ class FabricMember {
   std::shared_ptr<fab::FabricChannel> channel_;
   ChannelWriter writer_;
   ChannelReader reader_;
+  ChannelReader probeReader_;
+  wire::FabricProbe probeOut_{};
+  std::optional<Status> probeSent_;
   std::vector<float> values_;
 };
 
@@ -251,7 +289,7 @@ TEST_CASE("reducer over the fabric: what breaks the agreement fails the stream w
   }
   SECTION("a grant of another provider") {
     FabricMember m(io, pool.reducer(0).dataPort(), group, 1, 0);
-    m.accept(hub0, {4, 64 << 10}, [](wire::FabricGrant& g) { g.provider = "efa"; });
+    m.accept(hub0, {4, 64 << 10}, [](wire::FabricGrant& g) { g.provider = "efa"; }, false);
     readUntilClosed(m.socket());
     // Only that stream: the reducer serves the next group over the fabric.
     FabricHubThread hub1("member of the next group");
@@ -262,7 +300,7 @@ TEST_CASE("reducer over the fabric: what breaks the agreement fails the stream w
   }
   SECTION("a ring larger than the reducer mirrors") {
     FabricMember m(io, pool.reducer(0).dataPort(), group, 1, 0);
-    m.accept(hub0, {8, 1 << 20});  // 8 MiB: the reducer takes 4 MiB (twice its own ring)
+    m.accept(hub0, {8, 1 << 20}, nullptr, false);  // 8 MiB: the reducer mirrors 4 MiB at most
     readUntilClosed(m.socket());
     CHECK(waitUntil([&] { return pool.reducer(0).dataPlane().stats().connectionsOpen == 0; }));
   }
@@ -284,6 +322,56 @@ TEST_CASE("reducer over the fabric: what breaks the agreement fails the stream w
                            "waited for its payload on the fabric"));
   }
 }
+TEST_CASE("reducer over the fabric: a member whose probe failed declines after accepting, and "
+          "its stream runs over TCP beside one on the fabric",
+          "[fabric]") {
+  LocalPool pool(1, fabricServerConfig());
+  const GroupId group = GroupId::random();
+  constexpr uint32_t kCount = 100000;
+  asio::io_context io;
+  FabricHubThread hub0("member 0"), hub1("member 1");
+  FabricMember m0(io, pool.reducer(0).dataPort(), group, 2, 0);
+  FabricMember m1(io, pool.reducer(0).dataPort(), group, 2, 1);
+  m0.accept(hub0);
+  // As a worker does when the reducer's probe does not come: its own went, then the word.
+  m1.accept(hub1, {4, 64 << 10}, nullptr, false);
+  m1.sendProbe(hub1, wire::fabricProbe(group, 1, wire::ProbeFrom::kMember));
+  m1.decline("the fabric channel failed its probe: the reducer's probe did not arrive");
+  m0.sendChunk(&hub0, kCount, true);
+  m1.sendChunk(nullptr, kCount, false);
+  CHECK(m0.readResult(&hub0, kCount, 2, true) == 0);
+  CHECK(m1.readResult(nullptr, kCount, 2, false) == 0);
+}
+
+TEST_CASE("reducer over the fabric: a probe that is not the member's fails its stream, and a "
+          "decline after a payload on the fabric is refused",
+          "[fabric]") {
+  LocalPool pool(1, fabricServerConfig());
+  const GroupId group = GroupId::random();
+  asio::io_context io;
+  FabricHubThread hub0("member 0");
+  FabricMember m(io, pool.reducer(0).dataPort(), group, 1, 0);
+  SECTION("other bytes than the member's probe") {
+    LogCapture log;
+    m.accept(hub0, {4, 64 << 10}, nullptr, false);
+    m.sendProbe(hub0, wire::fabricProbe(group, 0, wire::ProbeFrom::kReducer));
+    readUntilClosed(m.socket());
+    // The group's failure is logged around the stream's close, not necessarily before.
+    CHECK(waitUntil([&] {
+      return log.contains("rank 0 stream 0: fabric probe: the member's probe differs from byte 36");
+    }));
+  }
+  SECTION("FABRIC_DECLINE after a REDUCE on the fabric") {
+    m.accept(hub0);
+    m.sendChunk(&hub0, 16, true);
+    CHECK(m.readResult(&hub0, 16, 1, true) == 0);
+    m.decline("too late");
+    readUntilClosed(m.socket());
+    CHECK(pool.reducer(0).dataPlane().stats().framesRejected[static_cast<size_t>(
+              server::FrameRejection::kUnexpectedType)] == 1);
+  }
+}
+
 TEST_CASE("reducer over the fabric: its rings count against --memory-limit, and a stream they "
           "do not fit gets FABRIC_DECLINE and runs over TCP",
           "[fabric]") {

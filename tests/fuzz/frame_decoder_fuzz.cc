@@ -285,6 +285,18 @@ void fuzzPayloads(const uint8_t* data, size_t size) {
     checkRejected(s, "fabric decline: ");
   }
 
+  // A probe is one exact piece: only its own bytes pass, for either end.
+  for (ProbeFrom from : {ProbeFrom::kMember, ProbeFrom::kReducer}) {
+    s = checkFabricProbe(data, size, {1, 2}, 3, from);
+    if (s.isOk()) {
+      const FabricProbe want = fabricProbe({1, 2}, 3, from);
+      require(size == want.size() && std::memcmp(want.data(), data, size) == 0,
+              "only the probe itself passes its check");
+    } else {
+      checkRejected(s, "fabric probe: ");
+    }
+  }
+
   std::string message;
   s = decodeErrorMessage(data, size, &message);
   if (s.isOk()) {

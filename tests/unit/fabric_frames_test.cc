@@ -1,6 +1,6 @@
 // The fabric's set-up frames (core/wire/fabric_frames.h): a grant's exact bytes and back, every
 // field out of its range refused by name on both sides, and OFFER, ACCEPT and DECLINE built and
-// read back.
+// read back; the probe's exact bytes, and every other piece refused.
 #include "core/wire/fabric_frames.h"
 
 #include <string>
@@ -174,4 +174,32 @@ TEST_CASE("fabric frames: the set-up frames' headers name the stream and nothing
                "FABRIC_DECLINE frame: payloadLength 0 (expected 1..1024)");
   h.payloadLength = 1024;
   REQUIRE(decode(h).isOk());
+}
+
+TEST_CASE("fabric frames: the probe's exact bytes, and any other piece refused saying where") {
+  const GroupId group{0x0102030405060708, 0x1112131415161718};
+  const FabricProbe p = fabricProbe(group, 0x21222324, ProbeFrom::kMember);
+  const std::string magic(reinterpret_cast<const char*>(p.data()), 16);
+  CHECK(magic == std::string("rs-fabric-probe\0", 16));
+  CHECK(p[16] == 0x08);  // the group, little-endian, hi first
+  CHECK(p[23] == 0x01);
+  CHECK(p[24] == 0x18);
+  CHECK(p[32] == 0x24);  // the rank
+  CHECK(p[35] == 0x21);
+  CHECK(p[36] == 1);     // from the member
+  for (size_t i = 37; i < p.size(); ++i) CHECK(p[i] == 0);
+  CHECK(fabricProbe(group, 0x21222324, ProbeFrom::kReducer)[36] == 2);
+
+  CHECK(checkFabricProbe(p.data(), p.size(), group, 0x21222324, ProbeFrom::kMember).isOk());
+  requireError(checkFabricProbe(p.data(), p.size() - 1, group, 0x21222324, ProbeFrom::kMember),
+               StatusCode::kProtocolError, "the member's probe is 63 bytes (expected 64)");
+  requireError(checkFabricProbe(p.data(), p.size(), group, 0x21222324, ProbeFrom::kReducer),
+               StatusCode::kProtocolError, "the reducer's probe differs from byte 36 on");
+  requireError(checkFabricProbe(p.data(), p.size(), group, 7, ProbeFrom::kMember),
+               StatusCode::kProtocolError, "differs from byte 32 on");
+  FabricProbe spoiled = p;
+  spoiled[63] = 1;
+  requireError(checkFabricProbe(spoiled.data(), spoiled.size(), group, 0x21222324,
+                                ProbeFrom::kMember),
+               StatusCode::kProtocolError, "differs from byte 63 on");
 }
