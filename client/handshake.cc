@@ -345,7 +345,8 @@ void Handshake::startProbe() {
   probeOut_ = wire::fabricProbe(group_.id, group_.rank, wire::ProbeFrom::kMember);
   channel_->send(probeOut_.data(), probeOut_.size(), counted([this](const Status& s) {
                    if (finished_ || !probing_) return;
-                   if (!s.isOk()) return abandonFabric("its probe was not delivered: " + s.message());
+                   if (!s.isOk())
+                     return abandonFabric("its probe was not delivered: " + s.message());
                    probeDelivered_ = true;
                    if (probeArrived_) probed();
                  }));

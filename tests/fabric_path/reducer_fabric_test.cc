@@ -90,7 +90,8 @@ class FabricMember {
   void sendProbe(FabricHubThread& hub, const wire::FabricProbe& bytes) {
     probeOut_ = bytes;
     hub.call([&] {
-      channel_->send(probeOut_.data(), probeOut_.size(), [this](const Status& s) { probeSent_ = s; });
+      channel_->send(probeOut_.data(), probeOut_.size(),
+                     [this](const Status& s) { probeSent_ = s; });
       return 0;
     });
     REQUIRE(waitUntil([&] { return hub.call([&] { return probeSent_.has_value(); }); }));
@@ -104,7 +105,9 @@ class FabricMember {
       return 0;
     });
     REQUIRE(waitUntil(
-        [&] { return hub.call([&] { return probeReader_.finished || !probeReader_.error.isOk(); }); }));
+        [&] {
+          return hub.call([&] { return probeReader_.finished || !probeReader_.error.isOk(); });
+        }));
     REQUIRE(hub.call([&] { return probeReader_.error.toString(); }) == "OK");
     wire::FabricProbe got{};
     const std::vector<uint8_t> bytes = hub.call([&] { return probeReader_.bytes; });
