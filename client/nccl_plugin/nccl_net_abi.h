@@ -75,6 +75,10 @@ typedef ncclResult_t (*ncclProfilerCallback_t)(void** eHandle, int type, void* p
 #define NCCL_NET_MAX_DEVS_PER_NIC 4
 #define NCCL_MAX_NET_SIZE_BYTES (1ull << 40)
 #define NCCL_NET_TRAFFIC_CLASS_UNDEF (-1)
+// irecv's *request on entry, v9 on: NCCL will not test() this receive (a v8 plugin never sees it).
+#define NCCL_NET_OPTIONAL_RECV_COMPLETION 0x1
+// What NCCL assumes of a v8 plugin, which declares no size limits.
+#define NCCL_V8_MAX_NET_SIZE (1ull << 30)
 
 typedef enum { NCCL_NET_DEVICE_HOST = 0, NCCL_NET_DEVICE_UNPACK = 1 } ncclNetDeviceType;
 

@@ -1,93 +1,39 @@
 // The NCCL net and CollNet plugin: a thin C shell over rs_nccl and the client library.
 //
-// Every entry point catches everything and turns a Status into an ncclResult_t with a WARN
-// line (nothing is thrown across the C ABI; nccl_result.h maps the codes). One implementation
-// of each call serves every exported version; the per-version functions below only adapt
-// argument lists (v8 counts in int, v9 has no phandle, v10 no per-communicator context, v11
-// both contexts and finalize).
+// Point-to-point (ncclNet) goes to the plugin's own TCP transport (own_net.h), or, where
+// NCCL_RS_INNER_NET names the cluster's own net plugin, to that plugin (inner_net.h), every call
+// forwarded as it came; CollNet goes to the reducers either way, its devices mirroring the inner's
+// (collnet_mirror.h). One implementation of each call serves every exported version: the
+// per-version functions below only adapt argument lists (v8 counts in int, v9 has no phandle,
+// v10 no per-communicator context, v11 both contexts and finalize). Nothing is thrown across the
+// C ABI (call_guard.h).
+#include <atomic>
 #include <cstring>
-#include <exception>
 #include <memory>
+#include <mutex>
 
+#include "client/nccl_plugin/call_guard.h"
+#include "client/nccl_plugin/collnet_mirror.h"
+#include "client/nccl_plugin/inner_net.h"
 #include "client/nccl_plugin/nccl_net_abi.h"
-#include "client/nccl_plugin/nccl_result.h"
-#include "client/nccl_plugin/plugin_log.h"
+#include "client/nccl_plugin/own_net.h"
+#include "client/nccl_plugin/plugin_identity.h"
 #include "client/nccl_plugin/plugin_state.h"
 #include "rs/nccl/collnet_group.h"
-#include "rs/nccl/p2p.h"
 
 namespace rs::plugin {
 namespace {
 
-using nccl::p2p::P2pConnector;
-using nccl::p2p::P2pListener;
-using nccl::p2p::P2pRecvComm;
-using nccl::p2p::P2pRequest;
-using nccl::p2p::P2pSendComm;
-
-constexpr const char* kPluginName = "ReductionServer";
-
-// --- error mapping ----------------------------------------------------------------------------
-
-// A failed call's WARN line and its code (nccl_result.h says which code and why).
-ncclResult_t toNccl(const Status& s, const char* call, CallSide side) {
-  if (s.isOk()) return ncclSuccess;
-  RS_PLUGIN_WARN("{} failed: {}", call, s.toString());
-  return ncclResultFor(s.code(), side);
-}
-
-// Runs `body` (returning ncclResult_t), turning any exception into an internal error.
-template <typename F>
-ncclResult_t guarded(const char* call, F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    RS_PLUGIN_WARN("{} failed: unexpected exception: {}", call, e.what());
-  } catch (...) {
-    RS_PLUGIN_WARN("{} failed: unexpected exception", call);
-  }
-  return ncclInternalError;
-}
-
-#define RS_REQUIRE(cond, call, ...)                         \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      RS_PLUGIN_WARN("{}: {}", call, fmt::format(__VA_ARGS__)); \
-      return ncclInternalError;                             \
-    }                                                       \
-  } while (0)
+constexpr const char* kPluginName = RS_PLUGIN_NAME;
 
 // --- objects behind NCCL's opaque pointers ----------------------------------------------------
 
-struct Context {  // v11: one per NCCL communicator
+// A v11 communicator's context, or the process's one for the older tables (legacyContext()).
+struct Context {
   uint64_t commId = 0;
   int trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF;
+  void* innerCtx = nullptr;  // the inner plugin's own, when point-to-point is delegated
 };
-
-struct MemHandle {
-  void* base;
-  size_t size;
-};
-
-struct ListenComm {
-  std::unique_ptr<P2pListener> listener;
-};
-struct SendComm {
-  std::unique_ptr<P2pSendComm> comm;
-};
-struct RecvComm {
-  std::unique_ptr<P2pRecvComm> comm;
-};
-
-// NCCL calls connect() again with the same handle buffer until it returns a comm; the
-// connection in progress is parked in the handle's last bytes, which listen() zeroed.
-struct PendingConnect {
-  static constexpr uint64_t kMagic = 0x544E4E4F43535221ull;  // "!RSCONNT"
-  uint64_t magic;
-  P2pConnector* connector;
-};
-constexpr size_t kPendingOffset = 96;
-static_assert(kPendingOffset + sizeof(PendingConnect) <= NCCL_NET_HANDLE_MAXSIZE);
 
 // A CollNet listen comm holds nothing (the handle NCCL exchanges is all connect needs), and NCCL
 // drops rather than closes it when connect fails; so it is one static token, never allocated.
@@ -100,190 +46,229 @@ struct CollRequest {
   size_t bytes;
 };
 
-// --- shared implementation --------------------------------------------------------------------
+// --- delegation -------------------------------------------------------------------------------
 
-ncclResult_t initCommon(ncclDebugLogger_t logger) {
+const InnerNet* inner() { return pluginState().inner.get(); }
+
+void* innerContext(void* ctx) {
+  return ctx != nullptr ? static_cast<Context*>(ctx)->innerCtx : nullptr;
+}
+
+void pointOptionalCallsAtInner(const InnerNet& in);  // below the tables it fills
+
+// Once per process, at the first init of either table: the inner's devices, whether CollNet is
+// offered beside them, and the inner's optional calls in our tables (NCCL reads those members
+// after init: v11 from our table, older versions into its own copy).
+Status mirrorInnerOnce(PluginState& s, ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
+  static std::mutex mutex;
+  static bool mirrored = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (mirrored) return Status::ok();
+  auto devices = innerDevices(*s.inner, logger, prof);
+  if (!devices) return devices.status();
+  s.mirror = decideCollNetMirror(std::move(*devices), s.inner->name, s.collnetHostMemory);
+  if (s.collnetEnabled && !s.mirror.offReason.empty()) {
+    s.collnetEnabled = false;
+    s.collnetOffReason = s.mirror.offReason;
+    RS_PLUGIN_WARN("CollNet off: {}", s.mirror.offReason);
+  } else if (s.collnetEnabled && !s.mirror.tradeNote.empty()) {
+    RS_PLUGIN_WARN("{}", s.mirror.tradeNote);
+  }
+  for (const auto& d : s.mirror.devices)
+    RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "inner device {}: {} speed {} Mbps ptrSupport {:#x}",
+                   &d - s.mirror.devices.data(), d.name, d.speed, d.ptrSupport);
+  pointOptionalCallsAtInner(*s.inner);
+  mirrored = true;
+  return Status::ok();
+}
+
+ncclResult_t initCommon(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
   setNcclLogger(logger);
   PluginState& s = pluginState();
-  return toNccl(s.initStatus, "init", CallSide::kLocal);
-}
-
-ncclResult_t netDevices(int* ndev) {
-  return guarded("devices", [&] {
-    *ndev = static_cast<int>(pluginState().devices.size());
-    return ncclSuccess;
-  });
-}
-
-void fillProperties(int dev, ncclNetProperties_v11_t* p, bool collnet) {
-  const nccl::NetInterface& nic = pluginState().devices[static_cast<size_t>(dev)];
-  std::memset(p, 0, sizeof *p);
-  // NCCL keys its topology on the name, so CollNet device i and net device i are one NIC.
-  p->name = const_cast<char*>(nic.name.c_str());
-  p->pciPath = nic.pciPath.empty() ? nullptr : const_cast<char*>(nic.pciPath.c_str());
-  p->guid = std::hash<std::string>()(nic.name) ^ static_cast<uint64_t>(dev);
-  p->ptrSupport = NCCL_PTR_HOST;  // TCP: NCCL stages through pinned host memory
-  p->speed = nic.speedMbps > 0 ? nic.speedMbps : 10000;
-  p->latency = 0;
-  p->maxComms = 65536;
-  p->maxRecvs = 1;
-  p->netDeviceType = NCCL_NET_DEVICE_HOST;
-  p->vProps.ndevs = 1;
-  p->vProps.devs[0] = dev;
-  p->maxP2pBytes = NCCL_MAX_NET_SIZE_BYTES;
-  p->maxCollBytes = collnet ? (1ull << 30) : NCCL_MAX_NET_SIZE_BYTES;
-  p->maxMultiRequestSize = 1;
-}
-
-ncclResult_t getPropertiesV11(int dev, ncclNetProperties_v11_t* props, bool collnet) {
-  return guarded("getProperties", [&] {
-    RS_REQUIRE(dev >= 0 && static_cast<size_t>(dev) < pluginState().devices.size(),
-               "getProperties", "device {} does not exist", dev);
-    fillProperties(dev, props, collnet);
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t getPropertiesV10(int dev, ncclNetProperties_v10_t* props, bool collnet) {
-  ncclNetProperties_v11_t full;
-  ncclResult_t r = getPropertiesV11(dev, &full, collnet);
-  if (r == ncclSuccess) std::memcpy(props, &full, sizeof *props);  // v10 is v11's prefix
-  return r;
-}
-
-ncclResult_t getPropertiesV8(int dev, ncclNetProperties_v8_t* props, bool collnet) {
-  ncclNetProperties_v11_t f;
-  ncclResult_t r = getPropertiesV11(dev, &f, collnet);
-  if (r == ncclSuccess)
-    *props = {f.name,    f.pciPath, f.guid,     f.ptrSupport, f.regIsGlobal,   f.speed,
-              f.port,    f.latency, f.maxComms, f.maxRecvs,   f.netDeviceType, f.netDeviceVersion};
-  return r;
-}
-
-ncclResult_t netListen(int dev, void* handle, void** listenComm) {
-  return guarded("listen", [&] {
-    PluginState& s = pluginState();
-    RS_REQUIRE(dev >= 0 && static_cast<size_t>(dev) < s.devices.size(), "listen",
-               "device {} does not exist", dev);
-    std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
-    nccl::p2p::P2pOptions o = s.p2p;
-    o.listenAddress = s.devices[static_cast<size_t>(dev)].address;
-    auto listener = P2pListener::listen(s.engine, o, handle);
-    if (!listener) return toNccl(listener.status(), "listen", CallSide::kLocal);
-    std::memset(static_cast<char*>(handle) + kPendingOffset, 0, sizeof(PendingConnect));
-    *listenComm = new ListenComm{std::move(*listener)};
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netConnect(int dev, void* handle, void** sendComm) {
-  return guarded("connect", [&] {
-    *sendComm = nullptr;
-    PluginState& s = pluginState();
-    RS_REQUIRE(dev >= 0 && static_cast<size_t>(dev) < s.devices.size(), "connect",
-               "device {} does not exist", dev);
-    PendingConnect pending;
-    std::memcpy(&pending, static_cast<char*>(handle) + kPendingOffset, sizeof pending);
-    if (pending.magic != PendingConnect::kMagic) {
-      auto started = P2pConnector::start(s.engine, s.p2p, handle);
-      if (!started) return toNccl(started.status(), "connect", CallSide::kPeers);
-      pending = {PendingConnect::kMagic, started->release()};
-      std::memcpy(static_cast<char*>(handle) + kPendingOffset, &pending, sizeof pending);
-    }
-    auto done = pending.connector->poll();
-    if (done.isOk() && *done == nullptr) return ncclSuccess;  // not yet: NCCL calls again
-    delete pending.connector;
-    std::memset(static_cast<char*>(handle) + kPendingOffset, 0, sizeof pending);
-    if (!done) return toNccl(done.status(), "connect", CallSide::kPeers);
-    *sendComm = new SendComm{std::move(*done)};
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netAccept(void* listenComm, void** recvComm) {
-  return guarded("accept", [&] {
-    *recvComm = nullptr;
-    auto accepted = static_cast<ListenComm*>(listenComm)->listener->tryAccept();
-    if (!accepted) return toNccl(accepted.status(), "accept", CallSide::kPeers);
-    if (*accepted != nullptr) *recvComm = new RecvComm{std::move(*accepted)};
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t regMr(void*, void* data, size_t size, int type, void** mhandle) {
-  return guarded("regMr", [&] {
-    RS_REQUIRE(type == NCCL_PTR_HOST, "regMr",
-               "memory type {} is not host memory; this plugin declares NCCL_PTR_HOST only", type);
-    *mhandle = new MemHandle{data, size};
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t deregMr(void*, void* mhandle) {
-  delete static_cast<MemHandle*>(mhandle);
+  if (!s.initStatus.isOk()) return toNccl(s.initStatus, "init", CallSide::kLocal);
+  if (s.inner) return toNccl(mirrorInnerOnce(s, logger, prof), "init", CallSide::kLocal);
   return ncclSuccess;
 }
 
-ncclResult_t netIsend(void* sendComm, void* data, size_t size, int tag, void** request) {
-  return guarded("isend", [&] {
-    auto r = static_cast<SendComm*>(sendComm)->comm->isend(data, size, tag);
-    if (!r) return toNccl(r.status(), "isend", CallSide::kPeers);
-    *request = *r;  // nullptr: busy, NCCL retries
+// A new context; with an inner plugin, the inner's context for the same communicator in it.
+ncclResult_t openContext(uint64_t commId, ncclNetCommConfig_t* config, ncclDebugLogger_t log,
+                         ncclProfilerCallback_t prof, void** ctx) {
+  auto c = std::make_unique<Context>();
+  c->commId = commId;
+  c->trafficClass = config != nullptr ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
+  if (const InnerNet* in = inner()) {
+    const ncclResult_t r = in->net.init(&c->innerCtx, commId, config, log, prof);
+    if (r != ncclSuccess) {
+      RS_PLUGIN_WARN("init failed: the inner net plugin {} returned {}", in->name, int{r});
+      return r;
+    }
+  }
+  *ctx = c.release();
+  return ncclSuccess;
+}
+
+// The older tables have no contexts: one for the process, opened at their first init.
+std::atomic<Context*> gLegacyContext{nullptr};
+
+ncclResult_t initLegacy(ncclDebugLogger_t log, ncclProfilerCallback_t prof) {
+  return guarded("init", [&] {
+    ncclResult_t r = initCommon(log, prof);
+    if (r != ncclSuccess) return r;
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (gLegacyContext.load() != nullptr) return ncclSuccess;
+    void* ctx = nullptr;
+    r = openContext(0, nullptr, log, prof, &ctx);
+    if (r == ncclSuccess) gLegacyContext.store(static_cast<Context*>(ctx));
+    return r;
+  });
+}
+void* legacyContext() { return gLegacyContext.load(); }
+
+// --- ncclNet: the inner plugin's, or our own --------------------------------------------------
+
+ncclResult_t netDevices(int* ndev) {
+  if (const InnerNet* in = inner()) return in->net.devices(ndev);
+  return own_net::devices(ndev);
+}
+
+ncclResult_t netGetProperties(int dev, ncclNetProperties_v11_t* props) {
+  if (const InnerNet* in = inner()) return in->net.getProperties(dev, props);
+  return guarded("getProperties", [&] {
+    RS_REQUIRE(own_net::hasDevice(dev), "getProperties", "device {} does not exist", dev);
+    own_net::properties(dev, props, false);
     return ncclSuccess;
   });
+}
+
+ncclResult_t netListen(void* ctx, int dev, void* handle, void** listenComm) {
+  if (const InnerNet* in = inner()) return in->net.listen(innerContext(ctx), dev, handle, listenComm);
+  return own_net::listen(dev, handle, listenComm);
+}
+
+ncclResult_t netConnect(void* ctx, int dev, void* handle, void** sendComm,
+                        ncclNetDeviceHandle_t** sendDevComm) {
+  if (const InnerNet* in = inner())
+    return in->net.connect(innerContext(ctx), dev, handle, sendComm, sendDevComm);
+  return own_net::connect(dev, handle, sendComm);
+}
+
+ncclResult_t netAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_t** recvDevComm) {
+  if (const InnerNet* in = inner()) return in->net.accept(listenComm, recvComm, recvDevComm);
+  return own_net::accept(listenComm, recvComm);
+}
+
+ncclResult_t netRegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  if (const InnerNet* in = inner()) return in->net.regMr(comm, data, size, type, mhandle);
+  return own_net::regMr(data, size, type, mhandle);
+}
+
+ncclResult_t netDeregMr(void* comm, void* mhandle) {
+  if (const InnerNet* in = inner()) return in->net.deregMr(comm, mhandle);
+  return own_net::deregMr(mhandle);
+}
+
+ncclResult_t netIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle,
+                      void* phandle, void** request) {
+  if (const InnerNet* in = inner())
+    return in->net.isend(sendComm, data, size, tag, mhandle, phandle, request);
+  return own_net::isend(sendComm, data, size, tag, request);
 }
 
 ncclResult_t netIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags,
-                      void** request) {
-  return guarded("irecv", [&] {
-    RS_REQUIRE(n == 1, "irecv", "{} grouped receives asked for; maxRecvs is 1", n);
-    auto r = static_cast<RecvComm*>(recvComm)->comm->irecv(data[0], sizes[0], tags[0]);
-    if (!r) return toNccl(r.status(), "irecv", CallSide::kPeers);
-    *request = *r;
-    return ncclSuccess;
-  });
+                      void** mhandles, void** phandles, void** request) {
+  if (const InnerNet* in = inner())
+    return in->net.irecv(recvComm, n, data, sizes, tags, mhandles, phandles, request);
+  return own_net::irecv(recvComm, n, data, sizes, tags, request);
 }
 
-ncclResult_t netIflush(void*, int, void**, int*, void**, void** request) {
+ncclResult_t netIflush(void* recvComm, int n, void** data, int* sizes, void** mhandles,
+                       void** request) {
+  if (const InnerNet* in = inner())
+    return in->net.iflush(recvComm, n, data, sizes, mhandles, request);
   *request = nullptr;  // host memory: nothing to flush (NCCL never asks without GDR)
   return ncclSuccess;
 }
 
 ncclResult_t netTest(void* request, int* done, int* sizes) {
-  return guarded("test", [&] {
-    bool finished = false;
-    size_t bytes = 0;
-    Status s = nccl::p2p::testRequest(static_cast<P2pRequest*>(request), &finished, &bytes);
-    if (!s.isOk()) return toNccl(s, "test", CallSide::kPeers);
-    *done = finished ? 1 : 0;
-    if (finished && sizes != nullptr) sizes[0] = static_cast<int>(bytes);
+  if (const InnerNet* in = inner()) return in->net.test(request, done, sizes);
+  return own_net::test(request, done, sizes);
+}
+
+ncclResult_t netCloseSend(void* c) {
+  if (const InnerNet* in = inner()) return in->net.closeSend(c);
+  return own_net::closeSend(c);
+}
+ncclResult_t netCloseRecv(void* c) {
+  if (const InnerNet* in = inner()) return in->net.closeRecv(c);
+  return own_net::closeRecv(c);
+}
+ncclResult_t netCloseListen(void* c) {
+  if (const InnerNet* in = inner()) return in->net.closeListen(c);
+  return own_net::closeListen(c);
+}
+
+ncclResult_t netFinalize(void* ctx) {
+  return guarded("finalize", [&] {
+    std::unique_ptr<Context> c(static_cast<Context*>(ctx));
+    const InnerNet* in = inner();
+    if (in != nullptr && in->net.finalize != nullptr && c != nullptr)
+      return in->net.finalize(c->innerCtx);
     return ncclSuccess;
   });
 }
 
-template <typename T>
-ncclResult_t closeAs(void* comm, const char* call) {
-  return guarded(call, [&] {
-    delete static_cast<T*>(comm);
-    return ncclSuccess;
-  });
+// The optional calls, in our tables only where the inner has them (pointOptionalCallsAtInner).
+ncclResult_t netRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                            void** mhandle) {
+  return inner()->net.regMrDmaBuf(comm, data, size, type, offset, fd, mhandle);
+}
+ncclResult_t netGetDeviceMr(void* comm, void* mhandle, void** dptrMhandle) {
+  return inner()->net.getDeviceMr(comm, mhandle, dptrMhandle);
+}
+ncclResult_t netIrecvConsumed(void* recvComm, int n, void* request) {
+  return inner()->net.irecvConsumed(recvComm, n, request);
+}
+ncclResult_t netMakeVDevice(int* d, ncclNetVDeviceProps_t* props) {
+  return inner()->net.makeVDevice(d, props);
+}
+ncclResult_t netSetNetAttr(void* ctx, ncclNetAttr_v11_t* attr) {
+  return inner()->net.setNetAttr(innerContext(ctx), attr);
 }
 
 // --- CollNet ----------------------------------------------------------------------------------
 
+int collDeviceCount() {
+  const PluginState& s = pluginState();
+  if (!s.collnetEnabled) return 0;  // no reducers: NCCL keeps its own algorithms
+  if (s.inner) return static_cast<int>(s.mirror.devices.size());
+  return static_cast<int>(s.devices.size());
+}
+
 ncclResult_t collDevices(int* ndev) {
   return guarded("collnet devices", [&] {
-    // No reducers configured: no CollNet devices, and NCCL keeps its own algorithms.
-    PluginState& s = pluginState();
-    *ndev = s.collnetEnabled ? static_cast<int>(s.devices.size()) : 0;
+    *ndev = collDeviceCount();
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t collGetProperties(int dev, ncclNetProperties_v11_t* props) {
+  return guarded("collnet getProperties", [&] {
+    RS_REQUIRE(dev >= 0 && dev < collDeviceCount(), "collnet getProperties",
+               "device {} does not exist", dev);
+    const PluginState& s = pluginState();
+    if (s.inner)
+      fillMirroredCollNetProperties(s.mirror.devices[static_cast<size_t>(dev)], dev, props);
+    else
+      own_net::properties(dev, props, true);
     return ncclSuccess;
   });
 }
 
 ncclResult_t collListen(int dev, void* handle, void** listenComm) {
   return guarded("collnet listen", [&] {
-    RS_REQUIRE(dev >= 0 && static_cast<size_t>(dev) < pluginState().devices.size(),
-               "collnet listen", "device {} does not exist", dev);
+    RS_REQUIRE(dev >= 0 && dev < collDeviceCount(), "collnet listen", "device {} does not exist",
+               dev);
     const nccl::CollNetHandle fresh = nccl::CollNetHandle::fresh();
     std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
     std::memcpy(handle, &fresh, sizeof fresh);
@@ -305,6 +290,11 @@ ncclResult_t collConnect(void* handles[], int nranks, int rank, void*, void** co
     return ncclSuccess;
   });
 }
+
+ncclResult_t collRegMr(void*, void* data, size_t size, int type, void** mhandle) {
+  return own_net::regMr(data, size, type, mhandle);
+}
+ncclResult_t collDeregMr(void*, void* mhandle) { return own_net::deregMr(mhandle); }
 
 // rs::DataType numbers its types as ncclDataType_t does (dtype.h), so iallreduce casts one to
 // the other; NCCL 2.28's last types are the fp8 ones.
@@ -357,100 +347,110 @@ ncclResult_t collTest(void* request, int* done, int* size) {
   });
 }
 
-// --- per-version entry points -----------------------------------------------------------------
-
-ncclResult_t netInitV11(void** ctx, uint64_t commId, ncclNetCommConfig_t* config,
-                        ncclDebugLogger_t log, ncclProfilerCallback_t) {
-  return guarded("init", [&] {
-    ncclResult_t r = initCommon(log);
-    if (r != ncclSuccess) return r;
-    *ctx = new Context{commId, config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF};
+ncclResult_t collCloseColl(void* c) {
+  return guarded("closeColl", [&] {
+    delete static_cast<CollComm*>(c);
     return ncclSuccess;
   });
 }
-ncclResult_t netInitV10(ncclDebugLogger_t log, ncclProfilerCallback_t) {
-  return guarded("init", [&] { return initCommon(log); });
+ncclResult_t collCloseListen(void*) { return ncclSuccess; }
+ncclResult_t collFinalize(void* ctx) {
+  delete static_cast<Context*>(ctx);
+  return ncclSuccess;
 }
-ncclResult_t netInitV9(ncclDebugLogger_t log) {
-  return guarded("init", [&] { return initCommon(log); });
+
+// --- per-version entry points -----------------------------------------------------------------
+
+ncclResult_t getPropertiesV10(ncclResult_t (*get)(int, ncclNetProperties_v11_t*), int dev,
+                              ncclNetProperties_v10_t* props) {
+  ncclNetProperties_v11_t full;
+  const ncclResult_t r = get(dev, &full);
+  if (r == ncclSuccess) std::memcpy(props, &full, sizeof *props);  // v10 is v11's prefix
+  return r;
 }
-ncclResult_t netGetPropertiesV11(int dev, ncclNetProperties_v11_t* p) {
-  return getPropertiesV11(dev, p, false);
+
+ncclResult_t getPropertiesV8(ncclResult_t (*get)(int, ncclNetProperties_v11_t*), int dev,
+                             ncclNetProperties_v8_t* props) {
+  ncclNetProperties_v11_t f;
+  const ncclResult_t r = get(dev, &f);
+  if (r == ncclSuccess)
+    *props = {f.name,    f.pciPath, f.guid,     f.ptrSupport, f.regIsGlobal,   f.speed,
+              f.port,    f.latency, f.maxComms, f.maxRecvs,   f.netDeviceType, f.netDeviceVersion};
+  return r;
 }
+
+ncclResult_t netInitV11(void** ctx, uint64_t commId, ncclNetCommConfig_t* config,
+                        ncclDebugLogger_t log, ncclProfilerCallback_t prof) {
+  return guarded("init", [&] {
+    const ncclResult_t r = initCommon(log, prof);
+    if (r != ncclSuccess) return r;
+    return openContext(commId, config, log, prof, ctx);
+  });
+}
+ncclResult_t netInitV10(ncclDebugLogger_t log, ncclProfilerCallback_t prof) {
+  return initLegacy(log, prof);
+}
+ncclResult_t netInitV9(ncclDebugLogger_t log) { return initLegacy(log, nullptr); }
 ncclResult_t netGetPropertiesV10(int dev, ncclNetProperties_v10_t* p) {
-  return getPropertiesV10(dev, p, false);
-}
-ncclResult_t netListenV11(void*, int dev, void* handle, void** lc) {
-  return netListen(dev, handle, lc);
-}
-ncclResult_t netConnectV11(void*, int dev, void* handle, void** sc, ncclNetDeviceHandle_t**) {
-  return netConnect(dev, handle, sc);
-}
-ncclResult_t netConnectV10(int dev, ncclNetCommConfig_t*, void* handle, void** sc,
-                           ncclNetDeviceHandle_t**) {
-  return netConnect(dev, handle, sc);
-}
-ncclResult_t netConnectV9(int dev, void* handle, void** sc, ncclNetDeviceHandle_t**) {
-  return netConnect(dev, handle, sc);
-}
-ncclResult_t netAcceptAll(void* lc, void** rc, ncclNetDeviceHandle_t**) {
-  return netAccept(lc, rc);
-}
-ncclResult_t netIsendV10(void* sc, void* data, size_t size, int tag, void*, void*, void** req) {
-  return netIsend(sc, data, size, tag, req);
-}
-ncclResult_t netIsendV9(void* sc, void* data, size_t size, int tag, void*, void** req) {
-  return netIsend(sc, data, size, tag, req);
-}
-ncclResult_t netIrecvV10(void* rc, int n, void** data, size_t* sizes, int* tags, void**, void**,
-                         void** req) {
-  return netIrecv(rc, n, data, sizes, tags, req);
-}
-ncclResult_t netIrecvV9(void* rc, int n, void** data, size_t* sizes, int* tags, void**,
-                        void** req) {
-  return netIrecv(rc, n, data, sizes, tags, req);
-}
-// v8 counts bytes in int; NCCL never passes a negative one, but a mistake must not become 2^64.
-ncclResult_t netIsendV8(void* sc, void* data, int size, int tag, void*, void** req) {
-  RS_REQUIRE(size >= 0, "isend", "negative size {}", size);
-  return netIsend(sc, data, static_cast<size_t>(size), tag, req);
-}
-ncclResult_t netIrecvV8(void* rc, int n, void** data, int* sizes, int* tags, void**,
-                        void** req) {
-  RS_REQUIRE(n == 1 && sizes[0] >= 0, "irecv", "{} receives of {} bytes asked for", n, sizes[0]);
-  size_t size = static_cast<size_t>(sizes[0]);
-  return netIrecv(rc, n, data, &size, tags, req);
+  return getPropertiesV10(netGetProperties, dev, p);
 }
 ncclResult_t netGetPropertiesV8(int dev, ncclNetProperties_v8_t* p) {
-  return getPropertiesV8(dev, p, false);
+  return getPropertiesV8(netGetProperties, dev, p);
 }
-ncclResult_t netCloseSend(void* c) { return closeAs<SendComm>(c, "closeSend"); }
-ncclResult_t netCloseRecv(void* c) { return closeAs<RecvComm>(c, "closeRecv"); }
-ncclResult_t netCloseListen(void* c) { return closeAs<ListenComm>(c, "closeListen"); }
-ncclResult_t netFinalize(void* ctx) { return closeAs<Context>(ctx, "finalize"); }
+ncclResult_t netListenLegacy(int dev, void* handle, void** lc) {
+  return netListen(legacyContext(), dev, handle, lc);
+}
+// v10's per-connect traffic class: the inner plugin got the process's context, whose class is
+// the default (an older NCCL with an inner plugin loses the class; NCCL 2.28 speaks v11).
+ncclResult_t netConnectV10(int dev, ncclNetCommConfig_t*, void* handle, void** sc,
+                           ncclNetDeviceHandle_t** dc) {
+  return netConnect(legacyContext(), dev, handle, sc, dc);
+}
+ncclResult_t netConnectV9(int dev, void* handle, void** sc, ncclNetDeviceHandle_t** dc) {
+  return netConnect(legacyContext(), dev, handle, sc, dc);
+}
+ncclResult_t netIsendV9(void* sc, void* data, size_t size, int tag, void* mh, void** req) {
+  return netIsend(sc, data, size, tag, mh, nullptr, req);
+}
+ncclResult_t netIrecvV9(void* rc, int n, void** data, size_t* sizes, int* tags, void** mhs,
+                        void** req) {
+  return netIrecv(rc, n, data, sizes, tags, mhs, nullptr, req);
+}
+// v8 counts bytes in int; NCCL never passes a negative one, but a mistake must not become 2^64.
+ncclResult_t netIsendV8(void* sc, void* data, int size, int tag, void* mh, void** req) {
+  RS_REQUIRE(size >= 0, "isend", "negative size {}", size);
+  return netIsend(sc, data, static_cast<size_t>(size), tag, mh, nullptr, req);
+}
+ncclResult_t netIrecvV8(void* rc, int n, void** data, int* sizes, int* tags, void** mhs,
+                        void** req) {
+  RS_REQUIRE(n >= 1 && n <= NCCL_NET_MAX_REQUESTS, "irecv", "{} receives asked for", n);
+  size_t wide[NCCL_NET_MAX_REQUESTS];
+  for (int i = 0; i < n; ++i) {
+    RS_REQUIRE(sizes[i] >= 0, "irecv", "negative size {}", sizes[i]);
+    wide[i] = static_cast<size_t>(sizes[i]);
+  }
+  return netIrecv(rc, n, data, wide, tags, mhs, nullptr, req);
+}
 
 ncclResult_t collInitV11(void** ctx, uint64_t commId, ncclDebugLogger_t log) {
   return guarded("collnet init", [&] {
-    ncclResult_t r = initCommon(log);
+    const ncclResult_t r = initCommon(log, nullptr);
     if (r != ncclSuccess) return r;
-    *ctx = new Context{commId, NCCL_NET_TRAFFIC_CLASS_UNDEF};
+    *ctx = new Context{commId, NCCL_NET_TRAFFIC_CLASS_UNDEF, nullptr};
     return ncclSuccess;
   });
 }
 ncclResult_t collInitV10(ncclDebugLogger_t log) {
-  return guarded("collnet init", [&] { return initCommon(log); });
-}
-ncclResult_t collGetPropertiesV11(int dev, ncclNetProperties_v11_t* p) {
-  return getPropertiesV11(dev, p, true);
+  return guarded("collnet init", [&] { return initCommon(log, nullptr); });
 }
 ncclResult_t collGetPropertiesV10(int dev, ncclNetProperties_v10_t* p) {
-  return getPropertiesV10(dev, p, true);
+  return getPropertiesV10(collGetProperties, dev, p);
+}
+ncclResult_t collGetPropertiesV8(int dev, ncclNetProperties_v8_t* p) {
+  return getPropertiesV8(collGetProperties, dev, p);
 }
 ncclResult_t collListenV11(void*, int dev, void* handle, void** lc) {
   return collListen(dev, handle, lc);
-}
-ncclResult_t collGetPropertiesV8(int dev, ncclNetProperties_v8_t* p) {
-  return getPropertiesV8(dev, p, true);
 }
 ncclResult_t collIallreduceV8(void* cc, void* send, void* recv, int count, ncclDataType_t type,
                               ncclRedOp_t op, void* smh, void* rmh, void** req) {
@@ -458,8 +458,6 @@ ncclResult_t collIallreduceV8(void* cc, void* send, void* recv, int count, ncclD
   RS_REQUIRE(count >= 0, "iallreduce", "negative count {}", count);
   return collIallreduce(cc, send, recv, static_cast<size_t>(count), type, op, smh, rmh, req);
 }
-ncclResult_t collCloseColl(void* c) { return closeAs<CollComm>(c, "closeColl"); }
-ncclResult_t collCloseListen(void*) { return ncclSuccess; }
 
 }  // namespace
 }  // namespace rs::plugin
@@ -476,15 +474,15 @@ RS_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     .name = kPluginName,
     .init = netInitV11,
     .devices = netDevices,
-    .getProperties = netGetPropertiesV11,
-    .listen = netListenV11,
-    .connect = netConnectV11,
-    .accept = netAcceptAll,
-    .regMr = regMr,
+    .getProperties = netGetProperties,
+    .listen = netListen,
+    .connect = netConnect,
+    .accept = netAccept,
+    .regMr = netRegMr,
     .regMrDmaBuf = nullptr,
-    .deregMr = deregMr,
-    .isend = netIsendV10,
-    .irecv = netIrecvV10,
+    .deregMr = netDeregMr,
+    .isend = netIsend,
+    .irecv = netIrecv,
     .iflush = netIflush,
     .test = netTest,
     .closeSend = netCloseSend,
@@ -502,14 +500,14 @@ RS_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
     .init = netInitV10,
     .devices = netDevices,
     .getProperties = netGetPropertiesV10,
-    .listen = netListen,
+    .listen = netListenLegacy,
     .connect = netConnectV10,
-    .accept = netAcceptAll,
-    .regMr = regMr,
+    .accept = netAccept,
+    .regMr = netRegMr,
     .regMrDmaBuf = nullptr,
-    .deregMr = deregMr,
-    .isend = netIsendV10,
-    .irecv = netIrecvV10,
+    .deregMr = netDeregMr,
+    .isend = netIsend,
+    .irecv = netIrecv,
     .iflush = netIflush,
     .test = netTest,
     .closeSend = netCloseSend,
@@ -525,12 +523,12 @@ RS_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
     .init = netInitV9,
     .devices = netDevices,
     .getProperties = netGetPropertiesV10,
-    .listen = netListen,
+    .listen = netListenLegacy,
     .connect = netConnectV9,
-    .accept = netAcceptAll,
-    .regMr = regMr,
+    .accept = netAccept,
+    .regMr = netRegMr,
     .regMrDmaBuf = nullptr,
-    .deregMr = deregMr,
+    .deregMr = netDeregMr,
     .isend = netIsendV9,
     .irecv = netIrecvV9,
     .iflush = netIflush,
@@ -548,12 +546,12 @@ RS_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
     .init = netInitV9,
     .devices = netDevices,
     .getProperties = netGetPropertiesV8,
-    .listen = netListen,
+    .listen = netListenLegacy,
     .connect = netConnectV9,
-    .accept = netAcceptAll,
-    .regMr = regMr,
+    .accept = netAccept,
+    .regMr = netRegMr,
     .regMrDmaBuf = nullptr,
-    .deregMr = deregMr,
+    .deregMr = netDeregMr,
     .isend = netIsendV8,
     .irecv = netIrecvV8,
     .iflush = netIflush,
@@ -569,13 +567,13 @@ RS_EXPORT ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
     .name = kPluginName,
     .init = collInitV11,
     .devices = collDevices,
-    .getProperties = collGetPropertiesV11,
+    .getProperties = collGetProperties,
     .listen = collListenV11,
     .connect = collConnect,
     .reduceSupport = collReduceSupport,
-    .regMr = regMr,
+    .regMr = collRegMr,
     .regMrDmaBuf = nullptr,
-    .deregMr = deregMr,
+    .deregMr = collDeregMr,
     .iallreduce = collIallreduce,
     .iallgather = nullptr,
     .ireducescatter = nullptr,
@@ -584,7 +582,7 @@ RS_EXPORT ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
     .closeColl = collCloseColl,
     .closeListen = collCloseListen,
     .makeVDevice = nullptr,
-    .finalize = netFinalize,
+    .finalize = collFinalize,
 };
 
 // v10 and v9 share one CollNet layout.
@@ -597,9 +595,9 @@ RS_EXPORT ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
     .listen = collListen,                      \
     .connect = collConnect,                    \
     .reduceSupport = collReduceSupport,        \
-    .regMr = regMr,                            \
+    .regMr = collRegMr,                        \
     .regMrDmaBuf = nullptr,                    \
-    .deregMr = deregMr,                        \
+    .deregMr = collDeregMr,                    \
     .iallreduce = collIallreduce,              \
     .iallgather = nullptr,                     \
     .ireducescatter = nullptr,                 \
@@ -620,9 +618,9 @@ RS_EXPORT ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
     .listen = collListen,
     .connect = collConnect,
     .reduceSupport = collReduceSupport,
-    .regMr = regMr,
+    .regMr = collRegMr,
     .regMrDmaBuf = nullptr,
-    .deregMr = deregMr,
+    .deregMr = collDeregMr,
     .iallreduce = collIallreduceV8,
     .iallgather = nullptr,
     .ireducescatter = nullptr,
@@ -633,3 +631,32 @@ RS_EXPORT ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
 };
 
 }  // extern "C"
+
+// --- the optional calls, pointed at the inner plugin's --------------------------------------
+
+namespace rs::plugin {
+namespace {
+
+// Where the inner has them: dma-buf registration (GPUDirect RDMA), the device-side calls of
+// NCCL's unpack transport (GPUDirect-TCPX), virtual NICs (NCCL_NET_MERGE_LEVEL) and v11's
+// network attributes. Our own transport has none; CollNet's tables are never changed.
+void pointOptionalCallsAtInner(const InnerNet& in) {
+  const ncclNet_v11_t& n = in.net;
+  auto pick = [](auto inner, auto ours) { return inner != nullptr ? ours : nullptr; };
+  const auto dmaBuf = pick(n.regMrDmaBuf, netRegMrDmaBuf);
+  const auto deviceMr = pick(n.getDeviceMr, netGetDeviceMr);
+  const auto consumed = pick(n.irecvConsumed, netIrecvConsumed);
+  const auto vDevice = pick(n.makeVDevice, netMakeVDevice);
+  ncclNetPlugin_v11.regMrDmaBuf = ncclNetPlugin_v10.regMrDmaBuf = dmaBuf;
+  ncclNetPlugin_v9.regMrDmaBuf = ncclNetPlugin_v8.regMrDmaBuf = dmaBuf;
+  ncclNetPlugin_v11.getDeviceMr = ncclNetPlugin_v10.getDeviceMr = deviceMr;
+  ncclNetPlugin_v9.getDeviceMr = ncclNetPlugin_v8.getDeviceMr = deviceMr;
+  ncclNetPlugin_v11.irecvConsumed = ncclNetPlugin_v10.irecvConsumed = consumed;
+  ncclNetPlugin_v9.irecvConsumed = ncclNetPlugin_v8.irecvConsumed = consumed;
+  ncclNetPlugin_v11.makeVDevice = ncclNetPlugin_v10.makeVDevice = vDevice;
+  ncclNetPlugin_v9.makeVDevice = vDevice;
+  ncclNetPlugin_v11.setNetAttr = pick(n.setNetAttr, netSetNetAttr);
+}
+
+}  // namespace
+}  // namespace rs::plugin

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "client/nccl_plugin/plugin_identity.h"
 #include "client/nccl_plugin/plugin_log.h"
 #include "core/common/build_info.h"
 #include "core/common/env.h"
@@ -25,29 +26,47 @@ uint64_t knob(const char* name, uint64_t fallback, uint64_t max) {
   return **n;
 }
 
-PluginState* create() {
-  auto* s = new PluginState();
-  RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "{}",
-                 versionLine("libnccl-net-reduction-server", reduce::conversionTargetName()));
+// Point-to-point through the inner plugin NCCL_RS_INNER_NET names, or else our own transport
+// on the interfaces NCCL_RS_IFNAME (or NCCL's NCCL_SOCKET_IFNAME) allows.
+Status delegateOrOwnNet(PluginState* s) {
+  const std::string innerSpec = envRaw(RS_PLUGIN_INNER_NET_VARIABLE).value_or("");
+  if (!innerSpec.empty()) {
+    auto inner = openInnerNet(innerSpec, RS_PLUGIN_NAME);
+    if (!inner) return inner.status();
+    s->inner = std::move(*inner);
+    RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET,
+                   "point-to-point through the inner net plugin {} (ncclNetPlugin_v{} of {}), "
+                   "CollNet through the reducers",
+                   s->inner->name, s->inner->version, s->inner->library);
+    auto hostMemory = envUnsigned("NCCL_RS_COLLNET_HOST_MEMORY", 0, 1);
+    if (!hostMemory) RS_PLUGIN_WARN("{}; using 0", hostMemory.status().message());
+    s->collnetHostMemory = hostMemory.isOk() && hostMemory->value_or(0) == 1;
+    return Status::ok();
+  }
   // Set but empty still counts: NCCL_RS_IFNAME= takes any interface, whatever NCCL's own says.
   const std::string ifname =
       envRaw("NCCL_RS_IFNAME").value_or(envRaw("NCCL_SOCKET_IFNAME").value_or(""));
   auto devices = nccl::findInterfaces(ifname);
-  if (!devices) {
-    s->initStatus = devices.status();
-    return s;
-  }
+  if (!devices) return devices.status();
   s->devices = std::move(*devices);
   s->p2p.socketsPerConnection =
       static_cast<uint32_t>(knob("NCCL_RS_SOCKETS_PER_CONN", s->p2p.socketsPerConnection, 64));
   s->engine = nccl::p2p::makeEngine(static_cast<uint32_t>(knob("NCCL_RS_P2P_THREADS", 2, 64)));
-  s->rendezvousTimeout = std::chrono::milliseconds(
-      knob("NCCL_RS_RENDEZVOUS_TIMEOUT_MS", static_cast<uint64_t>(s->rendezvousTimeout.count()),
-           24ull * 3600 * 1000));
   for (const auto& d : s->devices)
     RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "device {}: {} {} speed {} Mbps{}", &d - s->devices.data(),
                    d.name, d.address, d.speedMbps, d.pciPath.empty() ? "" : " at " + d.pciPath);
+  return Status::ok();
+}
 
+PluginState* create() {
+  auto* s = new PluginState();
+  RS_PLUGIN_INFO(NCCL_INIT | NCCL_NET, "{}",
+                 versionLine(RS_PLUGIN_LIBRARY, reduce::conversionTargetName()));
+  s->initStatus = delegateOrOwnNet(s);
+  if (!s->initStatus.isOk()) return s;
+  s->rendezvousTimeout = std::chrono::milliseconds(
+      knob("NCCL_RS_RENDEZVOUS_TIMEOUT_MS", static_cast<uint64_t>(s->rendezvousTimeout.count()),
+           24ull * 3600 * 1000));
   auto client = client::ClientOptions::fromEnvironment();
   if (client) {
     s->client = std::move(*client);

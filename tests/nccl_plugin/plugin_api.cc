@@ -16,20 +16,22 @@ namespace rs::harness {
 namespace {
 std::mutex gWarningsMu;
 std::vector<std::string> gWarnings;
+std::vector<std::string> gLines;
 }  // namespace
 
 void harnessLogger(ncclDebugLogLevel level, unsigned long, const char* file, int line,
                    const char* fmt, ...) {
-  if (level > NCCL_LOG_WARN && std::getenv("RS_HARNESS_VERBOSE") == nullptr) return;
   char buf[2048];
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  if (level == NCCL_LOG_WARN) {
+  {
     std::lock_guard lock(gWarningsMu);
-    gWarnings.emplace_back(buf);
+    if (level == NCCL_LOG_WARN) gWarnings.emplace_back(buf);
+    gLines.emplace_back(buf);
   }
+  if (level > NCCL_LOG_WARN && std::getenv("RS_HARNESS_VERBOSE") == nullptr) return;
   std::fprintf(stderr, "[plugin %s %s:%d] %s\n", level == NCCL_LOG_WARN ? "WARN" : "INFO",
                file ? file : "?", line, buf);
 }
@@ -37,6 +39,11 @@ void harnessLogger(ncclDebugLogLevel level, unsigned long, const char* file, int
 std::vector<std::string> loggedWarnings() {
   std::lock_guard lock(gWarningsMu);
   return gWarnings;
+}
+
+std::vector<std::string> loggedLines() {
+  std::lock_guard lock(gWarningsMu);
+  return gLines;
 }
 
 namespace {

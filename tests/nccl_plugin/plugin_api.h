@@ -56,5 +56,7 @@ void harnessLogger(ncclDebugLogLevel level, unsigned long flags, const char* fil
                    const char* fmt, ...);
 // Every WARN line the plugin logged so far, as NCCL would print it.
 std::vector<std::string> loggedWarnings();
+// Every line the plugin logged so far, INFO included.
+std::vector<std::string> loggedLines();
 
 }  // namespace rs::harness

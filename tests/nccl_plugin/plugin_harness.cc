@@ -117,6 +117,28 @@ bool fetch(const std::string& dir, const std::string& name, void* data, size_t s
 
 // --- checks shared by the modes ---------------------------------------------------------------
 
+// RS_HARNESS_INNER=<name>:<N>: the plugin delegates point-to-point to that inner plugin,
+// which its log says, and the inner's own init ran (its version line, RS_HARNESS_INNER_LIBRARY).
+void checkDelegation() {
+  const char* inner = std::getenv("RS_HARNESS_INNER");
+  if (inner == nullptr) return;
+  std::string name = inner, version = "?";
+  if (auto colon = name.find(':'); colon != std::string::npos) {
+    version = name.substr(colon + 1);
+    name.resize(colon);
+  }
+  const std::string said = "point-to-point through the inner net plugin " + name +
+                           " (ncclNetPlugin_v" + version + " of ";
+  const char* library = std::getenv("RS_HARNESS_INNER_LIBRARY") ?: "?";
+  bool delegated = false, innerInit = false;
+  for (const auto& line : loggedLines()) {
+    delegated = delegated || line.find(said) != std::string::npos;
+    innerInit = innerInit || line.find(std::string(library) + " ") != std::string::npos;
+  }
+  EXPECT(delegated, "no log line says: %s...", said.c_str());
+  EXPECT(innerInit, "the inner plugin logged no version line of %s", library);
+}
+
 int initAndCheckDevices(PluginApi& api, void** netCtx, void** collCtx, bool first) {
   EXPECT_OK(api.netInit(netCtx, 0x1234));
   int ndev = 0;
@@ -137,12 +159,17 @@ int initAndCheckDevices(PluginApi& api, void** netCtx, void** collCtx, bool firs
       EXPECT_OK(api.collGetProperties(i, &c));
       EXPECT(n.name && c.name && std::strcmp(n.name, c.name) == 0,
              "device %d: net name %s, collnet name %s", i, n.name, c.name);
+      // NCCL fills a NIC's topology from CollNet first: it must say what the net says.
+      EXPECT(n.guid == c.guid && n.speed == c.speed && n.port == c.port &&
+                 n.latency == c.latency && n.maxComms == c.maxComms,
+             "device %d: CollNet's topology values differ from the net's", i);
       EXPECT(n.ptrSupport == NCCL_PTR_HOST && c.ptrSupport == NCCL_PTR_HOST, "ptrSupport");
       EXPECT(n.maxP2pBytes > 0 && n.maxP2pBytes <= NCCL_MAX_NET_SIZE_BYTES, "maxP2pBytes");
       EXPECT(c.maxCollBytes > 0 && c.maxCollBytes <= NCCL_MAX_NET_SIZE_BYTES, "maxCollBytes");
       EXPECT(n.maxRecvs == 1 && n.speed > 0, "maxRecvs %d speed %d", n.maxRecvs, n.speed);
     }
   }
+  if (first) checkDelegation();
   return ndev;
 }
 
@@ -843,6 +870,19 @@ void runBadHandle(PluginApi& api, const Args& a) {
   std::fprintf(stderr, "rank %d: foreign handles refused\n", a.rank);
 }
 
+// NCCL_RS_INNER_NET names what cannot serve: both inits fail (NCCL then runs its own
+// transports), with a WARN that says why (RS_HARNESS_EXPECT_WARN).
+void runInnerRefused(PluginApi& api, const Args&) {
+  void *netCtx = nullptr, *collCtx = nullptr;
+  EXPECT(api.netInit(&netCtx, 0x1234) != ncclSuccess, "net init succeeded");
+  EXPECT(api.collInit(&collCtx, 0x1234) != ncclSuccess, "collnet init succeeded");
+  const char* expected = std::getenv("RS_HARNESS_EXPECT_WARN") ?: "";
+  bool said = false;
+  for (const auto& w : loggedWarnings()) said = said || w.find(expected) != std::string::npos;
+  EXPECT(said, "no WARN line says \"%s\"", expected);
+  if (said) std::fprintf(stderr, "rank %d: refused, saying \"%s\"\n", gRank, expected);
+}
+
 }  // namespace
 }  // namespace rs::harness
 
@@ -890,6 +930,8 @@ int main(int argc, char** argv) {
     runCollnetHostileReducer(api, a);
   } else if (a.mode == "bad-handle") {
     runBadHandle(api, a);
+  } else if (a.mode == "inner-refused") {
+    runInnerRefused(api, a);
   } else {
     std::fprintf(stderr, "plugin_harness: unknown mode %s\n", a.mode.c_str());
     return 2;

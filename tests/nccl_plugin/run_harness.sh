@@ -61,6 +61,38 @@ settle() {
 finish() { settle "$1" || exit 1; }
 run() { launch "$@"; finish "$1"; }
 
+# RS_HARNESS_INNER_DIR=<dir>: point-to-point delegated to an inner net plugin instead (the
+# fixtures of tests/nccl_plugin/CMakeLists.txt in <dir>: this plugin's TCP transport built as
+# RsInnerNetFixture, one library per table version). Each inner version carries the p2p run
+# under our v11 table, as NCCL 2.28 drives it; our v9 and v8 tables (older NCCLs) over a v11 and
+# a v10 inner; CollNet to the reducers beside a delegated net, the inner found by its bare name
+# as NCCL finds NCCL_NET_PLUGIN; then what is refused. Each run checks the delegation's log line
+# and the inner's own version line (plugin_harness.cc, checkDelegation).
+if [[ -n ${RS_HARNESS_INNER_DIR:-} ]]; then
+  fixture() { echo "$RS_HARNESS_INNER_DIR/libnccl-net-rs-inner-fixture-v$1.so"; }
+  inner_env() { echo "NCCL_RS_INNER_NET=$2" RS_HARNESS_INNER=RsInnerNetFixture:$1 \
+    RS_HARNESS_INNER_LIBRARY=libnccl-net-rs-inner-fixture; }
+  for iv in 11 10 9 8; do
+    # shellcheck disable=SC2046
+    run "p2p-inner-v$iv" p2p 3 11 $(inner_env "$iv" "$(fixture "$iv")")
+  done
+  # shellcheck disable=SC2046
+  run "p2p-v9-over-inner-v11" p2p 3 9 $(inner_env 11 "$(fixture 11)")
+  # shellcheck disable=SC2046
+  run "p2p-v8-over-inner-v10" p2p 3 8 $(inner_env 10 "$(fixture 10)")
+  # shellcheck disable=SC2046
+  run "collnet-beside-inner-v10" collnet-adapter 3 11 $(inner_env 10 rs-inner-fixture-v10) \
+    LD_LIBRARY_PATH="$RS_HARNESS_INNER_DIR"
+  run "inner-missing" inner-refused 1 11 NCCL_RS_INNER_NET=/nonexistent/libnccl-net-ib.so \
+    RS_HARNESS_EXPECT_WARN="NCCL_RS_INNER_NET=/nonexistent/libnccl-net-ib.so did not load"
+  run "inner-is-this-plugin" inner-refused 1 11 NCCL_RS_INNER_NET="$plugin" \
+    RS_HARNESS_EXPECT_WARN="is this plugin itself"
+  run "inner-without-tables" inner-refused 1 11 NCCL_RS_INNER_NET=libm.so.6 \
+    RS_HARNESS_EXPECT_WARN="exports no ncclNetPlugin_v11"
+  echo "all plugin harness runs passed (point-to-point delegated to an inner plugin)"
+  exit 0
+fi
+
 # v11 with every (type, op) and size; the older tables reach the same code through their own
 # argument lists, so each sends every type once and every op once. RS_HARNESS_MATRIX=adapter
 # does the same for v11 (a sanitizer tree, where the full matrix takes minutes, and a second
