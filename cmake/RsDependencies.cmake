@@ -33,13 +33,26 @@ add_library(rs_nettle INTERFACE)
 target_link_libraries(rs_nettle INTERFACE ${NETTLE_LIBRARY})
 
 # libfabric (libfabric-dev), for the RDMA data path: RS_HAVE_FABRIC says whether it was found;
-# rs_fabric exists only then and gives its users the RS_HAVE_FABRIC define.
+# rs_fabric exists only then and gives its users the RS_HAVE_FABRIC define. The portable plugin
+# takes only its headers from the sysroot and loads the library at run time (RS_FABRIC_DLOPEN).
 set(RS_HAVE_FABRIC OFF)
+set(RS_FABRIC_DLOPEN OFF)
 string(TOUPPER "${RS_WITH_FABRIC}" rs_with_fabric)
 if(NOT rs_with_fabric MATCHES "^(AUTO|ON|OFF|TRUE|FALSE|YES|NO|1|0)$")
   message(FATAL_ERROR "RS_WITH_FABRIC is '${RS_WITH_FABRIC}': AUTO, ON or OFF")
 endif()
-if(NOT rs_with_fabric MATCHES "^(OFF|FALSE|NO|0)$")
+if(RS_PORTABLE_PLUGIN)
+  if(NOT rs_with_fabric MATCHES "^(OFF|FALSE|NO|0)$")
+    find_path(LIBFABRIC_INCLUDE_DIR rdma/fabric.h)
+    if(LIBFABRIC_INCLUDE_DIR)
+      set(RS_HAVE_FABRIC ON)
+      set(RS_FABRIC_DLOPEN ON)
+    elseif(NOT rs_with_fabric STREQUAL "AUTO")
+      message(FATAL_ERROR "RS_WITH_FABRIC=${RS_WITH_FABRIC} but the sysroot has no rdma/fabric.h "
+                          "(libfabric-dev)")
+    endif()
+  endif()
+elseif(NOT rs_with_fabric MATCHES "^(OFF|FALSE|NO|0)$")
   find_package(PkgConfig QUIET)
   if(PKG_CONFIG_FOUND)
     pkg_check_modules(LIBFABRIC QUIET IMPORTED_TARGET libfabric>=1.11)

@@ -2,7 +2,8 @@
 # Builds the portable NCCL plugin: libnccl-net-reduction-server.so needing nothing but glibc 2.31
 # or later (Debian 11, Ubuntu 20.04 and everything newer), and plugin_harness, its test driver,
 # on the same terms. docker/README.md ("The portable plugin") says why each choice:
-#   - a Debian 11 sysroot made with mmdebstrap (glibc 2.31, GCC 10's libstdc++, libnettle.a);
+#   - a Debian 11 sysroot made with mmdebstrap (glibc 2.31, GCC 10's libstdc++, libnettle.a,
+#     libfabric 1.11's headers: the plugin loads libfabric at run time where the image has it);
 #   - Debian 12's own fmt, spdlog and Highway source packages (the versions the main build
 #     uses), built here as static, position-independent, hidden archives;
 #   - clang from this machine compiling against the sysroot, libstdc++ and libgcc linked in
@@ -32,7 +33,7 @@ key_of() { printf '%s\n' "$@" | sha256sum | cut -c1-16; }
 
 # --- 1. the Debian 11 sysroot -------------------------------------------------------------------
 # Only what compiling and linking need (extract: no maintainer scripts run, no chroot).
-sysroot_pkgs=libc6-dev,libstdc++-10-dev,nettle-dev
+sysroot_pkgs=libc6-dev,libstdc++-10-dev,nettle-dev,libfabric-dev
 mirrors=("deb http://deb.debian.org/debian bullseye main"
          "deb http://deb.debian.org/debian-security bullseye-security main")
 key=$(key_of "$(mmdebstrap --version)" "$sysroot_pkgs" "${mirrors[@]}")
@@ -117,14 +118,17 @@ if [[ $(cat "$deps/.rs-key" 2>/dev/null) != "$key" ]]; then
   {
     echo "libnccl-net-reduction-server.so contains these libraries, linked statically: fmt, spdlog"
     echo "and Highway (Debian 12's source packages ${versions[*]}),"
-    echo "Nettle $(gzip -dc "$sysroot/usr/share/doc/libnettle8/changelog.Debian.gz" | head -1 | cut -d' ' -f2) and GCC 10's libstdc++ and libgcc (Debian 11), and the header-only"
-    echo "asio and nlohmann-json (Debian 12). Their copyright and licence statements follow as"
+    echo "Nettle $(gzip -dc "$sysroot/usr/share/doc/libnettle8/changelog.Debian.gz" | head -1 | cut -d' ' -f2) and GCC 10's libstdc++ and libgcc (Debian 11), the header-only"
+    echo "asio and nlohmann-json (Debian 12), and the inline functions of libfabric's headers"
+    echo "(Debian 11's libfabric-dev; libfabric itself is loaded at run time where installed)."
+    echo "Their copyright and licence statements follow as"
     echo "Debian ships them; 'apt-get source <package>=<version>' fetches each one's source."
     for entry in "fmtlib ${tree_of[fmtlib]}/debian/copyright" "spdlog ${tree_of[spdlog]}/debian/copyright" \
                  "highway ${tree_of[highway]}/debian/copyright" \
                  "nettle (libnettle8, Debian 11) $sysroot/usr/share/doc/libnettle8/copyright" \
                  "libstdc++ and libgcc (GCC 10, Debian 11) $sysroot/usr/share/doc/gcc-10-base/copyright" \
                  "asio (header-only, Debian 12) /usr/share/doc/libasio-dev/copyright" \
+                 "libfabric's headers (libfabric-dev, Debian 11) $sysroot/usr/share/doc/libfabric-dev/copyright" \
                  "nlohmann-json (header-only, Debian 12) /usr/share/doc/nlohmann-json3-dev/copyright"; do
       file=${entry##* } name=${entry% *}
       printf '\n==============================================================================\n%s\n' "$name"
@@ -143,7 +147,7 @@ tree=$dir/tree
 say "building the plugin and the harness against glibc 2.31"
 quietly "$dir/configure.log" cmake -G Ninja -S "$src" -B "$tree" --toolchain "$toolchain" \
   -DRS_SYSROOT="$sysroot" -DRS_PORTABLE_DEPS="$deps" -DRS_PORTABLE_PLUGIN=ON -DRS_WERROR=ON \
-  -DRS_PORTABLE_NOTICES="$deps/THIRD-PARTY-NOTICES" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DRS_PORTABLE_NOTICES="$deps/THIRD-PARTY-NOTICES" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_WITH_FABRIC=ON \
   -DRS_UNITY_BUILD=ON "$@"
 cmake --build "$tree" -j "$jobs" --target nccl_net_reduction_server plugin_harness
 out=$dir/out

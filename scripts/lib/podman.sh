@@ -24,7 +24,8 @@ EOF
 # debian_image DIR RELEASE VARIANT [PACKAGES]: sets `image` to a local Debian image of RELEASE
 # (bullseye, bookworm, trixie) made with mmdebstrap and imported into podman:
 #   minbase  apt and dpkg, documentation left out as debian:*-slim does (a stand-in for
-#            debian:<release>-slim where no registry can be reached)
+#            debian:<release>-slim where no registry can be reached), and PACKAGES where given
+#            beyond libc6, installed as apt installs them (their scripts run)
 #   bare     PACKAGES (default libc6) and what they depend on, unpacked, nothing else: no shell,
 #            no dpkg, no C++ runtime; for programs that must need nothing but glibc
 # The tarball is kept in DIR and the image in podman's store, both named by a hash of the
@@ -34,7 +35,8 @@ debian_image() {
   # A mirror that drops a connection now and then must not fail a CI run.
   local args=(--mode=root --format=tar --aptopt='Acquire::Retries "5"')
   case "$variant" in
-    minbase) args+=(--variant=minbase
+    minbase) [[ $packages == libc6 ]] || args+=(--include="$packages")
+             args+=(--variant=minbase
                     --dpkgopt='path-exclude=/usr/share/doc/*'
                     --dpkgopt='path-include=/usr/share/doc/*/copyright'
                     --dpkgopt='path-exclude=/usr/share/man/*'
@@ -49,17 +51,19 @@ debian_image() {
   local mirrors=("deb http://deb.debian.org/debian $release main"
                  "deb http://deb.debian.org/debian $release-updates main"
                  "deb http://deb.debian.org/debian-security $release-security main")
-  local key
+  local key label=$variant
+  # A root with more than libc6 is cached under its own name (minbase-libfabric1, ...).
+  [[ $packages == libc6 ]] || label="$variant-${packages//[^a-z0-9]/-}"
   key=$(printf '%s\n' "$(mmdebstrap --version)" "${args[@]}" "$release" "${mirrors[@]}" | sha256sum | cut -c1-12)
-  image="localhost/rs-debian-$variant:$release-$key"
-  image_tar="$dir/debian-$variant-$release-$key.tar"
+  image="localhost/rs-debian-$label:$release-$key"
+  image_tar="$dir/debian-$label-$release-$key.tar"
   if [[ ! -s "$image_tar" ]]; then
-    echo "podman: making a Debian $release $variant root with mmdebstrap (under a minute to a few)"
+    echo "podman: making a Debian $release $label root with mmdebstrap (under a minute to a few)"
     mkdir -p "$dir"
-    rm -f "$dir"/debian-"$variant"-"$release"-*.tar
+    rm -f "$dir"/debian-"$label"-"$release"-*.tar
     mmdebstrap --quiet "${args[@]}" "$release" "$image_tar.partial" "${mirrors[@]}" \
-      >"$dir/mmdebstrap-$variant-$release.log" 2>&1 \
-      || { cat "$dir/mmdebstrap-$variant-$release.log"; return 1; }
+      >"$dir/mmdebstrap-$label-$release.log" 2>&1 \
+      || { cat "$dir/mmdebstrap-$label-$release.log"; return 1; }
     mv "$image_tar.partial" "$image_tar"
   fi
   if ! podman image exists "$image"; then

@@ -241,6 +241,31 @@ void checkResult(const Pending& p, const char* recv, int world) {
 // Which (type, op) pairs and sizes a collnet run sends.
 enum class Matrix { kFull, kAdapter };
 
+// RS_HARNESS_EXPECT_FABRIC=1: the payloads went over the fabric to the reducers (the client's
+// "data over the fabric" line) and no stream fell back to TCP (its "fabric not used" line).
+// RS_HARNESS_EXPECT_FABRIC=declined:<why>: the fabric was declined, saying <why>, and never used.
+void checkFabricUse() {
+  const char* expect = std::getenv("RS_HARNESS_EXPECT_FABRIC");
+  if (expect == nullptr) return;
+  const std::string_view declinedTag = "declined:";
+  const std::string e = expect;
+  const bool declined = e.rfind(declinedTag, 0) == 0;
+  const std::string why = declined ? e.substr(declinedTag.size()) : "";
+  int over = 0, notUsed = 0;
+  for (const auto& line : loggedLines()) {
+    over += line.find("data over the fabric (") != std::string::npos;
+    if (line.find("fabric not used") == std::string::npos) continue;
+    ++notUsed;
+    EXPECT(declined && line.find(why) != std::string::npos, "%s", line.c_str());
+  }
+  if (declined) {
+    EXPECT(over == 0 && notUsed > 0, "fabric: %d streams' lines say used, %d not used (\"%s\")",
+           over, notUsed, why.c_str());
+  } else {
+    EXPECT(over > 0, "no log line says the data went over the fabric");
+  }
+}
+
 void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun,
                 Matrix matrix = Matrix::kFull) {
   void *netCtx = nullptr, *collCtx = nullptr;
@@ -352,6 +377,7 @@ void runCollnet(PluginApi& api, const Args& a, int round, bool dieMidRun,
   EXPECT_OK(api.collCloseColl(cc));
   EXPECT_OK(api.collFinalize(collCtx));
   EXPECT_OK(api.netFinalize(netCtx));
+  checkFabricUse();
   std::fprintf(stderr, "rank %d: collnet v%d round %d: %d calls checked\n", a.rank, a.version,
                round, calls);
 }

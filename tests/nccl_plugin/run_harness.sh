@@ -27,7 +27,7 @@ source "$(dirname "$0")/../../scripts/lib/local_reducers.sh"
 fabric_flags=()
 if [[ -n ${RS_HARNESS_FABRIC:-} ]]; then
   fabric_flags=(--fabric-provider "$RS_HARNESS_FABRIC" --fabric-node 127.0.0.1)
-  export RS_FABRIC=$RS_HARNESS_FABRIC RS_FABRIC_NODE=127.0.0.1
+  export RS_FABRIC=$RS_HARNESS_FABRIC RS_FABRIC_NODE=127.0.0.1 RS_HARNESS_EXPECT_FABRIC=1
 fi
 start_local_reducers "$server" 2 "$tmp" --io-threads 1 --log-level warn --secret-file "$tmp/secret" \
   ${fabric_flags[@]+"${fabric_flags[@]}"}

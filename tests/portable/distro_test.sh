@@ -8,6 +8,9 @@
 #     CollNet all-reduces checked exactly on W nodes, p2p checked, a wrong job secret refused;
 #   - the plugin's .deb installed with dpkg -i and with apt install ./ on the release's minbase
 #     image (apt and dpkg, no network), the harness loading it by name as NCCL does (p2p).
+# Then the fabric: CollNet over libfabric loaded at run time from the image's own libfabric1
+# (bookworm's 1.17, trixie's 2.1), and declined in one line where the image has none or its
+# provider does not match the reducers'.
 # Then the Kubernetes installer: docker/plugin-installer.Dockerfile built on a local busybox, the
 # DaemonSet's own commands (deploy/k8s/plugin-installer/) run in it against a host folder, and
 # a "GPU pod" (Debian 11, nothing but glibc) mounting that folder read-only as the DaemonSet's
@@ -122,6 +125,42 @@ for release in "${releases[@]}"; do
     || { cat "$tmp/apt-$release.log"; fail "$release: apt install ./ of the plugin's package"; }
   step "$release: the .deb (Depends: $(dpkg-deb -f "$deb" Depends)) by dpkg -i, loaded by name; by apt install ./ offline"
 done
+
+# --- the fabric: libfabric loaded at run time, where the image has it -----------------------------
+# Two more reducers offer the fabric (libfabric's tcp provider on loopback, this host's 1.17); the
+# plugin, mounted into the images, is told RS_FABRIC=tcp. Where the image has its release's
+# libfabric1, installed as apt installs it, the payloads must go over the fabric; where it has
+# none (a bare image: glibc alone), the plugin still loads and CollNet runs over TCP, its log
+# saying why.
+tcp_reducers=$reducers
+mkdir -p "$tmp/fabric"
+start_local_reducers "$server" 2 "$tmp/fabric" --io-threads 1 --log-level warn \
+  --secret-file "$tmp/secret" --fabric-provider tcp --fabric-node 127.0.0.1
+fabric_case() {
+  local label=$1 release=$2 variant=$3 packages=$4 expect=$5 provider=${6:-tcp}
+  debian_image "$root/images" "$release" "$variant" "$packages"
+  run_harness "fabric-$label" "$image" collnet-adapter 2 \
+    -v "$out/libnccl-net-reduction-server.so:/opt/rs-test/lib/libnccl-net-reduction-server.so:ro" \
+    -e NCCL_NET_PLUGIN=/opt/rs-test/lib/libnccl-net-reduction-server.so -e RS_FABRIC="$provider" \
+    -e RS_FABRIC_NODE=127.0.0.1 -e RS_HARNESS_EXPECT_FABRIC="$expect"
+}
+# libfabric_version: the libfabric1 of the image fabric_case last used.
+libfabric_version() {
+  tar -xOf "$image_tar" ./var/lib/dpkg/status |
+    awk '/^Package: libfabric1$/ { found = 1 } found && /^Version:/ { print $2; exit }'
+}
+fabric_case bookworm bookworm minbase libfabric1 1
+step "bookworm with its libfabric1 $(libfabric_version): the plugin loaded it; CollNet's payloads over the fabric, exact"
+# libfabric 2.x's "tcp" is its own RDM protocol, not 1.17's ofi_rxm over tcp: asked for "tcp",
+# the worker finds the reducer's grant names another provider and declines, in one line; asked
+# for the layered provider by name, it speaks the reducer's protocol across the two versions.
+fabric_case trixie-tcp trixie minbase libfabric1 \
+  "declined:the peer's fabric grant: provider 'tcp;ofi_rxm', ours 'tcp'" tcp
+fabric_case trixie-tcp-rxm trixie minbase libfabric1 1 "tcp;ofi_rxm"
+step "trixie with its libfabric1 $(libfabric_version): RS_FABRIC=tcp declined against the host's 1.17 ('tcp;ofi_rxm' granted, 'tcp' here); RS_FABRIC='tcp;ofi_rxm': CollNet's payloads over the fabric, exact"
+fabric_case "no-libfabric" "${releases[0]}" bare libc6 "declined:libfabric is not installed"
+step "${releases[0]} without libfabric: the plugin loaded, the fabric declined in one line, CollNet exact over TCP"
+reducers=$tcp_reducers
 
 # --- the Kubernetes installer ---------------------------------------------------------------------
 busybox_image "$root/images"

@@ -17,6 +17,10 @@ for release in "${releases[@]}"; do
     debian_image "$root/images" "$release" "$variant"
   done
 done
+# distro_test.sh's fabric cases: minbase roots with their release's libfabric1.
+for release in bookworm trixie; do
+  debian_image "$root/images" "$release" minbase libfabric1
+done
 debian_base "$root/images"  # scripts/image-test.sh's (bookworm minbase: made above if listed)
 busybox_image "$root/images"
 echo "prefetch_images: ${releases[*]} (bare, minbase) and busybox ready in $((SECONDS - start)) s"

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/transport/fabric/fabric_error.h"
+#include "core/transport/fabric/fabric_library.h"
 
 namespace rs::transport::fabric {
 namespace {
@@ -63,6 +64,7 @@ fi_info* verbsRulesHints(const FabricChoice& choice) {
 std::vector<std::string> availableProviders() {
   fi_info* all = nullptr;
   std::vector<std::string> names;
+  if (!fabricLibraryStatus().isOk()) return names;
   if (fi_getinfo(kFabricApiVersion, nullptr, nullptr, 0, nullptr, &all) != 0) return names;
   for (fi_info* it = all; it != nullptr; it = it->next) {
     if (it->fabric_attr == nullptr || it->fabric_attr->prov_name == nullptr) continue;
@@ -93,6 +95,7 @@ Status checkVerbsRules(const fi_info& info) {
 
 Result<FabricInfo> FabricInfo::probe(const FabricChoice& choice) {
   if (choice.provider.empty()) return invalidArgument("no libfabric provider named");
+  RS_RETURN_IF_ERROR(fabricLibraryStatus());
   fi_info* hints = verbsRulesHints(choice);
   if (hints == nullptr) return resourceExhausted("fi_allocinfo: out of memory");
   fi_info* found = nullptr;
