@@ -260,6 +260,8 @@ void Session::handleReduce() {
   }
   haveLastChunk_ = true;
   lastChunk_ = in_.chunk;
+  lastSeq_ = in_.seq;
+  awaitedChunk_.reset();
   if (chunksInFlight_++ == 0 && liveness_) liveness_->start();
   pacer_.busy(in_.payloadLength);
   acquireAndBegin();
@@ -330,6 +332,15 @@ void Session::onOthersCaughtUp() {
   heldBack_ = false;
   stream_->stopWatchingPeer();
   readPiece(Fold::kLater);
+}
+
+void Session::othersBegan(uint64_t seq, uint64_t chunk) {
+  if (!liveness_ || isLane() || closed_ || aborting_ || !haveLastChunk_ || lastSeq_ != seq ||
+      lastChunk_ >= chunk || awaitedChunk_)
+    return;
+  awaitedChunk_ = chunk;
+  // Awaited from now on, unless something owed already runs the clock (its quiet counts on).
+  liveness_->startIfIdle();
 }
 
 void Session::watchPeer() {
@@ -620,10 +631,13 @@ transport::Liveness::Sample Session::livenessSample() const {
   // lost while another member's FAILOVER is slow to come. It waits on nothing: it reads nothing
   // until then.
   const bool awaitingPoint = laneState_ == LaneState::kAwaitPoint;
+  // Behind the others inside a collective it has begun here, it owes its next chunk: awaited
+  // (othersBegan), except while this side stopped reading it.
+  const bool awaited = awaitedChunk_.has_value();
   return {.arrived = stream_->bytesArrived(),
           .sent = stream_->bytesSent(),
           .owing = owing || awaitingPoint,
-          .waiting = owing && !parked_ && !heldBack_,
+          .waiting = (owing || awaited) && !parked_ && !heldBack_,
           .canSend = !writer_.writing() && writer_.queued() == 0 && !writer_.failed()};
 }
 
@@ -638,8 +652,12 @@ void Session::peerSilent(std::chrono::milliseconds silence) {
   const std::string state =
       slot_ ? fmt::format("its contribution to chunk {} (seq {}) was coming in", in_.chunk,
                           in_.seq)
-            : fmt::format("the results of its chunk {} (seq {}) were owed to it", in_.chunk,
-                          in_.seq);
+      : chunksInFlight_ > 0
+          ? fmt::format("the results of its chunk {} (seq {}) were owed to it", in_.chunk,
+                        in_.seq)
+          : fmt::format("the others had begun chunk {} of the collective (seq {}) it was in, "
+                        "past its chunk {}",
+                        awaitedChunk_.value_or(0), lastSeq_, lastChunk_);
   owner_.memberLost(
       *this, MemberLoss::kSilent,
       unavailableError(fmt::format(

@@ -164,6 +164,11 @@ class Session final : public std::enable_shared_from_this<Session>,
   // The others caught up in the chunk this session was held back in (see Slot): read on, or
   // wait for them again if still too far ahead.
   void onOthersCaughtUp();
+  // Another member began chunk `chunk` of collective `seq` on this stream. Where this member
+  // has begun that collective here and is behind (its last chunk is below), it owes that chunk:
+  // the reducer awaits it from now on, until its next header (proto/WIRE.md, "Heartbeats and
+  // the loss bound": a member stopped between two chunks of a collective it has begun).
+  void othersBegan(uint64_t seq, uint64_t chunk);
 
   bool closed() const { return closed_; }
   // Closed, or closing after a last frame (ABORT, or LOST to a retired lane): it reads no more.
@@ -326,6 +331,10 @@ class Session final : public std::enable_shared_from_this<Session>,
   void afterFold(Slot& slot);
   bool haveLastChunk_ = false;
   uint64_t lastChunk_ = 0;
+  uint64_t lastSeq_ = 0;  // of the last chunk
+  // Behind the others inside a collective it has begun here: awaited (othersBegan) until its
+  // next header; the chunk the others began, for the log.
+  std::optional<uint64_t> awaitedChunk_;
   // Payload bytes of the frame being read that are still to come (a lane's FINAL ends inside
   // its chunk: the rest comes in the REDUCE behind it).
   uint64_t frameLeft_ = 0;

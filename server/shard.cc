@@ -208,6 +208,7 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
     *error = abortedError("the group is gone");
     return Acquire::kFailed;
   }
+  if (!session->isLane()) awaitBehind(*gs, *session, h);
   const size_t bytes = slotBufferBytes(*gs, h, session->isLane());
   const uint64_t state = Slot::stateBytes(gs->group->params().worldSize);
   Admission::Grant grant = admission_.request({session, h, bytes, state});
@@ -245,6 +246,13 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
   }
   failGroup(gs->group, *error);
   return Acquire::kFailed;
+}
+
+void Shard::awaitBehind(GroupShard& gs, const Session& from, const wire::FrameHeader& h) {
+  const auto it = gs.members.find(from.streamIndex());
+  if (it == gs.members.end()) return;
+  for (const auto& member : it->second)
+    if (member && member.get() != &from) member->othersBegan(h.seq, h.chunk);
 }
 
 std::shared_ptr<Slot> Shard::joinOpen(const wire::FrameHeader& h, uint32_t rank, Status* error) {

@@ -151,6 +151,9 @@ class Shard final : public SessionOwner, private Admission::Owner {
   };
 
   GroupShard* findGroup(const GroupId& id);
+  // `from` began chunk h.chunk of collective h.seq on its stream: the members behind it in that
+  // collective there are awaited (Session::othersBegan).
+  void awaitBehind(GroupShard& gs, const Session& from, const wire::FrameHeader& h);
   // The members-agree check of a header for an open slot; a refusal is counted.
   Status admit(const Slot& slot, const wire::FrameHeader& header, uint32_t rank);
   // The pool buffer the chunk's slot takes (its accumulator, and the staging of a

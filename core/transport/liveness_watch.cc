@@ -12,6 +12,10 @@ void LivenessWatch::start() {
   if (!armed_) arm();
 }
 
+void LivenessWatch::startIfIdle() {
+  if (!liveness_.active()) start();
+}
+
 void LivenessWatch::cancel() {
   cancelled_ = true;
   timer_.cancel();

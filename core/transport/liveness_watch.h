@@ -44,6 +44,8 @@ class LivenessWatch {
   // Something is owed from now on after nothing was: the quiet before counts for nothing, and
   // the checks run (again).
   void start();
+  // As start(), unless something is owed already: then its clock runs on.
+  void startIfIdle();
   // The owner closes: no more checks (a wait in flight ends with operation_aborted).
   void cancel();
 

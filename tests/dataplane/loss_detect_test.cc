@@ -1,8 +1,9 @@
 // The loss bound (proto/WIRE.md, "Heartbeats and the loss bound") end to end on loopback: a
 // reducer that goes silent fails a member's collective naming it, one that is slow but sends
 // HEARTBEATs does not; a member that goes silent inside its chunk fails its group on the
-// reducer (the other member gets the reason, a healthy group beside stays exact), and so does
-// one that stops with its results unread in the reducer's socket (its TCP_USER_TIMEOUT); a
+// reducer (the other member gets the reason, a healthy group beside stays exact), and so do
+// one that stops between two chunks of a collective the other member goes on with, and one
+// that stops with its results unread in the reducer's socket (its TCP_USER_TIMEOUT); a
 // straggler,
 // a member held back by the lead limit, a member awaiting its results and an idle group are
 // never lost; the bound each stream gets; and a HEARTBEAT that names another member.
@@ -189,6 +190,35 @@ TEST_CASE("loss: a member silent inside its chunk fails its group on the reducer
   healthyThread.join();
   CHECK(healthy.toString() == "OK");
   CHECK(silentLosses(pool) == 1);  // the healthy group lost no one
+}
+
+// A member that stops between two chunks of a collective it has begun, its first chunk's
+// results all handed over: the reducer owes it nothing then, but the other member has begun
+// the next chunk of that collective, which this one owes; the reducer awaits it from there and
+// fails the group within the bound (before, only the collective timeout found it: a fault test
+// whose member stopped at a chunk's end waited 60 s for it).
+TEST_CASE("loss: a member silent between two chunks of a collective it has begun fails its "
+          "group once another member has begun the next",
+          "[loss]") {
+  LocalPool pool(1);
+  const GroupId id = GroupId::random();
+  constexpr uint32_t kCount = 4 << 10;  // two chunks of 16 KiB: collective 0, chunks 0 and 1
+  asio::io_context io;
+  RawMember other(io, pool.reducer(0).dataPort(), id, 2, 0);
+  RawMember silent(io, pool.reducer(0).dataPort(), id, 2, 1, /*lossDetectMs=*/500);
+  other.sendChunk(0, kCount, /*seq=*/0);
+  silent.sendChunk(0, kCount, /*seq=*/0);
+  other.readResult(0, kCount);
+  silent.readResult(0, kCount);  // all of its results in: nothing owed to it any more
+  const auto start = Clock::now();
+  other.sendChunk(1, kCount, /*seq=*/0);
+  const std::string reason = other.readAbort();
+  WARN("the group failed " << msSince(start) << " ms after the other member began chunk 1");
+  CHECK_THAT(reason, Contains("rank 1 stream 0: silent for ") &&
+                         Contains("while the others had begun chunk 1 of the collective (seq 0) "
+                                  "it was in, past its chunk 0") &&
+                         Contains("member lost"));
+  CHECK(silentLosses(pool) == 1);
 }
 
 // The transport's net under the heartbeats: a member that stops (sends nothing, reads nothing)

@@ -14,6 +14,7 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -129,13 +130,15 @@ inline void joinRaw(asio::ip::tcp::socket& socket, uint16_t port, const GroupId&
   expectHelloAck(socket);
 }
 
-// The REDUCE header of fp32 sum chunk `chunk` (seq = chunk) with `count` elements.
+// The REDUCE header of fp32 sum chunk `chunk` with `count` elements, of collective `seq`
+// (unless given, the chunk's number: one chunk a collective).
 inline wire::HeaderBytes fp32ReduceHeader(const GroupId& group, uint32_t rank, uint64_t chunk,
-                                          uint32_t count) {
+                                          uint32_t count,
+                                          std::optional<uint64_t> seq = std::nullopt) {
   wire::ChunkFields f;
   f.group = group;
   f.rank = rank;
-  f.seq = chunk;
+  f.seq = seq.value_or(chunk);
   f.chunk = chunk;
   f.elemCount = count;
   f.dtype = DataType::kFloat32;
@@ -162,13 +165,14 @@ class RawMember {
 
   asio::ip::tcp::socket& socket() { return socket_; }
 
-  // The REDUCE header of chunk `chunk` (0 unless given) with `count` elements.
-  void sendHeader(uint32_t count, uint64_t chunk = 0) {
-    asio::write(socket_, asio::buffer(fp32ReduceHeader(group_, rank_, chunk, count)));
+  // The REDUCE header of chunk `chunk` (0 unless given) with `count` elements, of collective
+  // `seq` (fp32ReduceHeader).
+  void sendHeader(uint32_t count, uint64_t chunk = 0, std::optional<uint64_t> seq = std::nullopt) {
+    asio::write(socket_, asio::buffer(fp32ReduceHeader(group_, rank_, chunk, count, seq)));
   }
   // A whole chunk, header and elements.
-  void sendChunk(uint64_t chunk, uint32_t count) {
-    sendHeader(count, chunk);
+  void sendChunk(uint64_t chunk, uint32_t count, std::optional<uint64_t> seq = std::nullopt) {
+    sendHeader(count, chunk, seq);
     sendElements(0, count);
   }
   // RECEIVED: this member holds every result up to `chunk`.
