@@ -43,42 +43,9 @@ readonly kConnectMs=4000           # the handshake's bound, the probe's included
 # Hang guards, not timings: far above a healthy run on a loaded 2-core machine.
 readonly kStateS=60 kRunS=120
 
-dir=$(mktemp -d /tmp/rs-fabric-firewall-XXXXXX)
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  cluster_destroy >/dev/null 2>&1 || true
-  if ((rc == 0)); then rm -rf "$dir"; else echo "fabric_firewall: logs kept in $dir"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() {
-  echo "FAILED: $*"
-  local i
-  for ((i = 0; i < kWorkers; i++)); do
-    echo "--- worker $i: $(grep -c '^done ' "$dir/w$i.out" 2>/dev/null || echo 0) done; last lines:"
-    tail -n 3 "$dir/w$i.out" 2>/dev/null || true
-    tail -n 8 "$dir/w$i.log" 2>/dev/null || true
-  done
-  for ((i = 0; i < kReducers; i++)); do
-    echo "--- reducer $i log tail:"
-    tail -n 8 "$dir/r$i.log" 2>/dev/null || true
-  done
-  exit 1
-}
-
-now_ms() { date +%s%3N; }
-await() {  # <what> <seconds> <command...>: polls until it holds (a hang guard)
-  local what=$1 secs=$2 end
-  shift 2
-  end=$(($(now_ms) + secs * 1000))
-  until "$@"; do
-    (($(now_ms) < end)) || fail "timed out after ${secs} s waiting for $what"
-    sleep 0.05
-  done
-}
+test_name=fabric_firewall
+# shellcheck source=tests/fault/netns_run.sh
+source "$here/netns_run.sh"
 
 start_reducers() {
   local j

@@ -59,35 +59,11 @@ readonly kAfter=10               # collectives every worker completes after the 
 readonly kCount=$((256 << 10))   # fp32 elements per collective: 1 MiB, 16 chunks of 64 KiB
 readonly kDataPort=7000 kMetricsPort=9100
 
-dir=$(mktemp -d /tmp/rs-partition-XXXXXX)
+test_name=partition
+# shellcheck source=tests/fault/netns_run.sh
+source "$here/netns_run.sh"
 declare -a wpid=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  # The namespaces' processes (reducers and workers only) go with them, TERM then KILL.
-  cluster_destroy >/dev/null 2>&1 || true
-  if ((rc == 0)); then rm -rf "$dir"; else echo "partition: logs kept in $dir"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
-fail() {
-  echo "FAILED: $*"
-  local i
-  for ((i = 0; i < kWorkers; i++)); do
-    echo "--- worker $i: $(grep -c '^done ' "$dir/w$i.out" 2>/dev/null || echo 0) done; last lines:"
-    tail -n 3 "$dir/w$i.out" 2>/dev/null || true
-    tail -n 5 "$dir/w$i.log" 2>/dev/null || true
-  done
-  for ((i = 0; i < kReducers; i++)); do
-    echo "--- reducer $i log tail:"
-    tail -n 8 "$dir/r$i.log" 2>/dev/null || true
-  done
-  exit 1
-}
-
-now_ms() { date +%s%3N; }
 done_count() { grep -c '^done ' "$dir/w$1.out" 2>/dev/null || true; }
 exited() { ! kill -0 "${wpid[$1]}" 2>/dev/null; }
 # Out of its loop: its last line says so (its process may linger unreaped, which kill -0 sees
@@ -96,16 +72,6 @@ ended() { grep -q '^error \|^wrong \|^finished' "$dir/w$1.out" 2>/dev/null || ex
 all_ended() {
   local i
   for ((i = 0; i < kWorkers; i++)); do ended "$i" || return 1; done
-}
-# Polls a condition (a command) until it holds or `secs` pass: a hang guard, never a timing.
-await() {
-  local what=$1 secs=$2 end
-  shift 2
-  end=$(($(now_ms) + secs * 1000))
-  until "$@"; do
-    (($(now_ms) < end)) || fail "timed out after ${secs} s waiting for $what"
-    sleep 0.05
-  done
 }
 metric() {  # reducer series: its value, 0 when absent
   cluster_exec "r$1" curl -s --max-time 10 "http://127.0.0.1:$kMetricsPort/metrics" |
