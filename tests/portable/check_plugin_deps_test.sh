@@ -26,7 +26,7 @@ $report"
 }
 
 expect_violation "the Debian 12 plugin" "$debian" "NEEDED libspdlog\.so\.1\.10" "NEEDED libfmt\.so\.9" \
-  "NEEDED libhwy\.so\.1" "NEEDED libstdc\+\+\.so\.6" "needs GLIBC_2\.34 .*pthread_create"
+  "NEEDED libhwy\.so\.1" "NEEDED libstdc\+\+\.so\.6" "needs GLIBC_2\.34 .*dlopen"
 
 tables='void* ncclNetPlugin_v8; void* ncclNetPlugin_v9; void* ncclNetPlugin_v10;
 void* ncclNetPlugin_v11; void* ncclCollNetPlugin_v8; void* ncclCollNetPlugin_v9;
