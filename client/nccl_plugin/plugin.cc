@@ -97,7 +97,11 @@ ncclResult_t openContext(uint64_t commId, ncclNetCommConfig_t* config, ncclDebug
   c->commId = commId;
   c->trafficClass = config != nullptr ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
   if (const InnerNet* in = inner()) {
-    const ncclResult_t r = in->net.init(&c->innerCtx, commId, config, log, prof);
+    // The older tables bring no config; a v11 inner gets the default, never a null pointer
+    // (NCCL always passes one, so a plugin may read it unchecked).
+    ncclNetCommConfig_t defaults{NCCL_NET_TRAFFIC_CLASS_UNDEF};
+    const ncclResult_t r =
+        in->net.init(&c->innerCtx, commId, config != nullptr ? config : &defaults, log, prof);
     if (r != ncclSuccess) {
       RS_PLUGIN_WARN("init failed: the inner net plugin {} returned {}", in->name, int{r});
       return r;
