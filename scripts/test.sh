@@ -52,10 +52,10 @@ run_ctest() {  # <kind> [ctest args...]
 }
 
 # The full run builds the release tree in unity batches, as the sanitizer trees are: built
-# whole once per run (a CI run is bound by CPU, bench/RESULTS.md "CI time"). Measured here from
-# scratch, no ccache: 332 s of wall and 499 s of CPU, a test loop beside; per-file, the same tree
-# took 474-517 s of wall in clean-clone CI runs, about twice that of CPU. --quick keeps per-file
-# units, for edit-and-rerun (switching rebuilds the tree once).
+# whole once per run (a CI run is bound by CPU, bench/RESULTS.md "CI time"). In clean-clone CI
+# runs its build phase took 341-373 s of wall, against 474-517 s per-file (different runs: the
+# machine's variance between runs is of that order too). --quick keeps per-file units, for
+# edit-and-rerun (switching rebuilds the tree once).
 if ((quick)); then
   scripts/build.sh release -DRS_UNITY_BUILD=OFF
 else
