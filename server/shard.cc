@@ -248,8 +248,19 @@ Shard::Acquire Shard::acquireSlot(const std::shared_ptr<Session>& session,
   return Acquire::kFailed;
 }
 
-void Shard::awaitBehind(GroupShard& gs, const Session& from, const wire::FrameHeader& h) {
-  const auto it = gs.members.find(from.streamIndex());
+void Shard::awaitBehind(GroupShard& gs, Session& from, const wire::FrameHeader& h) {
+  const uint16_t stream = from.streamIndex();
+  GroupShard::Begun& furthest = gs.furthestBegun[stream];
+  const bool sameCollective = furthest.seq == h.seq;
+  if (sameCollective && furthest.chunk > h.chunk) {
+    // The others are already past this chunk: `from` owes theirs next (it may have been done
+    // with everything it owed when they began it, and so went unmarked then).
+    from.othersBegan(furthest.seq, furthest.chunk);
+    return;
+  }
+  if (sameCollective && furthest.chunk == h.chunk) return;  // the others were marked for it
+  furthest = {h.seq, h.chunk};
+  const auto it = gs.members.find(stream);
   if (it == gs.members.end()) return;
   for (const auto& member : it->second)
     if (member && member.get() != &from) member->othersBegan(h.seq, h.chunk);

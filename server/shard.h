@@ -135,6 +135,12 @@ class Shard final : public SessionOwner, private Admission::Owner {
     std::unordered_map<uint16_t, std::vector<bool>> departed;
     // Per stream: the results sent, the members' RECEIVED and the commit watermark.
     std::unordered_map<uint16_t, CommitCounter> commits;
+    // Per stream: the furthest chunk a member has begun, and its collective (awaitBehind).
+    struct Begun {
+      uint64_t seq = 0;
+      uint64_t chunk = 0;
+    };
+    std::unordered_map<uint16_t, Begun> furthestBegun;
     // chunk -> slot. A completed one leaves it, but Admission counts it against the group's
     // quota and share while its RESULT parts are still queued to some member (heldSlots).
     std::unordered_map<uint64_t, std::shared_ptr<Slot>> open;
@@ -151,9 +157,10 @@ class Shard final : public SessionOwner, private Admission::Owner {
   };
 
   GroupShard* findGroup(const GroupId& id);
-  // `from` began chunk h.chunk of collective h.seq on its stream: the members behind it in that
-  // collective there are awaited (Session::othersBegan).
-  void awaitBehind(GroupShard& gs, const Session& from, const wire::FrameHeader& h);
+  // `from` began chunk h.chunk of collective h.seq on its stream: the members behind the furthest
+  // chunk begun there in that collective are awaited (Session::othersBegan), `from` too when it
+  // is the one behind.
+  void awaitBehind(GroupShard& gs, Session& from, const wire::FrameHeader& h);
   // The members-agree check of a header for an open slot; a refusal is counted.
   Status admit(const Slot& slot, const wire::FrameHeader& header, uint32_t rank);
   // The pool buffer the chunk's slot takes (its accumulator, and the staging of a

@@ -2,7 +2,8 @@
 // reducer that goes silent fails a member's collective naming it, one that is slow but sends
 // HEARTBEATs does not; a member that goes silent inside its chunk fails its group on the
 // reducer (the other member gets the reason, a healthy group beside stays exact), and so do
-// one that stops between two chunks of a collective the other member goes on with, and one
+// one that stops between two chunks of a collective the other member goes on with (whichever
+// began the next chunk first), and one
 // that stops with its results unread in the reducer's socket (its TCP_USER_TIMEOUT); a
 // straggler,
 // a member held back by the lead limit, a member awaiting its results and an idle group are
@@ -218,6 +219,32 @@ TEST_CASE("loss: a member silent between two chunks of a collective it has begun
                          Contains("while the others had begun chunk 1 of the collective (seq 0) "
                                   "it was in, past its chunk 0") &&
                          Contains("member lost"));
+  CHECK(silentLosses(pool) == 1);
+}
+
+// The slowest member, once it has caught up: the other member began chunk 1 before this one
+// began chunk 0 (nothing of it was owed then, so nothing marked it); its own header for chunk 0
+// finds the others past it, and from the last of its results on it owes chunk 1.
+TEST_CASE("loss: a member that begins a chunk the others are past, then stops, fails its group",
+          "[loss]") {
+  LocalPool pool(1);
+  const GroupId id = GroupId::random();
+  constexpr uint32_t kCount = 4 << 10;
+  asio::io_context io;
+  RawMember other(io, pool.reducer(0).dataPort(), id, 2, 0);
+  RawMember silent(io, pool.reducer(0).dataPort(), id, 2, 1, /*lossDetectMs=*/500);
+  other.sendChunk(0, kCount, /*seq=*/0);
+  other.sendChunk(1, kCount, /*seq=*/0);
+  REQUIRE(waitUntil([&] { return statsOf(pool).slotsOpen == 2; }));  // both headers taken
+  silent.sendChunk(0, kCount, /*seq=*/0);
+  other.readResult(0, kCount);
+  silent.readResult(0, kCount);
+  const auto start = Clock::now();
+  const std::string reason = other.readAbort();
+  WARN("the group failed " << msSince(start) << " ms after the silent member's last result");
+  CHECK_THAT(reason, Contains("rank 1 stream 0: silent for ") &&
+                         Contains("while the others had begun chunk 1 of the collective (seq 0) "
+                                  "it was in, past its chunk 0"));
   CHECK(silentLosses(pool) == 1);
 }
 
