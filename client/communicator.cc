@@ -79,6 +79,17 @@ Status Communicator::allReduce(const void* send, void* recv, size_t count, DataT
 void Communicator::abort(const Status& reason) { core_->fail(reason); }
 Status Communicator::health() const { return core_->health(); }
 RetentionStats Communicator::retention() const { return core_->retention(); }
+FabricStats Communicator::fabric() const { return core_->fabric(); }
+
+Result<BufferRegistration> Communicator::registerBuffer(const void* data, size_t bytes) {
+  if (data == nullptr || bytes == 0)
+    return invalidArgument(fmt::format("registerBuffer: {} bytes at {}", bytes, data));
+  return core_->registerBuffer(data, bytes);
+}
+
+Status Communicator::deregisterBuffer(const BufferRegistration& registration) {
+  return core_->deregisterBuffer(registration);
+}
 FailoverStats Communicator::failover() const { return core_->failover(); }
 const GroupSpec& Communicator::group() const { return core_->group(); }
 const ClientOptions& Communicator::options() const { return core_->options(); }

@@ -49,8 +49,9 @@ Status CommunicatorCore::start() {
     std::vector<asio::io_context*> ios;
     for (auto& io : ios_) ios.push_back(io.get());
     fabric_ = std::make_unique<FabricHubs>(
-        options_, ios, fmt::format("group {} rank {}", group_.id.toString().substr(0, 8),
-                                   group_.rank));
+        options_, ios,
+        fmt::format("group {} rank {}", group_.id.toString().substr(0, 8), group_.rank),
+        userMemory_);
     fabricLogged_.assign(reducers_, false);
   }
   // Each reducer's link as this member may use it: the group's W members share it. Its rate is
@@ -444,6 +445,19 @@ void CommunicatorCore::failOnTimeout(const RequestState& request) {
       owing.empty() ? "nothing (finishing)" : owing)));
 }
 
+FabricStats CommunicatorCore::fabric() const { return fabric_ ? fabric_->stats() : FabricStats{}; }
+
+Result<BufferRegistration> CommunicatorCore::registerBuffer(const void* data, size_t bytes) {
+  // Registered for the hubs' local access only (the source of writes): never written.
+  return BufferRegistration{userMemory_->add(const_cast<void*>(data), bytes)};
+}
+
+Status CommunicatorCore::deregisterBuffer(const BufferRegistration& registration) {
+  if (userMemory_->remove(registration.id)) return Status::ok();
+  return invalidArgument(
+      fmt::format("deregisterBuffer: no buffer registered as {}", registration.id));
+}
+
 RetentionStats CommunicatorCore::retention() const {
   RetentionStats stats = retention_.stats();
   for (const auto& c : connections_) {
@@ -530,6 +544,12 @@ void CommunicatorCore::shutdown() {
   }
   fail(abortedError("the communicator was closed"), /*tellReducers=*/false);
   if (!threads_.empty() || callerDriven()) waitDrained();
+  if (const FabricStats f = fabric(); !f.provider.empty()) {
+    rs::logger().info("group {} rank {}: fabric payloads: {} bytes written from registered "
+                      "buffers (zero-copy), {} through the send rings",
+                      group_.id.toString().substr(0, 8), group_.rank, f.bytesFromRegistered,
+                      f.bytesCopied);
+  }
   guards_.clear();
   for (auto& io : ios_) io->stop();
   for (auto& t : threads_)

@@ -41,6 +41,7 @@
 #include "core/cluster/dead_set.h"
 #include "core/cluster/lane.h"
 #include "core/cluster/sharding.h"
+#include "core/transport/user_memory.h"
 #include "rs/client.h"
 
 namespace rs::client {
@@ -75,6 +76,9 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   Status health() const;
   RetentionStats retention() const;
   FailoverStats failover() const;
+  FabricStats fabric() const;
+  Result<BufferRegistration> registerBuffer(const void* data, size_t bytes);
+  Status deregisterBuffer(const BufferRegistration& registration);
   // Test access to what is kept (failover will resend from it).
   const RetentionStore& retentionStore() const { return retention_; }
   // Tests only, set before start(): how long a RECEIVED that no REDUCE carried waits to go
@@ -216,6 +220,8 @@ class CommunicatorCore final : public std::enable_shared_from_this<CommunicatorC
   // One fabric hub per io_context, or none (RS_FABRIC). Destroyed after the connections, which
   // drop their channels once drained, and before the io_contexts.
   std::unique_ptr<FabricHubs> fabric_;
+  // The buffers registered for zero-copy sends, which every hub follows (registerBuffer).
+  std::shared_ptr<transport::UserMemory> userMemory_ = std::make_shared<transport::UserMemory>();
   std::vector<bool> fabricLogged_;  // [reducer], under mu_: its fabric line is out
   std::atomic<size_t> fabricStreams_{0};
   std::atomic<size_t> fabricDeclined_{0};

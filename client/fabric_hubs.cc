@@ -20,7 +20,8 @@ std::vector<std::string> FabricHubs::candidates(const std::string& fabric) {
 #if RS_HAVE_FABRIC
 
 FabricHubs::FabricHubs(const ClientOptions& options, const std::vector<asio::io_context*>& ios,
-                       const std::string& who) {
+                       const std::string& who,
+                       std::shared_ptr<const transport::UserMemory> userMemory) {
   const std::vector<std::string> providers = candidates(options.fabric);
   std::vector<std::string> why;
   for (const std::string& provider : providers) {
@@ -36,6 +37,7 @@ FabricHubs::FabricHubs(const ClientOptions& options, const std::vector<asio::io_
     }
     if (failed.isOk()) {
       hubs_ = std::move(opened);
+      for (auto& hub : hubs_) hub->followUserMemory(userMemory);
       provider_ = hubs_.empty() ? provider : hubs_.front()->provider();
       rs::logger().info("{}: fabric {} on {} io thread(s); data over it where a reducer offers "
                         "the same",
@@ -62,6 +64,16 @@ transport::fabric::FabricHub* FabricHubs::at(size_t io) const {
   return io < hubs_.size() ? hubs_[io].get() : nullptr;
 }
 
+FabricStats FabricHubs::stats() const {
+  FabricStats stats;
+  if (!hubs_.empty()) stats.provider = provider_;
+  for (const auto& hub : hubs_) {
+    stats.bytesFromRegistered += hub->bytesFromUserMemory();
+    stats.bytesCopied += hub->bytesThroughRing();
+  }
+  return stats;
+}
+
 #else  // built without libfabric: no hub is ever made
 
 }  // namespace rs::client
@@ -71,7 +83,7 @@ class FabricHub {};
 namespace rs::client {
 
 FabricHubs::FabricHubs(const ClientOptions& options, const std::vector<asio::io_context*>&,
-                       const std::string& who) {
+                       const std::string& who, std::shared_ptr<const transport::UserMemory>) {
   if (options.fabric != "off" && options.fabric != "auto")
     rs::logger().warn("{}: fabric not used (RS_FABRIC={}: this build has no libfabric), data "
                       "over TCP",
@@ -81,6 +93,8 @@ FabricHubs::FabricHubs(const ClientOptions& options, const std::vector<asio::io_
 FabricHubs::~FabricHubs() = default;
 
 transport::fabric::FabricHub* FabricHubs::at(size_t) const { return nullptr; }
+
+FabricStats FabricHubs::stats() const { return {}; }
 
 #endif
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/transport/user_memory.h"
 #include "rs/client.h"
 
 namespace rs::transport::fabric {
@@ -30,9 +31,10 @@ inline constexpr uint32_t kResultRingSlotBytes = 256 << 10;
 class FabricHubs {
  public:
   // Hubs on `ios` as options.fabric says ("off", "auto": verbs, then efa; or a provider's
-  // name), bound to options.fabricNode. `who` names this member in the log line.
+  // name), bound to options.fabricNode, each following `userMemory` (the buffers registered
+  // for zero-copy sends). `who` names this member in the log line.
   FabricHubs(const ClientOptions& options, const std::vector<asio::io_context*>& ios,
-             const std::string& who);
+             const std::string& who, std::shared_ptr<const transport::UserMemory> userMemory);
   // Shuts the hubs down: after every channel on them was closed and dropped, with no io thread
   // running (a hub is driven by one thread at a time).
   ~FabricHubs();
@@ -43,6 +45,8 @@ class FabricHubs {
   transport::fabric::FabricHub* at(size_t io) const;
   // The provider in use ("verbs;ofi_rxm"), or empty.
   const std::string& provider() const { return provider_; }
+  // The hubs' payload counters, summed (any thread).
+  FabricStats stats() const;
 
   // The providers RS_FABRIC names, in the order tried: none for "off", verbs then efa for
   // "auto", else the one given.

@@ -156,6 +156,8 @@ DataPlaneStats DataPlane::stats() const {
     }
     s.streamsJoined += st.streamsJoined.load(kRelaxed);
     s.fabricStreams += st.fabricStreams.load(kRelaxed);
+    s.fabricBytesZeroCopy += t->shard->fabricBytesZeroCopy();
+    s.fabricBytesCopied += t->shard->fabricBytesCopied();
     s.connectionsOpen += st.connectionsOpen.load(kRelaxed);
     s.slotsOpen += st.slotsOpen.load(kRelaxed);
     s.slotBytesInUse += st.slotBytesInUse.load(kRelaxed);

@@ -39,6 +39,9 @@ struct DataPlaneStats {
   uint64_t handshakeEvictions = 0;
   uint64_t streamsJoined = 0;
   uint64_t fabricStreams = 0;
+  // Payload bytes sent on the fabric: results written straight from the slots (zero-copy),
+  // and payloads copied into a send ring first (the probes; any slot buffer not registered).
+  uint64_t fabricBytesZeroCopy = 0, fabricBytesCopied = 0;
   int64_t connectionsOpen = 0;  // joined streams open now
   int64_t slotsOpen = 0;
   uint64_t slotBytesInUse = 0, slotBytesLimit = 0, parkedSessions = 0, parks = 0;

@@ -149,6 +149,13 @@ std::vector<MetricFamily> metricFamilies(const MetricsSnapshot& s) {
   f.counter("rs_fabric_streams_total", "Joined streams offered a fabric channel for their "
             "payloads (--fabric-provider; proto/FABRIC.md).",
             asDouble(p.fabricStreams));
+  const char* fabricBytesHelp = "Payload bytes sent on the fabric: results written straight "
+                                "from the slots' buffers (zero_copy), or copied into a send "
+                                "ring first (copied).";
+  f.counter("rs_fabric_payload_bytes_total", fabricBytesHelp, asDouble(p.fabricBytesZeroCopy),
+            {{"path", "zero_copy"}});
+  f.counter("rs_fabric_payload_bytes_total", fabricBytesHelp, asDouble(p.fabricBytesCopied),
+            {{"path", "copied"}});
   f.counterByReason("rs_handshake_failures_total", "Data connections refused before joining a "
                     "group, by reason.", p.handshakeFailuresBy,
                     [](size_t i) { return handshakeFailureName(static_cast<HandshakeFailure>(i)); });

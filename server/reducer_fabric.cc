@@ -50,6 +50,9 @@ Result<std::unique_ptr<fabric::FabricHub>> openHub(asio::io_context& io, const s
                                                    const std::string& node, uint32_t shard) {
   fabric::FabricHubOptions options;
   options.name = fmt::format("reducer io thread {}", shard);
+  // Results go from slot buffers that other groups use next: a write a member never completes
+  // keeps its slot until it ends (FabricHubOptions::releaseSourcesAfter).
+  options.releaseSourcesAfter = std::nullopt;
   return fabric::FabricHub::open(io, {provider, node}, options);
 }
 
@@ -129,6 +132,14 @@ Status ReducerFabric::accept(transport::PayloadChannel& channel, const wire::Fab
 
 void ReducerFabric::shutdown(const Status& why) { impl_->hub->shutdown(why); }
 
+void ReducerFabric::sendFrom(std::shared_ptr<const transport::UserMemory> buffers) {
+  impl_->hub->followUserMemory(std::move(buffers));
+}
+
+uint64_t ReducerFabric::bytesZeroCopy() const { return impl_->hub->bytesFromUserMemory(); }
+
+uint64_t ReducerFabric::bytesCopied() const { return impl_->hub->bytesThroughRing(); }
+
 const std::string& ReducerFabric::provider() const { return impl_->hub->provider(); }
 
 #else  // built without libfabric
@@ -165,6 +176,12 @@ Status ReducerFabric::accept(transport::PayloadChannel&, const wire::FabricGrant
 }
 
 void ReducerFabric::shutdown(const Status&) {}
+
+void ReducerFabric::sendFrom(std::shared_ptr<const transport::UserMemory>) {}
+
+uint64_t ReducerFabric::bytesZeroCopy() const { return 0; }
+
+uint64_t ReducerFabric::bytesCopied() const { return 0; }
 
 const std::string& ReducerFabric::provider() const { return impl_->provider; }
 

@@ -12,6 +12,7 @@
 
 #include "core/common/status.h"
 #include "core/transport/payload_channel.h"
+#include "core/transport/user_memory.h"
 #include "core/wire/fabric_frames.h"
 #include "server/config.h"
 #include "server/memory_budget.h"
@@ -47,6 +48,12 @@ class ReducerFabric {
   // maxPeerRingBytes().
   uint64_t streamBytes() const;
   uint64_t maxPeerRingBytes() const;
+  // Results leave from the buffers in `buffers` (the slot pool's) without the copy into the
+  // send rings (transport/user_memory.h).
+  void sendFrom(std::shared_ptr<const transport::UserMemory> buffers);
+  // Payload bytes sent: straight from those buffers, and through the send rings. Any thread.
+  uint64_t bytesZeroCopy() const;
+  uint64_t bytesCopied() const;
   // Fails every channel (the reducer stops).
   void shutdown(const Status& why);
   // "tcp;ofi_rxm"

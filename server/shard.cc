@@ -49,6 +49,12 @@ Shard::Shard(asio::io_context& io, const ServerConfig& config, uint32_t index,
     scheduleWaiterService();
   });
   fabric_ = ReducerFabric::open(io, config, index, &noFabric_);
+  if (fabric_) {
+    // Results go to the members straight from the slots' buffers (zero-copy).
+    auto slotBuffers = std::make_shared<transport::UserMemory>();
+    pool_->listBuffersIn(slotBuffers);
+    fabric_->sendFrom(slotBuffers);
+  }
   scheduleTimeoutCheck();
 }
 

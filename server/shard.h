@@ -70,6 +70,10 @@ class Shard final : public SessionOwner, private Admission::Owner {
   uint32_t index() const { return index_; }
   const ServerConfig& config() const { return config_; }
   ShardStats& stats() { return stats_; }
+  // Payload bytes sent on this thread's fabric: straight from the slots' buffers (zero-copy),
+  // and through the channels' send rings. Any thread.
+  uint64_t fabricBytesZeroCopy() const { return fabric_ ? fabric_->bytesZeroCopy() : 0; }
+  uint64_t fabricBytesCopied() const { return fabric_ ? fabric_->bytesCopied() : 0; }
   // This thread's part of --memory-limit (for the gauges; bookkeeping is charged from it).
   uint64_t poolLimit() const { return pool_->limit(); }
 

@@ -28,10 +28,28 @@ std::optional<AlignedBuffer> SlotPool::tryAcquire(size_t bytes, uint64_t stateBy
     auto largest = std::max_element(cache_.begin(), cache_.end(),
                                     [](const auto& a, const auto& b) { return a.size() < b.size(); });
     cachedBytes_ -= largest->size();
+    unlist(*largest);
     cache_.erase(largest);
   }
   inUse_ += want;
-  return AlignedBuffer(want);
+  return allocate(want);
+}
+
+AlignedBuffer SlotPool::allocate(size_t bytes) {
+  AlignedBuffer b(bytes);
+  if (list_) listed_.emplace(b.data(), list_->add(b.data(), b.size()));
+  return b;
+}
+
+void SlotPool::unlist(const AlignedBuffer& buffer) {
+  const auto it = listed_.find(buffer.data());
+  if (it == listed_.end()) return;
+  list_->remove(it->second);
+  listed_.erase(it);
+}
+
+SlotPool::~SlotPool() {
+  for (const AlignedBuffer& b : cache_) unlist(b);
 }
 
 void SlotPool::release(AlignedBuffer buffer, uint64_t stateBytes) {
@@ -40,6 +58,8 @@ void SlotPool::release(AlignedBuffer buffer, uint64_t stateBytes) {
   if (inUse_ + stateBytes_ + cachedBytes_ + buffer.size() <= budget()) {
     cachedBytes_ += buffer.size();
     cache_.push_back(std::move(buffer));
+  } else {
+    unlist(buffer);
   }
   if (onFreed_) onFreed_();
 }

@@ -13,9 +13,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/common/aligned_buffer.h"
+#include "core/transport/user_memory.h"
 #include "server/memory_budget.h"
 
 namespace rs::server {
@@ -34,6 +36,12 @@ class SlotPool {
   void release(AlignedBuffer buffer, uint64_t stateBytes = 0);
   // Called after every release (the shard wakes its parked sessions from here).
   void setOnFreed(std::function<void()> onFreed) { onFreed_ = std::move(onFreed); }
+  // Lists every buffer it allocates from now on in `list`, and takes each out when it frees it:
+  // the thread's fabric registers them, so that results leave a slot straight from its buffer
+  // (zero-copy; transport/user_memory.h). Buffers live on in the cache, so each is registered
+  // once.
+  void listBuffersIn(std::shared_ptr<transport::UserMemory> list) { list_ = std::move(list); }
+  ~SlotPool();
 
   uint64_t budget() const { return memory_ ? memory_->slotPoolBudget() : budget_; }
   // The budget with no bookkeeping charged (what --memory-limit gives this thread).
@@ -52,6 +60,9 @@ class SlotPool {
  private:
   static constexpr size_t kGranule = 64 << 10;
 
+  AlignedBuffer allocate(size_t bytes);
+  void unlist(const AlignedBuffer& buffer);  // before it is freed
+
   const uint64_t budget_;
   const std::shared_ptr<const MemoryBudget> memory_;
   uint64_t inUse_ = 0;
@@ -59,6 +70,8 @@ class SlotPool {
   uint64_t cachedBytes_ = 0;
   std::vector<AlignedBuffer> cache_;
   std::function<void()> onFreed_;
+  std::shared_ptr<transport::UserMemory> list_;
+  std::unordered_map<const void*, uint64_t> listed_;  // buffer -> its id in list_
 };
 
 }  // namespace rs::server

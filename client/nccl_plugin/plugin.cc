@@ -41,6 +41,9 @@ char gCollListenToken;
 struct CollComm {
   std::unique_ptr<nccl::CollNetGroup> group;
 };
+struct CollMemHandle {
+  client::BufferRegistration registration;
+};
 struct CollRequest {
   std::shared_ptr<client::AllReduceRequest> request;
   size_t bytes;
@@ -295,10 +298,31 @@ ncclResult_t collConnect(void* handles[], int nranks, int rank, void*, void** co
   });
 }
 
-ncclResult_t collRegMr(void*, void* data, size_t size, int type, void** mhandle) {
-  return own_net::regMr(data, size, type, mhandle);
+// NCCL registers the buffers CollNet all-reduces from (its proxy's host buffers) once: on a
+// fabric their chunks are then written to the reducers straight from them (zero-copy).
+ncclResult_t collRegMr(void* collComm, void* data, size_t size, int type, void** mhandle) {
+  return guarded("collnet regMr", [&] {
+    *mhandle = nullptr;
+    RS_REQUIRE(type == NCCL_PTR_HOST, "collnet regMr",
+               "memory type {} is not host memory; this plugin declares NCCL_PTR_HOST only", type);
+    auto* comm = static_cast<CollComm*>(collComm);
+    auto r = comm->group->communicator().registerBuffer(data, size);
+    if (!r) return toNccl(r.status(), "collnet regMr", CallSide::kLocal);
+    *mhandle = new CollMemHandle{*r};
+    return ncclSuccess;
+  });
 }
-ncclResult_t collDeregMr(void*, void* mhandle) { return own_net::deregMr(mhandle); }
+
+ncclResult_t collDeregMr(void* collComm, void* mhandle) {
+  return guarded("collnet deregMr", [&] {
+    std::unique_ptr<CollMemHandle> handle(static_cast<CollMemHandle*>(mhandle));
+    if (!handle) return ncclSuccess;
+    Status s = static_cast<CollComm*>(collComm)->group->communicator().deregisterBuffer(
+        handle->registration);
+    if (!s.isOk()) return toNccl(s, "collnet deregMr", CallSide::kLocal);
+    return ncclSuccess;
+  });
+}
 
 // rs::DataType numbers its types as ncclDataType_t does (dtype.h), so iallreduce casts one to
 // the other; NCCL 2.28's last types are the fp8 ones.

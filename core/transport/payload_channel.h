@@ -39,9 +39,11 @@ class PayloadChannel {
 
   // The owner lets go and the channel goes on without it (a member that moves away from a live
   // reducer, proto/FAILOVER.md: its Farewell keeps the channel): what is still unsent of each
-  // payload is copied, so the callers' memory is free once this returns; each pending `done`
-  // and a waiting piece handler run with `why`; the sends go on from the copies under the
-  // peer's credits, and the ring stays registered until close(). Nothing if the channel failed.
+  // payload is copied; each pending `done` and a waiting piece handler run with `why`, a
+  // send's once no write reads its registered memory any more (bounded: a peer that completes
+  // nothing does not hold it); the caller's memory is free once its send's done ran. The sends
+  // go on from the copies under the peer's credits, and the ring stays registered until
+  // close(). Nothing if the channel failed.
   virtual void detach(const Status& why) = 0;
 
   // Fails what is pending with `why` (handlers still run) and stops the peer's later writes

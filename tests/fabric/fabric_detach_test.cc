@@ -1,11 +1,13 @@
 // A channel whose owner lets go (FabricChannel::detach; a member moving away from a live
 // reducer hands its channel to the Farewell): the unsent rest of its payloads goes on from
-// copies, the owner's handlers end with the reason at once, and the peer's writes still land.
+// copies, the owner's handlers end with the reason at once, and the peer's writes still land;
+// with the payload's memory registered too (its first pieces written from it, zero-copy).
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <optional>
 
+#include "core/transport/user_memory.h"
 #include "tests/support/fabric_channel_ends.h"
 #include "tests/support/fabric_hub_thread.h"
 #include "tests/support/wait_until.h"
@@ -28,7 +30,13 @@ TEST_CASE("a detached channel sends the rest of its payloads from copies, ends i
   ChannelReader readerB, readerA;
   std::optional<Status> sendDone, pieceDone;
   std::vector<Status> replyDone;
+  // The payload's memory registered (zero-copy: the first pieces are written from it) or not.
+  const bool registered = GENERATE(false, true);
+  INFO("registered: " << registered);
   FabricHubThread hubA("detaching hub"), hubB("peer hub");
+  auto userMemory = std::make_shared<rs::transport::UserMemory>();
+  if (registered) userMemory->add(source.data(), source.size());
+  hubA.call([&] { hubA.hub().followUserMemory(userMemory); });
   auto c = rs::test::connectTestChannels(hubA, {2, kSlot}, hubB, {2, kSlot});
 
   hubB.call([&] { readerB.start(c.b, {kPayload}, /*autoRelease=*/false); });
@@ -41,10 +49,12 @@ TEST_CASE("a detached channel sends the rest of its payloads from copies, ends i
 
   hubA.call([&] {
     c.a->detach(rs::abortedError("the owner moved away"));
-    // The caller's memory is free once detach returned.
-    std::memset(source.data(), 0xee, source.size());
+    // The caller's memory is free once detach returned, unregistered; registered, once the
+    // send's done ran (its writes from it completed).
+    if (!registered) std::memset(source.data(), 0xee, source.size());
   });
   REQUIRE(waitUntil([&] { return hubA.call([&] { return sendDone && pieceDone; }); }));
+  if (registered) hubA.call([&] { std::memset(source.data(), 0xee, source.size()); });
   hubA.call([&] {
     CHECK(sendDone->code() == StatusCode::kAborted);
     CHECK(sendDone->message() == "the owner moved away");
@@ -68,6 +78,9 @@ TEST_CASE("a detached channel sends the rest of its payloads from copies, ends i
     for (size_t i = 0; i < readerB.held - 4; ++i) (void)c.b->release();
   });
   CHECK(hubA.call([&] { return c.a->bytesPosted(); }) == kPayload);
+  // Registered: the two pieces posted before detach went from the caller's memory.
+  CHECK(hubA.call([&] { return hubA.hub().bytesFromUserMemory(); }) ==
+        (registered ? 2 * kSlot : 0));
 
   // The peer's writes still land in the detached channel's ring, for a new reader of it.
   hubA.call([&] { readerA.start(c.a, {reply.size()}); });

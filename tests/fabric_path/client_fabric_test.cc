@@ -3,13 +3,15 @@
 // provider (libfabric's tcp provider on loopback, or RS_TEST_FABRIC_PROVIDER's) and members with
 // RS_FABRIC set alike move every payload on the streams' channels, and the results are exact in
 // every path (fp32, other types, in place, bf16 on the wire, chunks larger than a ring slot,
-// many in flight); a reducer stopped mid-run is lost as on TCP (its channels fail with its streams)
+// many in flight), registered buffers' chunks and the reducers' results leaving without a copy
+// (zero-copy); a reducer stopped mid-run is lost as on TCP (its channels fail with its streams)
 // and its chunks go to the survivors; a reducer without the fabric declines and the members go on over TCP, saying
 // so once per reducer.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
 
+#include <array>
 #include <atomic>
 #include <thread>
 
@@ -52,6 +54,7 @@ TEST_CASE("client over the fabric: every payload on the streams' channels, resul
     options.maxChunkBytes = 1 << 20;  // four of the worker's 256 KiB ring slots
     if (bf16) options.float32WireType = DataType::kBfloat16;
     const GroupId id = GroupId::random();
+    std::array<client::FabricStats, kWorld> fabricStats;
     const Status st = runRanks(kWorld, [&](int rank) -> Status {
       auto comm = client::Communicator::connect(
           options, {id, kWorld, static_cast<uint32_t>(rank)});
@@ -75,6 +78,14 @@ TEST_CASE("client over the fabric: every payload on the streams' channels, resul
           storeAs(DataType::kFloat32, buffers.back().data(), i,
                   exactInput(rank, i + c, ReduceOp::kSum));
       }
+      // Registered: their chunks leave from them (zero-copy), unless converted for the wire.
+      const client::FabricStats before = (*comm)->fabric();
+      std::vector<client::BufferRegistration> registered;
+      for (auto& b : buffers) {
+        auto reg = (*comm)->registerBuffer(b.data(), b.size());
+        if (!reg) return reg.status();
+        registered.push_back(*reg);
+      }
       for (int c = 0; c < kInFlight; ++c) {
         auto r = (*comm)->allReduceAsync(buffers[c].data(), buffers[c].data(), kCount,
                                          DataType::kFloat32, ReduceOp::kSum);
@@ -88,10 +99,31 @@ TEST_CASE("client over the fabric: every payload on the streams' channels, resul
               expectedResult(DataType::kFloat32, ReduceOp::kSum, kWorld, i + c))
             return internalError(fmt::format("collective {} in flight: element {} is wrong", c, i));
       }
+      for (const auto& reg : registered) RS_RETURN_IF_ERROR((*comm)->deregisterBuffer(reg));
+      if ((*comm)->deregisterBuffer(registered.front()).isOk())
+        return internalError("a buffer deregistered twice");
+      fabricStats[rank] = (*comm)->fabric();
+      fabricStats[rank].bytesFromRegistered -= before.bytesFromRegistered;
       return Status::ok();
     });
     REQUIRE(st.toString() == "OK");
+    for (const client::FabricStats& f : fabricStats) {
+      CHECK(f.provider == "tcp;ofi_rxm");
+      // Every byte of the registered collectives, and only those; bf16 goes from the staging
+      // copy that narrows it.
+      CHECK(f.bytesFromRegistered == (bf16 ? 0 : 4 * 300000 * sizeof(float)));
+      CHECK(f.bytesCopied > 0);  // the unregistered collectives before
+    }
   }
+  // The reducers send every result straight from its slot: only the probes are copied.
+  uint64_t zeroCopy = 0, copied = 0;
+  for (int r = 0; r < kReducers; ++r) {
+    zeroCopy += pool.reducer(r).dataPlane().stats().fabricBytesZeroCopy;
+    copied += pool.reducer(r).dataPlane().stats().fabricBytesCopied;
+  }
+  WARN("reducers' fabric payload bytes: " << zeroCopy << " zero-copy, " << copied << " copied");
+  CHECK(zeroCopy > 0);
+  CHECK(copied == 64 * 2 * kWorld * kReducers * kStreams);  // one 64-byte probe per stream
   // Every stream of both communicators was offered the fabric and took it (a member that
   // declines says so in a warning); after an accept the reducer refuses a REDUCE without the
   // flag, so the results above came through the channels.

@@ -252,8 +252,12 @@ void checkFabricUse() {
   const bool declined = e.rfind(declinedTag, 0) == 0;
   const std::string why = declined ? e.substr(declinedTag.size()) : "";
   int over = 0, notUsed = 0;
+  uint64_t zeroCopyBytes = 0;  // from the communicators' closing lines
+  const std::string_view payloads = "fabric payloads: ";
   for (const auto& line : loggedLines()) {
     over += line.find("data over the fabric (") != std::string::npos;
+    if (const size_t at = line.find(payloads); at != std::string::npos)
+      zeroCopyBytes += std::strtoull(line.c_str() + at + payloads.size(), nullptr, 10);
     if (line.find("fabric not used") == std::string::npos) continue;
     ++notUsed;
     EXPECT(declined && line.find(why) != std::string::npos, "%s", line.c_str());
@@ -263,6 +267,8 @@ void checkFabricUse() {
            over, notUsed, why.c_str());
   } else {
     EXPECT(over > 0, "no log line says the data went over the fabric");
+    // NCCL's buffers are registered (collRegMr): the chunks leave from them, zero-copy.
+    EXPECT(zeroCopyBytes > 0, "no payload bytes were written from the registered buffers");
   }
 }
 

@@ -189,6 +189,18 @@ struct FailoverStats {
   bool redialUp = false;
 };
 
+// A buffer registered for zero-copy sends (Communicator::registerBuffer).
+struct BufferRegistration {
+  uint64_t id = 0;
+};
+
+// Where this member's REDUCE payloads went on its fabric streams: Communicator::fabric().
+struct FabricStats {
+  std::string provider;             // empty: no fabric, every stream on TCP
+  uint64_t bytesFromRegistered = 0;  // written straight from registered buffers (zero-copy)
+  uint64_t bytesCopied = 0;          // copied into a send ring first
+};
+
 class CommunicatorCore;
 class RequestState;
 
@@ -228,6 +240,18 @@ class Communicator {
       std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   // Blocking form.
   Status allReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+
+  // Registers [data, data + bytes) for zero-copy sends, as ncclCommRegister does: on a fabric
+  // (RDMA) stream, a chunk whose input lies inside a registered buffer is written to its
+  // reducer straight from it instead of through a copy. Each io thread registers it with its
+  // device (pinning its pages) at its first send after this call; worth it for buffers used
+  // again and again (NCCL's, a framework's gradient buckets). Without a fabric it changes
+  // nothing. The memory must stay mapped until deregisterBuffer returned; buffers may overlap.
+  Result<BufferRegistration> registerBuffer(const void* data, size_t bytes);
+  // From its return on, no chunk starts from the buffer (one under way keeps it until its
+  // writes completed). INVALID_ARGUMENT for a registration this communicator does not hold.
+  Status deregisterBuffer(const BufferRegistration& registration);
+  FabricStats fabric() const;
 
   // Fails everything in flight with `reason` and closes the streams.
   void abort(const Status& reason);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <asio/post.hpp>
+#include <algorithm>
 #include <cstring>
 
 #include "core/common/log.h"
@@ -13,7 +14,13 @@ namespace rs::transport::fabric {
 
 FabricChannel::FabricChannel(FabricHub& hub, uint16_t id, uint32_t serial, RingShape ring,
                              std::string name)
-    : hub_(hub), io_(hub.io_), id_(id), serial_(serial), ring_(ring), name_(std::move(name)) {}
+    : hub_(hub),
+      io_(hub.io_),
+      id_(id),
+      serial_(serial),
+      ring_(ring),
+      name_(std::move(name)),
+      releaseTimer_(hub.io_) {}
 
 FabricChannel::~FabricChannel() = default;
 
@@ -61,6 +68,7 @@ Status FabricChannel::connect(const ChannelGrant& peer) {
   sendMemory_ = std::move(*send);
   slotBusy_.assign(peer.ring.slots, false);
   slotJob_.assign(peer.ring.slots, nullptr);
+  slotFromUser_.assign(peer.ring.slots, false);
   peer_ = peer;
   peerId_ = *id;
   connected_ = true;
@@ -75,8 +83,12 @@ void FabricChannel::send(const void* src, size_t bytes, Done done) {
     post([d = std::move(done), s = failure_] { d(s); });
     return;
   }
-  jobs_.push_back(std::make_unique<Job>(Job{static_cast<const uint8_t*>(src), bytes, 0, 0,
-                                            std::move(done), {}}));
+  auto job = std::make_unique<Job>();
+  job->src = static_cast<const uint8_t*>(src);
+  job->bytes = bytes;
+  if (bytes > 0) job->region = hub_.userRegions_->find(src, bytes);
+  job->done = std::move(done);
+  jobs_.push_back(std::move(job));
   pump();
   finishJobs();
   hub_.kick();
@@ -92,9 +104,14 @@ void FabricChannel::pump() {
       if (slotBusy_[slot]) return;  // its last write has not completed: its bytes stay
       const size_t piece = std::min<size_t>(slotBytes, job->bytes - job->posted);
       const size_t offset = size_t{slot} * slotBytes;
-      std::memcpy(sendBytes_.data() + offset, job->src + job->posted, piece);
+      const uint8_t* from = job->src + job->posted;
+      const bool fromUser = job->region != nullptr;
+      if (!fromUser) std::memcpy(sendBytes_.data() + offset, from, piece);
+      const RegisteredMemory& source = fromUser ? job->region->memory : sendMemory_;
+      const size_t sourceOffset =
+          fromUser ? static_cast<size_t>(from - job->region->memory.data()) : offset;
       Status s = hub_.endpoint_->postWrite(
-          peerId_, sendMemory_, offset, piece, peer_.ringBuffer, offset,
+          peerId_, source, sourceOffset, piece, peer_.ringBuffer, offset,
           encodeImmediate(peer_.channelId, written_),
           FabricHub::token(FabricHub::TokenKind::kWrite, serial_, slot));
       if (!s.isOk()) {
@@ -103,7 +120,12 @@ void FabricChannel::pump() {
       }
       slotBusy_[slot] = true;
       slotJob_[slot] = job.get();
+      slotFromUser_[slot] = fromUser;
       ++job->inFlight;
+      if (fromUser) ++job->fromUserInFlight;
+      PayloadCounters& counters = *hub_.payloadCounters_;
+      (fromUser ? counters.fromUserMemory : counters.throughRing)
+          .fetch_add(piece, std::memory_order_relaxed);
       ++writesInFlight_;
       ++written_;
       job->posted += piece;
@@ -134,10 +156,29 @@ void FabricChannel::onWriteDone(uint32_t slot, const Status& status) {
   }
   --writesInFlight_;
   slotBusy_[slot] = false;
-  if (Job* job = std::exchange(slotJob_[slot], nullptr)) --job->inFlight;
+  const bool fromUser = slotFromUser_[slot];
+  slotFromUser_[slot] = false;
+  if (Job* job = std::exchange(slotJob_[slot], nullptr)) {
+    --job->inFlight;
+    if (fromUser) --job->fromUserInFlight;
+    settle(*job);
+  }
   if (!status.isOk()) return fail(Status(status.code(), who() + ": " + status.message()));
   pump();
   finishJobs();
+}
+
+void FabricChannel::settle(Job& job) {
+  if (job.fromUserInFlight > 0) return;
+  if (job.owed) {
+    if (job.done) post([d = std::move(job.done), s = *job.owed] { d(s); });
+    job.done = nullptr;
+    job.owed.reset();
+    if (releaseArmed_ && !owes()) releaseTimer_.cancel();
+  }
+  if (job.inFlight == 0 && !draining_.empty()) {  // a failed channel's send, done with
+    std::erase_if(draining_, [&](const std::unique_ptr<Job>& j) { return j.get() == &job; });
+  }
 }
 
 void FabricChannel::asyncNextPiece(size_t expect, PieceHandler handler) {
@@ -271,11 +312,55 @@ void FabricChannel::fail(Status why) {
     post([h = std::move(handler_), s = failure_] { h(s, {}); });
     handler_ = nullptr;
   }
+  // A send whose writes still read the caller's memory keeps its done until they completed:
+  // the caller may reuse that memory once done ran.
+  for (Job*& job : slotJob_)
+    if (job != nullptr && job->fromUserInFlight == 0) job = nullptr;
   for (auto& job : jobs_) {
-    if (job->done) post([d = std::move(job->done), s = failure_] { d(s); });
+    if (job->fromUserInFlight > 0) {
+      if (job->done && !job->owed) job->owed = failure_;
+      draining_.push_back(std::move(job));
+    } else if (job->done) {
+      post([d = std::move(job->done), s = failure_] { d(s); });
+    }
   }
   jobs_.clear();
-  std::fill(slotJob_.begin(), slotJob_.end(), nullptr);
+  armRelease();
+}
+
+void FabricChannel::armRelease() {
+  const auto& bound = hub_.options_.releaseSourcesAfter;
+  if (!bound || releaseArmed_ || !owes()) return;
+  releaseArmed_ = true;
+  releaseTimer_.expires_after(*bound);
+  releaseTimer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    self->releaseArmed_ = false;
+    if (!ec) self->releaseOwed();
+  });
+}
+
+bool FabricChannel::owes() const {
+  auto owing = [](const std::unique_ptr<Job>& j) { return j->owed.has_value(); };
+  return std::any_of(jobs_.begin(), jobs_.end(), owing) ||
+         std::any_of(draining_.begin(), draining_.end(), owing);
+}
+
+void FabricChannel::releaseOwed() {
+  size_t writes = 0;
+  auto release = [&](Job& job) {
+    if (!job.owed) return;
+    writes += job.fromUserInFlight;
+    if (job.done) post([d = std::move(job.done), s = *job.owed] { d(s); });
+    job.done = nullptr;
+    job.owed.reset();
+  };
+  for (auto& job : jobs_) release(*job);
+  for (auto& job : draining_) release(*job);
+  if (writes == 0) return;
+  logger().warn("{}: {} write(s) from the caller's registered memory not completed by the peer "
+                "{} ms after the channel was let go; the memory goes back to its owner (the "
+                "peer, unresponsive, was given up)",
+                who(), writes, hub_.options_.releaseSourcesAfter->count());
 }
 
 void FabricChannel::detach(const Status& why) {
@@ -283,18 +368,21 @@ void FabricChannel::detach(const Status& why) {
   for (auto& job : jobs_) {
     // What is posted is in the send ring already; the rest is copied, and the job goes on as
     // one of that many bytes, of which none is posted (its pieces in flight still count).
+    // Its pieces in flight from the caller's memory hold the done back until they completed.
     const uint8_t* rest = job->src + job->posted;
     job->owned.assign(rest, rest + (job->bytes - job->posted));
     job->src = job->owned.data();
     job->bytes -= job->posted;
     job->posted = 0;
-    if (job->done) post([d = std::move(job->done), why] { d(why); });
-    job->done = nullptr;
+    job->region = nullptr;
+    if (job->done) job->owed = why;
+    settle(*job);
   }
   if (handler_) {
     post([h = std::move(handler_), why] { h(why, {}); });
     handler_ = nullptr;
   }
+  armRelease();
 }
 
 void FabricChannel::close(const Status& why) {
@@ -307,6 +395,14 @@ void FabricChannel::close(const Status& why) {
 }
 
 void FabricChannel::dropMemory() {
+  releaseTimer_.cancel();
+  // The endpoint is gone: no write reads the callers' memory any more.
+  for (auto& job : draining_) {
+    job->fromUserInFlight = 0;
+    if (job->owed && job->done) post([d = std::move(job->done), s = *job->owed] { d(s); });
+  }
+  draining_.clear();
+  std::fill(slotJob_.begin(), slotJob_.end(), nullptr);
   (void)ringMemory_.close();
   (void)controlMemory_.close();
   (void)sendMemory_.close();

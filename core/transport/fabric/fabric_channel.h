@@ -1,9 +1,11 @@
 // One data stream's RMA channel, both directions, on a FabricHub (one per io thread).
 //
 // Send side: payloads in order, each cut into pieces of at most the peer's slot size; a piece is
-// copied into this channel's registered send ring and written, as one delivery-complete RMA
-// write with immediate data `peer channel id << 20 | seq`, into the peer's ring slot seq %
-// slots, only while the sender holds that slot's credit. Receive side: the peer's pieces in
+// written, as one delivery-complete RMA write with immediate data `peer channel id << 20 | seq`,
+// into the peer's ring slot seq % slots, only while the sender holds that slot's credit. It is
+// written straight from the caller's memory where that lies in a buffer the caller registered
+// (the hub's user regions, user_regions.h: zero-copy), else copied into this channel's
+// registered send ring first. Receive side: the peer's pieces in
 // order, one slot at a time, handed out once their immediate data arrived (never on a writer's
 // word alone); release() returns the slot as a credit (a control word, control_word.h).
 //
@@ -17,11 +19,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
 
 #include "core/common/aligned_buffer.h"
 #include "core/common/status.h"
@@ -29,6 +33,7 @@
 #include "core/transport/fabric/control_word.h"
 #include "core/transport/fabric/fabric_endpoint.h"
 #include "core/transport/fabric/registered_memory.h"
+#include "core/transport/fabric/user_regions.h"
 
 namespace rs::transport::fabric {
 
@@ -51,7 +56,8 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
 
   // Sends `bytes` from `src` (valid until done runs) after the payloads before it. done(OK)
   // once every piece was delivered into the peer's ring; done(error) if the channel failed
-  // first. Zero bytes complete at once.
+  // first, but not while a write from the caller's registered memory may still read it,
+  // unless that write outlives the hub's releaseSourcesAfter. Zero bytes complete at once.
   void send(const void* src, size_t bytes, Done done);
   // Payload bytes handed to the provider so far (cumulative).
   uint64_t bytesPosted() const { return bytesPosted_; }
@@ -64,8 +70,10 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   Status release();
 
   // The owner lets go (PayloadChannel::detach): the unsent rest of every send is copied here,
-  // every `done` and the waiting piece handler run with `why` (later, on the io thread), and
-  // the sends go on from the copies. Nothing if the channel failed.
+  // every `done` and the waiting piece handler run with `why` (later, on the io thread; a
+  // send's once no write from the caller's memory is in flight, or the hub's
+  // releaseSourcesAfter passed), and the sends go on from the copies. Nothing if the channel
+  // failed.
   void detach(const Status& why);
 
   // Fails what is pending with `why` (their handlers run later, on the io thread) and
@@ -87,9 +95,15 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   struct Job {  // one send()
     const uint8_t* src;
     size_t bytes;
+    // The caller's registration holding [src, src + bytes): pieces go straight from it. None:
+    // through the send ring (also for the rest of a detached send).
+    std::shared_ptr<const UserRegion> region;
     size_t posted = 0;     // bytes cut into pieces and posted
     size_t inFlight = 0;   // its pieces posted and not completed
-    Done done;             // empty once detached
+    size_t fromUserInFlight = 0;  // of those, the ones read from the caller's memory
+    Done done;             // empty once run
+    // The outcome `done` gets once fromUserInFlight is 0 (detached or failed meanwhile).
+    std::optional<Status> owed;
     std::vector<uint8_t> owned;  // after detach(): the unsent rest, which src then points into
   };
 
@@ -105,6 +119,13 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   void dropMemory();     // the hub's shutdown: registrations go before the domain
   void pump();           // posts what credits allow
   void finishJobs();     // done(OK) for the sends wholly delivered, in order
+  // A piece of `job` completed: runs an owed done once no write reads the caller's memory.
+  void settle(Job& job);
+  // A detached or failed channel's owed dones run at the latest after the hub's
+  // releaseSourcesAfter: a peer that completes nothing (stopped) must not hold the caller.
+  void armRelease();
+  void releaseOwed();
+  bool owes() const;  // some send's done waits for its writes from the caller's memory
   void retry();          // after a post found the queue full
   void post(std::function<void()> f);
   void deliver();        // runs the waiting handler if its piece is there
@@ -150,7 +171,13 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   RegisteredMemory sendMemory_;
   std::vector<bool> slotBusy_;  // by peer slot: its write has not completed yet
   std::vector<Job*> slotJob_;
+  std::vector<bool> slotFromUser_;  // by peer slot: its write reads the caller's memory
   std::deque<std::unique_ptr<Job>> jobs_;
+  // Sends of a failed channel whose writes from the caller's memory are still in flight: their
+  // done runs once those completed (or the hub dropped the endpoint).
+  std::vector<std::unique_ptr<Job>> draining_;
+  asio::steady_timer releaseTimer_;
+  bool releaseArmed_ = false;
   uint64_t written_ = 0;       // pieces posted
   uint64_t peerReleased_ = 0;  // pieces the peer released (from its credit words)
   size_t writesInFlight_ = 0;

@@ -47,6 +47,8 @@ Result<std::unique_ptr<FabricHub>> FabricHub::open(asio::io_context& io, const F
   Result<std::unique_ptr<FabricDomain>> domain = FabricDomain::open(std::move(*info));
   if (!domain.isOk()) return domain.status();
   h->domain_ = std::move(*domain);
+  h->userRegions_ =
+      std::make_unique<UserRegions>(*h->domain_, "fabric hub '" + h->options_.name + "'");
   FabricEndpointOptions eo;
   eo.name = h->options_.name;
   eo.waitFd = h->options_.waitFd;
@@ -378,6 +380,7 @@ void FabricHub::shutdown(const Status& why) {
     ch->dropMemory();
   }
   bySerial_.clear();
+  userRegions_->closeAll();
   closedSerials_.clear();
   retry_.clear();
   for (auto& ch : byId_) ch.reset();

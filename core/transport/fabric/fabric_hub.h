@@ -36,8 +36,18 @@
 #include "core/transport/fabric/fabric_immediate.h"
 #include "core/transport/fabric/fabric_info.h"
 #include "core/transport/fabric/registered_memory.h"
+#include "core/transport/fabric/user_regions.h"
+#include "core/transport/user_memory.h"
 
 namespace rs::transport::fabric {
+
+// Payload bytes the hub's channels posted: straight from the callers' registered memory
+// (zero-copy), or through the channels' send rings (a copy each). Shared, so that a reader
+// (the reducer's metrics) may outlive the hub.
+struct PayloadCounters {
+  std::atomic<uint64_t> fromUserMemory{0};
+  std::atomic<uint64_t> throughRing{0};
+};
 
 struct FabricHubOptions {
   std::string name = "hub";  // for logs and errors ("reducer io 2")
@@ -50,6 +60,12 @@ struct FabricHubOptions {
   std::optional<bool> receivesForWrites;
   // How long shutdown() gives pending operations before aborting the endpoint.
   std::chrono::milliseconds shutdownBound{2000};
+  // How long a failed or detached channel's sends keep their `done` (and so the caller's
+  // registered memory) for writes from it that the peer does not complete (a stopped peer);
+  // then the memory goes back to its owner with a warning. None: until the writes complete or
+  // the hub shuts down (the reducer: its slot buffers serve other groups next, whose bytes a
+  // late write must never carry; what a stuck peer holds is its ring's credits' worth).
+  std::optional<std::chrono::milliseconds> releaseSourcesAfter = std::chrono::milliseconds(2000);
 };
 
 class FabricHub {
@@ -66,6 +82,10 @@ class FabricHub {
   // not used most recently (ids rotate, so a closed id is reused as late as possible).
   // RESOURCE_EXHAUSTED with all 4096 ids in use or no room for the receives it needs.
   Result<std::shared_ptr<FabricChannel>> openChannel(RingShape ring, std::string name);
+
+  // The caller's buffers that payloads may leave from without the copy into a channel's send
+  // ring (user_regions.h). Before or after channels open; none by default.
+  void followUserMemory(std::shared_ptr<const UserMemory> list) { userRegions_->follow(list); }
 
   // Fails every channel with `why`, finishes or aborts pending operations within
   // shutdownBound, closes the endpoint. Later openChannel fails. Idempotent.
@@ -89,6 +109,15 @@ class FabricHub {
   // hub does nothing until a channel gets work, so polls() stays put.
   bool isPolling() const { return polling_.load(std::memory_order_relaxed); }
   size_t receivesPosted() const { return receivesPosted_; }
+  // Payload bytes posted straight from the caller's registered memory, and through the
+  // channels' send rings (a copy each).
+  uint64_t bytesFromUserMemory() const {
+    return payloadCounters_->fromUserMemory.load(std::memory_order_relaxed);
+  }
+  uint64_t bytesThroughRing() const {
+    return payloadCounters_->throughRing.load(std::memory_order_relaxed);
+  }
+  std::shared_ptr<const PayloadCounters> payloadCounters() const { return payloadCounters_; }
 
  private:
   friend class FabricChannel;
@@ -118,6 +147,7 @@ class FabricHub {
   FabricHubOptions options_;
   std::unique_ptr<FabricDomain> domain_;
   std::unique_ptr<FabricEndpoint> endpoint_;
+  std::unique_ptr<UserRegions> userRegions_;
   std::unique_ptr<asio::posix::stream_descriptor> waitFd_;
   asio::steady_timer timer_;
   Status failure_;
@@ -153,6 +183,7 @@ class FabricHub {
   std::atomic<uint64_t> dropped_{0};
   std::atomic<size_t> openCount_{0};
   std::atomic<size_t> lingering_{0};
+  std::shared_ptr<PayloadCounters> payloadCounters_ = std::make_shared<PayloadCounters>();
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // handlers outliving the hub
 };
 
