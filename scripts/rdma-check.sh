@@ -9,8 +9,9 @@
 #                      figure measured in the same run (if installed: this script installs nothing)
 #   5. allreduce-tcp   the TCP all-reduce bench (allreduce_perf --local-pool) at W = 2, 3, 4
 #   6. allreduce-fabric  the same all-reduce bench with the reducers offering the fabric on
-#                      that provider (RS_FABRIC_PROVIDER) and the workers taking it (RS_FABRIC):
-#                      a step fails if any worker fell back to TCP
+#                      that provider (RS_FABRIC_PROVIDER) and the workers taking it (RS_FABRIC),
+#                      send buffers registered (--register: zero-copy, as NCCL's regMr): a step
+#                      fails if any worker fell back to TCP
 # and writes one report (markdown): the machine, the devices, the provider's line, each step's
 # result, time and key lines; the steps' logs go in a folder beside it. Every step runs under
 # `timeout` (build 1800 s, suites 600 s, each bench 300 s), and what a step starts it stops.
@@ -248,14 +249,15 @@ if [[ -x $perf_bin ]]; then
     run_step "allreduce-fabric-W$w" 300 "$logs/allreduce-fabric-W$w.log" \
       env RS_FABRIC_PROVIDER="$provider" RS_FABRIC_NODE="$node" RS_FABRIC="$provider" \
       RS_FABRIC_NODE="$node" \
-      "$perf_bin" --local-pool "$reducers" --workers "$w" --server-bin "$server_bin" "${ar_args[@]}"
+      "$perf_bin" --local-pool "$reducers" --workers "$w" --server-bin "$server_bin" \
+      --register "${ar_args[@]}"
     result=$(verdict $rc 300)
     if [[ $result == passed ]] && grep -q "fabric not used" "$logs/allreduce-fabric-W$w.log"; then
       result="FAILED: a worker fell back to TCP ($(grep -m1 -o 'fabric not used.*' "$logs/allreduce-fabric-W$w.log"))"
     fi
     record "allreduce-fabric-W$w" "$result" "$took" \
-      "RS_FABRIC_PROVIDER=$provider RS_FABRIC=$provider RS_FABRIC_NODE=$node allreduce_perf --local-pool $reducers --workers $w ${ar_args[*]}" \
-      "$(grep -E '^# raw loopback|^ +[0-9]+ +[0-9]+ |^# Avg bus|Out of bounds' "$logs/allreduce-fabric-W$w.log")"
+      "RS_FABRIC_PROVIDER=$provider RS_FABRIC=$provider RS_FABRIC_NODE=$node allreduce_perf --local-pool $reducers --workers $w --register ${ar_args[*]}" \
+      "$(grep -E '^# raw loopback|^ +[0-9]+ +[0-9]+ |^# Avg bus|^# Fabric|Out of bounds' "$logs/allreduce-fabric-W$w.log")"
   done
 fi
 

@@ -60,6 +60,24 @@ void fromV8(int dev, const ncclNetProperties_v8_t& in, ncclNetProperties_v11_t* 
   out->maxMultiRequestSize = 1;
 }
 
+// The calls an older table makes alike but for the table they call (`inner`: gV10, gV9, gV8).
+template <auto& inner>
+ncclResult_t listenOn(void*, int dev, void* handle, void** listenComm) {
+  return inner->listen(dev, handle, listenComm);
+}
+// v9 and v8: init(logger), no contexts, no profiler handles; connect without a config.
+template <auto& inner>
+ncclResult_t initWithoutContext(void** ctx, uint64_t, ncclNetCommConfig_t*, ncclDebugLogger_t log,
+                                ncclProfilerCallback_t) {
+  *ctx = nullptr;
+  return initOnce([&] { return inner->init(log); });
+}
+template <auto& inner>
+ncclResult_t connectWithoutConfig(void*, int dev, void* handle, void** sendComm,
+                                  ncclNetDeviceHandle_t** sendDevComm) {
+  return inner->connect(dev, handle, sendComm, sendDevComm);
+}
+
 // v10: init(logger, profiler); the traffic class goes to connect, so the context carries it.
 namespace v10 {
 ncclResult_t init(void** ctx, uint64_t, ncclNetCommConfig_t* config, ncclDebugLogger_t log,
@@ -81,9 +99,6 @@ ncclResult_t getProperties(int dev, ncclNetProperties_v11_t* props) {
   if (r == ncclSuccess) fromV10(p, props);
   return r;
 }
-ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
-  return gV10->listen(dev, handle, listenComm);
-}
 ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm,
                      ncclNetDeviceHandle_t** sendDevComm) {
   return gV10->connect(dev, static_cast<ncclNetCommConfig_t*>(ctx), handle, sendComm,
@@ -91,25 +106,13 @@ ncclResult_t connect(void* ctx, int dev, void* handle, void** sendComm,
 }
 }  // namespace v10
 
-// v9: init(logger), no contexts, no profiler handles.
+// v9: as v10 without contexts (initWithoutContext, connectWithoutConfig).
 namespace v9 {
-ncclResult_t init(void** ctx, uint64_t, ncclNetCommConfig_t*, ncclDebugLogger_t log,
-                  ncclProfilerCallback_t) {
-  *ctx = nullptr;
-  return initOnce([&] { return gV9->init(log); });
-}
 ncclResult_t getProperties(int dev, ncclNetProperties_v11_t* props) {
   ncclNetProperties_v9_t p;
   const ncclResult_t r = gV9->getProperties(dev, &p);
   if (r == ncclSuccess) fromV10(p, props);
   return r;
-}
-ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
-  return gV9->listen(dev, handle, listenComm);
-}
-ncclResult_t connect(void*, int dev, void* handle, void** sendComm,
-                     ncclNetDeviceHandle_t** sendDevComm) {
-  return gV9->connect(dev, handle, sendComm, sendDevComm);
 }
 ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void*,
                    void** request) {
@@ -123,23 +126,11 @@ ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int* tags,
 
 // v8: as v9 without virtual devices, and sizes in int (NCCL keeps them to 1 GiB).
 namespace v8 {
-ncclResult_t init(void** ctx, uint64_t, ncclNetCommConfig_t*, ncclDebugLogger_t log,
-                  ncclProfilerCallback_t) {
-  *ctx = nullptr;
-  return initOnce([&] { return gV8->init(log); });
-}
 ncclResult_t getProperties(int dev, ncclNetProperties_v11_t* props) {
   ncclNetProperties_v8_t p;
   const ncclResult_t r = gV8->getProperties(dev, &p);
   if (r == ncclSuccess) fromV8(dev, p, props);
   return r;
-}
-ncclResult_t listen(void*, int dev, void* handle, void** listenComm) {
-  return gV8->listen(dev, handle, listenComm);
-}
-ncclResult_t connect(void*, int dev, void* handle, void** sendComm,
-                     ncclNetDeviceHandle_t** sendDevComm) {
-  return gV8->connect(dev, handle, sendComm, sendDevComm);
 }
 ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void*,
                    void** request) {
@@ -221,20 +212,20 @@ ncclNet_v11_t asV11(const Table& t, const VersionCalls& v) {
 
 ncclNet_v11_t adapt(ncclNet_v10_t* t) {
   gV10 = t;
-  return asV11(*t, {v10::init, v10::getProperties, v10::listen, v10::connect, t->isend, t->irecv,
-                    t->makeVDevice, v10::finalize});
+  return asV11(*t, {v10::init, v10::getProperties, listenOn<gV10>, v10::connect, t->isend,
+                    t->irecv, t->makeVDevice, v10::finalize});
 }
 
 ncclNet_v11_t adapt(ncclNet_v9_t* t) {
   gV9 = t;
-  return asV11(*t, {v9::init, v9::getProperties, v9::listen, v9::connect, v9::isend, v9::irecv,
-                    t->makeVDevice, noFinalize});
+  return asV11(*t, {initWithoutContext<gV9>, v9::getProperties, listenOn<gV9>,
+                    connectWithoutConfig<gV9>, v9::isend, v9::irecv, t->makeVDevice, noFinalize});
 }
 
 ncclNet_v11_t adapt(ncclNet_v8_t* t) {  // v8 has no virtual devices
   gV8 = t;
-  return asV11(*t, {v8::init, v8::getProperties, v8::listen, v8::connect, v8::isend, v8::irecv,
-                    nullptr, noFinalize});
+  return asV11(*t, {initWithoutContext<gV8>, v8::getProperties, listenOn<gV8>,
+                    connectWithoutConfig<gV8>, v8::isend, v8::irecv, nullptr, noFinalize});
 }
 
 // The calls NCCL makes unconditionally: a table without one is broken, and is refused rather

@@ -78,7 +78,7 @@ std::vector<uint8_t> expected(const std::vector<uint8_t>& memory,
 }  // namespace
 
 TEST_CASE("payloads from inside a registered buffer are written from it, the others through the "
-          "send ring, byte-exact; a removed buffer's go through the ring",
+          "send ring, byte-exact, and a removed buffer's go through the ring",
           "[fabric][channel][zerocopy]") {
   std::vector<uint8_t> memory(256 << 10);
   for (size_t i = 0; i < memory.size(); ++i) memory[i] = static_cast<uint8_t>(i * 13 + 5);
@@ -104,8 +104,8 @@ TEST_CASE("payloads from inside a registered buffer are written from it, the oth
   hubB.call([&] { c.b->close(rs::Status::ok()); });
 }
 
-TEST_CASE("a buffer the domain will not register is logged once and its payloads copied; the "
-          "others still go from their memory",
+TEST_CASE("a buffer the domain will not register is logged once and its payloads copied, and "
+          "the others still go from their memory",
           "[fabric][channel][zerocopy]") {
   rs::test::LogCapture log;
   std::vector<uint8_t> memory(64 << 10);
