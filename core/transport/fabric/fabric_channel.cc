@@ -123,9 +123,7 @@ void FabricChannel::pump() {
       slotFromUser_[slot] = fromUser;
       ++job->inFlight;
       if (fromUser) ++job->fromUserInFlight;
-      PayloadCounters& counters = *hub_.payloadCounters_;
-      (fromUser ? counters.fromUserMemory : counters.throughRing)
-          .fetch_add(piece, std::memory_order_relaxed);
+      (fromUser ? hub_.fromUser_ : hub_.throughRing_).fetch_add(piece, std::memory_order_relaxed);
       ++writesInFlight_;
       ++written_;
       job->posted += piece;
@@ -168,12 +166,17 @@ void FabricChannel::onWriteDone(uint32_t slot, const Status& status) {
   finishJobs();
 }
 
+void FabricChannel::payOwed(Job& job) {
+  if (!job.owed) return;
+  if (job.done) post([d = std::move(job.done), s = *job.owed] { d(s); });
+  job.done = nullptr;
+  job.owed.reset();
+}
+
 void FabricChannel::settle(Job& job) {
   if (job.fromUserInFlight > 0) return;
   if (job.owed) {
-    if (job.done) post([d = std::move(job.done), s = *job.owed] { d(s); });
-    job.done = nullptr;
-    job.owed.reset();
+    payOwed(job);
     if (releaseArmed_ && !owes()) releaseTimer_.cancel();
   }
   if (job.inFlight == 0 && !draining_.empty()) {  // a failed channel's send, done with
@@ -348,11 +351,8 @@ bool FabricChannel::owes() const {
 void FabricChannel::releaseOwed() {
   size_t writes = 0;
   auto release = [&](Job& job) {
-    if (!job.owed) return;
-    writes += job.fromUserInFlight;
-    if (job.done) post([d = std::move(job.done), s = *job.owed] { d(s); });
-    job.done = nullptr;
-    job.owed.reset();
+    if (job.owed) writes += job.fromUserInFlight;
+    payOwed(job);
   };
   for (auto& job : jobs_) release(*job);
   for (auto& job : draining_) release(*job);
@@ -397,10 +397,7 @@ void FabricChannel::close(const Status& why) {
 void FabricChannel::dropMemory() {
   releaseTimer_.cancel();
   // The endpoint is gone: no write reads the callers' memory any more.
-  for (auto& job : draining_) {
-    job->fromUserInFlight = 0;
-    if (job->owed && job->done) post([d = std::move(job->done), s = *job->owed] { d(s); });
-  }
+  for (auto& job : draining_) payOwed(*job);
   draining_.clear();
   std::fill(slotJob_.begin(), slotJob_.end(), nullptr);
   (void)ringMemory_.close();

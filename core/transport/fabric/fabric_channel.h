@@ -121,6 +121,7 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   void finishJobs();     // done(OK) for the sends wholly delivered, in order
   // A piece of `job` completed: runs an owed done once no write reads the caller's memory.
   void settle(Job& job);
+  void payOwed(Job& job);  // runs (posts) the done a detached or failed send owes, if any
   // A detached or failed channel's owed dones run at the latest after the hub's
   // releaseSourcesAfter: a peer that completes nothing (stopped) must not hold the caller.
   void armRelease();

@@ -41,14 +41,6 @@
 
 namespace rs::transport::fabric {
 
-// Payload bytes the hub's channels posted: straight from the callers' registered memory
-// (zero-copy), or through the channels' send rings (a copy each). Shared, so that a reader
-// (the reducer's metrics) may outlive the hub.
-struct PayloadCounters {
-  std::atomic<uint64_t> fromUserMemory{0};
-  std::atomic<uint64_t> throughRing{0};
-};
-
 struct FabricHubOptions {
   std::string name = "hub";  // for logs and errors ("reducer io 2")
   // Try the completion queue's wait fd; off: adaptive polling only (tests compare the two).
@@ -111,13 +103,8 @@ class FabricHub {
   size_t receivesPosted() const { return receivesPosted_; }
   // Payload bytes posted straight from the caller's registered memory, and through the
   // channels' send rings (a copy each).
-  uint64_t bytesFromUserMemory() const {
-    return payloadCounters_->fromUserMemory.load(std::memory_order_relaxed);
-  }
-  uint64_t bytesThroughRing() const {
-    return payloadCounters_->throughRing.load(std::memory_order_relaxed);
-  }
-  std::shared_ptr<const PayloadCounters> payloadCounters() const { return payloadCounters_; }
+  uint64_t bytesFromUserMemory() const { return fromUser_.load(std::memory_order_relaxed); }
+  uint64_t bytesThroughRing() const { return throughRing_.load(std::memory_order_relaxed); }
 
  private:
   friend class FabricChannel;
@@ -183,7 +170,8 @@ class FabricHub {
   std::atomic<uint64_t> dropped_{0};
   std::atomic<size_t> openCount_{0};
   std::atomic<size_t> lingering_{0};
-  std::shared_ptr<PayloadCounters> payloadCounters_ = std::make_shared<PayloadCounters>();
+  std::atomic<uint64_t> fromUser_{0};
+  std::atomic<uint64_t> throughRing_{0};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // handlers outliving the hub
 };
 

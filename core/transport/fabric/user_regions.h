@@ -47,8 +47,6 @@ class UserRegions {
   // no lookup finds it. Idempotent.
   void closeAll();
 
-  size_t registered() const { return byId_.size(); }
-
  private:
   // A lookup walks back this many regions from the last one starting at or below the payload:
   // enough for a buffer registered several times over (NCCL registers one per channel and
