@@ -27,6 +27,14 @@ elseif(NOT RS_SANITIZE STREQUAL "")
   message(FATAL_ERROR "RS_SANITIZE must be '', 'address' or 'thread', not '${RS_SANITIZE}'")
 endif()
 
+# Shared libraries resolve every symbol at link time, except under Clang's sanitizers: Clang
+# links their runtime into executables only, so a shared library's __asan_*/__tsan_* calls are
+# left for the executable that loads it to resolve (GCC links the runtime's shared library in).
+set(RS_LINK_NO_UNDEFINED -Wl,--no-undefined)
+if(RS_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  set(RS_LINK_NO_UNDEFINED "")
+endif()
+
 # Fuzz builds instrument every library for coverage; the fuzz targets add the libFuzzer main.
 if(RS_BUILD_FUZZ)
   add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=vptr

@@ -28,7 +28,7 @@
 
 namespace rs::server {
 
-class Acceptor : private HandshakeOwner {
+class Acceptor final : private HandshakeOwner {
  public:
   // Takes a handshaken stream, admitted into `group` as `rank`'s stream `streamIndex`, with
   // the loss bound `lossDetectMs`.

@@ -261,12 +261,20 @@ struct Float32InDoubleCodec {
     hn::StoreU(narrow(d32, lo), d32, p);
     hn::StoreU(narrow(d32, hi), d32, p + hn::Lanes(d));
   }
-  // IEEE narrowing, to nearest even and past fp32's range to Inf. Highway's SCALAR DemoteTo
-  // clamps to the largest finite fp32 instead, so its one lane is converted by the compiler.
+  // IEEE narrowing, to nearest even and past fp32's range to Inf. Highway's SCALAR and EMU128
+  // DemoteTo clamp to the largest finite fp32 instead (GCC builds SCALAR as the fallback, Clang
+  // EMU128), so their lanes are converted by the compiler.
   template <class D32, class V>
   static HWY_INLINE hn::Vec<D32> narrow(D32 d32, V v) {
     if constexpr (HWY_TARGET == HWY_SCALAR) {
       return hn::Set(d32, static_cast<float>(hn::GetLane(v)));
+    } else if constexpr (HWY_TARGET == HWY_EMU128) {
+      constexpr size_t kLanes = hn::MaxLanes(d32);
+      double wide[kLanes];
+      float narrowed[kLanes];
+      hn::StoreU(v, hn::Rebind<double, D32>(), wide);
+      for (size_t i = 0; i < kLanes; ++i) narrowed[i] = static_cast<float>(wide[i]);
+      return hn::LoadU(d32, narrowed);
     } else {
       return hn::DemoteTo(d32, v);
     }

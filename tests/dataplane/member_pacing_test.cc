@@ -209,7 +209,8 @@ TEST_CASE("a member sends each reducer its 1/W of the reducers' link rate, not o
 
   constexpr uint64_t kCount = 256 << 10;
   ExactBuffers b(kWorld, kCount);
-  auto& [send, recv] = b;
+  auto& send = b.send;
+  auto& recv = b.recv;
   auto first = comms[0]->allReduceAsync(send[0].data(), recv[0].data(), kCount,
                                         DataType::kFloat32, ReduceOp::kSum);
   REQUIRE(first.isOk());
@@ -250,7 +251,8 @@ TEST_CASE("a member's lane counts on the host's link as its streams do", "[link_
 
   constexpr uint64_t kCount = 256 << 10;  // two chunks of 512 KiB, one per reducer
   ExactBuffers b(kWorld, kCount);
-  auto& [send, recv] = b;
+  auto& send = b.send;
+  auto& recv = b.recv;
   pool.stopReducer(1);
   // The first all-reduce after the loss moves reducer 1's chunk to the lane.
   REQUIRE(runRanks(kWorld, [&](int rank) -> Status {
