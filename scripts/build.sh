@@ -27,13 +27,19 @@ case "$kind" in
   # -O1 and line tables only: the sanitizers' own advice for speed, with asserts kept (Debug);
   # -O0 ran the ASan tests about twice as long, and full debug info slows every compile.
   # Libraries in unity batches (RS_UNITY_BUILD): these trees are built whole, once per run.
+  # Clang: it compiles our sanitized code in about two thirds of GCC's CPU time (the ASan
+  # tree's targets alone: about 550 s of CPU against 834 s; rs_server's first unity batch 40 s
+  # against 54 s), and that compile is CI's critical path. The release tree and the packages
+  # stay on GCC, Debian's compiler; the fuzz tree was already Clang's (libFuzzer).
   asan)
     args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=address -DRS_BUILD_BENCH=OFF -DRS_UNITY_BUILD=ON
-           "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
+           "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1"
+           -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
     targets=(rs_unit_tests rs_dataplane_tests plugin_harness nccl_net_reduction_server reduction-server) ;;
   tsan)
     args+=(-DCMAKE_BUILD_TYPE=Debug -DRS_SANITIZE=thread -DRS_BUILD_BENCH=OFF -DRS_UNITY_BUILD=ON
-           "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
+           "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1"
+           -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
     targets=(rs_dataplane_tests) ;;
   fuzz)
     args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${line_tables[@]}" -DRS_BUILD_FUZZ=ON -DRS_BUILD_BENCH=OFF
