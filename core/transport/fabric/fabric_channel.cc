@@ -78,7 +78,18 @@ Status FabricChannel::connect(const ChannelGrant& peer) {
   return Status::ok();
 }
 
-void FabricChannel::send(const void* src, size_t bytes, Done done) {
+void FabricChannel::sendInto(const void* src, size_t bytes, const RemoteBuffer& window,
+                             uint64_t offset, Done done) {
+  if (failure_.isOk() && (offset > window.size || bytes > window.size - offset)) {
+    fail(invalidArgument(fmt::format("{}: a payload of {} bytes at offset {} of the peer's "
+                                     "window of {} bytes does not fit in it",
+                                     who(), bytes, offset, window.size)));
+  }
+  queue(src, bytes, window, offset, std::move(done));
+}
+
+void FabricChannel::queue(const void* src, size_t bytes, std::optional<RemoteBuffer> window,
+                          uint64_t offset, Done done) {
   if (!failure_.isOk()) {
     post([d = std::move(done), s = failure_] { d(s); });
     return;
@@ -88,6 +99,8 @@ void FabricChannel::send(const void* src, size_t bytes, Done done) {
   job->bytes = bytes;
   if (bytes > 0) job->region = hub_.userRegions_->find(src, bytes);
   job->done = std::move(done);
+  job->window = window;
+  job->windowOffset = offset;
   jobs_.push_back(std::move(job));
   pump();
   finishJobs();
@@ -110,8 +123,10 @@ void FabricChannel::pump() {
       const RegisteredMemory& source = fromUser ? job->region->memory : sendMemory_;
       const size_t sourceOffset =
           fromUser ? static_cast<size_t>(from - job->region->memory.data()) : offset;
+      const RemoteBuffer& target = job->window ? *job->window : peer_.ringBuffer;
+      const uint64_t targetOffset = job->window ? job->windowOffset + job->posted : offset;
       Status s = hub_.endpoint_->postWrite(
-          peerId_, source, sourceOffset, piece, peer_.ringBuffer, offset,
+          peerId_, source, sourceOffset, piece, target, targetOffset,
           encodeImmediate(peer_.channelId, written_),
           FabricHub::token(FabricHub::TokenKind::kWrite, serial_, slot));
       if (!s.isOk()) {
@@ -124,6 +139,7 @@ void FabricChannel::pump() {
       ++job->inFlight;
       if (fromUser) ++job->fromUserInFlight;
       (fromUser ? hub_.fromUser_ : hub_.throughRing_).fetch_add(piece, std::memory_order_relaxed);
+      if (job->window) hub_.intoWindows_.fetch_add(piece, std::memory_order_relaxed);
       ++writesInFlight_;
       ++written_;
       job->posted += piece;
@@ -311,6 +327,7 @@ void FabricChannel::fail(Status why) {
   if (!failure_.isOk()) return;
   failure_ = std::move(why);
   logger().debug("{}", failure_.toString());
+  closeWindows();  // a failed channel takes no piece: its windows are the caller's memory again
   if (handler_) {
     post([h = std::move(handler_), s = failure_] { h(s, {}); });
     handler_ = nullptr;
@@ -373,6 +390,7 @@ void FabricChannel::detach(const Status& why) {
     job->owned.assign(rest, rest + (job->bytes - job->posted));
     job->src = job->owned.data();
     job->bytes -= job->posted;
+    job->windowOffset += job->posted;
     job->posted = 0;
     job->region = nullptr;
     if (job->done) job->owed = why;
@@ -382,7 +400,40 @@ void FabricChannel::detach(const Status& why) {
     post([h = std::move(handler_), why] { h(why, {}); });
     handler_ = nullptr;
   }
+  closeWindows();
   armRelease();
+}
+
+Result<RemoteBuffer> FabricChannel::openWindow(void* data, size_t bytes) {
+  if (!failure_.isOk()) return failure_;
+  if (bytes == 0) return invalidArgument(who() + ": a window of 0 bytes");
+  std::shared_ptr<const UserRegion> region = hub_.userRegions_->find(data, bytes);
+  // Regions taken off the list since their window opened are let go (find() synced the list).
+  std::erase_if(windows_, [&](const Window& w) { return !hub_.userRegions_->holds(w.regionId); });
+  if (!region) {
+    return invalidArgument(fmt::format("{}: no registered buffer holds the window of {} bytes "
+                                       "at {}",
+                                       who(), bytes, data));
+  }
+  auto it = std::find_if(windows_.begin(), windows_.end(),
+                         [&](const Window& w) { return w.regionId == region->id; });
+  if (it == windows_.end()) {
+    Result<RegisteredMemory> m =
+        RegisteredMemory::add(*hub_.domain_, region->memory.data(), region->memory.size(),
+                              RegisteredMemory::Access::kRemoteWrite);
+    if (!m.isOk()) {
+      return Status(m.status().code(), fmt::format("{}: a window's buffer of {} bytes: {}", who(),
+                                                   region->memory.size(), m.status().message()));
+    }
+    windows_.push_back(Window{region->id, std::move(*m)});
+    it = std::prev(windows_.end());
+  }
+  return it->memory.remote(static_cast<uint8_t*>(data) - it->memory.data(), bytes);
+}
+
+void FabricChannel::closeWindows() {
+  for (Window& w : windows_) (void)w.memory.close();
+  windows_.clear();
 }
 
 void FabricChannel::close(const Status& why) {
@@ -400,6 +451,7 @@ void FabricChannel::dropMemory() {
   for (auto& job : draining_) payOwed(*job);
   draining_.clear();
   std::fill(slotJob_.begin(), slotJob_.end(), nullptr);
+  closeWindows();
   (void)ringMemory_.close();
   (void)controlMemory_.close();
   (void)sendMemory_.close();

@@ -9,6 +9,13 @@
 // order, one slot at a time, handed out once their immediate data arrived (never on a writer's
 // word alone); release() returns the slot as a credit (a control word, control_word.h).
 //
+// Windows (proto/FABRIC.md, "The result window"): the receiver may open a window onto memory
+// the caller registered and hand it to the peer, whose sendInto() then writes a payload's
+// pieces there instead of into the ring. Each piece still takes a credit and a sequence number,
+// so the receiver counts and releases it as a ring piece (its bytes are in the window, not in
+// the span asyncNextPiece hands out). A channel registers the memory of its windows on its own,
+// so that closing them (closeWindows, detach, close) revokes this channel's windows alone.
+//
 // Threading: every call on the hub's io thread; handlers and `done` run there, never inline
 // from the call that registers them. Liveness is the owner's: nothing here waits on the peer
 // without the owner's bound (the TCP stream's loss bound), and close() never waits.
@@ -58,7 +65,14 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   // once every piece was delivered into the peer's ring; done(error) if the channel failed
   // first, but not while a write from the caller's registered memory may still read it,
   // unless that write outlives the hub's releaseSourcesAfter. Zero bytes complete at once.
-  void send(const void* src, size_t bytes, Done done);
+  void send(const void* src, size_t bytes, Done done) {
+    queue(src, bytes, std::nullopt, 0, std::move(done));
+  }
+  // As send(), but the pieces land in the peer's `window` (its openWindow()) from `offset` on,
+  // in the same pieces as send() would cut. The window came from the network: a payload that
+  // would not fit in it fails the channel before any of it is posted.
+  void sendInto(const void* src, size_t bytes, const RemoteBuffer& window, uint64_t offset,
+                Done done);
   // Payload bytes handed to the provider so far (cumulative).
   uint64_t bytesPosted() const { return bytesPosted_; }
 
@@ -69,11 +83,24 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   // The oldest piece handed out and not released is used up: its slot goes back to the peer.
   Status release();
 
+  // A window onto [data, data + bytes), which must lie inside one buffer the caller registered
+  // (the hub's user regions, user_regions.h), for the peer's sendInto(). The region holding it
+  // is registered for remote writes by this channel, once, and stays so until closeWindows():
+  // the peer may write anywhere in that region meanwhile, which is why only a peer trusted
+  // with the caller's results gets a window. INVALID_ARGUMENT if no registered buffer holds the
+  // range.
+  Result<RemoteBuffer> openWindow(void* data, size_t bytes);
+  // Revokes every window of this channel: from now on a peer's write into one meets a stale
+  // key and fails at the writer, never lands. detach(), close() and a failure do it too.
+  void closeWindows();
+  // The caller's regions this channel holds registered for windows.
+  size_t windowRegions() const { return windows_.size(); }
+
   // The owner lets go (PayloadChannel::detach): the unsent rest of every send is copied here,
   // every `done` and the waiting piece handler run with `why` (later, on the io thread; a
   // send's once no write from the caller's memory is in flight, or the hub's
-  // releaseSourcesAfter passed), and the sends go on from the copies. Nothing if the channel
-  // failed.
+  // releaseSourcesAfter passed), and the sends go on from the copies. The windows are closed:
+  // the memory behind them is the caller's again. Nothing else if the channel failed.
   void detach(const Status& why);
 
   // Fails what is pending with `why` (their handlers run later, on the io thread) and
@@ -105,10 +132,19 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
     // The outcome `done` gets once fromUserInFlight is 0 (detached or failed meanwhile).
     std::optional<Status> owed;
     std::vector<uint8_t> owned;  // after detach(): the unsent rest, which src then points into
+    // Where its pieces land: the peer's window, from windowOffset on; none: the peer's ring.
+    std::optional<RemoteBuffer> window;
+    uint64_t windowOffset = 0;
+  };
+  struct Window {  // this channel's own registration of one of the caller's regions
+    uint64_t regionId;
+    RegisteredMemory memory;
   };
 
   FabricChannel(FabricHub& hub, uint16_t id, uint32_t serial, RingShape ring, std::string name);
   Status openRing();
+  void queue(const void* src, size_t bytes, std::optional<RemoteBuffer> window, uint64_t offset,
+             Done done);
 
   // From the hub's dispatch, on the io thread.
   void onArrival(uint32_t sequence, size_t bytes);
@@ -159,6 +195,7 @@ class FabricChannel : public std::enable_shared_from_this<FabricChannel> {
   PieceHandler handler_;
   size_t expect_ = 0;
   bool deliveryPosted_ = false;
+  std::vector<Window> windows_;
   AlignedBuffer controlBytes_;  // the credit word being sent
   RegisteredMemory controlMemory_;
   bool creditInFlight_ = false;

@@ -105,6 +105,8 @@ class FabricHub {
   // channels' send rings (a copy each).
   uint64_t bytesFromUserMemory() const { return fromUser_.load(std::memory_order_relaxed); }
   uint64_t bytesThroughRing() const { return throughRing_.load(std::memory_order_relaxed); }
+  // Of those, the bytes written into peers' windows (FabricChannel::sendInto) not their rings.
+  uint64_t bytesIntoWindows() const { return intoWindows_.load(std::memory_order_relaxed); }
 
  private:
   friend class FabricChannel;
@@ -172,6 +174,7 @@ class FabricHub {
   std::atomic<size_t> lingering_{0};
   std::atomic<uint64_t> fromUser_{0};
   std::atomic<uint64_t> throughRing_{0};
+  std::atomic<uint64_t> intoWindows_{0};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // handlers outliving the hub
 };
 

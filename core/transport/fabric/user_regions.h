@@ -41,6 +41,8 @@ class UserRegions {
 
   // A registered range holding [p, p + bytes), after syncing with the list; null if none.
   std::shared_ptr<const UserRegion> find(const void* p, size_t bytes);
+  // Whether the range listed under `id` is registered here, as of the last sync.
+  bool holds(uint64_t id) const { return byId_.contains(id); }
 
   // Deregisters every range (the hub's shutdown: registrations go before the domain). A
   // region still held by someone is closed all the same; its memory is then unusable, and
