@@ -46,6 +46,7 @@ Status ClientOptions::applyEnvironment() {
   uint64_t streams = streamsPerReducer, threads = ioThreads;
   uint64_t timeoutMs = static_cast<uint64_t>(collectiveTimeout.count());
   uint64_t connectMs = static_cast<uint64_t>(connectTimeout.count());
+  uint64_t probeMs = static_cast<uint64_t>(fabricProbeTimeout.count());
   uint64_t lossMs = static_cast<uint64_t>(lossDetect.count());
   uint64_t rejoinMs = static_cast<uint64_t>(rejoin.count());
   uint64_t deterministicMode = deterministic ? 1 : 0;
@@ -53,6 +54,7 @@ Status ClientOptions::applyEnvironment() {
   RS_RETURN_IF_ERROR(readNumber("RS_CLIENT_IO_THREADS", 1, 256, &threads));
   RS_RETURN_IF_ERROR(readNumber("RS_TIMEOUT_MS", 1, UINT32_MAX, &timeoutMs));
   RS_RETURN_IF_ERROR(readNumber("RS_CONNECT_TIMEOUT_MS", 1, UINT32_MAX, &connectMs));
+  RS_RETURN_IF_ERROR(readNumber("RS_FABRIC_PROBE_TIMEOUT_MS", 1, UINT32_MAX, &probeMs));
   RS_RETURN_IF_ERROR(readNumber("RS_LOSS_DETECT_MS", 0, UINT32_MAX, &lossMs));
   RS_RETURN_IF_ERROR(readNumber("RS_REJOIN_MS", 0, UINT32_MAX, &rejoinMs));
   RS_RETURN_IF_ERROR(readNumber("RS_DETERMINISTIC", 0, 1, &deterministicMode));
@@ -72,6 +74,7 @@ Status ClientOptions::applyEnvironment() {
   ioThreads = static_cast<uint32_t>(threads);
   collectiveTimeout = std::chrono::milliseconds(timeoutMs);
   connectTimeout = std::chrono::milliseconds(connectMs);
+  fabricProbeTimeout = std::chrono::milliseconds(probeMs);
   lossDetect = std::chrono::milliseconds(lossMs);
   rejoin = std::chrono::milliseconds(rejoinMs);
   deterministic = deterministicMode != 0;
@@ -145,6 +148,8 @@ Status ClientOptions::validate() const {
   if (collectiveTimeout.count() < 1 || collectiveTimeout.count() > UINT32_MAX)
     return invalidArgument("collective timeout must be 1 ms .. 49 days");
   if (connectTimeout.count() < 1) return invalidArgument("connect timeout must be >= 1 ms");
+  if (fabricProbeTimeout.count() < 1)
+    return invalidArgument("fabric probe timeout must be >= 1 ms");
   if (lossDetect.count() != 0 &&
       (lossDetect.count() < wire::kMinLossDetectMs || lossDetect.count() > UINT32_MAX))
     return invalidArgument(fmt::format(

@@ -27,6 +27,7 @@ Handshake::Handshake(const ClientOptions& options, const GroupSpec& group, asio:
       redial_(redial),
       timeout_(redial ? redial->timeout : options.connectTimeout),
       timer_(io),
+      probeTimer_(io),
       hub_(hub),
       // Lanes and redials stay on TCP (a redial's streams become streams later: on TCP too).
       askFabric_(hub != nullptr && !redial && streamIndex < options.streamsPerReducer) {}
@@ -60,6 +61,7 @@ void Handshake::finish(Status outcome) {
   outcome_ = std::move(outcome);
   if (connector_) connector_->cancel();
   timer_.cancel();
+  probeTimer_.cancel();
   if (!outcome_.isOk() && stream_) stream_->close();
 #if RS_HAVE_FABRIC
   if (!outcome_.isOk() && channel_) {
@@ -342,6 +344,18 @@ void Handshake::startProbe() {
 #if RS_HAVE_FABRIC
   probing_ = true;
   step_ = "proving the fabric channel (a probe each way)";
+  // Its own bound, short of the connect timeout's where that is later: a fabric that does not
+  // carry data is a fallback to TCP after this, not after the whole connect timeout.
+  const auto probeDeadline = std::chrono::steady_clock::now() + options_.fabricProbeTimeout;
+  if (probeDeadline < deadline_) {
+    probeTimer_.expires_at(probeDeadline);
+    probeTimer_.async_wait(counted([this](const std::error_code& ec) {
+      if (ec || finished_ || !probing_) return;
+      abandonFabric(fmt::format("its probe did not complete within {} ms "
+                                "(RS_FABRIC_PROBE_TIMEOUT_MS)",
+                                options_.fabricProbeTimeout.count()));
+    }));
+  }
   probeOut_ = wire::fabricProbe(group_.id, group_.rank, wire::ProbeFrom::kMember);
   channel_->send(probeOut_.data(), probeOut_.size(), counted([this](const Status& s) {
                    if (finished_ || !probing_) return;
@@ -367,6 +381,7 @@ void Handshake::startProbe() {
 
 void Handshake::probed() {
   probing_ = false;
+  probeTimer_.cancel();
   finish(Status::ok());
 }
 
@@ -374,6 +389,7 @@ void Handshake::probed() {
 // after all (WIRE.md), before any REDUCE.
 void Handshake::abandonFabric(const std::string& why) {
   probing_ = false;
+  probeTimer_.cancel();
   rs::logger().debug("{}: the fabric channel failed its probe: {}", name_, why);
   declineFabric("the fabric channel failed its probe: " + why);
 }

@@ -136,6 +136,8 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
   // Connecting ends by start() + options.connectTimeout; this timer holds the handshake to it.
   std::chrono::steady_clock::time_point deadline_;
   asio::steady_timer timer_;
+  // The probe's own bound (options.fabricProbeTimeout, within deadline_).
+  asio::steady_timer probeTimer_;
   const char* step_ = "";  // where the handshake is, for the timeout's message
   std::unique_ptr<transport::Stream> stream_;
   std::unique_ptr<transport::FrameReader> reader_;

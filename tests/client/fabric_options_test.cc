@@ -1,5 +1,5 @@
-// The fabric's options (RS_FABRIC, RS_FABRIC_NODE; client/fabric_hubs.h): what each value asks
-// for, and the values refused.
+// The fabric's options (RS_FABRIC, RS_FABRIC_NODE, RS_FABRIC_PROBE_TIMEOUT_MS;
+// client/fabric_hubs.h): what each value asks for, and the values refused.
 #include <catch2/catch.hpp>
 
 #include "client/fabric_hubs.h"
@@ -46,6 +46,29 @@ TEST_CASE("RS_FABRIC: a value that names no provider is refused, naming what is 
   o.reducers = {{"127.0.0.1", 1}};
   o.fabric = "";
   CHECK_THAT(o.validate().message(), Catch::Matchers::Contains("fabric (RS_FABRIC)"));
+}
+
+TEST_CASE("RS_FABRIC_PROBE_TIMEOUT_MS: 10 s by default, a value in ms, 0 and words refused") {
+  {
+    ScopedEnv probe("RS_FABRIC_PROBE_TIMEOUT_MS", nullptr);
+    ClientOptions o;
+    REQUIRE(o.applyEnvironment().toString() == "OK");
+    CHECK(o.fabricProbeTimeout == std::chrono::milliseconds(10000));
+  }
+  {
+    ScopedEnv probe("RS_FABRIC_PROBE_TIMEOUT_MS", "2500");
+    ClientOptions o;
+    REQUIRE(o.applyEnvironment().toString() == "OK");
+    CHECK(o.fabricProbeTimeout == std::chrono::milliseconds(2500));
+  }
+  for (const char* value : {"0", "ten", "-1"}) {
+    INFO(value);
+    ScopedEnv probe("RS_FABRIC_PROBE_TIMEOUT_MS", value);
+    ClientOptions o;
+    const Status s = o.applyEnvironment();
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(s.message(), Catch::Matchers::Contains("RS_FABRIC_PROBE_TIMEOUT_MS"));
+  }
 }
 
 TEST_CASE("RS_FABRIC: the providers tried, in order: none when off, verbs then efa when auto "

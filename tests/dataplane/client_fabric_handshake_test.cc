@@ -50,10 +50,12 @@ std::unique_ptr<FabricHub> workerHubOn(asio::io_context& io) {
 // with the worker's hub on the test's io_context.
 class FabricHandshakeRun {
  public:
-  // `connectTimeout`: the member's RS_CONNECT_TIMEOUT_MS (0: testClientOptions' hang guard).
+  // `connectTimeout`, `probeTimeout`: the member's RS_CONNECT_TIMEOUT_MS and
+  // RS_FABRIC_PROBE_TIMEOUT_MS (0: testClientOptions' hang guards).
   explicit FabricHandshakeRun(const Endpoint& where, uint32_t stream = 0,
-                              std::chrono::milliseconds connectTimeout = {})
-      : options_(optionsFor(where, connectTimeout)),
+                              std::chrono::milliseconds connectTimeout = {},
+                              std::chrono::milliseconds probeTimeout = {})
+      : options_(optionsFor(where, connectTimeout, probeTimeout)),
         group_{GroupId::random(), 2, 1},
         hub_(workerHubOn(io_)),
         handshake_(std::make_shared<Handshake>(
@@ -81,9 +83,11 @@ class FabricHandshakeRun {
 
  private:
   static client::ClientOptions optionsFor(const Endpoint& where,
-                                          std::chrono::milliseconds connectTimeout) {
+                                          std::chrono::milliseconds connectTimeout,
+                                          std::chrono::milliseconds probeTimeout) {
     client::ClientOptions o = testClientOptions({where}, 1);
     if (connectTimeout.count() > 0) o.connectTimeout = connectTimeout;
+    if (probeTimeout.count() > 0) o.fabricProbeTimeout = probeTimeout;
     return o;
   }
 
@@ -436,6 +440,8 @@ TEST_CASE("client fabric handshake: a channel that fails its probe is given up: 
     // handshake's, so that of the case waiting it out is ample for the steps before the probe
     // on a loaded machine.
     int connectTimeoutMs = 0;
+    // Its RS_FABRIC_PROBE_TIMEOUT_MS (0: the hang guard): from the probe's start on.
+    int probeTimeoutMs = 0;
   };
   const Case c = GENERATE(
       Case{"no probe from the reducer", [](FabricHubThread&, FabricChannel&,
@@ -443,6 +449,11 @@ TEST_CASE("client fabric handshake: a channel that fails its probe is given up: 
            "the fabric channel failed its probe: its probe did not complete within the connect "
            "timeout (2000 ms, RS_CONNECT_TIMEOUT_MS)",
            2000},
+      Case{"no probe from the reducer, within the probe's own bound",
+           [](FabricHubThread&, FabricChannel&, const wire::FrameHeader&) {},
+           "the fabric channel failed its probe: its probe did not complete within 1500 ms "
+           "(RS_FABRIC_PROBE_TIMEOUT_MS)",
+           0, 1500},
       Case{"other bytes than the reducer's probe",
            [](FabricHubThread& hub, FabricChannel& channel, const wire::FrameHeader& hello) {
              auto wrong = std::make_shared<wire::FabricProbe>(
@@ -459,8 +470,8 @@ TEST_CASE("client fabric handshake: a channel that fails its probe is given up: 
              hub.call([&] { channel.close(abortedError("unreachable, to the member")); });
            },
            // The tcp provider reports no error for a write into a closed ring (an RDMA NIC
-           // would): the member waits out its timeout, so a short one, not the hang guard.
-           "the fabric channel failed its probe: ", 5000});
+           // would): the member waits out its probe's bound, so a short one, not the hang guard.
+           "the fabric channel failed its probe: ", 0, 2000});
   INFO(c.what);
   FabricHubThread reducerHub("fake reducer io");
   std::shared_ptr<FabricChannel> reducerChannel;
@@ -477,7 +488,8 @@ TEST_CASE("client fabric handshake: a channel that fails its probe is given up: 
                           : std::string(wire::frameTypeName(after.header.type)));
     readUntilClosed(s);
   });
-  FabricHandshakeRun run(fake.endpoint(), 0, std::chrono::milliseconds(c.connectTimeoutMs));
+  FabricHandshakeRun run(fake.endpoint(), 0, std::chrono::milliseconds(c.connectTimeoutMs),
+                         std::chrono::milliseconds(c.probeTimeoutMs));
   auto& outcome = run.outcome();
   REQUIRE(outcome.status().toString() == "OK");
   CHECK(outcome->channel == nullptr);

@@ -8,10 +8,12 @@
 #      reducer), every all-reduce exact: the set-up itself reaches the fabric.
 #   2. On fresh namespaces, nft in each worker's namespace drops every new TCP connection on the
 #      cluster's subnet but those to the reducers' data port, both ways, before anything starts:
-#      the handshake goes through, the fabric's connections do not. Each stream's probe fails
-#      within RS_CONNECT_TIMEOUT_MS, the worker declines the fabric after accepting it
-#      ("fabric not used (the fabric channel failed its probe: ...)" for each reducer) and runs
-#      over TCP: every all-reduce exact, no reducer taken for lost, no failover.
+#      the handshake goes through, the fabric's connections do not. Each stream's probe runs out
+#      its own bound (RS_FABRIC_PROBE_TIMEOUT_MS, well inside the connect timeout), the worker
+#      declines the fabric after accepting it ("fabric not used (the fabric channel failed its
+#      probe: its probe did not complete within ... (RS_FABRIC_PROBE_TIMEOUT_MS))" for each
+#      reducer) and runs over TCP: every all-reduce exact, no reducer taken for lost, no
+#      failover.
 # Root, ip netns, veth, bridge and nft are needed; without them it exits 77 (ctest's
 # SKIP_RETURN_CODE) and says why. Everything it made goes on exit (trap).
 #
@@ -39,7 +41,8 @@ command -v nft >/dev/null || { echo "fabric_firewall: SKIPPED: nft not installed
 readonly kWorkers=2 kReducers=2 kDataPort=7000
 readonly kIters=20                 # checked all-reduces per worker
 readonly kCount=$((256 << 10))     # fp32 elements each: 1 MiB, 16 chunks of 64 KiB
-readonly kConnectMs=4000           # the handshake's bound, the probe's included
+readonly kProbeMs=4000             # the probe's bound: what a fabric that does not reach costs
+readonly kConnectMs=60000          # the handshake's, a hang guard here
 # Hang guards, not timings: far above a healthy run on a loaded 2-core machine.
 readonly kStateS=60 kRunS=120
 
@@ -66,7 +69,7 @@ run_workers() {
   group=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   for ((i = 0; i < kWorkers; i++)); do
     cluster_exec "w$i" env RS_REDUCERS="$list" RS_SECRET_FILE="$dir/secret" \
-      RS_CONNECT_TIMEOUT_MS="$kConnectMs" RS_STREAMS=2 RS_CLIENT_IO_THREADS=1 RS_MAX_CHUNK=64KiB \
+      RS_CONNECT_TIMEOUT_MS="$kConnectMs" RS_FABRIC_PROBE_TIMEOUT_MS="$kProbeMs" RS_STREAMS=2 RS_CLIENT_IO_THREADS=1 RS_MAX_CHUNK=64KiB \
       RS_FABRIC=tcp RS_FABRIC_NODE="$(cluster_addr "w$i")" \
       timeout "$kRunS" "$worker" --group "$group" --world "$kWorkers" --rank "$i" \
       --count "$kCount" --iters "$kIters" >"$dir/w$i.out" 2>"$dir/w$i.log" &
@@ -123,7 +126,7 @@ one_run() {  # <open|firewalled>
     each_reducer_said "data over the fabric ("
     ! grep -q "fabric not used" "$dir"/w*.out || fail "open: a stream declined the fabric: $(grep -m1 -h "fabric not used" "$dir"/w*.out)"
   else
-    each_reducer_said "fabric not used (the fabric channel failed its probe: "
+    each_reducer_said "fabric not used (the fabric channel failed its probe: its probe did not complete within $kProbeMs ms (RS_FABRIC_PROBE_TIMEOUT_MS)"
     echo "fabric_firewall: worker 0 said: $(grep -m1 -o "reducer 0 .*fabric not used.*" "$dir/w0.out")"
     ! grep -q "data over the fabric" "$dir"/w*.out || fail "firewalled: a stream used the fabric"
   fi
@@ -133,7 +136,7 @@ one_run() {  # <open|firewalled>
 }
 
 echo "fabric_firewall: $kWorkers workers, $kReducers reducers in namespaces on $CLUSTER_SUBNET.0/24," \
-  "fabric: libfabric's tcp provider; connect timeout $kConnectMs ms"
+  "fabric: libfabric's tcp provider; probe bound $kProbeMs ms"
 one_run open
 echo "fabric_firewall: open: every worker's payloads over the fabric to every reducer, $kIters all-reduces exact each"
 one_run firewalled

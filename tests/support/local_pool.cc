@@ -98,6 +98,7 @@ client::ClientOptions testClientOptions(const std::vector<Endpoint>& reducers,
   // Hang guards, far above a healthy run on a loaded machine (tests of the timeouts set theirs).
   o.collectiveTimeout = std::chrono::milliseconds(300000);
   o.connectTimeout = std::chrono::milliseconds(60000);
+  o.fabricProbeTimeout = o.connectTimeout;
   // No fabric unless asked, as for the reducers (testFabric).
   o.fabric = testFabric().provider;
   o.fabricNode = testFabric().node;

@@ -108,6 +108,11 @@ struct ClientOptions {
   // local address the provider binds ("127.0.0.1" on loopback); empty: the provider's first.
   std::string fabric = "auto";
   std::string fabricNode;
+  // How long a stream's fabric may take to prove itself (RS_FABRIC_PROBE_TIMEOUT_MS: its probe
+  // delivered and the reducer's in) before the stream declines it and runs over TCP; within
+  // connectTimeout. A fabric the network does not carry (a firewall, an EFA security group
+  // without its self rule, a wrong GID) then costs this, not the whole connect timeout.
+  std::chrono::milliseconds fabricProbeTimeout{10000};
 
   // Reducers from RS_REDUCERS, CLUSTER_SPEC or TF_CONFIG; knobs from RS_STREAMS,
   // RS_CLIENT_PROGRESS (threads|caller), RS_CLIENT_IO_THREADS, RS_MIN_CHUNK, RS_MAX_CHUNK,
