@@ -28,10 +28,10 @@ Result<std::unique_ptr<FabricDomain>> FabricDomain::open(FabricInfo info) {
 }
 
 FabricDomain::~FabricDomain() {
-  // Children before parents; a close that fails leaks the object, nothing worse.
-  if (av_ != nullptr) fi_close(&av_->fid);
-  if (domain_ != nullptr) fi_close(&domain_->fid);
-  if (fabric_ != nullptr) fi_close(&fabric_->fid);
+  // Children before parents; a close that fails leaks the object (logged and counted).
+  if (av_ != nullptr) (void)closeFabricObject(&av_->fid, provider_ + "'s address vector");
+  if (domain_ != nullptr) (void)closeFabricObject(&domain_->fid, provider_ + "'s domain");
+  if (fabric_ != nullptr) (void)closeFabricObject(&fabric_->fid, provider_ + "'s fabric");
 }
 
 Result<fi_addr_t> FabricDomain::insertPeer(std::span<const uint8_t> address) {

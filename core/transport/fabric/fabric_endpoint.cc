@@ -85,7 +85,7 @@ Result<std::unique_ptr<FabricEndpoint>> FabricEndpoint::open(FabricDomain& domai
 FabricEndpoint::~FabricEndpoint() {
   std::vector<FabricCompletion> dropped;
   abort(abortedError("endpoint closed"), dropped);
-  if (cq_ != nullptr) fi_close(&cq_->fid);
+  if (cq_ != nullptr) (void)closeFabricObject(&cq_->fid, "an endpoint's completion queue");
 }
 
 Result<FabricEndpoint::PeerId> FabricEndpoint::addPeer(std::span<const uint8_t> address,
@@ -377,7 +377,7 @@ Status FabricEndpoint::finishPending(std::chrono::milliseconds bound,
 
 void FabricEndpoint::abort(const Status& why, std::vector<FabricCompletion>& out) {
   if (ep_ != nullptr) {
-    fi_close(&ep_->fid);
+    (void)closeFabricObject(&ep_->fid, "an endpoint");
     ep_ = nullptr;
     broken_ = why;
   }

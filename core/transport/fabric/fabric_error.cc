@@ -1,9 +1,13 @@
 #include "core/transport/fabric/fabric_error.h"
 
 #include <fmt/format.h>
+#include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
+#include <atomic>
 #include <cstdlib>
+
+#include "core/common/log.h"
 
 namespace rs::transport::fabric {
 
@@ -43,5 +47,21 @@ Status fabricError(std::string_view what, int rc) {
   return Status(fabricStatusCode(rc),
                 fmt::format("{}: {} (fi error {})", what, fi_strerror(std::abs(rc)), rc));
 }
+
+namespace {
+std::atomic<uint64_t> refusedCloses{0};
+}  // namespace
+
+Status closeFabricObject(fid* object, std::string_view what) {
+  if (object == nullptr) return Status::ok();
+  const int rc = fi_close(object);
+  if (rc == 0) return Status::ok();
+  refusedCloses.fetch_add(1, std::memory_order_relaxed);
+  Status refused = fabricError(fmt::format("fi_close of {}", what), rc);
+  logger().warn("{}; the object is leaked", refused.message());
+  return refused;
+}
+
+uint64_t closesRefused() { return refusedCloses.load(std::memory_order_relaxed); }
 
 }  // namespace rs::transport::fabric

@@ -2,7 +2,10 @@
 // operation, the peer), with libfabric's own words and number.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
+
+struct fid;
 
 #include "core/common/status.h"
 
@@ -17,5 +20,11 @@ Status fabricError(std::string_view what, int rc);
 
 // The StatusCode for a libfabric error number (positive, as in fi_cq_err_entry::err).
 StatusCode fabricStatusCode(int err);
+
+// fi_close of one of our libfabric objects, `what` naming it in the warning a refused close
+// logs. A refusal (FI_EBUSY: a child of it is still open) leaks the object, so it is counted:
+// the tests read closesRefused() to show that every object we open we also close.
+Status closeFabricObject(fid* object, std::string_view what);
+uint64_t closesRefused();
 
 }  // namespace rs::transport::fabric

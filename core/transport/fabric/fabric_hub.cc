@@ -182,7 +182,13 @@ void FabricHub::reapLingering() {
   for (size_t i = 0; i < closedSerials_.size();) {
     auto it = bySerial_.find(closedSerials_[i]);
     if (it == bySerial_.end() || it->second->pendingOps() == 0) {
-      if (it != bySerial_.end()) bySerial_.erase(it);
+      if (it != bySerial_.end()) {
+        // Its registrations go now, with nothing left that uses them: whoever still holds the
+        // channel may do so past this hub, and a registration open then keeps the domain from
+        // closing.
+        it->second->dropMemory();
+        bySerial_.erase(it);
+      }
       closedSerials_[i] = closedSerials_.back();
       closedSerials_.pop_back();
       lingering_.fetch_sub(1, std::memory_order_relaxed);

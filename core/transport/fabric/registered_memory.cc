@@ -64,11 +64,10 @@ RemoteBuffer RegisteredMemory::remote(size_t offset, size_t size) const {
 
 Status RegisteredMemory::close() {
   if (mr_ == nullptr) return Status::ok();
-  const int rc = fi_close(&mr_->fid);
+  fid* registration = &mr_->fid;
   mr_ = nullptr;
   desc_ = nullptr;
-  if (rc != 0) return fabricError("fi_close of a memory registration", rc);
-  return Status::ok();
+  return closeFabricObject(registration, "a memory registration");
 }
 
 }  // namespace rs::transport::fabric
