@@ -1,8 +1,8 @@
 // Closing our libfabric objects (fabric_error.h closeFabricObject): a close libfabric refuses
 // (FI_EBUSY: a child of the object is still open) is logged and counted, and a whole transfer's
 // objects (hubs, channels, their rings and windows, registered memory) are closed child before
-// parent, so none is refused, even with a channel held past its hub. The count is what lets the ASan tree suppress libfabric's own
-// leaks (tests/lsan.supp) without hiding one of ours.
+// parent, so none is refused, even with a channel held past its hub. The count is what lets the
+// ASan tree suppress libfabric's own leaks (tests/lsan.supp) without hiding one of ours.
 #include <catch2/catch.hpp>
 
 #include <memory>
